@@ -1,0 +1,92 @@
+import { applyMutations } from './apply-mutations';
+import { renderSystemPromptWithExperiences } from './experiences';
+import { cloneJson, isPlainObject } from './json';
+import type { Message } from './messages';
+import type { Mutation } from './mutations';
+import type { PromptContract } from './prompt-contract';
+import { renderLlmInputMessages } from './render-llm-input';
+import { parseSelfRefSnapshot, type SelfRefSnapshot } from './selfref-snapshot';
+import { parseSummary } from './summary';
+
+export interface ReducedTurnContext {
+  transcript: Message[];
+  selfref_snapshot: SelfRefSnapshot | null;
+}
+
+export interface CompiledTurn {
+  reduced_transcript: Message[];
+  transcript: Message[];
+  system_prompt: string | null;
+  llm_messages: Message[];
+  selfref_snapshot: SelfRefSnapshot | null;
+}
+
+/** Stage 1 (spec 4.2): apply the patches, then decide which SelfRef snapshot drives the prompt. */
+export function reduceTurnContext(
+  transcript: readonly Message[],
+  mutations: readonly Mutation[],
+  snapshot: SelfRefSnapshot | null,
+): ReducedTurnContext {
+  const applied = applyMutations(transcript, mutations);
+  if (snapshot === null) return { transcript: applied, selfref_snapshot: null };
+  const parsed = parseSelfRefSnapshot(applied);
+  const carriesMarkers =
+    parsed.experiences.length > 0 ||
+    parsed.summary !== null ||
+    parsed.summary_message !== null ||
+    applied.some((message) => parseSummary(message['content']) !== null) ||
+    mutations.some((mutation) => mutation.type === 'ExperienceRememberMutation' || mutation.type === 'ExperienceForgetMutation');
+  return { transcript: applied, selfref_snapshot: carriesMarkers ? parsed : cloneJson(snapshot) };
+}
+
+/** Stage 2 (spec 4.3): resolve and place the system prompt, then render the blocks. */
+export function convertToLlmRequest(reduced: ReducedTurnContext, contract: PromptContract): Omit<CompiledTurn, 'reduced_transcript'> {
+  const systemPrompt = resolveSystemPrompt(reduced.transcript, contract, reduced.selfref_snapshot);
+  const transcript = placeSystemPrompt(reduced.transcript.map(cloneJson), systemPrompt);
+  return {
+    transcript,
+    system_prompt: systemPrompt,
+    llm_messages: renderLlmInputMessages(transcript, contract.tool_prompt_specs, contract.include_must_principles),
+    selfref_snapshot: reduced.selfref_snapshot === null ? null : cloneJson(reduced.selfref_snapshot),
+  };
+}
+
+/** `compile_invocation_turn` (spec 1.2): `render(config, patch(transcript, patches))`. Pure. */
+export function compileInvocationTurn(
+  contract: PromptContract,
+  transcript: readonly Message[],
+  mutations: readonly Mutation[] = [],
+  snapshot: SelfRefSnapshot | null = null,
+): CompiledTurn {
+  const reduced = reduceTurnContext(transcript, mutations, snapshot);
+  return { reduced_transcript: reduced.transcript.map(cloneJson), ...convertToLlmRequest(reduced, contract) };
+}
+
+/** `compile_context` (spec 4.6): the loop's commit. With SelfRef on, the snapshot is always re-parsed. */
+export function compileContext(
+  transcript: readonly Message[],
+  mutations: readonly Mutation[],
+  selfrefEnabled: boolean,
+): { transcript: Message[]; selfref_snapshot: SelfRefSnapshot | null } {
+  const applied = applyMutations(transcript, mutations);
+  return { transcript: applied, selfref_snapshot: selfrefEnabled ? parseSelfRefSnapshot(applied) : null };
+}
+
+function resolveSystemPrompt(transcript: readonly Message[], contract: PromptContract, snapshot: SelfRefSnapshot | null): string | null {
+  if (snapshot !== null) return renderSystemPromptWithExperiences(snapshot.base_system_prompt, snapshot.experiences);
+  if (contract.system_prompt !== null) return contract.system_prompt;
+  const system = transcript.find((message) => message['role'] === 'system' && typeof message['content'] === 'string');
+  if (system) return system['content'] as string;
+  return contract.base_instruction !== '' ? contract.base_instruction : null;
+}
+
+function placeSystemPrompt(transcript: Message[], systemPrompt: string | null): Message[] {
+  const first = transcript[0];
+  if (isPlainObject(first) && first['role'] === 'system') {
+    if (systemPrompt) first['content'] = systemPrompt;
+    else transcript.shift();
+  } else if (systemPrompt) {
+    transcript.unshift({ role: 'system', content: systemPrompt });
+  }
+  return transcript;
+}
