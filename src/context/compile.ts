@@ -59,7 +59,8 @@ export function compileInvocationTurn(
   snapshot: SelfRefSnapshot | null = null,
 ): CompiledTurn {
   const reduced = reduceTurnContext(transcript, mutations, snapshot);
-  return { reduced_transcript: reduced.transcript.map(cloneJson), ...convertToLlmRequest(reduced, contract) };
+  // `reduced` is ours alone, so its transcript is returned as it is; stage 2 copies what it changes.
+  return { reduced_transcript: reduced.transcript, ...convertToLlmRequest(reduced, contract) };
 }
 
 /** `compile_context` (spec 4.6): the loop's commit. With SelfRef on, the snapshot is always re-parsed. */

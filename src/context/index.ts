@@ -13,3 +13,4 @@ export * from './render-llm-input';
 export * from './selfref-snapshot';
 export * from './summary';
 export * from './text';
+export * from './compile-request';

@@ -10,6 +10,7 @@ export const whitespacePattern = `[${WHITESPACE_CLASS}]`;
 const leadingWhitespace = new RegExp(`^[${WHITESPACE_CLASS}]+`);
 const trailingWhitespace = new RegExp(`[${WHITESPACE_CLASS}]+$`);
 const whitespaceRun = new RegExp(`[${WHITESPACE_CLASS}]+`);
+// eslint-disable-next-line no-control-regex -- Python line boundaries include these control characters
 const lineBoundary = /\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/;
 
 export function trim(text: string): string {

@@ -1,0 +1,59 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import { builtinModules } from 'node:module';
+
+// Code that workflows import must stay deterministic and bundle into the workflow sandbox:
+// no Node built-ins, no I/O clients, no clock, no randomness.
+const nodeBuiltins = builtinModules.flatMap((name) => [name, `node:${name}`]);
+const pureRestrictions = {
+  '@typescript-eslint/no-restricted-imports': [
+    'error',
+    {
+      paths: [
+        ...nodeBuiltins.map((name) => ({ name, message: 'Pure/workflow code must not use Node built-ins.' })),
+        { name: 'openai', message: 'Provider calls belong in activities.', allowTypeImports: true },
+        { name: '@temporalio/activity', message: 'Workflow code must not import activity APIs.', allowTypeImports: true },
+        { name: '@temporalio/client', message: 'Workflow code must not import the client.', allowTypeImports: true },
+        { name: '@temporalio/worker', message: 'Workflow code must not import the worker.', allowTypeImports: true },
+      ],
+      patterns: [
+        { group: ['**/activities', '**/activities/**'], message: 'Import activities as types only.', allowTypeImports: true },
+        { group: ['**/client', '**/client/**', '**/worker', '**/worker/**'], message: 'Not allowed in pure code.', allowTypeImports: true },
+      ],
+    },
+  ],
+  'no-restricted-globals': [
+    'error',
+    ...['process', 'Buffer', 'setInterval', 'structuredClone', 'fetch', 'require', 'crypto', 'performance', 'queueMicrotask'].map(
+      (name) => ({ name, message: `${name} is not available (or not deterministic) in the workflow sandbox.` }),
+    ),
+  ],
+  'no-restricted-properties': [
+    'error',
+    { object: 'Math', property: 'random', message: 'No randomness in pure code: pass values in.' },
+    { object: 'Date', property: 'now', message: 'No clock in pure code: pass time in.' },
+  ],
+  'no-restricted-syntax': ['error', { selector: "NewExpression[callee.name='Date']", message: 'No clock in pure code.' }],
+};
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', '.venv/**', '.patchloop/**', 'coverage/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  { files: ['src/context/**/*.ts'], rules: pureRestrictions },
+  {
+    files: ['src/workflows/**/*.ts'],
+    rules: {
+      ...pureRestrictions,
+      // Workflows may read Date.now(): the sandbox makes it the deterministic task time.
+      'no-restricted-properties': ['error', { object: 'Math', property: 'random', message: 'Use uuid4() from @temporalio/workflow.' }],
+      'no-restricted-syntax': 'off',
+    },
+  },
+  { files: ['bin/**/*.js', 'scripts/**/*.{js,mjs,cjs}'], languageOptions: { globals: { require: 'readonly', process: 'readonly', __dirname: 'readonly', console: 'readonly' } }, rules: { '@typescript-eslint/no-require-imports': 'off' } },
+);

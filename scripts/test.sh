@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: installs what it needs, then typecheck, lint and every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+npx tsc -p tsconfig.json --noEmit
+npx eslint .
+npx vitest run --project unit

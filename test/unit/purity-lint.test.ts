@@ -1,0 +1,42 @@
+import { ESLint } from 'eslint';
+import { describe, expect, it } from 'vitest';
+
+const eslint = new ESLint({ cwd: `${__dirname}/../..` });
+
+async function ruleIds(code: string, filePath: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath });
+  return result!.messages.map((message) => message.ruleId ?? message.message);
+}
+
+describe('purity lint rules', () => {
+  for (const folder of ['src/context', 'src/workflows']) {
+    it(`rejects Node built-ins, provider clients and non-type activity imports in ${folder}`, async () => {
+      const ids = await ruleIds(
+        "import { readFileSync } from 'node:fs';\nimport OpenAI from 'openai';\nimport * as acts from '../activities';\nexport const x = [readFileSync, OpenAI, acts];\n",
+        `${folder}/probe.ts`,
+      );
+      expect(ids.filter((id) => id === '@typescript-eslint/no-restricted-imports')).toHaveLength(3);
+    });
+
+    it(`rejects sandbox-missing globals and randomness in ${folder}`, async () => {
+      const ids = await ruleIds('export const x = [Buffer.from("a"), structuredClone({}), Math.random()];\n', `${folder}/probe.ts`);
+      expect(ids).toContain('no-restricted-globals');
+      expect(ids).toContain('no-restricted-properties');
+    });
+
+    it(`allows type-only imports of activities in ${folder}`, async () => {
+      const ids = await ruleIds("import type * as acts from '../activities';\nexport type X = typeof acts;\n", `${folder}/probe.ts`);
+      expect(ids).toEqual([]);
+    });
+  }
+
+  it('rejects the clock in the pure context core', async () => {
+    const ids = await ruleIds('export const x = [Date.now(), new Date()];\n', 'src/context/probe.ts');
+    expect(ids).toEqual(['no-restricted-properties', 'no-restricted-syntax']);
+  });
+
+  it('does not restrict activity code', async () => {
+    const ids = await ruleIds("import { readFileSync } from 'node:fs';\nexport const x = [readFileSync, Buffer.from('a')];\n", 'src/activities/probe.ts');
+    expect(ids).toEqual([]);
+  });
+});
