@@ -150,7 +150,7 @@ describe('invariants 3 and 17: validity after every apply, also after aborts ins
     fc.assert(
       fc.property(arb.runtimeCase, (runtime) => {
         const once = attempt(() => applyMutations(runtime.transcript, runtime.mutations));
-        const doubled = runtime.mutations.flatMap((m) => (m.type === 'ToolCancelledMutation' ? [m, m] : [m]));
+        const doubled = runtime.mutations.flatMap((m): Mutation[] => (m.type === 'ToolCancelledMutation' ? [m, m] : [m]));
         const twice = attempt(() => applyMutations(runtime.transcript, doubled));
         expect(twice).toStrictEqual(once);
       }),
