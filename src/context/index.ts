@@ -14,3 +14,6 @@ export * from './selfref-snapshot';
 export * from './summary';
 export * from './text';
 export * from './compile-request';
+export * from './tool-arguments';
+export * from './tool-prompt-specs';
+export * from './tool-results';

@@ -1,7 +1,7 @@
 """Runs the reference context compiler (SimpleLLMFunc 0.8.4) on compile cases.
 
 Reads one JSON case per line on stdin (the conformance-vector input format) and writes one JSON line
-per case with the reference's output, plus the output of the reference with patchloop's deliberate
+per case with the reference's output (or, for `{"repair_arguments": text}`, its tool-argument repair), plus the output of the reference with patchloop's deliberate
 deviations (spec section 10) switched on one at a time and together, so the differential test can
 name the rule behind every difference.
 """
@@ -22,6 +22,7 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
     import logging
 
     from SimpleLLMFunc.base import compile_pipeline, context_compile
+    from SimpleLLMFunc.base.tool_call.extraction import repair_tool_call_arguments
     from SimpleLLMFunc.base.types import mutation as mutation_types
     from SimpleLLMFunc.base.types.source import DataFromSelfRef
     from SimpleLLMFunc.llm_decorator.invocation_spec import PromptContract
@@ -126,6 +127,9 @@ def main():
         if not line.strip():
             continue
         case = json.loads(line)
+        if "repair_arguments" in case:
+            sys.stdout.write(json.dumps({"repaired": repair_tool_call_arguments(case["repair_arguments"])}, ensure_ascii=False) + "\n")
+            continue
         outputs = {}
         for names in ("", "a", "b", "ab"):
             with deviations(names):
