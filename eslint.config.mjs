@@ -37,7 +37,7 @@ const pureRestrictions = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.venv/**', '.patchloop/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'scratch/**', 'node_modules/**', '.venv/**', '.patchloop/**', 'coverage/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

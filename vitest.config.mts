@@ -10,6 +10,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
+          globalSetup: ['test/e2e/global-setup.ts'],
           testTimeout: 180_000,
           hookTimeout: 180_000,
           // Every e2e file shares one dev server and spawns workers: run files one at a time.

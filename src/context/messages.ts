@@ -67,3 +67,8 @@ export function isRole(message: unknown, role: string): message is Message {
 export function contentOf(message: Message): JsonValue | undefined {
   return message['content'];
 }
+
+/** Checked chat messages are JSON objects; this only widens the type for the core. */
+export function asMessages(messages: readonly ChatMessage[]): Message[] {
+  return messages as unknown as Message[];
+}

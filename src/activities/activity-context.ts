@@ -1,0 +1,25 @@
+import { Context } from '@temporalio/activity';
+
+/**
+ * Heartbeats on a 1 s timer (not only per token: a thinking model sends none), because an activity
+ * learns of a cancel only through a heartbeat's answer.
+ */
+export function startHeartbeat(context: Context, details: () => unknown, intervalMs = 1000): () => void {
+  context.heartbeat(details());
+  const timer = setInterval(() => context.heartbeat(details()), intervalMs);
+  return () => clearInterval(timer);
+}
+
+/**
+ * True when the cancel is the user's abort. Partial results are returned only then; on worker
+ * shutdown, pause or reset the phase throws, so it runs again elsewhere instead of recording half a result.
+ */
+export function isUserAbort(context: Context): boolean {
+  const details = context.cancellationDetails;
+  return context.cancellationSignal.aborted && details?.cancelRequested === true && details.workerShutdown !== true;
+}
+
+/** The error to throw when cancelled for any reason other than a user abort. */
+export function cancellationError(context: Context): unknown {
+  return context.cancellationSignal.reason ?? new Error('activity cancelled');
+}

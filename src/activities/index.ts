@@ -1,0 +1,24 @@
+import type { AgentRegistry } from '../agents/registry';
+import { createDescribeAgent } from './describe-agent';
+import { createLlmPhase, type ProviderSettings } from './llm-phase';
+import { RequestCache } from './request-source';
+import { createToolBatch, type ToolBatchSettings } from './tool-batch';
+
+export interface ActivitySettings {
+  registry: AgentRegistry;
+  provider: ProviderSettings;
+  defaultModel: string;
+  tools?: Partial<ToolBatchSettings>;
+}
+
+/** The activities a patchloop worker registers. Workflows import their type only. */
+export function createActivities(settings: ActivitySettings) {
+  return {
+    describeAgent: createDescribeAgent(settings.registry, settings.defaultModel),
+    llmPhase: createLlmPhase(settings.provider, new RequestCache()),
+    toolBatch: createToolBatch(settings.registry, { abortGraceMs: 200, ...settings.tools }),
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;
+export type { ProviderSettings } from './llm-phase';

@@ -1,0 +1,47 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { digestText, LlmRequest, type LlmPhaseInput } from '../runtime';
+import { compiledRequestQuery } from '../workflows/definitions';
+
+/** A small LRU of compiled requests by digest: a retried attempt on the same worker skips the query. */
+export class RequestCache {
+  private readonly entries = new Map<string, LlmRequest>();
+  constructor(private readonly capacity = 16) {}
+
+  get(digest: string): LlmRequest | undefined {
+    const hit = this.entries.get(digest);
+    if (hit) {
+      this.entries.delete(digest);
+      this.entries.set(digest, hit);
+    }
+    return hit;
+  }
+
+  set(digest: string, request: LlmRequest): void {
+    this.entries.delete(digest);
+    this.entries.set(digest, request);
+    while (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
+  }
+}
+
+/**
+ * The request the workflow compiled: from the cache, or paged out of the workflow by query (queries are
+ * not recorded in history, so the activity input stays a digest). The text is checked against the digest.
+ */
+export async function loadRequest(input: LlmPhaseInput, cache: RequestCache): Promise<LlmRequest> {
+  if (input.request) return input.request;
+  const cached = cache.get(input.digest);
+  if (cached) return cached;
+  const context = Context.current();
+  const execution = context.info.workflowExecution;
+  if (!execution) throw ApplicationFailure.nonRetryable('llmPhase must run inside a workflow', 'InvalidLlmRequest');
+  const handle = context.client.workflow.getHandle(execution.workflowId, execution.runId);
+  const first = await handle.query(compiledRequestQuery, input.digest, 0);
+  const pages = [first.text];
+  for (let page = 1; page < first.pages; page += 1) pages.push((await handle.query(compiledRequestQuery, input.digest, page)).text);
+  const text = pages.join('');
+  if (digestText(text) !== input.digest) throw ApplicationFailure.create({ type: 'StaleRequest', message: 'the compiled request does not match its digest' });
+  const request = LlmRequest.parse(JSON.parse(text));
+  cache.set(input.digest, request);
+  return request;
+}

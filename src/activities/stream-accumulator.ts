@@ -1,0 +1,68 @@
+import type { JsonValue, ToolCall } from '../context';
+import { repairedArgumentText } from '../context';
+import type { TokenUsage } from '../runtime';
+
+interface CallFragment {
+  id: string;
+  type: string;
+  name: string;
+  arguments: string;
+}
+
+/** Chunk fields the accumulator reads (chat-completions streaming shape, plus `reasoning_details`). */
+export interface StreamChunk {
+  choices?: Array<{
+    delta?: {
+      content?: string | null;
+      tool_calls?: Array<{ index?: number; id?: string; type?: string; function?: { name?: string; arguments?: string } }>;
+      reasoning_details?: JsonValue[];
+    };
+    finish_reason?: string | null;
+  }>;
+  usage?: TokenUsage | null;
+}
+
+/** Assembles a streamed reply (spec 7.4): text, tool-call fragments merged by index, reasoning, usage. */
+export class StreamAccumulator {
+  content = '';
+  finishReason: string | null = null;
+  usage: TokenUsage | null = null;
+  readonly reasoningDetails: JsonValue[] = [];
+  private readonly fragments = new Map<number, CallFragment>();
+
+  add(chunk: StreamChunk): void {
+    if (chunk.usage) this.usage = { prompt_tokens: chunk.usage.prompt_tokens, completion_tokens: chunk.usage.completion_tokens, total_tokens: chunk.usage.total_tokens };
+    for (const choice of chunk.choices ?? []) {
+      if (choice.finish_reason) this.finishReason = choice.finish_reason;
+      const delta = choice.delta;
+      if (!delta) continue;
+      if (typeof delta.content === 'string') this.content += delta.content;
+      if (Array.isArray(delta.reasoning_details)) this.reasoningDetails.push(...delta.reasoning_details);
+      for (const piece of delta.tool_calls ?? []) this.addFragment(piece);
+    }
+  }
+
+  private addFragment(piece: NonNullable<NonNullable<NonNullable<StreamChunk['choices']>[number]['delta']>['tool_calls']>[number]): void {
+    const index = piece.index ?? 0;
+    const fragment = this.fragments.get(index) ?? { id: '', type: '', name: '', arguments: '' };
+    // The last non-empty id, type and name win; argument pieces concatenate.
+    if (piece.id) fragment.id = piece.id;
+    if (piece.type) fragment.type = piece.type;
+    if (piece.function?.name) fragment.name = piece.function.name;
+    if (piece.function?.arguments) fragment.arguments += piece.function.arguments;
+    this.fragments.set(index, fragment);
+  }
+
+  /** Calls with an id and a name, in index order, arguments repaired (spec 7.4, 7.6). */
+  toolCalls(): ToolCall[] {
+    return [...this.fragments.entries()]
+      .sort(([left], [right]) => left - right)
+      .map(([, fragment]) => fragment)
+      .filter((fragment) => fragment.id !== '' && fragment.name !== '')
+      .map((fragment) => ({
+        id: fragment.id,
+        type: fragment.type || 'function',
+        function: { name: fragment.name, arguments: repairedArgumentText(fragment.arguments) },
+      }));
+  }
+}

@@ -1,0 +1,145 @@
+import { Context } from '@temporalio/activity';
+import { z } from 'zod';
+import {
+  repairToolArguments,
+  resultForEvents,
+  serializeToolResult,
+  toolFailureContent,
+  toolStepErrorContent,
+  unknownToolContent,
+  type Mutation,
+} from '../context';
+import type { ToolBatchInput, ToolBatchResult, ToolCallReport, ToolCallRequest } from '../runtime';
+import type { AgentRegistry } from '../agents/registry';
+import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
+
+export interface ToolBatchSettings {
+  /** After an abort, how long calls may still finish and keep their results. */
+  abortGraceMs: number;
+}
+
+interface CallLimits {
+  timeoutSeconds: number;
+  maxResultBytes: number;
+}
+
+interface Finished {
+  content: string;
+  report: ToolCallReport;
+}
+
+/**
+ * The tool batch: every call runs concurrently; results come back in the calls' declared order (spec
+ * 7.6, deviation 10.c). Bad arguments, unknown tools and tools that throw become error results the
+ * model sees. On a user abort the finished calls keep their results and the others are reported
+ * unfinished; on worker shutdown the batch throws and runs again (idempotency keys make that safe).
+ */
+export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSettings) {
+  return async function toolBatch(input: ToolBatchInput): Promise<ToolBatchResult> {
+    const context = Context.current();
+    const signal = context.cancellationSignal;
+    const workflowId = context.info.workflowExecution?.workflowId ?? 'unknown-workflow';
+    const agentLimits = registry.limits(input.agent);
+    const limits = { timeoutSeconds: agentLimits?.tool_timeout_seconds ?? 60, maxResultBytes: agentLimits?.max_tool_result_bytes ?? 256 * 1024 };
+    // Keyed by position: a provider may repeat a call id within one batch.
+    const finished = new Map<number, Finished>();
+    const order: number[] = [];
+    const stopHeartbeat = startHeartbeat(context, () => ({ iteration: input.iteration, finished: order.length, of: input.calls.length }));
+    try {
+      if (!signal.aborted) {
+        const runs = input.calls.map(async (call, index) => {
+          const outcome = await runCall(registry, limits, input, call, workflowId, signal);
+          if (outcome === null) return;
+          finished.set(index, outcome);
+          order.push(index);
+        });
+        await Promise.race([Promise.all(runs), aborted(signal)]);
+        if (signal.aborted) await Promise.race([Promise.all(runs), delay(settings.abortGraceMs)]);
+      }
+    } finally {
+      stopHeartbeat();
+    }
+    if (signal.aborted && !isUserAbort(context)) throw cancellationError(context);
+    return batchResult(input.calls, finished, order, signal.aborted);
+  };
+}
+
+async function runCall(
+  registry: AgentRegistry,
+  limits: CallLimits,
+  input: ToolBatchInput,
+  call: ToolCallRequest,
+  workflowId: string,
+  batchSignal: AbortSignal,
+): Promise<Finished | null> {
+  const started = Date.now();
+  const finish = (content: string, success = true, error?: string): Finished => ({
+    content,
+    report: { tool_call_id: call.id, tool_name: call.name, success, result: resultForEvents(content), ...(error !== undefined ? { error } : {}), duration_ms: Date.now() - started },
+  });
+  const tool = registry.toolFor(input.agent, call.name);
+  if (!tool) return finish(unknownToolContent(call.name));
+  const args = repairToolArguments(call.arguments);
+  if (!args.ok) return finish(toolFailureContent(call.name, args.text, 'Tool arguments are not a valid JSON object'));
+  const parsed = tool.parameters.safeParse(args.value);
+  if (!parsed.success) return finish(toolFailureContent(call.name, args.text, `invalid arguments: ${z.prettifyError(parsed.error).replaceAll('\n', ' ')}`));
+  const timeoutSeconds = tool.descriptor.timeout_seconds ?? limits.timeoutSeconds;
+  const timeout = AbortSignal.timeout(timeoutSeconds * 1000);
+  const signal = AbortSignal.any([batchSignal, timeout]);
+  try {
+    const value = await raceAbort(
+      Promise.resolve().then(() =>
+        tool.execute(parsed.data, { signal, idempotencyKey: `${workflowId}/${input.iteration}/${call.id}`, toolCallId: call.id, workflowId, iteration: input.iteration }),
+      ),
+      signal,
+    );
+    const content = serializeToolResult(value);
+    const bytes = new TextEncoder().encode(content).length;
+    if (bytes > limits.maxResultBytes) {
+      return finish(toolFailureContent(call.name, args.text, `result is too large: ${bytes} bytes (limit ${limits.maxResultBytes})`));
+    }
+    return finish(content);
+  } catch (error) {
+    if (batchSignal.aborted) return null;
+    if (timeout.aborted) {
+      const message = `Tool '${call.name}' timed out after ${timeoutSeconds} s`;
+      return finish(toolStepErrorContent(message), false, message);
+    }
+    return finish(toolFailureContent(call.name, args.text, error instanceof Error ? error.message : String(error)));
+  }
+}
+
+/** Stops waiting for a tool that ignores its signal; its late result is dropped. */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return Promise.race([promise, aborted(signal).then(() => Promise.reject(signal.reason))]);
+}
+
+function aborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Declared order: plain results and cancellations, then multimodal results (spec 7.6 step 5). */
+function batchResult(calls: readonly ToolCallRequest[], finished: Map<number, Finished>, order: number[], wasAborted: boolean): ToolBatchResult {
+  const mutations: Mutation[] = [];
+  const unfinished: string[] = [];
+  for (const [index, call] of calls.entries()) {
+    const done = finished.get(index);
+    if (done) {
+      mutations.push({ type: 'ToolResultMutation', tool_call_id: call.id, content: done.content });
+    } else {
+      unfinished.push(call.id);
+      mutations.push({ type: 'ToolCancelledMutation', tool_call_id: call.id, tool_name: call.name, abort_reason: '' });
+    }
+  }
+  return {
+    outcome: wasAborted || unfinished.length > 0 ? 'aborted' : 'completed',
+    mutations,
+    reports: order.map((id) => finished.get(id)!.report),
+    unfinished,
+  };
+}

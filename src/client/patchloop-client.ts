@@ -1,0 +1,87 @@
+import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import type { Message } from '../context';
+import type { AgentRunInputWire, AgentRunResult, RunStatus } from '../runtime';
+import { abortSignal, statusQuery, transcriptQuery, userMessageSignal } from '../workflows/definitions';
+import type { PatchloopConfig } from '../worker/config';
+
+/** A typed client for patchloop runs; anything it does can also be done with the `temporal` CLI. */
+export class PatchloopClient {
+  constructor(
+    readonly temporal: Client,
+    readonly taskQueue: string,
+  ) {}
+
+  static async connect(config: Pick<PatchloopConfig, 'temporalAddress' | 'namespace' | 'taskQueue'>): Promise<PatchloopClient> {
+    const connection = await Connection.connect({ address: config.temporalAddress });
+    return new PatchloopClient(new Client({ connection, namespace: config.namespace }), config.taskQueue);
+  }
+
+  /** Starts workflow `agentRun`; the id defaults to `run-<uuid>`. */
+  async start(input: AgentRunInputWire, options: { workflowId?: string } = {}): Promise<RunHandle> {
+    const workflowId = options.workflowId ?? `run-${randomUUID()}`;
+    const handle = await this.temporal.workflow.start('agentRun', { taskQueue: this.taskQueue, workflowId, args: [input] });
+    return new RunHandle(handle as WorkflowHandle);
+  }
+
+  run(workflowId: string): RunHandle {
+    return new RunHandle(this.temporal.workflow.getHandle(workflowId));
+  }
+
+  async close(): Promise<void> {
+    await this.temporal.connection.close();
+  }
+}
+
+export class RunHandle {
+  constructor(readonly workflow: WorkflowHandle) {}
+
+  get workflowId(): string {
+    return this.workflow.workflowId;
+  }
+
+  abort(reason = ''): Promise<void> {
+    return this.workflow.signal(abortSignal, { reason });
+  }
+
+  sendUserMessage(content: string): Promise<void> {
+    return this.workflow.signal(userMessageSignal, { content });
+  }
+
+  transcript(): Promise<Message[]> {
+    return this.workflow.query(transcriptQuery);
+  }
+
+  status(after = 0): Promise<RunStatus> {
+    return this.workflow.query(statusQuery, { after });
+  }
+
+  /** The run's result; a failed run throws `RunFailedError` with the readable cause. */
+  async result(): Promise<AgentRunResult> {
+    try {
+      return (await this.workflow.result()) as AgentRunResult;
+    } catch (error) {
+      if (error instanceof WorkflowFailedError) throw new RunFailedError(this.workflowId, error);
+      throw error;
+    }
+  }
+
+  /** Temporal's history figures for this run. */
+  async historySize(): Promise<{ events: number; bytes: number }> {
+    const description = await this.workflow.describe();
+    return { events: description.historyLength, bytes: description.historySize ?? 0 };
+  }
+}
+
+export class RunFailedError extends Error {
+  override readonly name = 'RunFailedError';
+  readonly type: string | undefined;
+  constructor(
+    readonly workflowId: string,
+    failure: WorkflowFailedError,
+  ) {
+    const cause = failure.cause as (Error & { type?: string }) | undefined;
+    super(`run ${workflowId} failed: ${cause?.message ?? failure.message}`);
+    this.type = cause?.type;
+  }
+}

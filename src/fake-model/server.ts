@@ -1,0 +1,258 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FakeReply, FakeStep } from './steps';
+
+export interface RecordedRequest {
+  body: ChatRequestBody;
+  headers: IncomingMessage['headers'];
+  receivedAt: number;
+}
+
+export interface ChatRequestBody {
+  model: string;
+  messages: Array<Record<string, unknown>>;
+  stream?: boolean;
+  tools?: Array<Record<string, unknown>>;
+  [key: string]: unknown;
+}
+
+export type Responder = (body: ChatRequestBody, index: number) => FakeStep;
+
+export interface FakeModelOptions {
+  /** Scripted steps, one per request, in order. */
+  script?: FakeStep[];
+  /** Answers requests once the script is used up (the offline demo model). Without it, extra calls fail. */
+  responder?: Responder;
+  port?: number;
+  host?: string;
+}
+
+/**
+ * A real OpenAI-compatible HTTP server (`POST /v1/chat/completions`, SSE streaming and plain JSON,
+ * tool calls) answering from a script: delays, 429/500 responses, dropped connections, malformed tool
+ * arguments. It records every request body. An extra call answers 400 and is reported by `assertDone`,
+ * as is a script step that was never used.
+ */
+export class FakeModelServer {
+  readonly requests: RecordedRequest[] = [];
+  readonly problems: string[] = [];
+  private readonly script: FakeStep[];
+  private readonly waiters: Array<{ count: number; resolve: () => void }> = [];
+  private readonly sockets = new Set<import('node:net').Socket>();
+
+  private readonly server: Server;
+  private readonly responder: Responder | undefined;
+
+  private constructor(options: FakeModelOptions) {
+    this.script = [...(options.script ?? [])];
+    this.responder = options.responder;
+    this.server = createServer((request, response) => {
+      this.handle(request, response).catch((error: unknown) => {
+        this.problems.push(`fake model crashed: ${String(error)}`);
+        if (!response.headersSent) sendJson(response, 500, { error: { message: String(error), type: 'fake_crash' } });
+        else response.destroy();
+      });
+    });
+    this.server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+  }
+
+  static async start(options: FakeModelOptions = {}): Promise<FakeModelServer> {
+    const instance = new FakeModelServer(options);
+    await new Promise<void>((resolve) => instance.server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve));
+    return instance;
+  }
+
+  get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /** The base URL to give the openai client. */
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/v1`;
+  }
+
+  enqueue(...steps: FakeStep[]): void {
+    this.script.push(...steps);
+  }
+
+  get remainingSteps(): number {
+    return this.script.length;
+  }
+
+  /** Resolves once `count` requests have arrived in total. */
+  waitForRequests(count: number): Promise<void> {
+    if (this.requests.length >= count) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ count, resolve }));
+  }
+
+  assertDone(): void {
+    const problems = [...this.problems];
+    if (this.script.length > 0) problems.push(`${this.script.length} scripted step(s) were never requested`);
+    if (problems.length > 0) throw new Error(`fake model: ${problems.join('; ')}`);
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    if (request.method !== 'POST' || !request.url?.endsWith('/chat/completions')) {
+      sendJson(response, 404, { error: { message: `no route ${request.method} ${request.url}`, type: 'not_found' } });
+      return;
+    }
+    let body: ChatRequestBody;
+    try {
+      body = JSON.parse(await readBody(request)) as ChatRequestBody;
+    } catch {
+      sendJson(response, 400, { error: { message: 'request body is not JSON', type: 'invalid_request_error' } });
+      return;
+    }
+    const index = this.requests.length;
+    this.requests.push({ body, headers: request.headers, receivedAt: Date.now() });
+    for (const waiter of this.waiters.filter((w) => this.requests.length >= w.count)) {
+      this.waiters.splice(this.waiters.indexOf(waiter), 1);
+      waiter.resolve();
+    }
+    const step = this.script.shift() ?? this.responder?.(body, index);
+    if (!step) {
+      this.problems.push(`unexpected request #${index + 1} (script exhausted)`);
+      sendJson(response, 400, { error: { message: 'fake model: no scripted response left', type: 'invalid_request_error', code: 'script_exhausted' } });
+      return;
+    }
+    await this.answer(step, body, response);
+  }
+
+  private async answer(step: FakeStep, body: ChatRequestBody, response: ServerResponse): Promise<void> {
+    // The request stream is destroyed once its body is read; the response tells whether the client left.
+    let clientGone = false;
+    response.on('close', () => (clientGone = true));
+    const closed = () => clientGone || response.destroyed || response.writableEnded;
+    switch (step.kind) {
+      case 'error':
+        sendJson(response, step.status, { error: { message: step.message ?? `fake model error ${step.status}`, type: 'fake_error', code: step.code ?? null } }, step.headers);
+        return;
+      case 'drop': {
+        startStream(response);
+        for (const text of step.chunks) {
+          await pause(step.chunkDelayMs ?? 0);
+          if (closed()) return;
+          writeEvent(response, chunk(body, { content: text }));
+        }
+        response.socket?.destroy();
+        return;
+      }
+      case 'hang': {
+        startStream(response);
+        for (const text of step.chunks ?? []) {
+          await pause(step.chunkDelayMs ?? 0);
+          if (closed()) return;
+          writeEvent(response, chunk(body, { content: text }));
+        }
+        await new Promise<void>((resolve) => response.on('close', resolve));
+        return;
+      }
+      case 'reply':
+        if (body.stream) await this.stream(step, body, response, closed);
+        else sendJson(response, 200, completion(body, step));
+        return;
+      default: {
+        const unreachable: never = step;
+        throw new Error(`unknown step ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+
+  private async stream(step: FakeReply, body: ChatRequestBody, response: ServerResponse, closed: () => boolean): Promise<void> {
+    startStream(response);
+    const contents = typeof step.content === 'string' ? [step.content] : (step.content ?? []);
+    let first = true;
+    const delay = () => {
+      const ms = first ? (step.firstChunkDelayMs ?? step.chunkDelayMs ?? 0) : (step.chunkDelayMs ?? 0);
+      first = false;
+      return pause(ms);
+    };
+    for (const text of contents) {
+      await delay();
+      if (closed()) return;
+      writeEvent(response, chunk(body, { role: 'assistant', content: text }));
+    }
+    for (const [index, call] of (step.toolCalls ?? []).entries()) {
+      // Arguments arrive in two fragments, as real providers split them.
+      const half = Math.ceil(call.arguments.length / 2);
+      await delay();
+      if (closed()) return;
+      writeEvent(response, chunk(body, { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments.slice(0, half) } }] }));
+      writeEvent(response, chunk(body, { tool_calls: [{ index, function: { arguments: call.arguments.slice(half) } }] }));
+    }
+    if (closed()) return;
+    writeEvent(response, { ...chunk(body, {}), choices: [{ index: 0, delta: {}, finish_reason: step.toolCalls?.length ? 'tool_calls' : 'stop' }] });
+    const usage = step.usage === undefined ? defaultUsage(body, contents.join('')) : step.usage;
+    if (usage && (body['stream_options'] as { include_usage?: boolean } | undefined)?.include_usage) {
+      writeEvent(response, { ...chunk(body, {}), choices: [], usage });
+    }
+    response.end('data: [DONE]\n\n');
+  }
+}
+
+function defaultUsage(body: ChatRequestBody, content: string) {
+  const prompt = Math.ceil(JSON.stringify(body.messages).length / 4);
+  const completion = Math.ceil(content.length / 4) + 1;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+function completion(body: ChatRequestBody, step: FakeReply) {
+  const content = typeof step.content === 'string' ? step.content : (step.content ?? []).join('');
+  const toolCalls = (step.toolCalls ?? []).map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
+  return {
+    id: 'chatcmpl-fake',
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: body.model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: content === '' && toolCalls.length > 0 ? null : content, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
+        finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
+      },
+    ],
+    usage: step.usage === undefined ? defaultUsage(body, content) : step.usage,
+  };
+}
+
+function chunk(body: ChatRequestBody, delta: Record<string, unknown>) {
+  return {
+    id: 'chatcmpl-fake',
+    object: 'chat.completion.chunk',
+    created: Math.floor(Date.now() / 1000),
+    model: body.model,
+    choices: [{ index: 0, delta, finish_reason: null }],
+  };
+}
+
+function startStream(response: ServerResponse): void {
+  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  response.flushHeaders();
+}
+
+function writeEvent(response: ServerResponse, data: unknown): void {
+  response.write(`data: ${JSON.stringify(data)}\n\n`);
+}
+
+function sendJson(response: ServerResponse, status: number, data: unknown, headers: Record<string, string> = {}): void {
+  response.writeHead(status, { 'content-type': 'application/json', ...headers });
+  response.end(JSON.stringify(data));
+}
+
+function pause(ms: number): Promise<void> {
+  return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const part of request) chunks.push(part as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}

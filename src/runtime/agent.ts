@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import { JsonObject, JsonValue } from '../context';
+
+/** Timeouts and retry budgets of an agent's phases. Seconds, so agent files stay readable JSON. */
+export const AgentLimits = z.strictObject({
+  /** One LLM attempt, start to close. */
+  llm_timeout_seconds: z.number().positive().default(300),
+  llm_max_attempts: z.number().int().positive().default(5),
+  /** A phase without a heartbeat for this long is retried elsewhere (a dead worker). */
+  heartbeat_timeout_seconds: z.number().positive().default(10),
+  /** Per tool call, unless the tool sets its own. */
+  tool_timeout_seconds: z.number().positive().default(60),
+  tool_batch_max_attempts: z.number().int().positive().default(3),
+  /** A tool result larger than this becomes an error result the model sees. */
+  max_tool_result_bytes: z.number().int().positive().default(256 * 1024),
+  /** How long an aborted run waits for its phase to hand back partial results before giving up on them. */
+  abort_wait_seconds: z.number().positive().default(10),
+});
+export type AgentLimits = z.infer<typeof AgentLimits>;
+
+/** An agent is data: any service can read, store and reason about it. */
+export const AgentDefinition = z.strictObject({
+  name: z.string().min(1),
+  instructions: z.string(),
+  /** Provider model; defaults to the worker's PATCHLOOP_MODEL. */
+  model: z.string().min(1).optional(),
+  /** Names of registered tools. */
+  tools: z.array(z.string().min(1)).default([]),
+  /** SelfRef memory tools and snapshot-driven prompts (spec sections 5 and 6). */
+  selfref: z.boolean().default(false),
+  stream: z.boolean().default(true),
+  /** Budget of individual tool calls per run (spec 7.5); null is unlimited. */
+  max_tool_calls: z.number().int().nonnegative().nullable().default(null),
+  /** Extra provider options (temperature, ...), sent as given. */
+  llm_options: JsonObject.default({}),
+  limits: AgentLimits.default(AgentLimits.parse({})),
+});
+export type AgentDefinition = z.infer<typeof AgentDefinition>;
+export type AgentDefinitionInput = z.input<typeof AgentDefinition>;
+
+/** What the model and the prompt need to know about one tool. */
+export const ToolDescriptor = z.strictObject({
+  name: z.string(),
+  description: z.string(),
+  /** JSON Schema of the arguments, as zod produces it. */
+  parameters: JsonObject,
+  best_practices: z.array(z.string()).default([]),
+  prompt_injection: z.string().optional(),
+  timeout_seconds: z.number().positive().optional(),
+});
+export type ToolDescriptor = z.infer<typeof ToolDescriptor>;
+
+/** An agent resolved by a worker: the definition plus its tools' descriptors and the model in use. */
+export const AgentSpec = AgentDefinition.extend({
+  model: z.string().min(1),
+  tool_descriptors: z.array(ToolDescriptor),
+});
+export type AgentSpec = z.infer<typeof AgentSpec>;
+
+export const JsonSchemaValue = JsonValue;

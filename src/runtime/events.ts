@@ -1,0 +1,69 @@
+import type { JsonObject, JsonValue } from '../context';
+import type { TokenUsage } from './run-input';
+
+/**
+ * The coarse event log a run keeps in its state (spec 7.8 vocabulary, compact fields: no message
+ * lists). `seq` counts from 1 per run and is stable under replay.
+ */
+export type RunEvent = RunEventBody & { seq: number; iteration: number; timestamp: string };
+
+export type ToolCallRef = { id: string; name: string };
+
+export type RunEventBody =
+  | { event_type: 'react_start'; agent: string; user_task_prompt: string; available_tools: string[] }
+  | { event_type: 'react_iteration_start' }
+  | { event_type: 'user_message_received'; content: string }
+  | { event_type: 'llm_call_start'; llm_call: number; stream: boolean; message_count: number; with_tools: boolean }
+  | {
+      event_type: 'llm_call_end';
+      llm_call: number;
+      outcome: 'completed' | 'aborted' | 'skipped';
+      content: string;
+      tool_calls: ToolCallRef[];
+      usage: TokenUsage | null;
+      duration_ms: number;
+    }
+  | { event_type: 'tool_calls_batch_start'; batch_size: number; tool_calls: ToolCallRef[] }
+  | { event_type: 'tool_call_start'; tool_name: string; tool_call_id: string; arguments: JsonObject }
+  | { event_type: 'tool_call_end'; tool_name: string; tool_call_id: string; result: JsonValue; success: true; duration_ms: number }
+  | { event_type: 'tool_call_error'; tool_name: string; tool_call_id: string; error: string; duration_ms: number }
+  | {
+      event_type: 'tool_calls_batch_end';
+      batch_size: number;
+      success_count: number;
+      error_count: number;
+      cancelled: string[];
+    }
+  | { event_type: 'react_iteration_end'; tool_calls_count: number }
+  | {
+      event_type: 'react_end';
+      status: 'completed' | 'aborted';
+      final_response: string;
+      total_iterations: number;
+      total_llm_calls: number;
+      total_tool_calls: number;
+      total_token_usage: TokenUsage | null;
+      aborted?: true;
+      abort_reason?: string;
+    };
+
+export type RunEventType = RunEventBody['event_type'];
+
+export type RunState = 'running' | 'completed' | 'aborted' | 'failed';
+
+/** Answer of the `status` query. */
+export interface RunStatus {
+  state: RunState;
+  agent: string;
+  iteration: number;
+  llm_calls: number;
+  tool_calls: number;
+  usage: TokenUsage | null;
+  abort_requested: boolean;
+  abort_reason: string;
+  queued_user_messages: number;
+  /** Temporal's own figures, refreshed at each workflow task. */
+  history: { events: number; bytes: number };
+  /** Events with `seq > after` (all of them by default). */
+  events: RunEvent[];
+}

@@ -1,0 +1,85 @@
+import { z } from 'zod';
+import { JsonObject, JsonValue, Message, Mutation, ToolCall } from '../context';
+import { TokenUsage } from './run-input';
+
+/**
+ * Wire types between the workflow and its activities. Inputs stay O(new content): the LLM phase gets
+ * a digest of the request the workflow compiled, not the request (unless `inline` is chosen).
+ */
+
+/** The provider request body the workflow compiles (chat completions). */
+export const LlmRequest = z.looseObject({
+  model: z.string(),
+  messages: z.array(Message),
+  tools: z.array(JsonObject).optional(),
+  stream: z.boolean(),
+});
+export type LlmRequest = z.infer<typeof LlmRequest>;
+
+export const LlmPhaseInput = z.strictObject({
+  agent: z.string(),
+  iteration: z.number().int().nonnegative(),
+  /** SHA-256 (hex) of the request's JSON text. */
+  digest: z.string(),
+  /** Only with `request_transport: inline`. */
+  request: LlmRequest.optional(),
+});
+export type LlmPhaseInput = z.infer<typeof LlmPhaseInput>;
+
+export const LlmPhaseResult = z.strictObject({
+  outcome: z.enum(['completed', 'aborted']),
+  /** `[AssistantMessageMutation]`, `[]` for an empty reply, or `[AssistantTruncatedMutation]` on abort. */
+  mutations: z.array(Mutation),
+  content: z.string(),
+  /** Every call the provider sent, also partial ones on abort (reported, not committed). */
+  tool_calls: z.array(ToolCall),
+  usage: TokenUsage.nullable(),
+  finish_reason: z.string().nullable(),
+  duration_ms: z.number(),
+});
+export type LlmPhaseResult = z.infer<typeof LlmPhaseResult>;
+
+export const ToolCallRequest = z.strictObject({
+  id: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+});
+export type ToolCallRequest = z.infer<typeof ToolCallRequest>;
+
+export const ToolBatchInput = z.strictObject({
+  agent: z.string(),
+  iteration: z.number().int().nonnegative(),
+  calls: z.array(ToolCallRequest),
+});
+export type ToolBatchInput = z.infer<typeof ToolBatchInput>;
+
+/** One finished call, for events: `success: false` only when the step itself failed (spec 7.6). */
+export const ToolCallReport = z.strictObject({
+  tool_call_id: z.string(),
+  tool_name: z.string(),
+  success: z.boolean(),
+  result: JsonValue,
+  error: z.string().optional(),
+  duration_ms: z.number(),
+});
+export type ToolCallReport = z.infer<typeof ToolCallReport>;
+
+export const ToolBatchResult = z.strictObject({
+  outcome: z.enum(['completed', 'aborted']),
+  /** Results and cancellations in declared order, multimodal results last (spec 7.6, deviation 10.c). */
+  mutations: z.array(Mutation),
+  /** Finished calls in completion order. */
+  reports: z.array(ToolCallReport),
+  /** Calls that had not finished when the abort arrived. */
+  unfinished: z.array(z.string()),
+});
+export type ToolBatchResult = z.infer<typeof ToolBatchResult>;
+
+/** Answer of the workflow's `compiledRequest` query: one page of the request's JSON text. */
+export const RequestPage = z.strictObject({
+  digest: z.string(),
+  page: z.number().int().nonnegative(),
+  pages: z.number().int().positive(),
+  text: z.string(),
+});
+export type RequestPage = z.infer<typeof RequestPage>;

@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { ChatMessages, Message } from '../context';
+
+/** Input of workflow `agentRun` (published as schemas/agent-run-input.schema.json). */
+export const AgentRunInput = z.strictObject({
+  /** A registered agent's name. */
+  agent: z.string().min(1),
+  /** The user's request. */
+  input: z.string(),
+  /** Earlier conversation (OpenAI chat shape); checked before the run starts. */
+  history: ChatMessages.optional(),
+  /** Overrides the agent's tool-call budget for this run. */
+  max_tool_calls: z.number().int().nonnegative().nullable().optional(),
+  /**
+   * How the LLM activity gets the compiled request: `query` (default) pulls it from the workflow by
+   * digest, so history grows with new content only; `inline` passes the whole request as activity
+   * input (recorded in history every iteration: quadratic growth, for comparison benchmarks only).
+   */
+  request_transport: z.enum(['query', 'inline']).default('query'),
+});
+export type AgentRunInput = z.infer<typeof AgentRunInput>;
+export type AgentRunInputWire = z.input<typeof AgentRunInput>;
+
+export const TokenUsage = z.strictObject({
+  prompt_tokens: z.number(),
+  completion_tokens: z.number(),
+  total_tokens: z.number(),
+});
+export type TokenUsage = z.infer<typeof TokenUsage>;
+
+/** Result of workflow `agentRun` (schemas/agent-run-result.schema.json). */
+export const AgentRunResult = z.strictObject({
+  status: z.enum(['completed', 'aborted']),
+  answer: z.string().nullable(),
+  transcript: z.array(Message),
+  /** Summed over every LLM call of the run (spec 7.9); null when no call reported usage. */
+  usage: TokenUsage.nullable(),
+  abort_reason: z.string().optional(),
+});
+export type AgentRunResult = z.infer<typeof AgentRunResult>;
+
+/** Field-by-field sum of non-null usages (spec 7.9, deviation 10.d). */
+export function addUsage(total: TokenUsage | null, usage: TokenUsage | null | undefined): TokenUsage | null {
+  if (!usage) return total;
+  if (!total) return { ...usage };
+  return {
+    prompt_tokens: total.prompt_tokens + usage.prompt_tokens,
+    completion_tokens: total.completion_tokens + usage.completion_tokens,
+    total_tokens: total.total_tokens + usage.total_tokens,
+  };
+}

@@ -1,0 +1,48 @@
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { createActivities } from '../activities';
+import { AgentRegistry } from '../agents/registry';
+import { assistantAgent } from '../agents/assistant';
+import { exampleTools } from '../tools/examples';
+import type { AgentDefinitionInput } from '../runtime';
+import type { Tool } from '../tools/define-tool';
+import type { PatchloopConfig } from './config';
+
+export interface PatchloopWorkerOptions {
+  connection: NativeConnection;
+  config: PatchloopConfig;
+  /** Defaults to the example agent `assistant` and its tools. */
+  agents?: AgentDefinitionInput[];
+  tools?: Tool[];
+  /** A prebuilt bundle (`bundleWorkflowCode`); without it the worker bundles `src/workflows`. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Extra worker options, e.g. a short `stickyQueueScheduleToStartTimeout` in crash tests. */
+  workerOptions?: Partial<WorkerOptions>;
+}
+
+/** The workflows' entry file, as source (tsx, tests) or compiled (dist). */
+export function workflowsPath(): string {
+  const source = join(__dirname, '..', 'workflows', 'index.ts');
+  return existsSync(source) ? source : join(__dirname, '..', 'workflows', 'index.js');
+}
+
+export async function createPatchloopWorker(options: PatchloopWorkerOptions): Promise<Worker> {
+  const { config } = options;
+  const registry = new AgentRegistry(options.tools ?? exampleTools, options.agents ?? [assistantAgent]);
+  return Worker.create({
+    connection: options.connection,
+    namespace: config.namespace,
+    taskQueue: config.taskQueue,
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath() }),
+    activities: createActivities({
+      registry,
+      defaultModel: config.model,
+      provider: { baseURL: config.openaiBaseUrl, apiKey: config.openaiApiKey, timeoutMs: 10 * 60 * 1000 },
+    }),
+    // Cancels reach an activity only through heartbeat answers: throttle them to 1 s, not 30-60 s.
+    maxHeartbeatThrottleInterval: '1s',
+    defaultHeartbeatThrottleInterval: '1s',
+    ...options.workerOptions,
+  });
+}

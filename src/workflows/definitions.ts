@@ -1,0 +1,23 @@
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { Message } from '../context';
+import type { RequestPage, RunStatus } from '../runtime';
+
+/** Messages every patchloop run understands. Safe to import from clients: definitions only. */
+
+export const abortSignal = defineSignal<[AbortSignalInput?]>('abort');
+export const userMessageSignal = defineSignal<[UserMessageInput]>('user_message');
+export const transcriptQuery = defineQuery<Message[]>('transcript');
+export const statusQuery = defineQuery<RunStatus, [StatusQueryInput?]>('status');
+/** One page of the request compiled for the LLM phase in flight; read by the LLM activity, never recorded. */
+export const compiledRequestQuery = defineQuery<RequestPage, [string, number]>('compiledRequest');
+
+export interface AbortSignalInput {
+  reason?: string;
+}
+export interface UserMessageInput {
+  content: string;
+}
+export interface StatusQueryInput {
+  /** Only events with a larger `seq`. */
+  after?: number;
+}

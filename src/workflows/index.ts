@@ -1,0 +1,2 @@
+export { agentRun } from './agent-run';
+export * from './definitions';

@@ -1,0 +1,88 @@
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { randomUUID } from 'node:crypto';
+import { inject } from 'vitest';
+import { PatchloopClient } from '../../src/client/patchloop-client';
+import { FakeModelServer, type FakeModelOptions } from '../../src/fake-model/server';
+import type { AgentDefinitionInput } from '../../src/runtime';
+import type { Tool } from '../../src/tools/define-tool';
+import { configFromEnvironment, type PatchloopConfig } from '../../src/worker/config';
+import { createPatchloopWorker, workflowsPath } from '../../src/worker/create-worker';
+
+let runtimeInstalled = false;
+function quietRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+}
+
+let bundle: ReturnType<typeof bundleWorkflowCode> | undefined;
+/** Bundling takes a second or two: once per test file. */
+export function workflowBundle(): ReturnType<typeof bundleWorkflowCode> {
+  quietRuntime();
+  bundle ??= bundleWorkflowCode({ workflowsPath: workflowsPath(), logger: new DefaultLogger('WARN') });
+  return bundle;
+}
+
+export function temporalAddress(): string {
+  return inject('temporalAddress');
+}
+
+export interface TestWorld {
+  config: PatchloopConfig;
+  fake: FakeModelServer;
+  client: PatchloopClient;
+  worker: Worker;
+  stopWorker(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface WorldOptions {
+  fake?: FakeModelOptions;
+  agents?: AgentDefinitionInput[];
+  tools?: Tool[];
+}
+
+/** A fake model, an in-process worker on its own task queue, and a client: one per test. */
+export async function startWorld(options: WorldOptions = {}): Promise<TestWorld> {
+  quietRuntime();
+  const fake = await FakeModelServer.start(options.fake);
+  const config: PatchloopConfig = {
+    ...configFromEnvironment({}),
+    temporalAddress: temporalAddress(),
+    taskQueue: `test-${randomUUID()}`,
+    openaiBaseUrl: fake.url,
+    openaiApiKey: 'test-key',
+    model: 'fake-model',
+  };
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const worker = await createPatchloopWorker({
+    connection,
+    config,
+    workflowBundle: await workflowBundle(),
+    ...(options.agents ? { agents: options.agents } : {}),
+    ...(options.tools ? { tools: options.tools } : {}),
+  });
+  const running = worker.run();
+  const client = new PatchloopClient(new Client({ connection: await Connection.connect({ address: config.temporalAddress }) }), config.taskQueue);
+  let stopped = false;
+  const stopWorker = async () => {
+    if (stopped) return;
+    stopped = true;
+    worker.shutdown();
+    await running;
+  };
+  return {
+    config,
+    fake,
+    client,
+    worker,
+    stopWorker,
+    close: async () => {
+      await stopWorker();
+      await connection.close();
+      await client.close();
+      await fake.close();
+    },
+  };
+}
