@@ -1,16 +1,51 @@
 #!/usr/bin/env node
 import { compileCommand } from './commands/compile';
+import { demoCommand } from './commands/demo';
+import { abortCommand, runCommand, sendCommand, showCommand } from './commands/runs';
+import { serverCommand } from './commands/server';
+import { workerCommand } from './commands/worker';
 import { toErrorReport, UsageError } from './errors';
+import { PatchloopClient } from './patchloop-client';
+import { configFromEnvironment } from '../worker/config';
 
 const USAGE = `patchloop <command>
 
-  compile FILE|-        print the next LLM request compiled from a saved state (JSON)
+  demo                              dev server + worker + example runs, offline unless OPENAI_* is set
+  server [--port N] [--ui-port N]   the Temporal dev server (SQLite in .patchloop/) and its web UI
+  worker [--agents FILE.json]       a worker serving the example agent (or the agents in FILE)
+  run <agent> <text> [--id ID] [--follow] [--max-tool-calls N]
+  abort <id> [--reason TEXT]        signal 'abort': the run ends with a valid transcript
+  send <id> <text>                  signal 'user_message': read at the next compile boundary
+  show <id> [--json]                status and transcript of a run
+  compile FILE|-                    the next LLM request compiled from a saved state (JSON)
+
+Environment: TEMPORAL_ADDRESS (localhost:7233), TEMPORAL_NAMESPACE (default), PATCHLOOP_TASK_QUEUE
+(patchloop), OPENAI_BASE_URL, OPENAI_API_KEY, PATCHLOOP_MODEL (gpt-4o-mini).
 `;
 
-type Command = (args: string[]) => Promise<unknown>;
+type Print = (line: string) => void;
+type Command = (args: string[], print: Print) => Promise<unknown>;
+
+const withClient =
+  (command: (client: PatchloopClient, args: string[], print: Print) => Promise<unknown>): Command =>
+  async (args, print) => {
+    const client = await PatchloopClient.connect(configFromEnvironment());
+    try {
+      return await command(client, args, print);
+    } finally {
+      await client.close();
+    }
+  };
 
 const commands: Record<string, Command> = {
   compile: async ([path]) => compileCommand(path),
+  demo: demoCommand,
+  server: serverCommand,
+  worker: workerCommand,
+  run: withClient(runCommand),
+  abort: withClient(abortCommand),
+  send: withClient(sendCommand),
+  show: withClient(showCommand),
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -19,14 +54,15 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return name === undefined ? 1 : 0;
   }
-  const command = commands[name];
+  const print: Print = (line) => process.stdout.write(`${line}\n`);
   try {
+    const command = commands[name];
     if (!command) throw new UsageError(`unknown command '${name}'\n${USAGE}`);
-    const output = await command(args);
-    if (output !== undefined) process.stdout.write(`${JSON.stringify(output, null, 2)}\n`);
+    const output = await command(args, print);
+    if (output !== undefined) print(JSON.stringify(output, null, 2));
     return 0;
   } catch (error) {
-    process.stdout.write(`${JSON.stringify(toErrorReport(error))}\n`);
+    print(JSON.stringify(toErrorReport(error)));
     return 1;
   }
 }

@@ -6,6 +6,11 @@ export interface PatchloopConfig {
   openaiBaseUrl: string | undefined;
   openaiApiKey: string | undefined;
   model: string;
+  /**
+   * How long the server waits for a worker's sticky queue before handing a workflow task to any worker.
+   * Lower it where workers die often (tests); Temporal's default is 10 s.
+   */
+  stickyQueueTimeout: string | undefined;
 }
 
 export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): PatchloopConfig {
@@ -16,5 +21,6 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Pat
     openaiBaseUrl: env['OPENAI_BASE_URL'] || undefined,
     openaiApiKey: env['OPENAI_API_KEY'] || undefined,
     model: env['PATCHLOOP_MODEL'] || 'gpt-4o-mini',
+    stickyQueueTimeout: env['PATCHLOOP_STICKY_QUEUE_TIMEOUT'] || undefined,
   };
 }

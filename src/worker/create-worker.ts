@@ -43,6 +43,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     // Cancels reach an activity only through heartbeat answers: throttle them to 1 s, not 30-60 s.
     maxHeartbeatThrottleInterval: '1s',
     defaultHeartbeatThrottleInterval: '1s',
+    ...(config.stickyQueueTimeout ? { stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout } : {}),
     ...options.workerOptions,
   });
 }
