@@ -6,6 +6,8 @@ export interface RecordedRequest {
   body: ChatRequestBody;
   headers: IncomingMessage['headers'];
   receivedAt: number;
+  /** Set when the client closed the connection before the answer was complete (an aborted stream). */
+  abandonedAt?: number;
 }
 
 export interface ChatRequestBody {
@@ -123,6 +125,10 @@ export class FakeModelServer {
       sendJson(response, 400, { error: { message: 'fake model: no scripted response left', type: 'invalid_request_error', code: 'script_exhausted' } });
       return;
     }
+    const record = this.requests[index]!;
+    response.on('close', () => {
+      if (!response.writableEnded) record.abandonedAt = Date.now();
+    });
     await this.answer(step, body, response);
   }
 

@@ -1,0 +1,124 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { validateToolLinkage } from '../../src/context';
+import { z } from 'zod';
+import { callTools } from '../../src/fake-model/steps';
+import { defineTool } from '../../src/tools/define-tool';
+import { addTool } from '../../src/tools/examples';
+import { startWorld, type TestWorld } from '../support/temporal';
+import { eventOf, eventually, recordHistory } from '../support/wait';
+
+let world: TestWorld | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+describe('abort signal', () => {
+  it('while streaming: keeps the partial text with the truncation marker, closes the stream, ends within ~2 s', async () => {
+    world = await startWorld({ fake: { script: [{ kind: 'hang', chunks: ['Transformers ', 'are '], chunkDelayMs: 50 }] } });
+    const run = await world.client.start({ agent: 'assistant', input: 'explain transformers' });
+    await world.fake.waitForRequests(1);
+    await eventually(async () => ((await run.status()).events.length >= 2 ? true : undefined));
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const abortedAt = Date.now();
+    await run.abort('user_interrupt');
+    const result = await run.result();
+    const latency = Date.now() - abortedAt;
+    expect(result.status).toBe('aborted');
+    expect(result.answer).toBeNull();
+    expect(result.abort_reason).toBe('user_interrupt');
+    expect(result.transcript.at(-1)).toEqual({ role: 'assistant', content: 'Transformers are <Truncated due to cancel from user. Reason: user_interrupt>' });
+    validateToolLinkage(result.transcript);
+    expect(latency).toBeLessThan(3000);
+    // The provider stream was really closed, not left to run.
+    expect(world.fake.requests[0]!.abandonedAt).toBeGreaterThanOrEqual(abortedAt);
+    console.log(`abort while streaming: run ended ${latency} ms after the signal`);
+    const end = (await run.status()).events.at(-1)!;
+    expect(end).toMatchObject({ event_type: 'react_end', status: 'aborted', aborted: true, abort_reason: 'user_interrupt' });
+    world.fake.assertDone();
+    await recordHistory(run, 'abort-while-streaming');
+  });
+
+  it('during a parallel batch: the finished call keeps its result, the running one is cancelled, the transcript is valid', async () => {
+    const stoppedAt: number[] = [];
+    const probe = defineTool({
+      name: 'wait',
+      description: 'waits until aborted',
+      parameters: z.object({ seconds: z.number() }),
+      execute: ({ seconds }, { signal }) =>
+        new Promise((resolve, reject) => {
+          const timer = setTimeout(() => resolve(`waited ${seconds} s`), seconds * 1000);
+          signal.addEventListener('abort', () => {
+            stoppedAt.push(Date.now());
+            clearTimeout(timer);
+            reject(new Error('stopped'));
+          });
+        }),
+    });
+    world = await startWorld({
+      tools: [addTool, probe],
+      agents: [{ name: 'assistant', instructions: 'test', tools: ['add', 'wait'] }],
+      fake: {
+        script: [
+          callTools([
+            { id: 'call_add', name: 'add', arguments: '{"a": 2, "b": 3}' },
+            { id: 'call_wait', name: 'wait', arguments: '{"seconds": 60}' },
+          ]),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'assistant', input: 'add and wait' });
+    await eventOf(run, 'tool_call_start');
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const abortedAt = Date.now();
+    await run.abort('operator');
+    const result = await run.result();
+    const latency = Date.now() - abortedAt;
+    expect(result.status).toBe('aborted');
+    expect(result.transcript.slice(2)).toEqual([
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_add', type: 'function', function: { name: 'add', arguments: '{"a": 2, "b": 3}' } },
+          { id: 'call_wait', type: 'function', function: { name: 'wait', arguments: '{"seconds": 60}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_add', content: '5' },
+      { role: 'tool', tool_call_id: 'call_wait', content: '<Tool execution cancelled by user. Tool: wait. Reason: operator>' },
+    ]);
+    validateToolLinkage(result.transcript);
+    expect(latency).toBeLessThan(3000);
+    // The running tool was really stopped through its signal.
+    expect(stoppedAt).toHaveLength(1);
+    expect(stoppedAt[0]).toBeGreaterThanOrEqual(abortedAt);
+    console.log(`abort during a batch: run ended ${latency} ms after the signal, tool stopped after ${stoppedAt[0]! - abortedAt} ms`);
+    const batchEnd = (await run.status()).events.find((event) => event.event_type === 'tool_calls_batch_end');
+    expect(batchEnd).toMatchObject({ batch_size: 2, success_count: 1, cancelled: ['call_wait'] });
+    world.fake.assertDone();
+    await recordHistory(run, 'abort-during-batch');
+  });
+
+  it('between phases: no further call is made and the bare marker is committed', async () => {
+    world = await startWorld({ fake: { script: [callTools([{ id: 'c1', name: 'wait', arguments: '{"seconds": 0.5}' }])] } });
+    const run = await world.client.start({ agent: 'assistant', input: 'wait' });
+    await eventOf(run, 'tool_call_start');
+    // The abort lands while the batch runs; the first reason wins, later empty ones do not clear it.
+    await run.abort('first');
+    await run.abort('');
+    await run.abort('second');
+    const result = await run.result();
+    expect(result.abort_reason).toBe('first');
+    validateToolLinkage(result.transcript);
+    expect(world.fake.requests).toHaveLength(1);
+  });
+
+  it('an abort after the end changes nothing', async () => {
+    world = await startWorld({ fake: { script: [callTools([{ id: 'c1', name: 'add', arguments: '{"a": 1, "b": 1}' }]), { kind: 'reply', content: 'two' }] } });
+    const run = await world.client.start({ agent: 'assistant', input: '1+1' });
+    const result = await run.result();
+    await run.abort('too late').catch(() => undefined);
+    expect(result.status).toBe('completed');
+    expect((await run.status()).state).toBe('completed');
+  });
+});

@@ -1,0 +1,38 @@
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import type { RunHandle } from '../../src/client/patchloop-client';
+import type { RunEvent, RunEventType } from '../../src/runtime';
+
+/** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`timed out waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
+}
+
+/** Waits until the run has logged an event of this type (through the status query). */
+export function eventOf(run: RunHandle, type: RunEventType, matches: (event: RunEvent) => boolean = () => true): Promise<RunEvent> {
+  return eventually(async () => (await run.status()).events.find((event) => event.event_type === type && matches(event)), 30_000, `event ${type}`);
+}
+
+/**
+ * Saves the run's history under test/histories/ when RECORD_HISTORIES=1, so the replay test can check
+ * that today's workflow code still replays it.
+ */
+export async function recordHistory(run: RunHandle, name: string): Promise<void> {
+  if (process.env['RECORD_HISTORIES'] !== '1') return;
+  const history = await run.workflow.fetchHistory();
+  const folder = join(__dirname, '..', 'histories');
+  mkdirSync(folder, { recursive: true });
+  writeFileSync(join(folder, `${name}.json`), historyToJSON(history));
+}
