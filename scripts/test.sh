@@ -6,3 +6,4 @@ bash scripts/setup.sh
 npx tsc -p tsconfig.json --noEmit
 npx eslint .
 npx vitest run --project unit
+npx vitest run --project e2e

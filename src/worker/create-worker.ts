@@ -1,4 +1,4 @@
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createActivities } from '../activities';
@@ -8,6 +8,7 @@ import { exampleTools } from '../tools/examples';
 import type { AgentDefinitionInput } from '../runtime';
 import type { Tool } from '../tools/define-tool';
 import type { PatchloopConfig } from './config';
+import type { RunEndedSummary } from '../workflows/sinks';
 
 export interface PatchloopWorkerOptions {
   connection: NativeConnection;
@@ -43,6 +44,11 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     // Cancels reach an activity only through heartbeat answers: throttle them to 1 s, not 30-60 s.
     maxHeartbeatThrottleInterval: '1s',
     defaultHeartbeatThrottleInterval: '1s',
+    sinks: {
+      patchloop: {
+        runEnded: { fn: (info, summary: RunEndedSummary) => Runtime.instance().logger.debug('run ended', { workflowId: info.workflowId, ...summary }) },
+      },
+    },
     ...(config.stickyQueueTimeout ? { stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout } : {}),
     ...options.workerOptions,
   });

@@ -41,6 +41,7 @@ import {
 } from '../runtime';
 import { abortSignal, compiledRequestQuery, statusQuery, transcriptQuery, userMessageSignal } from './definitions';
 import { collectUserMessages, commit, emit, newRun, requestAbort, type Run } from './run-state';
+import { sinks } from './sinks';
 
 const NON_RETRYABLE_PROVIDER_ERRORS = ['ProviderRejected', 'ProviderAuthFailed', 'ContextTooLong', 'InvalidLlmRequest', 'UnknownAgent'];
 
@@ -297,6 +298,7 @@ class AgentLoop {
       iterations,
     );
     run.state = status;
+    sinks.patchloop.runEnded({ status, transcriptDigest: digestText(JSON.stringify(run.transcript)), llmCalls: run.llmCalls, toolCalls: run.toolCalls });
     return {
       status,
       answer: aborted ? null : finalResponse,

@@ -170,6 +170,7 @@ describe('agentRun on a real dev server', () => {
     expect(results['call_bad_type'].error).toMatch(/^Tool 'add' failed during execution or result parsing with arguments \{"a": 2, "b": "three"\}: invalid arguments: .*b/);
     expect(results['call_unknown']).toEqual({ error: "Tool 'launch_rockets' was not found" });
     expect(results['call_repaired']).toBe(2);
+    expectEveryCallAnsweredOnce(result.transcript);
     expect(world.fake.requests[1]!.body.messages.filter((m) => m['role'] === 'tool')).toHaveLength(4);
     world.fake.assertDone();
     await recordHistory(run, 'malformed-arguments');

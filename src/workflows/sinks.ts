@@ -1,0 +1,21 @@
+import { proxySinks, type Sinks } from '@temporalio/workflow';
+
+/**
+ * Observations workflows hand to the worker process (not recorded in history). Replay tests inject a
+ * sink that is called during replay, to check what a replayed run computes, not only its commands.
+ */
+export interface PatchloopSinks extends Sinks {
+  patchloop: {
+    runEnded(summary: RunEndedSummary): void;
+  };
+}
+
+export interface RunEndedSummary {
+  status: string;
+  /** SHA-256 of the final transcript's JSON text. */
+  transcriptDigest: string;
+  llmCalls: number;
+  toolCalls: number;
+}
+
+export const sinks = proxySinks<PatchloopSinks>();

@@ -1,0 +1,70 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { validateToolLinkage, type Message } from '../../src/context';
+import { callTools, reply } from '../../src/fake-model/steps';
+import { findTemporalCli } from '../../src/worker/temporal-cli';
+import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { eventOf } from '../support/wait';
+
+/**
+ * Other services drive runs with the plain `temporal` CLI: no TypeScript involved. Asynchronous, because
+ * the worker runs in this process and must keep working while the CLI waits.
+ */
+function temporal(...args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+  const cli = findTemporalCli();
+  if (!cli) throw new Error('temporal CLI not found (run bash scripts/setup.sh)');
+  return new Promise((resolve) => {
+    execFile(cli, [...args, '--address', temporalAddress()], { encoding: 'utf8' }, (error, stdout, stderr) => {
+      resolve({ status: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+let world: TestWorld | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+describe('the temporal CLI as a client', () => {
+  it('starts a run, queries it and reads its result', async () => {
+    world = await startWorld({ fake: { script: [callTools([{ id: 'c1', name: 'add', arguments: '{"a": 20, "b": 22}' }]), reply('42')] } });
+    const id = `cli-${randomUUID()}`;
+    const start = await temporal('workflow', 'start', '--type', 'agentRun', '--task-queue', world.config.taskQueue, '--workflow-id', id, '--input', JSON.stringify({ agent: 'assistant', input: 'What is 20 + 22?' }));
+    expect(start.status, start.stderr).toBe(0);
+    const result = await temporal('workflow', 'result', '--workflow-id', id, '--output', 'json');
+    expect(result.status, result.stderr).toBe(0);
+    const parsed = JSON.parse(result.stdout) as { status: string; result: { status: string; answer: string; transcript: unknown[] } };
+    expect(parsed.result.status).toBe('completed');
+    expect(parsed.result.answer).toBe('42');
+    const query = await temporal('workflow', 'query', '--workflow-id', id, '--name', 'status', '--output', 'json');
+    expect(query.status, query.stderr).toBe(0);
+    expect(JSON.parse(query.stdout).queryResult[0]).toMatchObject({ state: 'completed', llm_calls: 2, tool_calls: 1 });
+  });
+
+  it('aborts a run with `temporal workflow signal --name abort`', async () => {
+    world = await startWorld({ fake: { script: [{ kind: 'hang', chunks: ['Working on '] }] } });
+    const id = `cli-${randomUUID()}`;
+    const start = await temporal('workflow', 'start', '--type', 'agentRun', '--task-queue', world.config.taskQueue, '--workflow-id', id, '--input', JSON.stringify({ agent: 'assistant', input: 'long job' }));
+    expect(start.status, start.stderr).toBe(0);
+    await world.fake.waitForRequests(1);
+    await eventOf(world.client.run(id), 'llm_call_start');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const signal = await temporal('workflow', 'signal', '--workflow-id', id, '--name', 'abort', '--input', JSON.stringify({ reason: 'ops' }));
+    expect(signal.status, signal.stderr).toBe(0);
+    const result = JSON.parse((await temporal('workflow', 'result', '--workflow-id', id, '--output', 'json')).stdout) as { result: { status: string; transcript: Message[] } };
+    expect(result.result.status).toBe('aborted');
+    expect(result.result.transcript.at(-1)).toEqual({ role: 'assistant', content: 'Working on <Truncated due to cancel from user. Reason: ops>' });
+    validateToolLinkage(result.result.transcript);
+  });
+
+  it('reports invalid input through the CLI as a failed run with the readable message', async () => {
+    world = await startWorld();
+    const id = `cli-${randomUUID()}`;
+    await temporal('workflow', 'start', '--type', 'agentRun', '--task-queue', world.config.taskQueue, '--workflow-id', id, '--input', JSON.stringify({ agent: 'assistant', input: 42 }));
+    const result = await temporal('workflow', 'result', '--workflow-id', id, '--output', 'json');
+    expect(result.status).not.toBe(0);
+    expect(result.stdout + result.stderr).toContain('invalid agentRun input');
+  });
+});

@@ -1,0 +1,69 @@
+import { Worker } from '@temporalio/worker';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { digestText } from '../../src/runtime';
+import type { RunEndedSummary } from '../../src/workflows/sinks';
+import { workflowBundle } from '../support/temporal';
+
+/**
+ * Histories recorded from the e2e scenarios (RECORD_HISTORIES=1) must replay with today's workflow
+ * code: same commands, and the same final transcript (checked through a sink called during replay).
+ */
+
+interface HistoryEvent {
+  eventType: string;
+  activityTaskScheduledEventAttributes?: { activityType: { name: string } };
+  workflowExecutionCompletedEventAttributes?: { result: { payloads: Array<{ data: string }> } };
+}
+
+const folder = join(__dirname, '..', 'histories');
+const recorded = readdirSync(folder)
+  .filter((name) => name.endsWith('.json'))
+  .sort()
+  .map((name) => ({ workflowId: name.replace(/\.json$/, ''), history: JSON.parse(readFileSync(join(folder, name), 'utf8')) as { events: HistoryEvent[] } }));
+
+function recordedTranscriptDigest(history: { events: HistoryEvent[] }): string {
+  const completed = history.events.find((event) => event.eventType === 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
+  const payload = completed!.workflowExecutionCompletedEventAttributes!.result.payloads[0]!.data;
+  const result = JSON.parse(Buffer.from(payload, 'base64').toString('utf8')) as { transcript: unknown };
+  return digestText(JSON.stringify(result.transcript));
+}
+
+describe('replay of recorded histories', () => {
+  it('covers the scenarios of the runtime tests', () => {
+    expect(recorded.map((item) => item.workflowId)).toEqual(
+      expect.arrayContaining(['abort-during-batch', 'abort-while-streaming', 'crash-during-batch', 'crash-during-llm', 'malformed-arguments', 'parallel-batch', 'rate-limit-retry', 'tool-happy-path', 'user-message']),
+    );
+  });
+
+  it('replays every history without a determinism error and folds the same final transcript', async () => {
+    const summaries = new Map<string, RunEndedSummary>();
+    const replay = Worker.runReplayHistories(
+      {
+        workflowBundle: await workflowBundle(),
+        sinks: { patchloop: { runEnded: { fn: (info, summary: RunEndedSummary) => void summaries.set(info.workflowId, summary), callDuringReplay: true } } },
+      },
+      recorded,
+    );
+    const failures: string[] = [];
+    for await (const result of replay) if (result.error) failures.push(`${result.workflowId}: ${String(result.error)}`);
+    expect(failures).toEqual([]);
+    for (const { workflowId, history } of recorded) {
+      expect(summaries.get(workflowId)?.transcriptDigest, workflowId).toBe(recordedTranscriptDigest(history));
+    }
+  });
+
+  it('fails with a determinism error when the recorded commands no longer match the code', async () => {
+    const original = recorded.find((item) => item.workflowId === 'tool-happy-path')!;
+    const edited = structuredClone(original.history);
+    const scheduled = edited.events.filter((event) => event.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED');
+    scheduled[1]!.activityTaskScheduledEventAttributes!.activityType.name = 'toolBatch';
+    const replay = Worker.runReplayHistories({ workflowBundle: await workflowBundle() }, [{ workflowId: 'edited', history: edited }]);
+    const results = [];
+    for await (const result of replay) results.push(result);
+    expect(results).toHaveLength(1);
+    expect(results[0]!.error?.name).toBe('DeterminismViolationError');
+    expect(String(results[0]!.error)).toMatch(/Nondeterminism|TMPRL1100/);
+  });
+});
