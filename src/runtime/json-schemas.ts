@@ -1,0 +1,15 @@
+import { z } from 'zod';
+import { Mutation } from '../context';
+import { AgentDefinition } from './agent';
+import { AgentRunInput, AgentRunResult } from './run-input';
+
+/** The wire contracts other services use, as JSON Schema files under schemas/ (kept in sync by a test). */
+export function publishedSchemas(): Record<string, unknown> {
+  const schema = (type: z.ZodType, io: 'input' | 'output', title: string) => ({ title, ...z.toJSONSchema(type, { io }) });
+  return {
+    'agent-run-input.schema.json': schema(AgentRunInput, 'input', 'patchloop agentRun input'),
+    'agent-run-result.schema.json': schema(AgentRunResult, 'output', 'patchloop agentRun result'),
+    'agent-definition.schema.json': schema(AgentDefinition, 'input', 'patchloop agent definition'),
+    'mutation.schema.json': schema(Mutation, 'input', 'patchloop mutation (runtime patch)'),
+  };
+}
