@@ -100,8 +100,6 @@ function completedResult(reply: Reply, started: number): LlmPhaseResult {
   return {
     outcome: 'completed',
     mutations,
-    content: reply.content,
-    tool_calls: reply.toolCalls,
     usage: reply.usage,
     finish_reason: reply.finishReason,
     duration_ms: Date.now() - started,
@@ -113,8 +111,7 @@ function abortedResult(stream: StreamAccumulator, started: number): LlmPhaseResu
   return {
     outcome: 'aborted',
     mutations: [{ type: 'AssistantTruncatedMutation', partial_content: stream.content, abort_reason: '' }],
-    content: stream.content,
-    tool_calls: stream.toolCalls(),
+    partial_tool_calls: stream.toolCalls().map((call) => ({ id: call.id, name: call.function.name })),
     usage: stream.usage,
     finish_reason: null,
     duration_ms: Date.now() - started,

@@ -2,7 +2,6 @@ import { Context } from '@temporalio/activity';
 import { z } from 'zod';
 import {
   repairToolArguments,
-  resultForEvents,
   serializeToolResult,
   toolFailureContent,
   toolStepErrorContent,
@@ -75,7 +74,7 @@ async function runCall(
   const started = Date.now();
   const finish = (content: string, success = true, error?: string): Finished => ({
     content,
-    report: { tool_call_id: call.id, tool_name: call.name, success, result: resultForEvents(content), ...(error !== undefined ? { error } : {}), duration_ms: Date.now() - started },
+    report: { tool_call_id: call.id, tool_name: call.name, success, ...(error !== undefined ? { error } : {}), duration_ms: Date.now() - started },
   });
   const tool = registry.toolFor(input.agent, call.name);
   if (!tool) return finish(unknownToolContent(call.name));

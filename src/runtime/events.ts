@@ -25,7 +25,16 @@ export type RunEventBody =
     }
   | { event_type: 'tool_calls_batch_start'; batch_size: number; tool_calls: ToolCallRef[] }
   | { event_type: 'tool_call_start'; tool_name: string; tool_call_id: string; arguments: JsonObject }
-  | { event_type: 'tool_call_end'; tool_name: string; tool_call_id: string; result: JsonValue; success: true; duration_ms: number }
+  | {
+      event_type: 'tool_call_end';
+      tool_name: string;
+      tool_call_id: string;
+      /** The result parsed as JSON; for results over 1 KB, the first 1,024 characters of the content. */
+      result: JsonValue;
+      result_truncated?: true;
+      success: true;
+      duration_ms: number;
+    }
   | { event_type: 'tool_call_error'; tool_name: string; tool_call_id: string; error: string; duration_ms: number }
   | {
       event_type: 'tool_calls_batch_end';

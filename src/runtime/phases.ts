@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { JsonObject, JsonValue, Message, Mutation, ToolCall } from '../context';
+import { JsonObject, Message, Mutation, ToolCall } from '../context';
 import { TokenUsage } from './run-input';
 
 /**
@@ -26,13 +26,13 @@ export const LlmPhaseInput = z.strictObject({
 });
 export type LlmPhaseInput = z.infer<typeof LlmPhaseInput>;
 
+/** The phase's facts. Content and tool calls live in `mutations` only: history records them once. */
 export const LlmPhaseResult = z.strictObject({
   outcome: z.enum(['completed', 'aborted']),
   /** `[AssistantMessageMutation]`, `[]` for an empty reply, or `[AssistantTruncatedMutation]` on abort. */
   mutations: z.array(Mutation),
-  content: z.string(),
-  /** Every call the provider sent, also partial ones on abort (reported, not committed). */
-  tool_calls: z.array(ToolCall),
+  /** On abort: the calls the provider had begun to stream (reported on events, never committed). */
+  partial_tool_calls: z.array(z.strictObject({ id: z.string(), name: z.string() })).optional(),
   usage: TokenUsage.nullable(),
   finish_reason: z.string().nullable(),
   duration_ms: z.number(),
@@ -53,12 +53,11 @@ export const ToolBatchInput = z.strictObject({
 });
 export type ToolBatchInput = z.infer<typeof ToolBatchInput>;
 
-/** One finished call, for events: `success: false` only when the step itself failed (spec 7.6). */
+/** One finished call, for events: `success: false` only when the step itself failed (spec 7.6). Its content is in `mutations`. */
 export const ToolCallReport = z.strictObject({
   tool_call_id: z.string(),
   tool_name: z.string(),
   success: z.boolean(),
-  result: JsonValue,
   error: z.string().optional(),
   duration_ms: z.number(),
 });
@@ -74,6 +73,21 @@ export const ToolBatchResult = z.strictObject({
   unfinished: z.array(z.string()),
 });
 export type ToolBatchResult = z.infer<typeof ToolBatchResult>;
+
+/** The text of the reply the phase's patches carry (the partial text after an abort). */
+export function replyContent(result: LlmPhaseResult): string {
+  for (const mutation of result.mutations) {
+    if (mutation.type === 'AssistantMessageMutation') return mutation.content ?? '';
+    if (mutation.type === 'AssistantTruncatedMutation') return mutation.partial_content;
+  }
+  return '';
+}
+
+/** The tool calls the reply asks for (none after an abort). */
+export function replyToolCalls(result: LlmPhaseResult): ToolCall[] {
+  const assistant = result.mutations.find((mutation) => mutation.type === 'AssistantMessageMutation');
+  return assistant?.type === 'AssistantMessageMutation' ? (assistant.tool_calls ?? []) : [];
+}
 
 /** Answer of the workflow's `compiledRequest` query: one page of the request's JSON text. */
 export const RequestPage = z.strictObject({

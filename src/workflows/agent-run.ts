@@ -21,6 +21,7 @@ import {
   toolStepErrorContent,
   validateToolLinkage,
   type JsonObject,
+  type JsonValue,
   type Mutation,
   type PromptContract,
   type ToolCall,
@@ -30,6 +31,8 @@ import {
   AgentRunInput,
   digestText,
   promptContractFor,
+  replyContent,
+  replyToolCalls,
   providerTools,
   REQUEST_PAGE_CHARS,
   seedTranscript,
@@ -160,24 +163,24 @@ class AgentLoop {
       commit(run, [...run.pending.splice(0), ...collectUserMessages(run)]);
       if (it > 0) emit(run, { event_type: 'react_iteration_start' });
       const llm = await this.llmPhase({ withTools: this.tools.length > 0, stream: this.agent.stream }, it);
-      if (llm.outcome === 'aborted') return this.finish(llm.mutations, 'aborted', llm.content, it);
-      const calls = requestedCalls(llm.mutations);
+      if (llm.outcome === 'aborted') return this.finish(llm.mutations, 'aborted', replyContent(llm), it);
+      const calls = requestedCalls(llm);
       if (calls.length === 0) {
         // A message that arrived while the model answered is not dropped: the run goes on with it.
         if (run.inbox.length > 0 && !run.abort.requested) {
           commit(run, llm.mutations);
           continue;
         }
-        return this.finish(llm.mutations, 'completed', llm.content, it);
+        return this.finish(llm.mutations, 'completed', replyContent(llm), it);
       }
       if (this.maxToolCalls !== null && run.toolCalls + calls.length > this.maxToolCalls) {
         // Spec 7.5: the batch and its tool-call message are dropped; one last call without tools.
         const last = await this.llmPhase({ withTools: false, stream: false }, it + 1);
-        return this.finish(last.mutations, last.outcome === 'aborted' ? 'aborted' : 'completed', last.content, it + 1, last.outcome !== 'aborted');
+        return this.finish(last.mutations, last.outcome === 'aborted' ? 'aborted' : 'completed', replyContent(last), it + 1, last.outcome !== 'aborted');
       }
       const batch = await this.toolPhase(calls, it + 1);
       run.toolCalls += calls.length;
-      if (batch.outcome === 'aborted') return this.finish([...llm.mutations, ...batch.mutations], 'aborted', llm.content, it + 1);
+      if (batch.outcome === 'aborted') return this.finish([...llm.mutations, ...batch.mutations], 'aborted', replyContent(llm), it + 1);
       commit(run, [...llm.mutations, ...batch.mutations]);
       emit(run, { event_type: 'react_iteration_end', tool_calls_count: calls.length }, it + 1);
     }
@@ -217,8 +220,8 @@ class AgentLoop {
         event_type: 'llm_call_end',
         llm_call: llmCall,
         outcome: result.outcome,
-        content: result.content,
-        tool_calls: result.tool_calls.map((call) => ({ id: call.id, name: call.function.name })),
+        content: replyContent(result),
+        tool_calls: result.partial_tool_calls ?? replyToolCalls(result).map((call) => ({ id: call.id, name: call.function.name })),
         usage: result.usage,
         duration_ms: result.duration_ms,
       },
@@ -261,11 +264,12 @@ class AgentLoop {
       }
     }
     batch = withCancelReason(batch, run.abort.reason);
+    const contents = new Map(batch.mutations.flatMap((mutation) => (mutation.type === 'ToolResultMutation' ? [[mutation.tool_call_id, mutation.content] as const] : [])));
     for (const report of batch.reports) {
       emit(
         run,
         report.success
-          ? { event_type: 'tool_call_end', tool_name: report.tool_name, tool_call_id: report.tool_call_id, result: report.result, success: true, duration_ms: report.duration_ms }
+          ? { event_type: 'tool_call_end', tool_name: report.tool_name, tool_call_id: report.tool_call_id, ...eventResult(contents.get(report.tool_call_id) ?? ''), success: true, duration_ms: report.duration_ms }
           : { event_type: 'tool_call_error', tool_name: report.tool_name, tool_call_id: report.tool_call_id, error: report.error ?? '', duration_ms: report.duration_ms },
         eventIteration,
       );
@@ -354,17 +358,22 @@ async function inPhaseScope<T>(run: Run, agent: AgentSpec, start: () => Promise<
   }
 }
 
-function requestedCalls(mutations: readonly Mutation[]): ToolCallRequest[] {
-  const assistant = mutations.find((mutation) => mutation.type === 'AssistantMessageMutation');
-  return (assistant?.tool_calls ?? []).map((call: ToolCall) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments }));
+function requestedCalls(result: LlmPhaseResult): ToolCallRequest[] {
+  return replyToolCalls(result).map((call: ToolCall) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments }));
+}
+
+const EVENT_RESULT_CHARS = 1024;
+
+/** The event log keeps small results whole and a preview of large ones: it lives in workflow memory. */
+function eventResult(content: string): { result: JsonValue; result_truncated?: true } {
+  if (content.length <= EVENT_RESULT_CHARS) return { result: resultForEvents(content) };
+  return { result: content.slice(0, EVENT_RESULT_CHARS), result_truncated: true };
 }
 
 function abortedLlmPhase(partial: string): LlmPhaseResult {
   return {
     outcome: 'aborted',
     mutations: [{ type: 'AssistantTruncatedMutation', partial_content: partial, abort_reason: '' }],
-    content: partial,
-    tool_calls: [],
     usage: null,
     finish_reason: null,
     duration_ms: 0,
@@ -401,7 +410,7 @@ function failedBatch(calls: readonly ToolCallRequest[], error: unknown): ToolBat
   return {
     outcome: 'completed',
     mutations: calls.map((call) => ({ type: 'ToolResultMutation', tool_call_id: call.id, content: toolStepErrorContent(message) })),
-    reports: calls.map((call) => ({ tool_call_id: call.id, tool_name: call.name, success: false, result: resultForEvents(toolStepErrorContent(message)), error: message, duration_ms: 0 })),
+    reports: calls.map((call) => ({ tool_call_id: call.id, tool_name: call.name, success: false, error: message, duration_ms: 0 })),
     unfinished: [],
   };
 }

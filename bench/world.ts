@@ -1,0 +1,57 @@
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PatchloopClient } from '../src/client/patchloop-client';
+import { FakeModelServer, type Responder } from '../src/fake-model/server';
+import type { AgentDefinitionInput } from '../src/runtime';
+import { configFromEnvironment } from '../src/worker/config';
+import { createPatchloopWorker } from '../src/worker/create-worker';
+import { startDevServer, type DevServer } from '../src/worker/temporal-cli';
+
+/** A dev server, a fake model and an in-process worker for a benchmark run. */
+export interface BenchWorld {
+  server: DevServer;
+  fake: FakeModelServer;
+  worker: Worker;
+  client: PatchloopClient;
+  close(): Promise<void>;
+}
+
+export async function startBenchWorld(responder: Responder, options: { agents?: AgentDefinitionInput[]; dynamicConfig?: Record<string, number> } = {}): Promise<BenchWorld> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const server = await startDevServer({ port: await freePort(), dbFile: join(mkdtempSync(join(tmpdir(), 'patchloop-bench-')), 'temporal.db'), ...(options.dynamicConfig ? { dynamicConfig: options.dynamicConfig } : {}) });
+  const fake = await FakeModelServer.start({ responder });
+  const config = { ...configFromEnvironment({}), temporalAddress: server.address, taskQueue: 'bench', openaiBaseUrl: fake.url, openaiApiKey: 'bench', model: 'fake-model' };
+  const connection = await NativeConnection.connect({ address: server.address });
+  const worker = await createPatchloopWorker({ connection, config, ...(options.agents ? { agents: options.agents } : {}) });
+  const running = worker.run();
+  const client = new PatchloopClient(new Client({ connection: await Connection.connect({ address: server.address }) }), config.taskQueue);
+  return {
+    server,
+    fake,
+    worker,
+    client,
+    close: async () => {
+      worker.shutdown();
+      await running;
+      await client.close();
+      await connection.close();
+      await fake.close();
+      await server.stop();
+    },
+  };
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
