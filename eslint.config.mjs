@@ -47,7 +47,7 @@ export default tseslint.config(
   },
   // Tests use Python's line-boundary control characters on purpose.
   { files: ['test/**/*.ts'], rules: { 'no-control-regex': 'off' } },
-  { files: ['src/context/**/*.ts'], rules: pureRestrictions },
+  { files: ['src/context/**/*.ts', 'src/runtime/**/*.ts'], rules: pureRestrictions },
   {
     files: ['src/workflows/**/*.ts'],
     rules: {
