@@ -8,7 +8,17 @@ import {
   unknownToolContent,
   type Mutation,
 } from '../context';
-import type { ToolBatchInput, ToolBatchResult, ToolCallReport, ToolCallRequest } from '../runtime';
+import {
+  isSelfRefTool,
+  runSelfRefTool,
+  SELFREF_FORK,
+  type SelfRefIntent,
+  type SelfRefIntentRecord,
+  type ToolBatchInput,
+  type ToolBatchResult,
+  type ToolCallReport,
+  type ToolCallRequest,
+} from '../runtime';
 import type { AgentRegistry } from '../agents/registry';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
 
@@ -25,6 +35,7 @@ interface CallLimits {
 interface Finished {
   content: string;
   report: ToolCallReport;
+  intent?: SelfRefIntent;
 }
 
 /**
@@ -76,10 +87,21 @@ async function runCall(
     content,
     report: { tool_call_id: call.id, tool_name: call.name, success, ...(error !== undefined ? { error } : {}), duration_ms: Date.now() - started },
   });
-  const tool = registry.toolFor(input.agent, call.name);
-  if (!tool) return finish(unknownToolContent(call.name));
+  const selfref = registry.selfref(input.agent) && isSelfRefTool(call.name) && call.name !== SELFREF_FORK;
+  const tool = selfref ? undefined : registry.toolFor(input.agent, call.name);
+  if (!tool && !selfref) return finish(unknownToolContent(call.name));
   const args = repairToolArguments(call.arguments);
   if (!args.ok) return finish(toolFailureContent(call.name, args.text, 'Tool arguments are not a valid JSON object'));
+  if (selfref) {
+    // The memory key of a run is its workflow id (a fork child's id is its fork memory key).
+    try {
+      const outcome = runSelfRefTool(call.name, args.value, workflowId);
+      return { ...finish(serializeToolResult(outcome.value)), ...(outcome.intent ? { intent: outcome.intent } : {}) };
+    } catch (error) {
+      return finish(toolFailureContent(call.name, args.text, (error as Error).message));
+    }
+  }
+  if (!tool) return finish(unknownToolContent(call.name));
   const parsed = tool.parameters.safeParse(args.value);
   if (!parsed.success) return finish(toolFailureContent(call.name, args.text, `invalid arguments: ${z.prettifyError(parsed.error).replaceAll('\n', ' ')}`));
   const timeoutSeconds = tool.descriptor.timeout_seconds ?? limits.timeoutSeconds;
@@ -126,10 +148,12 @@ function delay(ms: number): Promise<void> {
 function batchResult(calls: readonly ToolCallRequest[], finished: Map<number, Finished>, order: number[], wasAborted: boolean): ToolBatchResult {
   const mutations: Mutation[] = [];
   const unfinished: string[] = [];
+  const intents: SelfRefIntentRecord[] = [];
   for (const [index, call] of calls.entries()) {
     const done = finished.get(index);
     if (done) {
       mutations.push({ type: 'ToolResultMutation', tool_call_id: call.id, content: done.content });
+      if (done.intent) intents.push({ tool_call_id: call.id, intent: done.intent });
     } else {
       unfinished.push(call.id);
       mutations.push({ type: 'ToolCancelledMutation', tool_call_id: call.id, tool_name: call.name, abort_reason: '' });
@@ -140,5 +164,6 @@ function batchResult(calls: readonly ToolCallRequest[], finished: Map<number, Fi
     mutations,
     reports: order.map((id) => finished.get(id)!.report),
     unfinished,
+    intents,
   };
 }

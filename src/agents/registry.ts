@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { AgentDefinition, AgentSpec, type AgentDefinitionInput } from '../runtime';
+import { AgentDefinition, AgentSpec, isSelfRefTool, selfRefToolDescriptors, type AgentDefinitionInput } from '../runtime';
 import type { Tool } from '../tools/define-tool';
 
 /** The agents and tools a worker serves. Checked once, when the worker starts. */
@@ -9,12 +9,15 @@ export class AgentRegistry {
 
   constructor(tools: readonly Tool[], agents: readonly AgentDefinitionInput[]) {
     for (const tool of tools) {
+      if (isSelfRefTool(tool.name)) throw new Error(`tool name '${tool.name}' is reserved for SelfRef`);
       if (this.tools.has(tool.name)) throw new Error(`tool '${tool.name}' is registered twice`);
       this.tools.set(tool.name, tool);
     }
     for (const input of agents) {
       const agent = AgentDefinition.parse(input);
       if (this.agents.has(agent.name)) throw new Error(`agent '${agent.name}' is registered twice`);
+      const reserved = agent.tools.filter((name) => isSelfRefTool(name));
+      if (reserved.length > 0) throw new Error(`agent '${agent.name}' lists ${reserved.join(', ')}: set "selfref": true instead`);
       const missing = agent.tools.filter((name) => !this.tools.has(name));
       if (missing.length > 0) throw new Error(`agent '${agent.name}' uses unregistered tool(s): ${missing.join(', ')}`);
       this.agents.set(agent.name, agent);
@@ -31,15 +34,23 @@ export class AgentRegistry {
     if (!agent) {
       throw ApplicationFailure.nonRetryable(`unknown agent '${name}'; this worker serves: ${this.agentNames.join(', ') || 'no agents'}`, 'UnknownAgent');
     }
+    const own = agent.tools.map((toolName) => this.tools.get(toolName)!.descriptor);
+    const selfref = agent.selfref ? selfRefToolDescriptors() : [];
     return AgentSpec.parse({
       ...agent,
+      tools: [...agent.tools, ...selfref.map((tool) => tool.name)],
       model: agent.model ?? defaultModel,
-      tool_descriptors: agent.tools.map((toolName) => this.tools.get(toolName)!.descriptor),
+      tool_descriptors: [...own, ...selfref],
     });
   }
 
   limits(agentName: string): AgentDefinition['limits'] | undefined {
     return this.agents.get(agentName)?.limits;
+  }
+
+  /** Whether the agent has the SelfRef tools. */
+  selfref(agentName: string): boolean {
+    return this.agents.get(agentName)?.selfref ?? false;
   }
 
   /** A tool the agent may call, or undefined (the model then sees "not found"). */

@@ -15,6 +15,8 @@ export const AgentLimits = z.strictObject({
   max_tool_result_bytes: z.number().int().positive().default(256 * 1024),
   /** How long an aborted run waits for its phase to hand back partial results before giving up on them. */
   abort_wait_seconds: z.number().positive().default(10),
+  /** How deep `selfref_fork` may nest (a top-level run has depth 0). */
+  max_fork_depth: z.number().int().nonnegative().default(3),
 });
 export type AgentLimits = z.infer<typeof AgentLimits>;
 

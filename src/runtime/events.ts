@@ -44,6 +44,8 @@ export type RunEventBody =
       cancelled: string[];
     }
   | { event_type: 'react_iteration_end'; tool_calls_count: number }
+  | { event_type: 'custom_event'; event_name: string; data: JsonObject; tool_name: string; tool_call_id: string }
+  | { event_type: 'continued_as_new'; history_events: number; history_bytes: number }
   | {
       event_type: 'react_end';
       status: 'completed' | 'aborted';

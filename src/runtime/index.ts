@@ -4,3 +4,4 @@ export * from './events';
 export * from './phases';
 export * from './run-input';
 export * from './agent-prompt';
+export * from './selfref-tools';

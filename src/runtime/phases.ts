@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { JsonObject, Message, Mutation, ToolCall } from '../context';
+import { JsonObject, Message, Mutation, SummaryPayload, ToolCall } from '../context';
 import { TokenUsage } from './run-input';
 
 /**
@@ -63,6 +63,16 @@ export const ToolCallReport = z.strictObject({
 });
 export type ToolCallReport = z.infer<typeof ToolCallReport>;
 
+export const SelfRefIntentRecord = z.strictObject({
+  tool_call_id: z.string(),
+  intent: z.discriminatedUnion('kind', [
+    z.strictObject({ kind: z.literal('remember'), text: z.string() }),
+    z.strictObject({ kind: z.literal('forget'), experience_id: z.string() }),
+    z.strictObject({ kind: z.literal('compact'), summary: SummaryPayload, rendered: z.string(), remember: z.array(z.string()) }),
+  ]),
+});
+export type SelfRefIntentRecord = z.infer<typeof SelfRefIntentRecord>;
+
 export const ToolBatchResult = z.strictObject({
   outcome: z.enum(['completed', 'aborted']),
   /** Results and cancellations in declared order, multimodal results last (spec 7.6, deviation 10.c). */
@@ -71,6 +81,8 @@ export const ToolBatchResult = z.strictObject({
   reports: z.array(ToolCallReport),
   /** Calls that had not finished when the abort arrived. */
   unfinished: z.array(z.string()),
+  /** SelfRef intents of finished calls, in declared order (spec 6.2). */
+  intents: z.array(SelfRefIntentRecord).default([]),
 });
 export type ToolBatchResult = z.infer<typeof ToolBatchResult>;
 

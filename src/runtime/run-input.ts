@@ -1,6 +1,17 @@
 import { z } from 'zod';
 import { ChatMessages, Message } from '../context';
 
+/** Where a fork child comes from (spec 6.6): its ids and the parent's context it starts from. */
+export const ForkOrigin = z.strictObject({
+  fork_id: z.string(),
+  parent_fork_id: z.string().nullable(),
+  depth: z.number().int().positive(),
+  source_memory_key: z.string(),
+  memory_key: z.string(),
+  context: z.array(Message),
+});
+export type ForkOrigin = z.infer<typeof ForkOrigin>;
+
 /** Input of workflow `agentRun` (published as schemas/agent-run-input.schema.json). */
 export const AgentRunInput = z.strictObject({
   agent: z.string().min(1).describe("A registered agent's name."),
@@ -13,6 +24,7 @@ export const AgentRunInput = z.strictObject({
    * input (recorded in history every iteration: quadratic growth, for comparison benchmarks only).
    */
   request_transport: z.enum(['query', 'inline']).default('query').describe('query (default): O(new content) history; inline: for comparison benchmarks only.'),
+  fork: ForkOrigin.optional().describe('Set by a parent run for a selfref_fork child; not for callers.'),
 });
 export type AgentRunInput = z.infer<typeof AgentRunInput>;
 export type AgentRunInputWire = z.input<typeof AgentRunInput>;

@@ -1,0 +1,72 @@
+import { ActivityFailure } from '@temporalio/workflow';
+import { toolStepErrorContent, type Mutation } from '../context';
+import type { ToolBatchResult, ToolCallReport, ToolCallRequest } from '../runtime';
+
+/** Spec 8.2: an abort before the batch starts runs nothing; every call gets a cancellation result. */
+export function cancelledBatch(calls: readonly ToolCallRequest[]): ToolBatchResult {
+  return {
+    outcome: 'aborted',
+    mutations: calls.map((call) => ({ type: 'ToolCancelledMutation', tool_call_id: call.id, tool_name: call.name, abort_reason: '' })),
+    reports: [],
+    unfinished: calls.map((call) => call.id),
+    intents: [],
+  };
+}
+
+/** Spec 7.6, failure of the step itself: the model sees the error and the run goes on. */
+export function failedBatch(calls: readonly ToolCallRequest[], error: unknown): ToolBatchResult {
+  const message = error instanceof ActivityFailure && error.cause ? error.cause.message : error instanceof Error ? error.message : String(error);
+  return {
+    outcome: 'completed',
+    mutations: calls.map((call) => ({ type: 'ToolResultMutation', tool_call_id: call.id, content: toolStepErrorContent(message) })),
+    reports: calls.map((call) => ({ tool_call_id: call.id, tool_name: call.name, success: false, error: message, duration_ms: 0 })),
+    unfinished: [],
+    intents: [],
+  };
+}
+
+export function withCancelReason(batch: ToolBatchResult, reason: string): ToolBatchResult {
+  return {
+    ...batch,
+    mutations: batch.mutations.map((mutation) => (mutation.type === 'ToolCancelledMutation' ? { ...mutation, abort_reason: reason } : mutation)),
+  };
+}
+
+/** A finished call handled by the workflow itself (a fork). */
+export interface WorkflowCallResult {
+  call: ToolCallRequest;
+  content: string;
+  report: ToolCallReport;
+}
+
+/**
+ * Merges the activity's batch with calls the workflow ran itself, back into the declared order of the
+ * whole batch: plain results and cancellations first, multimodal results last (spec 7.6, 10.c).
+ * Calls without a result are cancelled. `reports` are already in completion order.
+ */
+export function mergeBatches(calls: readonly ToolCallRequest[], activity: ToolBatchResult, own: readonly WorkflowCallResult[], reports: ToolCallReport[]): ToolBatchResult {
+  const byId = new Map<string, Mutation[]>();
+  for (const mutation of activity.mutations) {
+    if (mutation.type !== 'ToolResultMutation' && mutation.type !== 'MultimodalToolResultMutation') continue;
+    byId.set(mutation.tool_call_id, [...(byId.get(mutation.tool_call_id) ?? []), mutation]);
+  }
+  for (const result of own) byId.set(result.call.id, [{ type: 'ToolResultMutation', tool_call_id: result.call.id, content: result.content }]);
+  const plain: Mutation[] = [];
+  const multimodal: Mutation[] = [];
+  const unfinished: string[] = [];
+  for (const call of calls) {
+    const mutation: Mutation = byId.get(call.id)?.shift() ?? { type: 'ToolCancelledMutation', tool_call_id: call.id, tool_name: call.name, abort_reason: '' };
+    if (mutation.type === 'ToolCancelledMutation') unfinished.push(call.id);
+    (mutation.type === 'MultimodalToolResultMutation' ? multimodal : plain).push(mutation);
+  }
+  return {
+    outcome: activity.outcome === 'aborted' || unfinished.length > 0 ? 'aborted' : 'completed',
+    mutations: [...plain, ...multimodal],
+    reports,
+    unfinished,
+    // Results recorded by workers older than SelfRef carry no intents.
+    intents: activity.intents ?? [],
+  };
+}
+
+export const EMPTY_BATCH: ToolBatchResult = { outcome: 'completed', mutations: [], reports: [], unfinished: [], intents: [] };

@@ -1,0 +1,35 @@
+import { setHandler, workflowInfo } from '@temporalio/workflow';
+import { REQUEST_PAGE_CHARS } from '../runtime';
+import { abortSignal, compiledRequestQuery, statusQuery, transcriptQuery, userMessageSignal } from './definitions';
+import { enqueueMessage, requestAbort, type Run } from './run-state';
+
+/** Signals and queries every run and session answers. */
+export function registerRunHandlers(run: Run, extraStatus: () => Record<string, unknown> = () => ({})): void {
+  setHandler(abortSignal, (payload) => requestAbort(run, payload?.reason));
+  setHandler(userMessageSignal, (payload) => {
+    if (run.state !== 'running' || typeof payload?.content !== 'string') return;
+    enqueueMessage(run, payload.content);
+  });
+  setHandler(transcriptQuery, () => run.transcript);
+  setHandler(statusQuery, (options) => ({
+    state: run.state,
+    agent: run.agent,
+    iteration: run.iteration,
+    llm_calls: run.llmCalls,
+    tool_calls: run.toolCalls,
+    usage: run.usage,
+    abort_requested: run.abort.requested,
+    abort_reason: run.abort.reason,
+    queued_user_messages: run.inbox.length,
+    history: { events: workflowInfo().historyLength, bytes: workflowInfo().historySize },
+    events: run.events.filter((event) => event.seq > (options?.after ?? 0)),
+    ...extraStatus(),
+  }));
+  setHandler(compiledRequestQuery, (digest, page) => {
+    if (run.request?.digest !== digest) throw new Error(`no compiled request with digest ${digest}`);
+    const pages = Math.max(1, Math.ceil(run.request.text.length / REQUEST_PAGE_CHARS));
+    if (!Number.isInteger(page) || page < 0 || page >= pages) throw new Error(`page ${page} out of range (0..${pages - 1})`);
+    const text = run.request.text.slice(page * REQUEST_PAGE_CHARS, (page + 1) * REQUEST_PAGE_CHARS);
+    return { digest, page, pages, text };
+  });
+}

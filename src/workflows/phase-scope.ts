@@ -1,0 +1,26 @@
+import { ApplicationFailure, CancellationScope, condition, sleep } from '@temporalio/workflow';
+import type { Run } from './run-state';
+
+/**
+ * Runs one phase in its own cancellation scope, so an abort cancels exactly this phase. After an abort
+ * the wait for the phase's partial result is bounded: a phase on a dead worker must not hold the run.
+ */
+export async function inPhaseScope<T>(run: Run, abortWaitSeconds: number, start: () => Promise<T>): Promise<T> {
+  const scope = new CancellationScope();
+  const deadlineScope = new CancellationScope();
+  run.phase = scope;
+  const phase = scope.run(start);
+  const deadline = deadlineScope.run(async (): Promise<never> => {
+    await condition(() => run.abort.requested);
+    await sleep(`${abortWaitSeconds}s`);
+    throw ApplicationFailure.nonRetryable('the phase did not hand back its results in time after the abort', 'AbortWaitExpired');
+  });
+  try {
+    return await Promise.race([phase, deadline]);
+  } finally {
+    run.phase = null;
+    deadlineScope.cancel();
+    deadline.catch(() => undefined);
+    phase.catch(() => undefined);
+  }
+}
