@@ -1,8 +1,8 @@
 import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import type { Message } from '../context';
-import type { AgentRunInputWire, AgentRunResult, RunStatus } from '../runtime';
-import { abortSignal, statusQuery, transcriptQuery, userMessageSignal } from '../workflows/definitions';
+import type { AgentRunInputWire, AgentRunResult, ChatSessionInputWire, ChatSessionResult, RunStatus, TurnReply } from '../runtime';
+import { abortSignal, closeSignal, nextRequestQuery, sendUpdate, statusQuery, transcriptQuery, userMessageSignal } from '../workflows/definitions';
 import type { PatchloopConfig } from '../worker/config';
 
 /** A typed client for patchloop runs; anything it does can also be done with the `temporal` CLI. */
@@ -26,6 +26,23 @@ export class PatchloopClient {
 
   run(workflowId: string): RunHandle {
     return new RunHandle(this.temporal.workflow.getHandle(workflowId));
+  }
+
+  /** Starts workflow `chatSession`; the id defaults to `session-<uuid>`. */
+  async startSession(input: ChatSessionInputWire, options: { sessionId?: string } = {}): Promise<SessionHandle> {
+    const workflowId = options.sessionId ?? `session-${randomUUID()}`;
+    const handle = await this.temporal.workflow.start('chatSession', { taskQueue: this.taskQueue, workflowId, args: [input] });
+    return new SessionHandle(handle as WorkflowHandle);
+  }
+
+  /** A handle on a session, whatever run of its continue-as-new chain is current. */
+  session(sessionId: string): SessionHandle {
+    return new SessionHandle(this.temporal.workflow.getHandle(sessionId));
+  }
+
+  /** The workflow type behind an id (`agentRun` or `chatSession`). */
+  async workflowType(workflowId: string): Promise<string> {
+    return (await this.temporal.workflow.getHandle(workflowId).describe()).type;
   }
 
   async close(): Promise<void> {
@@ -70,6 +87,32 @@ export class RunHandle {
   async historySize(): Promise<{ events: number; bytes: number }> {
     const description = await this.workflow.describe();
     return { events: description.historyLength, bytes: description.historySize ?? 0 };
+  }
+}
+
+/** A long-lived chat session (workflow `chatSession`). */
+export class SessionHandle extends RunHandle {
+  /** Sends a message and resolves with the assistant's reply when that turn ends. */
+  send(content: string): Promise<TurnReply> {
+    return this.workflow.executeUpdate(sendUpdate, { args: [{ content }] });
+  }
+
+  /** Queues a message without waiting (signal `user_message`). */
+  post(content: string): Promise<void> {
+    return this.sendUserMessage(content);
+  }
+
+  /** Ends the session after the turns already queued. */
+  close(): Promise<void> {
+    return this.workflow.signal(closeSignal);
+  }
+
+  nextRequest(): Promise<string> {
+    return this.workflow.query(nextRequestQuery);
+  }
+
+  async sessionResult(): Promise<ChatSessionResult> {
+    return (await this.workflow.result()) as ChatSessionResult;
   }
 }
 

@@ -5,3 +5,4 @@ export * from './phases';
 export * from './run-input';
 export * from './agent-prompt';
 export * from './selfref-tools';
+export * from './session';

@@ -20,7 +20,7 @@ import {
 import { cancelledBatch, EMPTY_BATCH, failedBatch, mergeBatches, withCancelReason, type WorkflowCallResult } from './batch';
 import { runFork } from './forks';
 import { inPhaseScope } from './phase-scope';
-import { commit, emit, userMessageMutation, type Run } from './run-state';
+import { commit, deliverChildSignals, emit, userMessageMutation, type Run } from './run-state';
 
 const NON_RETRYABLE_PROVIDER_ERRORS = ['ProviderRejected', 'ProviderAuthFailed', 'ContextTooLong', 'InvalidLlmRequest'];
 const EVENT_RESULT_CHARS = 1024;
@@ -229,9 +229,11 @@ export class AgentLoop {
           ),
         ]),
       );
+      await deliverChildSignals(run);
       const own = (forks as Array<WorkflowCallResult | null>).filter((fork): fork is WorkflowCallResult => fork !== null);
       return mergeBatches(calls, activity as ToolBatchResult, own, reports);
     } catch (error) {
+      await deliverChildSignals(run);
       if (run.abort.requested) return cancelledBatch(calls);
       throw error;
     }

@@ -1,9 +1,10 @@
-import { ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { z } from 'zod';
 import type { Activities } from '../activities';
 import { asMessages, cloneJson, validateToolLinkage, type Message } from '../context';
 import { AgentRunInput, digestText, seedTranscript, type AgentRunResult, type AgentSpec } from '../runtime';
 import { AgentLoop } from './agent-loop';
+import { nextRequestQuery } from './definitions';
 import { asRunFailure } from './failures';
 import { registerRunHandlers } from './handlers';
 import { commit, emit, newRun } from './run-state';
@@ -36,6 +37,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       maxToolCalls: input.max_tool_calls !== undefined ? input.max_tool_calls : agent.max_tool_calls,
       foldInbox: true,
     });
+    setHandler(nextRequestQuery, () => loop.previewRequest());
     const turn = await loop.turn();
     run.state = turn.status;
     sinks.patchloop.runEnded({ status: turn.status, transcriptDigest: digestText(JSON.stringify(run.transcript)), llmCalls: run.llmCalls, toolCalls: run.toolCalls });

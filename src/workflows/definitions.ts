@@ -1,6 +1,6 @@
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Message } from '../context';
-import type { RequestPage, RunStatus } from '../runtime';
+import type { RequestPage, RunStatus, TurnReply } from '../runtime';
 
 /** Messages every patchloop run understands. Safe to import from clients: definitions only. */
 
@@ -10,6 +10,14 @@ export const transcriptQuery = defineQuery<Message[]>('transcript');
 export const statusQuery = defineQuery<RunStatus, [StatusQueryInput?]>('status');
 /** One page of the request compiled for the LLM phase in flight; read by the LLM activity, never recorded. */
 export const compiledRequestQuery = defineQuery<RequestPage, [string, number]>('compiledRequest');
+
+/** The request the next LLM call would receive now, as JSON text: what exactly will the model see? */
+export const nextRequestQuery = defineQuery<string>('nextRequest');
+
+/** Sessions: a user message whose update returns the assistant's reply when that turn ends. */
+export const sendUpdate = defineUpdate<TurnReply, [UserMessageInput]>('send');
+/** Sessions: end after the queued turns. */
+export const closeSignal = defineSignal('close');
 
 export interface AbortSignalInput {
   reason?: string;

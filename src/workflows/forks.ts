@@ -3,7 +3,7 @@ import { ChildWorkflowCancellationType, isCancellation, ParentClosePolicy, start
 import { cloneJson, forkTaskContent, repairToolArguments, serializeToolResult, toolFailureContent, type JsonObject, type Message } from '../context';
 import { forkMessage, type AgentRunInputWire, type AgentRunResult, type AgentSpec, type ToolCallRequest } from '../runtime';
 import type { WorkflowCallResult } from './batch';
-import { emit, type Run } from './run-state';
+import { abortChild, emit, type Run } from './run-state';
 
 /**
  * `selfref_fork` (spec 6.6): a child workflow of the same agent, seeded with the parent's context plus
@@ -88,7 +88,7 @@ async function startForkChild(run: Run, agent: AgentSpec, message: string, conte
         cancellationType: ChildWorkflowCancellationType.ABANDON,
       });
       run.children.set(meta.memory_key, child as never);
-      if (run.abort.requested) void child.signal('abort', { reason: run.abort.reason }).catch(() => undefined);
+      if (run.abort.requested) abortChild(run, child as never);
       return { child, meta };
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;

@@ -1,2 +1,3 @@
 export { agentRun } from './agent-run';
 export * from './definitions';
+export { chatSession } from './chat-session';

@@ -31,6 +31,8 @@ export interface Run {
   abort: { requested: boolean; reason: string };
   phase: CancellationScope | null;
   children: Map<string, ChildWorkflowHandle<never>>;
+  /** Abort signals sent to fork children; awaited before the run ends, or the server drops them. */
+  childSignals: Array<Promise<void>>;
   forkCount: number;
   forkDepth: number;
   forkId: string | null;
@@ -59,6 +61,7 @@ export function newRun(agent: string, memoryKey: string): Run {
     abort: { requested: false, reason: '' },
     phase: null,
     children: new Map(),
+    childSignals: [],
     forkCount: 0,
     forkDepth: 0,
     forkId: null,
@@ -93,7 +96,16 @@ export function requestAbort(run: Run, reason: unknown): void {
   if (typeof reason === 'string' && reason !== '' && run.abort.reason === '') run.abort.reason = reason;
   run.abort.requested = true;
   run.phase?.cancel();
-  for (const child of run.children.values()) void child.signal('abort', { reason: run.abort.reason }).catch(() => undefined);
+  for (const child of run.children.values()) abortChild(run, child);
+}
+
+export function abortChild(run: Run, child: ChildWorkflowHandle<never>): void {
+  run.childSignals.push(child.signal('abort', { reason: run.abort.reason }).catch(() => undefined));
+}
+
+/** A signal still being delivered when the workflow closes is dropped: wait for them. */
+export async function deliverChildSignals(run: Run): Promise<void> {
+  while (run.childSignals.length > 0) await Promise.all(run.childSignals.splice(0));
 }
 
 export function enqueueMessage(run: Run, content: string): InboxEntry {

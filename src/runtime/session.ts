@@ -1,0 +1,62 @@
+import { z } from 'zod';
+import { ChatMessages, Message, Mutation } from '../context';
+import { AgentSpec } from './agent';
+import { TokenUsage } from './run-input';
+
+/** When a session continues as new (besides Temporal's own suggestion), at a turn boundary. */
+export const ContinueAsNewPolicy = z.strictObject({
+  max_history_events: z.number().int().positive().default(4000),
+  max_history_bytes: z.number().int().positive().default(8 * 1024 * 1024),
+});
+export type ContinueAsNewPolicy = z.infer<typeof ContinueAsNewPolicy>;
+
+export const SESSION_SCHEMA_VERSION = 1;
+
+/**
+ * What a session carries across continue-as-new: the context state itself (transcript, pending
+ * patches, queued messages), never a summary of it. Versioned, so a new build can read an old state.
+ */
+export const SessionState = z.strictObject({
+  schema_version: z.literal(SESSION_SCHEMA_VERSION),
+  agent: AgentSpec,
+  transcript: z.array(Message),
+  pending: z.array(Mutation),
+  inbox: z.array(z.strictObject({ id: z.number().int(), content: z.string() })),
+  next_inbox_id: z.number().int(),
+  iteration: z.number().int().nonnegative(),
+  llm_calls: z.number().int().nonnegative(),
+  tool_calls: z.number().int().nonnegative(),
+  usage: TokenUsage.nullable(),
+  fork_count: z.number().int().nonnegative(),
+  event_seq: z.number().int().nonnegative(),
+  turns: z.number().int().nonnegative(),
+  continued: z.number().int().nonnegative(),
+});
+export type SessionState = z.infer<typeof SessionState>;
+
+/** Input of workflow `chatSession` (schemas/chat-session-input.schema.json). */
+export const ChatSessionInput = z.strictObject({
+  agent: z.string().min(1).describe("A registered agent's name."),
+  history: ChatMessages.optional().describe('Earlier conversation to start from (OpenAI chat shape).'),
+  max_tool_calls: z.number().int().nonnegative().nullable().optional().describe('Tool-call budget per turn.'),
+  continue_as_new: ContinueAsNewPolicy.default(ContinueAsNewPolicy.parse({})),
+  state: SessionState.optional().describe('Carried by continue-as-new; not for callers.'),
+});
+export type ChatSessionInput = z.infer<typeof ChatSessionInput>;
+export type ChatSessionInputWire = z.input<typeof ChatSessionInput>;
+
+/** What a `send` update answers when its turn ends. */
+export const TurnReply = z.strictObject({
+  status: z.enum(['completed', 'aborted']),
+  reply: z.string().nullable(),
+  turn: z.number().int().positive(),
+  abort_reason: z.string().optional(),
+});
+export type TurnReply = z.infer<typeof TurnReply>;
+
+export const ChatSessionResult = z.strictObject({
+  turns: z.number().int().nonnegative(),
+  transcript: z.array(Message),
+  usage: TokenUsage.nullable(),
+});
+export type ChatSessionResult = z.infer<typeof ChatSessionResult>;

@@ -1,0 +1,175 @@
+import { allHandlersFinished, ApplicationFailure, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
+import { z } from 'zod';
+import { cloneJson, type Message } from '../context';
+import {
+  ChatSessionInput,
+  digestText,
+  SESSION_SCHEMA_VERSION,
+  type ChatSessionResult,
+  type SessionState,
+  type TurnReply,
+} from '../runtime';
+import { AgentLoop } from './agent-loop';
+import { checkedSeed, resolveAgent } from './agent-run';
+import { abortSignal, closeSignal, nextRequestQuery, sendUpdate } from './definitions';
+import { asRunFailure } from './failures';
+import { registerRunHandlers } from './handlers';
+import { commit, emit, enqueueMessage, newRun, requestAbort, userMessageMutation, type Run } from './run-state';
+import { sinks } from './sinks';
+
+/** Continue-as-new input must stay well under Temporal's 2 MB payload limit. */
+const MAX_CARRIED_BYTES = 1_500_000;
+
+/**
+ * A long-lived conversation: one workflow per session, one turn per user message, in arrival order.
+ * `send` (update) answers with the turn's reply; `user_message` (signal) queues without waiting;
+ * `abort` ends the current turn only. At a turn boundary, when Temporal suggests it or the history
+ * passes the configured size, the session continues as new carrying its context state itself.
+ */
+export async function chatSession(rawInput: unknown): Promise<ChatSessionResult> {
+  const input = parseInput(rawInput);
+  const run = newRun(input.agent, workflowInfo().workflowId);
+  const replies = new Map<number, TurnReply>();
+  const waiting = new Set<number>();
+  const session = { turns: input.state?.turns ?? 0, continued: input.state?.continued ?? 0, turnActive: false, closing: false };
+  let loop: AgentLoop | undefined;
+  registerRunHandlers(run, () => ({ turns: session.turns, continued_as_new: session.continued, turn_active: session.turnActive }));
+  setHandler(abortSignal, (payload) => {
+    if (session.turnActive) requestAbort(run, payload?.reason);
+  });
+  setHandler(closeSignal, () => void (session.closing = true));
+  setHandler(nextRequestQuery, () => {
+    if (!loop) throw new Error('the session is starting');
+    return loop.previewRequest();
+  });
+  setHandler(
+    sendUpdate,
+    async (message) => {
+      const entry = enqueueMessage(run, message.content);
+      waiting.add(entry.id);
+      await condition(() => replies.has(entry.id));
+      const reply = replies.get(entry.id)!;
+      replies.delete(entry.id);
+      waiting.delete(entry.id);
+      return reply;
+    },
+    {
+      // Rejected updates leave nothing in history.
+      validator: (message) => {
+        if (typeof message?.content !== 'string') throw new Error('send expects {"content": string}');
+        if (session.closing) throw new Error('the session is closing');
+      },
+    },
+  );
+
+  try {
+    const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
+    run.selfref = agent.selfref;
+    if (input.state) restore(run, input.state);
+    else commit(run, [{ type: 'ContextReplaceMutation', messages: seedWithoutInput(checkedSeed(agent, { history: input.history ?? [], input: '' }, 'chatSession')) }]);
+    loop = new AgentLoop(run, agent, { transport: 'query', maxToolCalls: input.max_tool_calls ?? agent.max_tool_calls, foldInbox: false });
+    if (!input.state) emit(run, { event_type: 'react_start', agent: agent.name, user_task_prompt: '', available_tools: agent.tools });
+
+    for (;;) {
+      await condition(() => run.inbox.length > 0 || session.closing);
+      const entry = run.inbox.shift();
+      if (!entry) break;
+      run.pending.push(userMessageMutation(entry.content));
+      run.abort = { requested: false, reason: '' };
+      session.turnActive = true;
+      const turn = await loop.turn();
+      session.turnActive = false;
+      session.turns += 1;
+      replies.set(entry.id, { status: turn.status, reply: turn.answer, turn: session.turns, ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}) });
+      if (continueAsNewDue(input) && (await continueAsNewNow(run, session, waiting))) {
+        return await continueAsNew<typeof chatSession>(carriedInput(run, input, session, agent));
+      }
+    }
+    await condition(allHandlersFinished);
+    run.state = 'completed';
+    sinks.patchloop.runEnded({ status: 'completed', transcriptDigest: digestText(JSON.stringify(run.transcript)), llmCalls: run.llmCalls, toolCalls: run.toolCalls });
+    return { turns: session.turns, transcript: cloneJson(run.transcript), usage: run.usage };
+  } catch (error) {
+    run.state = 'failed';
+    throw asRunFailure(error);
+  }
+}
+
+function parseInput(raw: unknown): ChatSessionInput {
+  const version = (raw as { state?: { schema_version?: unknown } } | null)?.state?.schema_version;
+  if (version !== undefined && version !== SESSION_SCHEMA_VERSION) {
+    throw ApplicationFailure.nonRetryable(`chatSession state schema_version ${String(version)} is not supported by this worker (supports ${SESSION_SCHEMA_VERSION})`, 'UnsupportedStateVersion');
+  }
+  const parsed = ChatSessionInput.safeParse(raw);
+  if (!parsed.success) throw ApplicationFailure.nonRetryable(`invalid chatSession input: ${z.prettifyError(parsed.error)}`, 'InvalidRunInput');
+  return parsed.data;
+}
+
+/** The chat seed without the empty user message `seedTranscript` appends. */
+function seedWithoutInput(seed: Message[]): Message[] {
+  return seed.slice(0, -1);
+}
+
+function continueAsNewDue(input: ChatSessionInput): boolean {
+  const info = workflowInfo();
+  return info.continueAsNewSuggested || info.historyLength >= input.continue_as_new.max_history_events || info.historySize >= input.continue_as_new.max_history_bytes;
+}
+
+/**
+ * After a turn: continue as new once every accepted update has its reply and its
+ * handler has finished. Messages queued by signal travel in the carried state; messages queued by
+ * `send` are answered first, because an update cannot be carried over.
+ */
+async function continueAsNewNow(run: Run, session: { continued: number }, waiting: Set<number>): Promise<boolean> {
+  const hasUpdateMessages = run.inbox.some((entry) => waiting.has(entry.id));
+  if (hasUpdateMessages) return false;
+  await condition(() => allHandlersFinished() || run.inbox.some((entry) => waiting.has(entry.id)));
+  if (!allHandlersFinished()) return false;
+  const size = new TextEncoder().encode(JSON.stringify(run.transcript)).length;
+  if (size > MAX_CARRIED_BYTES) {
+    // Carrying this state would break Temporal's payload limit: the agent has to compact (selfref_compact).
+    emit(run, { event_type: 'custom_event', event_name: 'continue_as_new_skipped', data: { transcript_bytes: size, limit_bytes: MAX_CARRIED_BYTES }, tool_name: '', tool_call_id: '' });
+    return false;
+  }
+  session.continued += 1;
+  emit(run, { event_type: 'continued_as_new', history_events: workflowInfo().historyLength, history_bytes: workflowInfo().historySize });
+  return true;
+}
+
+function carriedInput(run: Run, input: ChatSessionInput, session: { turns: number; continued: number }, agent: SessionState['agent']): ChatSessionInput {
+  return {
+    agent: input.agent,
+    ...(input.max_tool_calls !== undefined ? { max_tool_calls: input.max_tool_calls } : {}),
+    continue_as_new: input.continue_as_new,
+    state: {
+      schema_version: SESSION_SCHEMA_VERSION,
+      agent,
+      transcript: run.transcript,
+      pending: run.pending,
+      inbox: run.inbox,
+      next_inbox_id: run.nextInboxId,
+      iteration: run.iteration,
+      llm_calls: run.llmCalls,
+      tool_calls: run.toolCalls,
+      usage: run.usage,
+      fork_count: run.forkCount,
+      event_seq: run.eventSeqBase + run.events.length,
+      turns: session.turns,
+      continued: session.continued,
+    },
+  };
+}
+
+function restore(run: Run, state: SessionState): void {
+  run.transcript = state.transcript;
+  run.pending = state.pending;
+  run.inbox = state.inbox;
+  run.nextInboxId = state.next_inbox_id;
+  run.iteration = state.iteration;
+  run.llmCalls = state.llm_calls;
+  run.toolCalls = state.tool_calls;
+  run.usage = state.usage;
+  run.forkCount = state.fork_count;
+  run.eventSeqBase = state.event_seq;
+  commit(run, []);
+}
