@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { chatCommand } from './commands/chat';
 import { compileCommand } from './commands/compile';
 import { demoCommand } from './commands/demo';
 import { abortCommand, runCommand, sendCommand, showCommand } from './commands/runs';
@@ -15,7 +16,8 @@ const USAGE = `patchloop <command>
   worker [--agents FILE.json]       a worker serving the example agent (or the agents in FILE)
   run <agent> <text> [--id ID] [--follow] [--max-tool-calls N]
   abort <id> [--reason TEXT]        signal 'abort': the run ends with a valid transcript
-  send <id> <text>                  signal 'user_message': read at the next compile boundary
+  send <id> <text> [--no-wait]      a run: signal 'user_message'; a session: its reply (update 'send')
+  chat <agent> [--id SESSION_ID]    an interactive chat on a long-lived session (reconnects by id)
   show <id> [--json]                status and transcript of a run
   compile FILE|-                    the next LLM request compiled from a saved state (JSON)
 
@@ -46,6 +48,7 @@ const commands: Record<string, Command> = {
   abort: withClient(abortCommand),
   send: withClient(sendCommand),
   show: withClient(showCommand),
+  chat: withClient(chatCommand),
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Mutation } from '../context';
 import { AgentDefinition } from './agent';
 import { AgentRunInput, AgentRunResult } from './run-input';
+import { ChatSessionInput, TurnReply } from './session';
 
 /** The wire contracts other services use, as JSON Schema files under schemas/ (kept in sync by a test). */
 export function publishedSchemas(): Record<string, unknown> {
@@ -11,5 +12,7 @@ export function publishedSchemas(): Record<string, unknown> {
     'agent-run-result.schema.json': schema(AgentRunResult, 'output', 'patchloop agentRun result'),
     'agent-definition.schema.json': schema(AgentDefinition, 'input', 'patchloop agent definition'),
     'mutation.schema.json': schema(Mutation, 'input', 'patchloop mutation (runtime patch)'),
+    'chat-session-input.schema.json': schema(ChatSessionInput, 'input', 'patchloop chatSession input'),
+    'turn-reply.schema.json': schema(TurnReply, 'output', 'patchloop chatSession send reply'),
   };
 }

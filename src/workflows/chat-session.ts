@@ -29,6 +29,9 @@ const MAX_CARRIED_BYTES = 1_500_000;
 export async function chatSession(rawInput: unknown): Promise<ChatSessionResult> {
   const input = parseInput(rawInput);
   const run = newRun(input.agent, workflowInfo().workflowId);
+  // Restore before any handler runs: updates and signals buffered for the new run are delivered as soon
+  // as their handlers are registered, and must land in the carried inbox.
+  if (input.state) restore(run, input.state);
   const replies = new Map<number, TurnReply>();
   const waiting = new Set<number>();
   const session = { turns: input.state?.turns ?? 0, continued: input.state?.continued ?? 0, turnActive: false, closing: false };
@@ -65,8 +68,7 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
   try {
     const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
     run.selfref = agent.selfref;
-    if (input.state) restore(run, input.state);
-    else commit(run, [{ type: 'ContextReplaceMutation', messages: seedWithoutInput(checkedSeed(agent, { history: input.history ?? [], input: '' }, 'chatSession')) }]);
+    if (!input.state) commit(run, [{ type: 'ContextReplaceMutation', messages: seedWithoutInput(checkedSeed(agent, { history: input.history ?? [], input: '' }, 'chatSession')) }]);
     loop = new AgentLoop(run, agent, { transport: 'query', maxToolCalls: input.max_tool_calls ?? agent.max_tool_calls, foldInbox: false });
     if (!input.state) emit(run, { event_type: 'react_start', agent: agent.name, user_task_prompt: '', available_tools: agent.tools });
 
@@ -161,6 +163,7 @@ function carriedInput(run: Run, input: ChatSessionInput, session: { turns: numbe
 }
 
 function restore(run: Run, state: SessionState): void {
+  run.selfref = state.agent.selfref;
   run.transcript = state.transcript;
   run.pending = state.pending;
   run.inbox = state.inbox;

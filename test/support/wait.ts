@@ -1,4 +1,4 @@
-import { writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import type { RunHandle } from '../../src/client/patchloop-client';
@@ -35,4 +35,9 @@ export async function recordHistory(run: RunHandle, name: string): Promise<void>
   const folder = join(__dirname, '..', 'histories');
   mkdirSync(folder, { recursive: true });
   writeFileSync(join(folder, `${name}.json`), historyToJSON(history));
+  // Replay needs the original workflow id: fork children's ids derive from it.
+  const indexFile = join(folder, 'workflow-ids.json');
+  const index = existsSync(indexFile) ? (JSON.parse(readFileSync(indexFile, 'utf8')) as Record<string, string>) : {};
+  index[name] = run.workflowId;
+  writeFileSync(indexFile, `${JSON.stringify(Object.fromEntries(Object.entries(index).sort()), null, 2)}\n`);
 }

@@ -18,10 +18,14 @@ interface HistoryEvent {
 }
 
 const folder = join(__dirname, '..', 'histories');
+const workflowIds = JSON.parse(readFileSync(join(folder, 'workflow-ids.json'), 'utf8')) as Record<string, string>;
 const recorded = readdirSync(folder)
-  .filter((name) => name.endsWith('.json'))
+  .filter((name) => name.endsWith('.json') && name !== 'workflow-ids.json')
   .sort()
-  .map((name) => ({ workflowId: name.replace(/\.json$/, ''), history: JSON.parse(readFileSync(join(folder, name), 'utf8')) as { events: HistoryEvent[] } }));
+  .map((name) => {
+    const scenario = name.replace(/\.json$/, '');
+    return { scenario, workflowId: workflowIds[scenario] ?? scenario, history: JSON.parse(readFileSync(join(folder, name), 'utf8')) as { events: HistoryEvent[] } };
+  });
 
 function recordedTranscriptDigest(history: { events: HistoryEvent[] }): string {
   const completed = history.events.find((event) => event.eventType === 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
@@ -32,8 +36,23 @@ function recordedTranscriptDigest(history: { events: HistoryEvent[] }): string {
 
 describe('replay of recorded histories', () => {
   it('covers the scenarios of the runtime tests', () => {
-    expect(recorded.map((item) => item.workflowId)).toEqual(
-      expect.arrayContaining(['abort-during-batch', 'abort-while-streaming', 'crash-during-batch', 'crash-during-llm', 'malformed-arguments', 'parallel-batch', 'rate-limit-retry', 'tool-happy-path', 'user-message']),
+    expect(recorded.map((item) => item.scenario)).toEqual(
+      expect.arrayContaining([
+        'abort-during-batch',
+        'abort-while-streaming',
+        'crash-during-batch',
+        'crash-during-llm',
+        'malformed-arguments',
+        'parallel-batch',
+        'rate-limit-retry',
+        'tool-happy-path',
+        'user-message',
+        'selfref-remember-forget',
+        'selfref-compact',
+        'selfref-fork',
+        'session-basic',
+        'session-abort',
+      ]),
     );
   });
 
@@ -44,18 +63,18 @@ describe('replay of recorded histories', () => {
         workflowBundle: await workflowBundle(),
         sinks: { patchloop: { runEnded: { fn: (info, summary: RunEndedSummary) => void summaries.set(info.workflowId, summary), callDuringReplay: true } } },
       },
-      recorded,
+      recorded.map(({ workflowId, history }) => ({ workflowId, history })),
     );
     const failures: string[] = [];
     for await (const result of replay) if (result.error) failures.push(`${result.workflowId}: ${String(result.error)}`);
     expect(failures).toEqual([]);
-    for (const { workflowId, history } of recorded) {
-      expect(summaries.get(workflowId)?.transcriptDigest, workflowId).toBe(recordedTranscriptDigest(history));
+    for (const { scenario, workflowId, history } of recorded) {
+      expect(summaries.get(workflowId)?.transcriptDigest, scenario).toBe(recordedTranscriptDigest(history));
     }
   });
 
   it('fails with a determinism error when the recorded commands no longer match the code', async () => {
-    const original = recorded.find((item) => item.workflowId === 'tool-happy-path')!;
+    const original = recorded.find((item) => item.scenario === 'tool-happy-path')!;
     const edited = structuredClone(original.history);
     const scheduled = edited.events.filter((event) => event.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED');
     scheduled[1]!.activityTaskScheduledEventAttributes!.activityType.name = 'toolBatch';

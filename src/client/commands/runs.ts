@@ -40,11 +40,15 @@ export async function abortCommand(client: PatchloopClient, args: string[]): Pro
   return { workflow_id: id, signal: 'abort', reason: values.reason ?? '' };
 }
 
-const SEND_USAGE = 'patchloop send <id> <text>';
+const SEND_USAGE = 'patchloop send <id> <text> [--no-wait]';
+/** To a run: signal `user_message`. To a session: update `send`, printing the turn's reply (or queue with --no-wait). */
 export async function sendCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
-  const { positionals } = parseCommandArgs(args, {}, SEND_USAGE);
+  const { values, positionals } = parseCommandArgs(args, { 'no-wait': { type: 'boolean' } }, SEND_USAGE);
   const id = requirePositional(positionals, 0, 'id', SEND_USAGE);
   const text = requirePositional(positionals, 1, 'text', SEND_USAGE);
+  if ((await client.workflowType(id)) === 'chatSession' && !values['no-wait']) {
+    return { workflow_id: id, ...(await client.session(id).send(text)) };
+  }
   await client.run(id).sendUserMessage(text);
   return { workflow_id: id, signal: 'user_message' };
 }

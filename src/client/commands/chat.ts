@@ -1,0 +1,76 @@
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { parseCommandArgs, requirePositional } from '../arguments';
+import { describeEvent } from '../follow';
+import type { PatchloopClient, SessionHandle } from '../patchloop-client';
+
+const USAGE = 'patchloop chat <agent> [--id SESSION_ID]';
+
+/**
+ * An interactive chat on a `chatSession` workflow. With --id it reconnects to that session (or starts
+ * it). Ctrl-C during a turn aborts the turn only; /quit leaves the session running; /close ends it.
+ */
+export async function chatCommand(client: PatchloopClient, args: string[], print: (line: string) => void): Promise<undefined> {
+  const { values, positionals } = parseCommandArgs(args, { id: { type: 'string' } }, USAGE);
+  const agent = requirePositional(positionals, 0, 'agent', USAGE);
+  const session = await openSession(client, agent, values.id ?? `session-${randomUUID()}`);
+  const status = await session.status().catch(() => undefined);
+  print(`session ${session.workflowId} (agent ${agent}${status ? `, ${String(status['turns' as keyof typeof status] ?? 0)} turns so far` : ''}). /quit leaves it running, /close ends it, Ctrl-C aborts a turn.`);
+  const input = createInterface({ input: process.stdin, output: process.stdout, terminal: process.stdin.isTTY === true });
+  let turnRunning = false;
+  input.on('SIGINT', () => {
+    if (turnRunning) void session.abort('interrupted from chat');
+    else input.close();
+  });
+  const prompt = () => process.stdin.isTTY && process.stdout.write('you> ');
+  prompt();
+  for await (const line of input) {
+    const text = line.trim();
+    if (text === '') {
+      prompt();
+      continue;
+    }
+    if (text === '/quit') break;
+    if (text === '/close') {
+      await session.close();
+      print('session closed');
+      break;
+    }
+    turnRunning = true;
+    const reply = await sendFollowing(session, text, print);
+    turnRunning = false;
+    print(reply.status === 'completed' ? `assistant> ${reply.reply}` : `assistant> (turn aborted${reply.abort_reason ? `: ${reply.abort_reason}` : ''})`);
+    prompt();
+  }
+  input.close();
+  return undefined;
+}
+
+async function openSession(client: PatchloopClient, agent: string, sessionId: string): Promise<SessionHandle> {
+  try {
+    return await client.startSession({ agent }, { sessionId });
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return client.session(sessionId);
+    throw error;
+  }
+}
+
+/** Sends and prints the turn's tool calls as they start and end. */
+async function sendFollowing(session: SessionHandle, text: string, print: (line: string) => void) {
+  let seen = (await session.status()).events.at(-1)?.seq ?? 0;
+  let done = false;
+  const reply = session.send(text).finally(() => (done = true));
+  while (!done) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const status = await session.status(seen).catch(() => undefined);
+    for (const event of status?.events ?? []) {
+      seen = event.seq;
+      if (event.event_type.startsWith('tool_call')) {
+        const line = describeEvent(event);
+        if (line) print(line.trim());
+      }
+    }
+  }
+  return reply;
+}

@@ -1,0 +1,163 @@
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { validateToolLinkage } from '../../src/context';
+import type { Responder } from '../../src/fake-model/server';
+import { callTools, reply } from '../../src/fake-model/steps';
+import { nextRequestQuery } from '../../src/workflows/definitions';
+import { startWorld, type TestWorld } from '../support/temporal';
+import { eventually, recordHistory } from '../support/wait';
+
+let world: TestWorld | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+/** Answers each request with a reply derived from the last user message: deterministic across sessions. */
+const echo: Responder = (body) => {
+  const last = [...body.messages].reverse().find((message) => message['role'] === 'user');
+  const text = String(last?.['content'] ?? '');
+  return { kind: 'reply', content: `echo ${text.length}:${text.slice(0, 12)}` };
+};
+
+describe('chatSession', () => {
+  it('answers each send with its reply, in order, keeping the whole conversation', async () => {
+    world = await startWorld({ fake: { script: [callTools([{ id: 'c1', name: 'add', arguments: '{"a": 1, "b": 2}' }]), reply('three'), reply('hello back')] } });
+    const session = await world.client.startSession({ agent: 'assistant' });
+    const first = await session.send('what is 1 + 2?');
+    expect(first).toEqual({ status: 'completed', reply: 'three', turn: 1 });
+    const second = await session.send('hello');
+    expect(second).toEqual({ status: 'completed', reply: 'hello back', turn: 2 });
+    const transcript = await session.transcript();
+    expect(transcript.map((m) => m['role'])).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'user', 'assistant']);
+    expect(world.fake.requests[2]!.body.messages.slice(1)).toEqual(transcript.slice(1, 6));
+    await session.close();
+    const result = await session.sessionResult();
+    expect(result.turns).toBe(2);
+    world.fake.assertDone();
+    await recordHistory(session, 'session-basic');
+  });
+
+  it('queues messages that arrive during a turn and answers them in order', async () => {
+    world = await startWorld({ fake: { script: [reply(['slow ', 'one'], { chunkDelayMs: 300 }), reply('two'), reply('three')] } });
+    const session = await world.client.startSession({ agent: 'assistant' });
+    const first$ = session.send('one');
+    await world.fake.waitForRequests(1);
+    const second$ = session.send('two');
+    await eventually(async () => ((await session.status()).queued_user_messages === 1 ? true : undefined));
+    await session.post('three');
+    const [first, second] = await Promise.all([first$, second$]);
+    expect([first.reply, second.reply]).toEqual(['slow one', 'two']);
+    await eventually(async () => ((await session.status()).events.filter((e) => e.event_type === 'react_end').length === 3 ? true : undefined));
+    expect((await session.transcript()).filter((m) => m['role'] === 'user').map((m) => m['content'])).toEqual(['one', 'two', 'three']);
+    world.fake.assertDone();
+  });
+
+  it('abort ends the current turn only; the session goes on', async () => {
+    world = await startWorld({ fake: { script: [{ kind: 'hang', chunks: ['partial '] }, reply('fresh answer')] } });
+    const session = await world.client.startSession({ agent: 'assistant' });
+    const pending = session.send('long question');
+    await world.fake.waitForRequests(1);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await session.abort('changed my mind');
+    expect(await pending).toEqual({ status: 'aborted', reply: null, turn: 1, abort_reason: 'changed my mind' });
+    expect(await session.send('short question')).toEqual({ status: 'completed', reply: 'fresh answer', turn: 2 });
+    const transcript = await session.transcript();
+    expect(transcript.slice(1)).toEqual([
+      { role: 'user', content: 'long question' },
+      { role: 'assistant', content: 'partial <Truncated due to cancel from user. Reason: changed my mind>' },
+      { role: 'user', content: 'short question' },
+      { role: 'assistant', content: 'fresh answer' },
+    ]);
+    await session.abort('nothing running');
+    expect((await session.status()).state).toBe('running');
+    await session.close();
+    expect((await session.sessionResult()).turns).toBe(2);
+    world.fake.assertDone();
+    await recordHistory(session, 'session-abort');
+  });
+
+  it('the update validator rejects bad input before anything is recorded', async () => {
+    world = await startWorld();
+    const session = await world.client.startSession({ agent: 'assistant' });
+    await eventually(async () => ((await session.status()).events.length > 0 ? true : undefined));
+    const before = (await session.workflow.fetchHistory()).events!.length;
+    const error = await session.workflow.executeUpdate('send', { args: [{ content: 42 }] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WorkflowUpdateFailedError);
+    expect(String((error as WorkflowUpdateFailedError).cause?.message)).toContain('send expects {"content": string}');
+    const events = (await session.workflow.fetchHistory()).events!;
+    expect(events.some((event) => String(event.eventType).includes('UPDATE'))).toBe(false);
+    expect(events.length).toBe(before);
+    expect(world.fake.requests).toHaveLength(0);
+  });
+
+  it('continues as new with the context state itself: the compiled request is byte-identical across the boundary', async () => {
+    const messages = ['first question', 'second one', 'third', 'fourth message here', 'fifth', 'sixth and last'];
+    const bodies: string[][] = [];
+    for (const maxEvents of [1_000_000, 25]) {
+      world = await startWorld({ fake: { responder: echo } });
+      const session = await world.client.startSession({ agent: 'assistant', continue_as_new: { max_history_events: maxEvents } });
+      let boundaries = 0;
+      for (const message of messages) {
+        const runBefore = (await session.workflow.describe()).runId;
+        await session.send(message);
+        const runAfter = (await session.workflow.describe()).runId;
+        if (runAfter === runBefore) continue;
+        boundaries += 1;
+        // The old run, queried after it closed, and the new run compile the very same request.
+        const before = await world.client.temporal.workflow.getHandle(session.workflowId, runBefore).query(nextRequestQuery);
+        const after = await session.nextRequest();
+        expect(after).toBe(before);
+        expect(JSON.parse(after).messages.at(-1)).toEqual({ role: 'assistant', content: `echo ${message.length}:${message.slice(0, 12)}` });
+      }
+      const status = await session.status();
+      expect(status['continued_as_new' as keyof typeof status]).toBe(boundaries);
+      if (maxEvents === 25) expect(boundaries).toBeGreaterThanOrEqual(2);
+      else expect(boundaries).toBe(0);
+      bodies.push(world.fake.requests.map((request) => JSON.stringify(request.body)));
+      await world.close();
+      world = undefined;
+    }
+    // Every request the model received is byte-identical to the one a session that never continued sent.
+    expect(bodies[1]).toEqual(bodies[0]);
+    expect(bodies[0]).toHaveLength(messages.length);
+  });
+
+  it('a message queued by signal survives continue-as-new and is answered by the next run', async () => {
+    world = await startWorld({ fake: { script: [reply(['slow ', 'turn'], { chunkDelayMs: 400 }), reply('queued answered')] } });
+    const session = await world.client.startSession({ agent: 'assistant', continue_as_new: { max_history_events: 5 } });
+    const runBefore = (await session.workflow.describe()).runId;
+    const first = session.send('first');
+    await world.fake.waitForRequests(1);
+    await session.post('queued during the turn');
+    expect((await first).reply).toBe('slow turn');
+    await eventually(async () => ((await session.transcript()).length === 5 ? true : undefined));
+    expect((await session.workflow.describe()).runId).not.toBe(runBefore);
+    expect((await session.transcript()).slice(1)).toEqual([
+      { role: 'user', content: 'first' },
+      { role: 'assistant', content: 'slow turn' },
+      { role: 'user', content: 'queued during the turn' },
+      { role: 'assistant', content: 'queued answered' },
+    ]);
+    world.fake.assertDone();
+  });
+
+  it('runs 300 turns of 4 KB messages, continuing as new several times, and keeps the full context', { timeout: 600_000 }, async () => {
+    world = await startWorld({ fake: { responder: echo } });
+    const session = await world.client.startSession({ agent: 'assistant', continue_as_new: { max_history_events: 400 } });
+    const block = 'x'.repeat(4096);
+    for (let turn = 1; turn <= 300; turn += 1) {
+      const answer = await session.send(`turn ${turn} ${block}`);
+      expect(answer.turn).toBe(turn);
+    }
+    const status = await session.status();
+    expect(status['continued_as_new' as keyof typeof status]).toBeGreaterThanOrEqual(3);
+    const transcript = await session.transcript();
+    expect(transcript).toHaveLength(601);
+    validateToolLinkage(transcript);
+    const lastRequest = world.fake.requests.at(-1)!.body.messages;
+    expect(lastRequest).toHaveLength(600);
+    expect(lastRequest.filter((m) => m['role'] === 'user').map((m) => String(m['content']).split(' ')[1])).toEqual(Array.from({ length: 300 }, (_, i) => String(i + 1)));
+    console.log(`300-turn session: continued as new ${String(status['continued_as_new' as keyof typeof status])} times, history now ${status.history.events} events / ${status.history.bytes} bytes`);
+  });
+});
