@@ -8,6 +8,8 @@ export interface RecordedRequest {
   receivedAt: number;
   /** Set when the client closed the connection before the answer was complete (an aborted stream). */
   abandonedAt?: number;
+  /** When the answer was fully written: `completedAt - receivedAt` is the model's own time. */
+  completedAt?: number;
 }
 
 export interface ChatRequestBody {
@@ -129,6 +131,7 @@ export class FakeModelServer {
     response.on('close', () => {
       if (!response.writableEnded) record.abandonedAt = Date.now();
     });
+    response.on('finish', () => (record.completedAt = Date.now()));
     await this.answer(step, body, response);
   }
 
