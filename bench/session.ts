@@ -28,7 +28,7 @@ interface TurnSample {
 }
 
 async function main() {
-  const world = await startBenchWorld(reply);
+  const world = await startBenchWorld(reply, { keepBodies: false });
   const samples: TurnSample[] = [];
   let continued = 0;
   try {

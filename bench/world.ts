@@ -20,10 +20,13 @@ export interface BenchWorld {
   close(): Promise<void>;
 }
 
-export async function startBenchWorld(responder: Responder, options: { agents?: AgentDefinitionInput[]; dynamicConfig?: Record<string, number> } = {}): Promise<BenchWorld> {
+export async function startBenchWorld(
+  responder: Responder,
+  options: { agents?: AgentDefinitionInput[]; dynamicConfig?: Record<string, number>; keepBodies?: boolean } = {},
+): Promise<BenchWorld> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const server = await startDevServer({ port: await freePort(), dbFile: join(mkdtempSync(join(tmpdir(), 'patchloop-bench-')), 'temporal.db'), ...(options.dynamicConfig ? { dynamicConfig: options.dynamicConfig } : {}) });
-  const fake = await FakeModelServer.start({ responder });
+  const fake = await FakeModelServer.start({ responder, keepBodies: options.keepBodies ?? true });
   const config = { ...configFromEnvironment({}), temporalAddress: server.address, taskQueue: 'bench', openaiBaseUrl: fake.url, openaiApiKey: 'bench', model: 'fake-model' };
   const connection = await NativeConnection.connect({ address: server.address });
   const worker = await createPatchloopWorker({ connection, config, ...(options.agents ? { agents: options.agents } : {}) });

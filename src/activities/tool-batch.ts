@@ -7,7 +7,10 @@ import {
   toolStepErrorContent,
   unknownToolContent,
   type Mutation,
+  type MultimodalToolResultMutation,
 } from '../context';
+import { isMultimodalResult } from '../tools/images';
+import { ImageError, multimodalMutation } from './multimodal-result';
 import {
   isSelfRefTool,
   runSelfRefTool,
@@ -30,12 +33,14 @@ export interface ToolBatchSettings {
 interface CallLimits {
   timeoutSeconds: number;
   maxResultBytes: number;
+  maxImageBytes: number;
 }
 
 interface Finished {
   content: string;
   report: ToolCallReport;
   intent?: SelfRefIntent;
+  multimodal?: MultimodalToolResultMutation;
 }
 
 /**
@@ -50,7 +55,11 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
     const signal = context.cancellationSignal;
     const workflowId = context.info.workflowExecution?.workflowId ?? 'unknown-workflow';
     const agentLimits = registry.limits(input.agent);
-    const limits = { timeoutSeconds: agentLimits?.tool_timeout_seconds ?? 60, maxResultBytes: agentLimits?.max_tool_result_bytes ?? 256 * 1024 };
+    const limits = {
+      timeoutSeconds: agentLimits?.tool_timeout_seconds ?? 60,
+      maxResultBytes: agentLimits?.max_tool_result_bytes ?? 256 * 1024,
+      maxImageBytes: agentLimits?.max_image_bytes ?? 1024 * 1024,
+    };
     // Keyed by position: a provider may repeat a call id within one batch.
     const finished = new Map<number, Finished>();
     const order: number[] = [];
@@ -114,6 +123,14 @@ async function runCall(
       ),
       signal,
     );
+    if (isMultimodalResult(value)) {
+      try {
+        return { ...finish(''), multimodal: await multimodalMutation(call, value, limits.maxImageBytes) };
+      } catch (error) {
+        if (error instanceof ImageError) return finish(toolFailureContent(call.name, args.text, error.message));
+        throw error;
+      }
+    }
     const content = serializeToolResult(value);
     const bytes = new TextEncoder().encode(content).length;
     if (bytes > limits.maxResultBytes) {
@@ -147,11 +164,14 @@ function delay(ms: number): Promise<void> {
 /** Declared order: plain results and cancellations, then multimodal results (spec 7.6 step 5). */
 function batchResult(calls: readonly ToolCallRequest[], finished: Map<number, Finished>, order: number[], wasAborted: boolean): ToolBatchResult {
   const mutations: Mutation[] = [];
+  const multimodal: Mutation[] = [];
   const unfinished: string[] = [];
   const intents: SelfRefIntentRecord[] = [];
   for (const [index, call] of calls.entries()) {
     const done = finished.get(index);
-    if (done) {
+    if (done?.multimodal) {
+      multimodal.push(done.multimodal);
+    } else if (done) {
       mutations.push({ type: 'ToolResultMutation', tool_call_id: call.id, content: done.content });
       if (done.intent) intents.push({ tool_call_id: call.id, intent: done.intent });
     } else {
@@ -161,7 +181,7 @@ function batchResult(calls: readonly ToolCallRequest[], finished: Map<number, Fi
   }
   return {
     outcome: wasAborted || unfinished.length > 0 ? 'aborted' : 'completed',
-    mutations,
+    mutations: [...mutations, ...multimodal],
     reports: order.map((id) => finished.get(id)!.report),
     unfinished,
     intents,

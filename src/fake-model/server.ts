@@ -29,6 +29,8 @@ export interface FakeModelOptions {
   responder?: Responder;
   port?: number;
   host?: string;
+  /** Keep every request body (default). Benchmarks turn it off: long sessions would hold O(turns^2) bytes. */
+  keepBodies?: boolean;
 }
 
 /**
@@ -46,10 +48,12 @@ export class FakeModelServer {
 
   private readonly server: Server;
   private readonly responder: Responder | undefined;
+  private readonly keepBodies: boolean;
 
   private constructor(options: FakeModelOptions) {
     this.script = [...(options.script ?? [])];
     this.responder = options.responder;
+    this.keepBodies = options.keepBodies ?? true;
     this.server = createServer((request, response) => {
       this.handle(request, response).catch((error: unknown) => {
         this.problems.push(`fake model crashed: ${String(error)}`);
@@ -116,7 +120,7 @@ export class FakeModelServer {
       return;
     }
     const index = this.requests.length;
-    this.requests.push({ body, headers: request.headers, receivedAt: Date.now() });
+    this.requests.push({ body: this.keepBodies ? body : { model: body.model, messages: [] }, headers: request.headers, receivedAt: Date.now() });
     for (const waiter of this.waiters.filter((w) => this.requests.length >= w.count)) {
       this.waiters.splice(this.waiters.indexOf(waiter), 1);
       waiter.resolve();

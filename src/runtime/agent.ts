@@ -13,6 +13,8 @@ export const AgentLimits = z.strictObject({
   tool_batch_max_attempts: z.number().int().positive().default(3),
   /** A tool result larger than this becomes an error result the model sees. */
   max_tool_result_bytes: z.number().int().positive().default(256 * 1024),
+  /** Per image a tool returns (files are sent as data URLs); above it the call fails with an error result. */
+  max_image_bytes: z.number().int().positive().default(1024 * 1024),
   /** How long an aborted run waits for its phase to hand back partial results before giving up on them. */
   abort_wait_seconds: z.number().positive().default(10),
   /** How deep `selfref_fork` may nest (a top-level run has depth 0). */
