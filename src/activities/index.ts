@@ -1,6 +1,7 @@
 import type { AgentRegistry } from '../agents/registry';
 import { createDescribeAgent } from './describe-agent';
 import { createLlmPhase, type ProviderSettings } from './llm-phase';
+import { createPrepareFunction } from './prepare-function';
 import { RequestCache } from './request-source';
 import { createToolBatch, type ToolBatchSettings } from './tool-batch';
 
@@ -15,7 +16,8 @@ export interface ActivitySettings {
 export function createActivities(settings: ActivitySettings) {
   return {
     describeAgent: createDescribeAgent(settings.registry, settings.defaultModel),
-    llmPhase: createLlmPhase(settings.provider, new RequestCache()),
+    prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
+    llmPhase: createLlmPhase(settings.provider, new RequestCache(), settings.registry),
     toolBatch: createToolBatch(settings.registry, { abortGraceMs: 200, ...settings.tools }),
   };
 }

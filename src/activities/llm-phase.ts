@@ -2,6 +2,7 @@ import { Context } from '@temporalio/activity';
 import OpenAI from 'openai';
 import type { JsonValue, Mutation, ToolCall } from '../context';
 import type { LlmPhaseInput, LlmPhaseResult, LlmRequest, TokenUsage } from '../runtime';
+import type { AgentRegistry } from '../agents/registry';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
 import { classifyProviderError } from './provider-errors';
 import { loadRequest, type RequestCache } from './request-source';
@@ -27,7 +28,7 @@ interface Reply {
  * (spec 7.4). On a user abort it returns `[AssistantTruncatedMutation]` with the text received so far;
  * on any other cancel (worker shutdown) it throws so the phase runs again.
  */
-export function createLlmPhase(settings: ProviderSettings, cache: RequestCache) {
+export function createLlmPhase(settings: ProviderSettings, cache: RequestCache, registry: AgentRegistry) {
   // One retry layer: Temporal's. The client's own retries would multiply it.
   const client = new OpenAI({ baseURL: settings.baseURL, apiKey: settings.apiKey ?? 'unset', maxRetries: 0, timeout: settings.timeoutMs });
 
@@ -54,7 +55,10 @@ export function createLlmPhase(settings: ProviderSettings, cache: RequestCache) 
       if (!isUserAbort(context)) throw cancellationError(context);
       return abortedResult(stream, started);
     }
-    return completedResult(reply, started);
+    const result = completedResult(reply, started);
+    // A typed function's final reply is checked here, where its zod schema lives.
+    if (input.output_check && reply.toolCalls.length === 0) return { ...result, output_check: registry.llmFunction(input.output_check).checkOutput(reply.content) as LlmPhaseResult['output_check'] };
+    return result;
   };
 }
 

@@ -1,13 +1,15 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { AgentDefinition, AgentSpec, isSelfRefTool, selfRefToolDescriptors, type AgentDefinitionInput } from '../runtime';
+import { AgentDefinition, AgentSpec, isSelfRefTool, selfRefToolDescriptors, type AgentDefinitionInput, type ToolDescriptor } from '../runtime';
+import type { LlmFunction } from '../functions/define-llm-function';
 import type { Tool } from '../tools/define-tool';
 
 /** The agents and tools a worker serves. Checked once, when the worker starts. */
 export class AgentRegistry {
   private readonly tools = new Map<string, Tool>();
   private readonly agents = new Map<string, AgentDefinition>();
+  private readonly functions = new Map<string, LlmFunction>();
 
-  constructor(tools: readonly Tool[], agents: readonly AgentDefinitionInput[]) {
+  constructor(tools: readonly Tool[], agents: readonly AgentDefinitionInput[], functions: readonly LlmFunction[] = []) {
     for (const tool of tools) {
       if (isSelfRefTool(tool.name)) throw new Error(`tool name '${tool.name}' is reserved for SelfRef`);
       if (this.tools.has(tool.name)) throw new Error(`tool '${tool.name}' is registered twice`);
@@ -22,6 +24,28 @@ export class AgentRegistry {
       if (missing.length > 0) throw new Error(`agent '${agent.name}' uses unregistered tool(s): ${missing.join(', ')}`);
       this.agents.set(agent.name, agent);
     }
+    for (const fn of functions) {
+      if (this.functions.has(fn.name)) throw new Error(`function '${fn.name}' is registered twice`);
+      const missing = (fn.definition.tools ?? []).filter((name) => !this.tools.has(name));
+      if (missing.length > 0) throw new Error(`function '${fn.name}' uses unregistered tool(s): ${missing.join(', ')}`);
+      this.functions.set(fn.name, fn);
+    }
+  }
+
+  get functionNames(): string[] {
+    return [...this.functions.keys()];
+  }
+
+  /** A registered function; an unknown name is a non-retryable failure. */
+  llmFunction(name: string): LlmFunction {
+    const fn = this.functions.get(name);
+    if (!fn) throw ApplicationFailure.nonRetryable(`unknown function '${name}'; this worker serves: ${this.functionNames.join(', ') || 'no functions'}`, 'UnknownFunction');
+    return fn;
+  }
+
+  /** The descriptors of registered tools by name. */
+  toolDescriptors(names: readonly string[]): ToolDescriptor[] {
+    return names.map((name) => this.tools.get(name)!.descriptor);
   }
 
   get agentNames(): string[] {
@@ -56,6 +80,9 @@ export class AgentRegistry {
   /** A tool the agent may call, or undefined (the model then sees "not found"). */
   toolFor(agentName: string, toolName: string): Tool | undefined {
     const agent = this.agents.get(agentName);
-    return agent?.tools.includes(toolName) ? this.tools.get(toolName) : undefined;
+    if (agent) return agent.tools.includes(toolName) ? this.tools.get(toolName) : undefined;
+    // A function runs under its own name, with the tools it declares.
+    const fn = this.functions.get(agentName);
+    return fn?.definition.tools?.includes(toolName) ? this.tools.get(toolName) : undefined;
   }
 }

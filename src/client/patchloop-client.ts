@@ -40,6 +40,18 @@ export class PatchloopClient {
     return new SessionHandle(this.temporal.workflow.getHandle(sessionId));
   }
 
+  /** Runs workflow `llmFunction` and returns its validated output (see `defineLlmFunction` for the typed call). */
+  async runFunction(name: string, args: Record<string, unknown>, options: { workflowId?: string } = {}): Promise<unknown> {
+    const workflowId = options.workflowId ?? `fn-${name}-${randomUUID()}`;
+    const handle = await this.temporal.workflow.start('llmFunction', { taskQueue: this.taskQueue, workflowId, args: [{ function: name, args }] });
+    try {
+      return await handle.result();
+    } catch (error) {
+      if (error instanceof WorkflowFailedError) throw new RunFailedError(workflowId, error);
+      throw error;
+    }
+  }
+
   /** The workflow type behind an id (`agentRun` or `chatSession`). */
   async workflowType(workflowId: string): Promise<string> {
     return (await this.temporal.workflow.getHandle(workflowId).describe()).type;

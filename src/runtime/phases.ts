@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { JsonObject, Message, Mutation, SummaryPayload, ToolCall } from '../context';
+import { JsonObject, JsonValue, Message, Mutation, SummaryPayload, ToolCall } from '../context';
+import { AgentSpec } from './agent';
 import { TokenUsage } from './run-input';
 
 /**
@@ -23,6 +24,8 @@ export const LlmPhaseInput = z.strictObject({
   digest: z.string(),
   /** Only with `request_transport: inline`. */
   request: LlmRequest.optional(),
+  /** A typed LLM function whose output schema checks a final reply. */
+  output_check: z.string().optional(),
 });
 export type LlmPhaseInput = z.infer<typeof LlmPhaseInput>;
 
@@ -36,6 +39,8 @@ export const LlmPhaseResult = z.strictObject({
   usage: TokenUsage.nullable(),
   finish_reason: z.string().nullable(),
   duration_ms: z.number(),
+  /** For typed LLM functions: the final reply checked against the output schema. */
+  output_check: z.union([z.strictObject({ ok: z.literal(true), value: JsonValue }), z.strictObject({ ok: z.literal(false), error: z.string() })]).optional(),
 });
 export type LlmPhaseResult = z.infer<typeof LlmPhaseResult>;
 
@@ -85,6 +90,21 @@ export const ToolBatchResult = z.strictObject({
   intents: z.array(SelfRefIntentRecord).default([]),
 });
 export type ToolBatchResult = z.infer<typeof ToolBatchResult>;
+
+/** Input of workflow `llmFunction`. */
+export const LlmFunctionInput = z.strictObject({
+  function: z.string().min(1).describe("A registered function's name."),
+  args: JsonObject.describe("The function's arguments, checked with its input schema."),
+});
+export type LlmFunctionInput = z.infer<typeof LlmFunctionInput>;
+
+/** A function resolved by a worker: run like an agent whose prompt is the rendered template. */
+export const PreparedFunction = z.strictObject({
+  agent: AgentSpec,
+  seed: z.array(Message),
+  max_repairs: z.number().int().nonnegative(),
+});
+export type PreparedFunction = z.infer<typeof PreparedFunction>;
 
 /** The text of the reply the phase's patches carry (the partial text after an abort). */
 export function replyContent(result: LlmPhaseResult): string {

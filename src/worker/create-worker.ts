@@ -7,6 +7,8 @@ import { assistantAgent } from '../agents/assistant';
 import { exampleTools } from '../tools/examples';
 import type { AgentDefinitionInput } from '../runtime';
 import type { Tool } from '../tools/define-tool';
+import type { LlmFunction } from '../functions/define-llm-function';
+import { exampleFunctions } from '../functions/examples';
 import type { PatchloopConfig } from './config';
 import type { RunEndedSummary } from '../workflows/sinks';
 
@@ -16,6 +18,8 @@ export interface PatchloopWorkerOptions {
   /** Defaults to the example agent `assistant` and its tools. */
   agents?: AgentDefinitionInput[];
   tools?: Tool[];
+  /** Defaults to the example functions `summarize` and `classify_sentiment`. */
+  functions?: LlmFunction[];
   /** A prebuilt bundle (`bundleWorkflowCode`); without it the worker bundles `src/workflows`. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Extra worker options, e.g. a short `stickyQueueScheduleToStartTimeout` in crash tests. */
@@ -30,7 +34,7 @@ export function workflowsPath(): string {
 
 export async function createPatchloopWorker(options: PatchloopWorkerOptions): Promise<Worker> {
   const { config } = options;
-  const registry = new AgentRegistry(options.tools ?? exampleTools, options.agents ?? [assistantAgent]);
+  const registry = new AgentRegistry(options.tools ?? exampleTools, options.agents ?? [assistantAgent], options.functions ?? exampleFunctions);
   return Worker.create({
     connection: options.connection,
     namespace: config.namespace,

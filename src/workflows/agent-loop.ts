@@ -34,6 +34,10 @@ export interface LoopOptions {
    * their own (a session).
    */
   foldInbox: boolean;
+  /** Overrides the chat-agent prompt contract (typed functions use the function preset). */
+  contract?: PromptContract;
+  /** A typed LLM function whose output schema checks final replies. */
+  outputCheck?: string;
 }
 
 export interface TurnResult {
@@ -42,6 +46,8 @@ export interface TurnResult {
   answer: string | null;
   /** Spec 7.10: the text of the turn's last LLM call (the partial text after an abort). */
   finalResponse: string;
+  /** For typed functions: the final reply checked against the output schema. */
+  outputCheck?: LlmPhaseResult['output_check'];
 }
 
 type LlmMode = { withTools: boolean; stream: boolean };
@@ -61,7 +67,7 @@ export class AgentLoop {
     private readonly agent: AgentSpec,
     private readonly options: LoopOptions,
   ) {
-    this.contract = promptContractFor(agent);
+    this.contract = options.contract ?? promptContractFor(agent);
     this.tools = providerTools(agent);
     this.activities = phaseActivities(agent);
   }
@@ -87,7 +93,7 @@ export class AgentLoop {
           commit(run, llm.mutations);
           continue;
         }
-        return this.finish(llm.mutations, 'completed', replyContent(llm), it);
+        return { ...this.finish(llm.mutations, 'completed', replyContent(llm), it), ...(llm.output_check ? { outputCheck: llm.output_check } : {}) };
       }
       if (this.options.maxToolCalls !== null && toolCalls + calls.length > this.options.maxToolCalls) {
         // Spec 7.5: the batch and its tool-call message are dropped; one last call without tools.
@@ -130,6 +136,7 @@ export class AgentLoop {
             iteration: eventIteration,
             digest: run.request!.digest,
             ...(this.options.transport === 'inline' ? { request } : {}),
+            ...(this.options.outputCheck ? { output_check: this.options.outputCheck } : {}),
           }),
         );
       } catch (error) {

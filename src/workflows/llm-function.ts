@@ -1,0 +1,63 @@
+import { ApplicationFailure, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { z } from 'zod';
+import type { Activities } from '../activities';
+import type { JsonValue } from '../context';
+import { LlmFunctionInput, type PreparedFunction } from '../runtime';
+import { AgentLoop } from './agent-loop';
+import { nextRequestQuery } from './definitions';
+import { asRunFailure } from './failures';
+import { registerRunHandlers } from './handlers';
+import { commit, newRun, userMessageMutation } from './run-state';
+
+/**
+ * A typed LLM function, durably: the rendered prompt and the arguments go to the model with the output
+ * schema as structured-output format; a reply that is not valid JSON for the schema goes back to the
+ * model with the validation error, a bounded number of times. Returns the validated output.
+ */
+export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
+  const parsed = LlmFunctionInput.safeParse(rawInput);
+  if (!parsed.success) throw ApplicationFailure.nonRetryable(`invalid llmFunction input: ${z.prettifyError(parsed.error)}`, 'InvalidRunInput');
+  const input = parsed.data;
+  const run = newRun(input.function, workflowInfo().workflowId);
+  registerRunHandlers(run);
+  try {
+    const prepared = await prepare(input);
+    commit(run, [{ type: 'ContextReplaceMutation', messages: prepared.seed }]);
+    const loop = new AgentLoop(run, prepared.agent, {
+      transport: 'query',
+      maxToolCalls: null,
+      foldInbox: false,
+      outputCheck: input.function,
+      // The function preset (spec 2.3): the rendered template is the system prompt, no must-principles block.
+      contract: { base_instruction: '', system_prompt: prepared.agent.instructions, tool_prompt_specs: [], include_must_principles: false },
+    });
+    setHandler(nextRequestQuery, () => loop.previewRequest());
+    for (let attempt = 1; ; attempt += 1) {
+      const turn = await loop.turn();
+      if (turn.status === 'aborted') throw ApplicationFailure.nonRetryable(`function '${input.function}' was aborted${run.abort.reason ? `: ${run.abort.reason}` : ''}`, 'FunctionAborted');
+      const check = turn.outputCheck ?? { ok: false as const, error: 'no output check ran' };
+      if (check.ok) {
+        run.state = 'completed';
+        return check.value;
+      }
+      if (attempt > prepared.max_repairs) {
+        throw ApplicationFailure.nonRetryable(
+          `function '${input.function}' returned invalid output ${attempt} time(s): ${check.error}. Last raw output: ${JSON.stringify(turn.finalResponse)}`,
+          'InvalidFunctionOutput',
+        );
+      }
+      run.pending.push(userMessageMutation(`Your reply was rejected: ${check.error}. Reply again with only a JSON value that matches the output schema.`));
+    }
+  } catch (error) {
+    run.state = 'failed';
+    throw asRunFailure(error);
+  }
+}
+
+function prepare(input: LlmFunctionInput): Promise<PreparedFunction> {
+  const { prepareFunction } = proxyActivities<Activities>({
+    startToCloseTimeout: '30s',
+    retry: { maximumAttempts: 5, nonRetryableErrorTypes: ['UnknownFunction', 'InvalidFunctionArgs'] },
+  });
+  return prepareFunction(input);
+}
