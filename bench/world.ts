@@ -1,5 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,14 +8,14 @@ import { PatchloopClient } from '../src/client/patchloop-client';
 import { FakeModelServer, type Responder } from '../src/fake-model/server';
 import type { AgentDefinitionInput } from '../src/runtime';
 import { configFromEnvironment } from '../src/worker/config';
-import { createPatchloopWorker } from '../src/worker/create-worker';
+import { createPatchloopWorker, type PatchloopWorker } from '../src/worker/create-worker';
 import { startDevServer, type DevServer } from '../src/worker/temporal-cli';
 
 /** A dev server, a fake model and an in-process worker for a benchmark run. */
 export interface BenchWorld {
   server: DevServer;
   fake: FakeModelServer;
-  worker: Worker;
+  worker: PatchloopWorker;
   client: PatchloopClient;
   close(): Promise<void>;
 }

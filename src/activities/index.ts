@@ -1,6 +1,6 @@
 import type { AgentRegistry } from '../agents/registry';
 import { createDescribeAgent } from './describe-agent';
-import { createLlmPhase, type ProviderSettings } from './llm-phase';
+import { createLlmPhase, type ChunkSink, type ProviderSettings } from './llm-phase';
 import { createPrepareFunction } from './prepare-function';
 import { RequestCache } from './request-source';
 import { createToolBatch, type ToolBatchSettings } from './tool-batch';
@@ -10,6 +10,8 @@ export interface ActivitySettings {
   provider: ProviderSettings;
   defaultModel: string;
   tools?: Partial<ToolBatchSettings>;
+  /** The side channel for token chunks. */
+  chunks?: ChunkSink;
 }
 
 /** The activities a patchloop worker registers. Workflows import their type only. */
@@ -17,7 +19,7 @@ export function createActivities(settings: ActivitySettings) {
   return {
     describeAgent: createDescribeAgent(settings.registry, settings.defaultModel),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
-    llmPhase: createLlmPhase(settings.provider, new RequestCache(), settings.registry),
+    llmPhase: createLlmPhase(settings.provider, new RequestCache(), settings.registry, settings.chunks),
     toolBatch: createToolBatch(settings.registry, { abortGraceMs: 200, ...settings.tools }),
   };
 }

@@ -3,6 +3,7 @@ import OpenAI from 'openai';
 import type { JsonValue, Mutation, ToolCall } from '../context';
 import type { LlmPhaseInput, LlmPhaseResult, LlmRequest, TokenUsage } from '../runtime';
 import type { AgentRegistry } from '../agents/registry';
+import type { ChunkTransport } from '../streaming/chunk';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
 import { classifyProviderError } from './provider-errors';
 import { loadRequest, type RequestCache } from './request-source';
@@ -13,6 +14,12 @@ export interface ProviderSettings {
   apiKey?: string;
   /** One attempt's HTTP timeout; keep it below the activity's start-to-close timeout. */
   timeoutMs: number;
+}
+
+/** Where token chunks go (the side channel), and the URL followers read them from. */
+export interface ChunkSink {
+  transport: ChunkTransport;
+  url: string;
 }
 
 interface Reply {
@@ -28,7 +35,7 @@ interface Reply {
  * (spec 7.4). On a user abort it returns `[AssistantTruncatedMutation]` with the text received so far;
  * on any other cancel (worker shutdown) it throws so the phase runs again.
  */
-export function createLlmPhase(settings: ProviderSettings, cache: RequestCache, registry: AgentRegistry) {
+export function createLlmPhase(settings: ProviderSettings, cache: RequestCache, registry: AgentRegistry, chunks?: ChunkSink) {
   // One retry layer: Temporal's. The client's own retries would multiply it.
   const client = new OpenAI({ baseURL: settings.baseURL, apiKey: settings.apiKey ?? 'unset', maxRetries: 0, timeout: settings.timeoutMs });
 
@@ -36,8 +43,10 @@ export function createLlmPhase(settings: ProviderSettings, cache: RequestCache, 
     const context = Context.current();
     const started = Date.now();
     const request = await loadRequest(input, cache);
-    const stream = new StreamAccumulator();
-    const stopHeartbeat = startHeartbeat(context, () => ({ iteration: input.iteration, chars: stream.content.length }));
+    const publisher = chunkPublisher(chunks, context, input);
+    const stream = new StreamAccumulator((text) => publisher.chunk(text));
+    // The heartbeat also tells followers where this call's tokens stream from (nothing goes to history).
+    const stopHeartbeat = startHeartbeat(context, () => ({ iteration: input.iteration, chars: stream.content.length, ...publisher.announcement }));
     const signal = context.cancellationSignal;
     let reply: Reply;
     try {
@@ -46,6 +55,7 @@ export function createLlmPhase(settings: ProviderSettings, cache: RequestCache, 
       // An abort before the first byte throws (APIUserAbortError): that is the abort path, not a failure.
       if (!signal.aborted) throw classifyProviderError(error);
       if (!isUserAbort(context)) throw cancellationError(context);
+      publisher.end();
       return abortedResult(stream, started);
     } finally {
       stopHeartbeat();
@@ -53,8 +63,11 @@ export function createLlmPhase(settings: ProviderSettings, cache: RequestCache, 
     // The openai stream ends silently when aborted: a partial answer must not pass as complete.
     if (request.stream && signal.aborted) {
       if (!isUserAbort(context)) throw cancellationError(context);
+      publisher.end();
       return abortedResult(stream, started);
     }
+    if (!request.stream) publisher.chunk(reply.content);
+    publisher.end();
     const result = completedResult(reply, started);
     // A typed function's final reply is checked here, where its zod schema lives.
     if (input.output_check && reply.toolCalls.length === 0) return { ...result, output_check: registry.llmFunction(input.output_check).checkOutput(reply.content) as LlmPhaseResult['output_check'] };
@@ -83,6 +96,26 @@ async function plainReply(client: OpenAI, request: LlmRequest, signal: AbortSign
     reasoningDetails: message.reasoning_details ?? [],
     usage: usage ? { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens } : null,
     finishReason: choice?.finish_reason ?? null,
+  };
+}
+
+/** Publishes the call's text chunks on the side channel, numbered from 0 per attempt. */
+function chunkPublisher(sink: ChunkSink | undefined, context: Context, input: LlmPhaseInput) {
+  const runId = context.info.workflowExecution?.workflowId ?? '';
+  const attempt = context.info.attempt;
+  const llmCall = input.llm_call ?? 0;
+  let index = 0;
+  const enabled = sink !== undefined && llmCall > 0;
+  return {
+    announcement: enabled ? { stream_url: sink.url, llm_call: llmCall, attempt } : {},
+    chunk(text: string) {
+      if (!enabled || text === '') return;
+      sink.transport.publish({ event_type: 'llm_chunk_arrive', run_id: runId, iteration: input.iteration, llm_call: llmCall, attempt, chunk_index: index, chunk: text, timestamp: new Date().toISOString() });
+      index += 1;
+    },
+    end() {
+      if (enabled) sink.transport.publish({ event_type: 'llm_stream_end', run_id: runId, llm_call: llmCall, attempt, chunks: index });
+    },
   };
 }
 

@@ -30,13 +30,18 @@ export class StreamAccumulator {
   readonly reasoningDetails: JsonValue[] = [];
   private readonly fragments = new Map<number, CallFragment>();
 
+  constructor(private readonly onText: (text: string) => void = () => undefined) {}
+
   add(chunk: StreamChunk): void {
     if (chunk.usage) this.usage = { prompt_tokens: chunk.usage.prompt_tokens, completion_tokens: chunk.usage.completion_tokens, total_tokens: chunk.usage.total_tokens };
     for (const choice of chunk.choices ?? []) {
       if (choice.finish_reason) this.finishReason = choice.finish_reason;
       const delta = choice.delta;
       if (!delta) continue;
-      if (typeof delta.content === 'string') this.content += delta.content;
+      if (typeof delta.content === 'string' && delta.content !== '') {
+        this.content += delta.content;
+        this.onText(delta.content);
+      }
       if (Array.isArray(delta.reasoning_details)) this.reasoningDetails.push(...delta.reasoning_details);
       for (const piece of delta.tool_calls ?? []) this.addFragment(piece);
     }

@@ -6,6 +6,7 @@ import {
   toolFailureContent,
   toolStepErrorContent,
   unknownToolContent,
+  type JsonObject,
   type Mutation,
   type MultimodalToolResultMutation,
 } from '../context';
@@ -43,6 +44,8 @@ interface Finished {
   multimodal?: MultimodalToolResultMutation;
 }
 
+type CustomEvent = NonNullable<ToolBatchResult['custom_events']>[number];
+
 /**
  * The tool batch: every call runs concurrently; results come back in the calls' declared order (spec
  * 7.6, deviation 10.c). Bad arguments, unknown tools and tools that throw become error results the
@@ -63,11 +66,14 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
     // Keyed by position: a provider may repeat a call id within one batch.
     const finished = new Map<number, Finished>();
     const order: number[] = [];
+    const customEvents: CustomEvent[] = [];
     const stopHeartbeat = startHeartbeat(context, () => ({ iteration: input.iteration, finished: order.length, of: input.calls.length }));
     try {
       if (!signal.aborted) {
         const runs = input.calls.map(async (call, index) => {
-          const outcome = await runCall(registry, limits, input, call, workflowId, signal);
+          const outcome = await runCall(registry, limits, input, call, workflowId, signal, (event_name, data) =>
+            customEvents.push({ tool_call_id: call.id, tool_name: call.name, event_name, data }),
+          );
           if (outcome === null) return;
           finished.set(index, outcome);
           order.push(index);
@@ -79,7 +85,7 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
       stopHeartbeat();
     }
     if (signal.aborted && !isUserAbort(context)) throw cancellationError(context);
-    return batchResult(input.calls, finished, order, signal.aborted);
+    return { ...batchResult(input.calls, finished, order, signal.aborted), custom_events: customEvents };
   };
 }
 
@@ -90,6 +96,7 @@ async function runCall(
   call: ToolCallRequest,
   workflowId: string,
   batchSignal: AbortSignal,
+  emit: (eventName: string, data: JsonObject) => void,
 ): Promise<Finished | null> {
   const started = Date.now();
   const finish = (content: string, success = true, error?: string): Finished => ({
@@ -119,7 +126,14 @@ async function runCall(
   try {
     const value = await raceAbort(
       Promise.resolve().then(() =>
-        tool.execute(parsed.data, { signal, idempotencyKey: `${workflowId}/${input.iteration}/${call.id}`, toolCallId: call.id, workflowId, iteration: input.iteration }),
+        tool.execute(parsed.data, {
+          signal,
+          idempotencyKey: `${workflowId}/${input.iteration}/${call.id}`,
+          toolCallId: call.id,
+          workflowId,
+          iteration: input.iteration,
+          emit: (eventName, data = {}) => emit(eventName, data),
+        }),
       ),
       signal,
     );

@@ -2,7 +2,7 @@
 import { chatCommand } from './commands/chat';
 import { compileCommand } from './commands/compile';
 import { demoCommand } from './commands/demo';
-import { abortCommand, runCommand, sendCommand, showCommand } from './commands/runs';
+import { abortCommand, followCommand, runCommand, sendCommand, showCommand } from './commands/runs';
 import { serverCommand } from './commands/server';
 import { workerCommand } from './commands/worker';
 import { toErrorReport, UsageError } from './errors';
@@ -14,7 +14,8 @@ const USAGE = `patchloop <command>
   demo                              dev server + worker + example runs, offline unless OPENAI_* is set
   server [--port N] [--ui-port N]   the Temporal dev server (SQLite in .patchloop/) and its web UI
   worker [--agents FILE.json]       a worker serving the example agent (or the agents in FILE)
-  run <agent> <text> [--id ID] [--follow] [--max-tool-calls N]
+  run <agent> <text> [--id ID] [--follow [--json]] [--max-tool-calls N]
+  follow <id> [--json]              live events and tokens of a run (one JSON event per line with --json)
   abort <id> [--reason TEXT]        signal 'abort': the run ends with a valid transcript
   send <id> <text> [--no-wait]      a run: signal 'user_message'; a session: its reply (update 'send')
   chat <agent> [--id SESSION_ID]    an interactive chat on a long-lived session (reconnects by id)
@@ -45,6 +46,7 @@ const commands: Record<string, Command> = {
   server: serverCommand,
   worker: workerCommand,
   run: withClient(runCommand),
+  follow: withClient(followCommand),
   abort: withClient(abortCommand),
   send: withClient(sendCommand),
   show: withClient(showCommand),

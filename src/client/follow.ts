@@ -1,4 +1,7 @@
 import type { AgentRunResult, RunEvent } from '../runtime';
+import type { StreamEvent } from '../streaming/chunk';
+import { findStreamUrl, readChunks } from '../streaming/chunk-client';
+import { eventsQuery } from '../workflows/definitions';
 import type { RunHandle } from './patchloop-client';
 
 /** One human-readable line per coarse event, or null for events not worth a line. */
@@ -26,6 +29,8 @@ export function describeEvent(event: RunEvent): string | null {
       return `  <- ${event.tool_name} failed: ${event.error}`;
     case 'tool_calls_batch_end':
       return event.cancelled.length > 0 ? `  cancelled: ${event.cancelled.join(', ')}` : null;
+    case 'custom_event':
+      return `  * ${event.event_name} ${preview(JSON.stringify(event.data))}`;
     case 'react_end':
       return `run ${event.status} after ${event.total_llm_calls} model call(s) and ${event.total_tool_calls} tool call(s)`;
     default:
@@ -37,28 +42,123 @@ function preview(text: string, limit = 120): string {
   return text.length > limit ? `${text.slice(0, limit)}…` : text;
 }
 
-/** Polls the run's status (a query: nothing is written to history) and prints new events until the run ends. */
-export async function followRun(run: RunHandle, print: (line: string) => void, intervalMs = 250): Promise<AgentRunResult> {
+export interface FollowOutput {
+  /** A coarse event (in `seq` order). */
+  event(event: RunEvent): void;
+  /** A token chunk of an LLM call, in order and exactly once per (llm_call, attempt, chunk_index). */
+  chunk(event: StreamEvent): void;
+}
+
+/** Prints human lines, with tokens live between a call's start and end lines. */
+export function textOutput(write: (text: string) => void): FollowOutput {
+  let midLine = false;
+  return {
+    event(event) {
+      const line = describeEvent(event);
+      if (line === null) return;
+      write(`${midLine ? '\n' : ''}${line}\n`);
+      midLine = false;
+    },
+    chunk(event) {
+      if (event.event_type !== 'llm_chunk_arrive') return;
+      write(`${midLine ? '' : '    '}${event.chunk}`);
+      midLine = true;
+    },
+  };
+}
+
+/** One JSON object per line: coarse events and token chunks, for other programs. */
+export function jsonOutput(write: (text: string) => void): FollowOutput {
+  return { event: (event) => write(`${JSON.stringify(event)}\n`), chunk: (event) => write(`${JSON.stringify(event)}\n`) };
+}
+
+/**
+ * Follows a run until it ends: coarse events by cursor through the `events` query (never recorded in
+ * history) and, for the LLM call in progress, live tokens from the worker's side channel. A follower
+ * that joins mid-call gets the call's whole prefix first; every chunk is delivered exactly once.
+ */
+export async function followRun(run: RunHandle, output: FollowOutput, intervalMs = 150): Promise<AgentRunResult> {
   const result = run.result();
   let settled = false;
   void result.then(
     () => (settled = true),
     () => (settled = true),
   );
-  let seen = 0;
+  let after = 0;
+  const tokens = new TokenFollower(run, output);
   for (;;) {
     try {
-      const status = await run.status(seen);
-      for (const event of status.events) {
-        seen = event.seq;
-        const line = describeEvent(event);
-        if (line !== null) print(line);
+      const page = await run.workflow.query(eventsQuery, { after });
+      for (const event of page.events) {
+        after = event.seq;
+        if (event.event_type === 'llm_call_end') await tokens.finish(event.llm_call);
+        output.event(event);
+        if (event.event_type === 'llm_call_start' && event.stream) tokens.start(event.llm_call);
       }
+      if (page.events.length > 0) continue;
     } catch {
-      // The run may not have a worker yet; keep polling until it ends.
+      // No worker has answered yet; keep polling until the run ends.
     }
     if (settled) break;
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+  tokens.stop();
   return result;
+}
+
+/** Streams the tokens of one LLM call at a time from the side channel. */
+class TokenFollower {
+  private current: { llmCall: number; abort: AbortController; done: Promise<void>; seen: Set<string> } | null = null;
+
+  constructor(
+    private readonly run: RunHandle,
+    private readonly output: FollowOutput,
+  ) {}
+
+  start(llmCall: number): void {
+    this.stop();
+    const abort = new AbortController();
+    const seen = new Set<string>();
+    const done = this.stream(llmCall, abort.signal, seen).catch(() => undefined);
+    this.current = { llmCall, abort, done, seen };
+  }
+
+  /** Lets the call's stream drain (its end marker arrives right after the last chunk), then stops it. */
+  async finish(llmCall: number): Promise<void> {
+    if (this.current?.llmCall !== llmCall) return;
+    const { done, abort } = this.current;
+    await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 1000))]);
+    abort.abort();
+    this.current = null;
+  }
+
+  stop(): void {
+    this.current?.abort.abort();
+    this.current = null;
+  }
+
+  private async stream(llmCall: number, signal: AbortSignal, seen: Set<string>): Promise<void> {
+    let next = 0;
+    while (!signal.aborted) {
+      const source = await findStreamUrl(this.run.workflow).catch(() => undefined);
+      if (!source || source.llm_call !== llmCall) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        continue;
+      }
+      try {
+        for await (const event of readChunks(source.url, this.run.workflowId, { llm_call: llmCall, chunk_index: next }, signal)) {
+          if (event.llm_call !== llmCall) return;
+          if (event.event_type === 'llm_stream_end') return;
+          const key = `${event.attempt}:${event.chunk_index}`;
+          if (seen.has(key)) continue;
+          seen.add(key);
+          next = event.chunk_index + 1;
+          this.output.chunk(event);
+        }
+      } catch {
+        // The worker went away mid-call (a retry elsewhere streams again): look for the new source.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  }
 }

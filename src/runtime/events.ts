@@ -5,7 +5,14 @@ import type { TokenUsage } from './run-input';
  * The coarse event log a run keeps in its state (spec 7.8 vocabulary, compact fields: no message
  * lists). `seq` counts from 1 per run and is stable under replay.
  */
-export type RunEvent = RunEventBody & { seq: number; iteration: number; timestamp: string };
+export type RunEvent = RunEventBody & { seq: number; run_id: string; iteration: number; timestamp: string };
+
+/** Answer of the `events` query: events after an offset, and the offset to ask from next. */
+export interface EventPage {
+  events: RunEvent[];
+  next_after: number;
+  state: RunState;
+}
 
 export type ToolCallRef = { id: string; name: string };
 

@@ -20,6 +20,8 @@ export type LlmRequest = z.infer<typeof LlmRequest>;
 export const LlmPhaseInput = z.strictObject({
   agent: z.string(),
   iteration: z.number().int().nonnegative(),
+  /** The run's LLM call number: token chunks on the side channel carry it. */
+  llm_call: z.number().int().positive().optional(),
   /** SHA-256 (hex) of the request's JSON text. */
   digest: z.string(),
   /** Only with `request_transport: inline`. */
@@ -88,6 +90,8 @@ export const ToolBatchResult = z.strictObject({
   unfinished: z.array(z.string()),
   /** SelfRef intents of finished calls, in declared order (spec 6.2). */
   intents: z.array(SelfRefIntentRecord).default([]),
+  /** Events tools emitted while running, in the order they were emitted. */
+  custom_events: z.array(z.strictObject({ tool_call_id: z.string(), tool_name: z.string(), event_name: z.string(), data: JsonObject })).optional(),
 });
 export type ToolBatchResult = z.infer<typeof ToolBatchResult>;
 

@@ -14,6 +14,8 @@ export interface ToolContext {
   toolCallId: string;
   workflowId: string;
   iteration: number;
+  /** A custom event for the run's event log (`custom_event`), emitted when the call completes. */
+  emit(eventName: string, data?: JsonObject): void;
 }
 
 export interface ToolDefinition<Parameters extends z.ZodType> {

@@ -11,6 +11,10 @@ export interface PatchloopConfig {
    * Lower it where workers die often (tests); Temporal's default is 10 s.
    */
   stickyQueueTimeout: string | undefined;
+  /** The worker's token-stream endpoint (SSE): port (0 picks a free one), bind host, and the URL to announce. */
+  streamPort: number;
+  streamHost: string;
+  streamUrl: string | undefined;
 }
 
 export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): PatchloopConfig {
@@ -22,5 +26,8 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Pat
     openaiApiKey: env['OPENAI_API_KEY'] || undefined,
     model: env['PATCHLOOP_MODEL'] || 'gpt-4o-mini',
     stickyQueueTimeout: env['PATCHLOOP_STICKY_QUEUE_TIMEOUT'] || undefined,
+    streamPort: Number(env['PATCHLOOP_STREAM_PORT'] || 0),
+    streamHost: env['PATCHLOOP_STREAM_HOST'] || '127.0.0.1',
+    streamUrl: env['PATCHLOOP_STREAM_URL'] || undefined,
   };
 }

@@ -11,6 +11,8 @@ import type { LlmFunction } from '../functions/define-llm-function';
 import { exampleFunctions } from '../functions/examples';
 import type { PatchloopConfig } from './config';
 import type { RunEndedSummary } from '../workflows/sinks';
+import { ChunkHub } from '../streaming/chunk-hub';
+import { startStreamServer } from '../streaming/stream-server';
 
 export interface PatchloopWorkerOptions {
   connection: NativeConnection;
@@ -32,10 +34,20 @@ export function workflowsPath(): string {
   return existsSync(source) ? source : join(__dirname, '..', 'workflows', 'index.js');
 }
 
-export async function createPatchloopWorker(options: PatchloopWorkerOptions): Promise<Worker> {
+/** A Temporal worker plus its token-stream endpoint; `run()` resolves after shutdown, with the endpoint closed. */
+export interface PatchloopWorker {
+  readonly temporal: Worker;
+  readonly streamUrl: string;
+  run(): Promise<void>;
+  shutdown(): void;
+}
+
+export async function createPatchloopWorker(options: PatchloopWorkerOptions): Promise<PatchloopWorker> {
   const { config } = options;
   const registry = new AgentRegistry(options.tools ?? exampleTools, options.agents ?? [assistantAgent], options.functions ?? exampleFunctions);
-  return Worker.create({
+  const transport = new ChunkHub();
+  const stream = await startStreamServer(transport, { port: config.streamPort, host: config.streamHost, ...(config.streamUrl ? { advertiseUrl: config.streamUrl } : {}) });
+  const worker = await Worker.create({
     connection: options.connection,
     namespace: config.namespace,
     taskQueue: config.taskQueue,
@@ -44,6 +56,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
       registry,
       defaultModel: config.model,
       provider: { baseURL: config.openaiBaseUrl, apiKey: config.openaiApiKey, timeoutMs: 10 * 60 * 1000 },
+      chunks: { transport, url: stream.url },
     }),
     // Cancels reach an activity only through heartbeat answers: throttle them to 1 s, not 30-60 s.
     maxHeartbeatThrottleInterval: '1s',
@@ -55,5 +68,20 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     },
     ...(config.stickyQueueTimeout ? { stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout } : {}),
     ...options.workerOptions,
+  }).catch(async (error: unknown) => {
+    await stream.close();
+    throw error;
   });
+  return {
+    temporal: worker,
+    streamUrl: stream.url,
+    run: async () => {
+      try {
+        await worker.run();
+      } finally {
+        await stream.close();
+      }
+    },
+    shutdown: () => worker.shutdown(),
+  };
 }

@@ -134,6 +134,7 @@ export class AgentLoop {
           this.activities.llmPhase({
             agent: this.agent.name,
             iteration: eventIteration,
+            llm_call: llmCall,
             digest: run.request!.digest,
             ...(this.options.transport === 'inline' ? { request } : {}),
             ...(this.options.outputCheck ? { output_check: this.options.outputCheck } : {}),
@@ -187,6 +188,10 @@ export class AgentLoop {
     const batch = withCancelReason(run.abort.requested ? cancelledBatch(calls) : await this.runBatch(calls, eventIteration), run.abort.reason);
     const byId = new Map(batch.mutations.flatMap((mutation) => (mutation.type === 'ToolResultMutation' ? [[mutation.tool_call_id, mutation.content] as const] : [])));
     for (const report of batch.reports) {
+      // Spec 7.6: as each call completes, the custom events it queued, then its end event.
+      for (const custom of batch.custom_events ?? []) {
+        if (custom.tool_call_id === report.tool_call_id) emit(run, { event_type: 'custom_event', event_name: custom.event_name, data: custom.data, tool_name: custom.tool_name, tool_call_id: custom.tool_call_id }, eventIteration);
+      }
       emit(
         run,
         report.success

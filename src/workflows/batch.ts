@@ -66,6 +66,7 @@ export function mergeBatches(calls: readonly ToolCallRequest[], activity: ToolBa
     unfinished,
     // Results recorded by workers older than SelfRef carry no intents.
     intents: activity.intents ?? [],
+    ...(activity.custom_events ? { custom_events: activity.custom_events } : {}),
   };
 }
 

@@ -1,6 +1,6 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Message } from '../context';
-import type { RequestPage, RunStatus, TurnReply } from '../runtime';
+import type { EventPage, RequestPage, RunStatus, TurnReply } from '../runtime';
 
 /** Messages every patchloop run understands. Safe to import from clients: definitions only. */
 
@@ -10,6 +10,9 @@ export const transcriptQuery = defineQuery<Message[]>('transcript');
 export const statusQuery = defineQuery<RunStatus, [StatusQueryInput?]>('status');
 /** One page of the request compiled for the LLM phase in flight; read by the LLM activity, never recorded. */
 export const compiledRequestQuery = defineQuery<RequestPage, [string, number]>('compiledRequest');
+
+/** Coarse events after an offset (`seq`), at most `limit` of them: deterministic under replay. */
+export const eventsQuery = defineQuery<EventPage, [EventsQueryInput?]>('events');
 
 /** The request the next LLM call would receive now, as JSON text: what exactly will the model see? */
 export const nextRequestQuery = defineQuery<string>('nextRequest');
@@ -25,6 +28,11 @@ export interface AbortSignalInput {
 export interface UserMessageInput {
   content: string;
 }
+export interface EventsQueryInput {
+  after?: number;
+  limit?: number;
+}
+
 export interface StatusQueryInput {
   /** Only events with a larger `seq`. */
   after?: number;

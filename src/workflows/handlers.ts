@@ -1,6 +1,6 @@
 import { setHandler, workflowInfo } from '@temporalio/workflow';
 import { REQUEST_PAGE_CHARS } from '../runtime';
-import { abortSignal, compiledRequestQuery, statusQuery, transcriptQuery, userMessageSignal } from './definitions';
+import { abortSignal, compiledRequestQuery, eventsQuery, statusQuery, transcriptQuery, userMessageSignal } from './definitions';
 import { enqueueMessage, requestAbort, type Run } from './run-state';
 
 /** Signals and queries every run and session answers. */
@@ -25,6 +25,12 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
     events: run.events.filter((event) => event.seq > (options?.after ?? 0)),
     ...extraStatus(),
   }));
+  setHandler(eventsQuery, (options) => {
+    const after = options?.after ?? 0;
+    const limit = Math.max(1, Math.min(options?.limit ?? 1000, 5000));
+    const events = run.events.filter((event) => event.seq > after).slice(0, limit);
+    return { events, next_after: events.at(-1)?.seq ?? after, state: run.state };
+  });
   setHandler(compiledRequestQuery, (digest, page) => {
     if (run.request?.digest !== digest) throw new Error(`no compiled request with digest ${digest}`);
     const pages = Math.max(1, Math.ceil(run.request.text.length / REQUEST_PAGE_CHARS));

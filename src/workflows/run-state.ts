@@ -84,7 +84,7 @@ export function commit(run: Run, mutations: readonly Mutation[]): void {
 
 export function emit(run: Run, body: RunEventBody, iteration = run.iteration): void {
   // Date.now() in a workflow is the task's start time from history: deterministic under replay.
-  run.events.push({ ...body, seq: run.eventSeqBase + run.events.length + 1, iteration, timestamp: new Date(Date.now()).toISOString() });
+  run.events.push({ ...body, seq: run.eventSeqBase + run.events.length + 1, run_id: run.memoryKey, iteration, timestamp: new Date(Date.now()).toISOString() });
 }
 
 /**

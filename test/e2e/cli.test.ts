@@ -37,6 +37,10 @@ describe('CLI against a real dev server', () => {
     expect(run.stdout).toContain('answer: The sum is 5.');
     const show = await cli(['show', 'cli-run-1', '--json']);
     expect(JSON.parse(show.stdout).status.state).toBe('completed');
+    const followed = await cli(['follow', 'cli-run-1', '--json']);
+    const lines = followed.stdout.trim().split('\n').map((line) => JSON.parse(line) as { event_type: string });
+    expect(lines[0]!.event_type).toBe('react_start');
+    expect(lines.at(-1)!.event_type).toBe('react_end');
     const missing = await cli(['abort', 'no-such-run']);
     expect(missing.code).toBe(1);
     expect(JSON.parse(missing.stdout).error.message).toContain('no-such-run');

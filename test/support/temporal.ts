@@ -1,5 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import { PatchloopClient } from '../../src/client/patchloop-client';
@@ -7,7 +7,7 @@ import { FakeModelServer, type FakeModelOptions } from '../../src/fake-model/ser
 import type { AgentDefinitionInput } from '../../src/runtime';
 import type { Tool } from '../../src/tools/define-tool';
 import { configFromEnvironment, type PatchloopConfig } from '../../src/worker/config';
-import { createPatchloopWorker, workflowsPath } from '../../src/worker/create-worker';
+import { createPatchloopWorker, workflowsPath, type PatchloopWorker } from '../../src/worker/create-worker';
 
 let runtimeInstalled = false;
 function quietRuntime(): void {
@@ -32,7 +32,7 @@ export interface TestWorld {
   config: PatchloopConfig;
   fake: FakeModelServer;
   client: PatchloopClient;
-  worker: Worker;
+  worker: PatchloopWorker;
   stopWorker(): Promise<void>;
   close(): Promise<void>;
 }

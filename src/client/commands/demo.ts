@@ -9,11 +9,12 @@ import { validateToolLinkage } from '../../context';
 import { configFromEnvironment } from '../../worker/config';
 import { createPatchloopWorker } from '../../worker/create-worker';
 import { startDevServer } from '../../worker/temporal-cli';
-import { followRun } from '../follow';
+import { followRun, textOutput } from '../follow';
 import { PatchloopClient } from '../patchloop-client';
 import { printOutcome } from './runs';
 
 type Print = (line: string) => void;
+const write = (text: string) => void process.stdout.write(text);
 
 /**
  * One command for the whole flow: a Temporal dev server (SQLite under .patchloop/, web UI), a worker,
@@ -38,11 +39,11 @@ export async function demoCommand(_args: string[], print: Print): Promise<undefi
   try {
     print('\n== run 1: tools in parallel ==');
     const first = await client.start({ agent: 'assistant', input: "What is 2 + 3, and repeat 'ha' 3 times?" });
-    printOutcome(await followRun(first, print), print);
+    printOutcome(await followRun(first, textOutput(write)), print);
 
     print('\n== run 2: aborted while a tool runs ==');
     const second = await client.start({ agent: 'assistant', input: 'Please wait 30 s, then tell me you are done.' });
-    const following = followRun(second, print);
+    const following = followRun(second, textOutput(write));
     await waitUntil(async () => (await second.status()).events.some((event) => event.event_type === 'tool_call_start' || event.event_type === 'react_end'));
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const abortedAt = Date.now();

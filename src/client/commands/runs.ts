@@ -1,16 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentRunResult } from '../../runtime';
 import { parseCommandArgs, requirePositional } from '../arguments';
-import { followRun } from '../follow';
-import type { PatchloopClient } from '../patchloop-client';
+import { followRun, jsonOutput, textOutput } from '../follow';
+import type { PatchloopClient, RunHandle } from '../patchloop-client';
 import { UsageError } from '../errors';
 
 type Print = (line: string) => void;
 
-const RUN_USAGE = 'patchloop run <agent> <text> [--id ID] [--follow] [--max-tool-calls N]';
+const RUN_USAGE = 'patchloop run <agent> <text> [--id ID] [--follow [--json]] [--max-tool-calls N]';
+const write = (text: string) => void process.stdout.write(text);
 
 export async function runCommand(client: PatchloopClient, args: string[], print: Print): Promise<unknown> {
-  const { values, positionals } = parseCommandArgs(args, { id: { type: 'string' }, follow: { type: 'boolean' }, 'max-tool-calls': { type: 'string' } }, RUN_USAGE);
+  const { values, positionals } = parseCommandArgs(args, { id: { type: 'string' }, follow: { type: 'boolean' }, json: { type: 'boolean' }, 'max-tool-calls': { type: 'string' } }, RUN_USAGE);
   const agent = requirePositional(positionals, 0, 'agent', RUN_USAGE);
   const text = requirePositional(positionals, 1, 'text', RUN_USAGE);
   const maxToolCalls = values['max-tool-calls'] === undefined ? undefined : Number(values['max-tool-calls']);
@@ -20,9 +21,23 @@ export async function runCommand(client: PatchloopClient, args: string[], print:
     { workflowId: values.id ?? `run-${randomUUID()}` },
   );
   if (!values.follow) return { workflow_id: run.workflowId, task_queue: client.taskQueue };
+  return follow(run, Boolean(values.json), print);
+}
+
+const FOLLOW_USAGE = 'patchloop follow <id> [--json]';
+/** Follows a run that is already going (or finished): its events, then live tokens, then a summary. */
+export async function followCommand(client: PatchloopClient, args: string[], print: Print): Promise<unknown> {
+  const { values, positionals } = parseCommandArgs(args, { json: { type: 'boolean' } }, FOLLOW_USAGE);
+  return follow(client.run(requirePositional(positionals, 0, 'id', FOLLOW_USAGE)), Boolean(values.json), print);
+}
+
+async function follow(run: RunHandle, json: boolean, print: Print): Promise<undefined> {
+  if (json) {
+    await followRun(run, jsonOutput(write));
+    return undefined;
+  }
   print(`run ${run.workflowId}`);
-  const result = await followRun(run, print);
-  printOutcome(result, print);
+  printOutcome(await followRun(run, textOutput(write)), print);
   return undefined;
 }
 

@@ -1,0 +1,40 @@
+/** One token chunk on the side channel (never in Temporal history). */
+export interface ChunkEvent {
+  event_type: 'llm_chunk_arrive';
+  run_id: string;
+  iteration: number;
+  /** The run's LLM call number (the `llm_call` of `llm_call_start` / `llm_call_end`). */
+  llm_call: number;
+  /** A retried attempt streams again from the start; followers drop the earlier attempt's chunks. */
+  attempt: number;
+  chunk_index: number;
+  chunk: string;
+  timestamp: string;
+}
+
+/** Marks the end of one call's stream (the attempt finished, completed or aborted). */
+export interface ChunkStreamEnd {
+  event_type: 'llm_stream_end';
+  run_id: string;
+  llm_call: number;
+  attempt: number;
+  chunks: number;
+}
+
+export type StreamEvent = ChunkEvent | ChunkStreamEnd;
+
+/** Where a follower resumes: the next chunk it has not seen. */
+export interface StreamOffset {
+  llm_call: number;
+  chunk_index: number;
+}
+
+/**
+ * Carries chunks from the LLM activity to followers. The embedded default is in-process (`ChunkHub`)
+ * and served over SSE by the worker; a shared transport (for example Redis Streams, whose entry ids make
+ * offsets) implements the same two methods.
+ */
+export interface ChunkTransport {
+  publish(event: StreamEvent): void;
+  subscribe(runId: string, from: StreamOffset, signal: AbortSignal): AsyncIterable<StreamEvent>;
+}

@@ -1,0 +1,147 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { followRun, type FollowOutput } from '../../src/client/follow';
+import { callTools, reply } from '../../src/fake-model/steps';
+import type { RunEvent } from '../../src/runtime';
+import type { ChunkEvent, StreamEvent } from '../../src/streaming/chunk';
+import { findStreamUrl, readChunks } from '../../src/streaming/chunk-client';
+import { defineTool } from '../../src/tools/define-tool';
+import { addTool } from '../../src/tools/examples';
+import { eventsQuery } from '../../src/workflows/definitions';
+import { startWorld, type TestWorld } from '../support/temporal';
+import { eventually } from '../support/wait';
+
+let world: TestWorld | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+const words = (count: number) => Array.from({ length: count }, (_, index) => `w${index} `);
+
+function collector() {
+  const events: RunEvent[] = [];
+  const chunks: Array<ChunkEvent & { receivedAt: number }> = [];
+  const output: FollowOutput = {
+    event: (event) => events.push(event),
+    chunk: (event: StreamEvent) => {
+      if (event.event_type === 'llm_chunk_arrive') chunks.push({ ...event, receivedAt: Date.now() });
+    },
+  };
+  return { events, chunks, output };
+}
+
+const noted = defineTool({
+  name: 'note',
+  description: 'Notes a thing and reports progress.',
+  parameters: z.object({ thing: z.string() }),
+  execute: ({ thing }, { emit }) => {
+    emit('progress', { step: 1, of: 2 });
+    emit('progress', { step: 2, of: 2 });
+    return `noted ${thing}`;
+  },
+});
+
+describe('event stream', () => {
+  it('keeps the spec order and framing of events, with custom events before their tool_call_end', async () => {
+    world = await startWorld({
+      tools: [addTool, noted],
+      agents: [{ name: 'assistant', instructions: 'x', tools: ['add', 'note'] }],
+      fake: {
+        script: [
+          callTools([{ id: 'a', name: 'add', arguments: '{"a": 1, "b": 2}' }, { id: 'n', name: 'note', arguments: '{"thing": "x"}' }], { usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } }),
+          reply(['all ', 'done'], { usage: { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 } }),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'assistant', input: 'go' });
+    await run.result();
+    const { events } = await run.workflow.query(eventsQuery, {});
+    const types = events.map((event) => event.event_type);
+    expect(types[0]).toBe('react_start');
+    expect(types.at(-1)).toBe('react_end');
+    expect(types.filter((type) => type === 'llm_call_start')).toHaveLength(2);
+    expect(types.filter((type) => type === 'llm_call_end')).toHaveLength(2);
+    expect(types.slice(1, 6)).toEqual(['llm_call_start', 'llm_call_end', 'tool_calls_batch_start', 'tool_call_start', 'tool_call_start']);
+    const noteEnd = events.findIndex((event) => event.event_type === 'tool_call_end' && event.tool_call_id === 'n');
+    expect(events.slice(noteEnd - 2, noteEnd).map((event) => (event.event_type === 'custom_event' ? [event.event_name, event.data] : event.event_type))).toEqual([
+      ['progress', { step: 1, of: 2 }],
+      ['progress', { step: 2, of: 2 }],
+    ]);
+    expect(types.slice(-6)).toEqual(['tool_calls_batch_end', 'react_iteration_end', 'react_iteration_start', 'llm_call_start', 'llm_call_end', 'react_end']);
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
+    expect(new Set(events.map((event) => event.run_id))).toEqual(new Set([run.workflowId]));
+    // LLM events of iteration k carry k; batch events and the iteration end carry k + 1.
+    const byType = (type: string) => events.filter((event) => event.event_type === type).map((event) => event.iteration);
+    expect(byType('llm_call_start')).toEqual([0, 1]);
+    expect(byType('tool_calls_batch_start')).toEqual([1]);
+    expect(byType('react_iteration_end')).toEqual([1]);
+    const end = events.at(-1)!;
+    expect(end).toMatchObject({ total_llm_calls: 2, total_tool_calls: 2, total_token_usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 } });
+    expect(events.every((event) => !Number.isNaN(Date.parse(event.timestamp)))).toBe(true);
+    const page = await run.workflow.query(eventsQuery, { after: 3, limit: 2 });
+    expect(page.events.map((event) => event.seq)).toEqual([4, 5]);
+    expect(page.next_after).toBe(5);
+    world.fake.assertDone();
+  });
+
+  it('a follower that joins mid-call gets the whole prefix at once, then live tokens, each exactly once', async () => {
+    world = await startWorld({ fake: { script: [reply(words(40), { chunkDelayMs: 60 })] } });
+    const run = await world.client.start({ agent: 'assistant', input: 'talk' });
+    await world.fake.waitForRequests(1);
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    const joinedAt = Date.now();
+    const output = collector();
+    const result = await followRun(run, output.output);
+    const received = output.chunks;
+    expect(received.map((chunk) => chunk.chunk_index)).toEqual(received.map((_, index) => index));
+    expect(received.map((chunk) => chunk.chunk).join('')).toBe(result.answer);
+    // The prefix (chunks produced before joining) arrives in one burst; the rest arrives live.
+    const prefix = received.filter((chunk) => Date.parse(chunk.timestamp) < joinedAt);
+    expect(prefix.length).toBeGreaterThanOrEqual(8);
+    expect(prefix.at(-1)!.receivedAt - joinedAt).toBeLessThan(1500);
+    const live = received.filter((chunk) => Date.parse(chunk.timestamp) >= joinedAt);
+    expect(live.length).toBeGreaterThanOrEqual(5);
+    expect(output.events.map((event) => event.event_type)).toContain('react_end');
+  });
+
+  it('a reader that disconnects and resumes from its offset gets every chunk exactly once', async () => {
+    world = await startWorld({ fake: { script: [reply(words(30), { chunkDelayMs: 40 })] } });
+    const run = await world.client.start({ agent: 'assistant', input: 'talk' });
+    const source = await eventually(() => findStreamUrl(run.workflow), 20_000, 'stream url');
+    const got: ChunkEvent[] = [];
+    const first = new AbortController();
+    for await (const event of readChunks(source.url, run.workflowId, { llm_call: 1, chunk_index: 0 }, first.signal)) {
+      if (event.event_type !== 'llm_chunk_arrive') break;
+      got.push(event);
+      if (got.length === 10) first.abort();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    for await (const event of readChunks(source.url, run.workflowId, { llm_call: 1, chunk_index: got.length }, new AbortController().signal)) {
+      if (event.event_type === 'llm_stream_end') break;
+      got.push(event);
+    }
+    const result = await run.result();
+    expect(got.map((event) => event.chunk_index)).toEqual(Array.from({ length: 30 }, (_, index) => index));
+    expect(got.map((event) => event.chunk).join('')).toBe(result.answer);
+  });
+
+  it('writes no chunk to history: a followed run has the same history as an unfollowed one', async () => {
+    const sizes: Array<{ events: string[]; bytes: number; marker: number }> = [];
+    for (const followed of [false, true]) {
+      world = await startWorld({ fake: { script: [reply(['uniq', 'ue-', 'chunk', '-marker ', ...words(20)], { chunkDelayMs: 30 })] } });
+      const run = await world.client.start({ agent: 'assistant', input: 'talk' });
+      if (followed) await followRun(run, collector().output);
+      else await run.result();
+      const history = await run.workflow.fetchHistory();
+      const text = JSON.stringify(history);
+      sizes.push({ events: history.events!.map((event) => String(event.eventType)), bytes: (await run.historySize()).bytes, marker: text.split('unique-chunk-marker').length });
+      await world.close();
+      world = undefined;
+    }
+    expect(sizes[1]!.events).toEqual(sizes[0]!.events);
+    // Only timing fields (durations, timestamps) may differ by a few bytes.
+    expect(Math.abs(sizes[1]!.bytes - sizes[0]!.bytes)).toBeLessThan(32);
+    expect(sizes[1]!.marker).toBe(sizes[0]!.marker);
+  });
+});
