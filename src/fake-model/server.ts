@@ -10,6 +10,9 @@ export interface RecordedRequest {
   abandonedAt?: number;
   /** When the answer was fully written: `completedAt - receivedAt` is the model's own time. */
   completedAt?: number;
+  /** When the first and the last streamed content chunk were written. */
+  firstChunkAt?: number;
+  lastChunkAt?: number;
 }
 
 export interface ChatRequestBody {
@@ -188,10 +191,15 @@ export class FakeModelServer {
       first = false;
       return pause(ms);
     };
+    const record = this.requests.at(-1);
     for (const text of contents) {
       await delay();
       if (closed()) return;
       writeEvent(response, chunk(body, { role: 'assistant', content: text }));
+      if (record) {
+        record.firstChunkAt ??= performance.timeOrigin + performance.now();
+        record.lastChunkAt = performance.timeOrigin + performance.now();
+      }
     }
     for (const [index, call] of (step.toolCalls ?? []).entries()) {
       // Arguments arrive in two fragments, as real providers split them.

@@ -44,25 +44,27 @@ export class ChunkHub implements ChunkTransport {
     let call = from.llm_call;
     let index = from.chunk_index;
     let attempt = -1;
+    // Chunk i of an attempt sits at position i of its buffer, and the end marker after the last chunk.
+    let position = index;
     while (!signal.aborted) {
       const buffer = run.calls.get(call);
       if (buffer && buffer.attempt !== attempt) {
-        // First look at this call, or a retry restarted it: replay it from the offset (or from 0).
+        // First look at this call, or a retry restarted it: read it from the offset (a retry from 0).
         if (attempt !== -1) index = 0;
         attempt = buffer.attempt;
+        position = index;
       }
-      const pending = buffer ? buffer.events.filter((event) => event.event_type === 'llm_stream_end' || event.chunk_index >= index) : [];
-      for (const event of pending) {
-        if (event.event_type === 'llm_chunk_arrive') index = event.chunk_index + 1;
+      if (buffer && position < buffer.events.length) {
+        const event = buffer.events[position]!;
+        position += 1;
         yield event;
         if (event.event_type === 'llm_stream_end') {
           call += 1;
           index = 0;
           attempt = -1;
-          break;
         }
+        continue;
       }
-      if (pending.length > 0) continue;
       // A later call already started (this one was evicted or never streamed): move on to it.
       const later = [...run.calls.keys()].filter((key) => key > call);
       if (!buffer && later.length > 0) {
@@ -70,15 +72,20 @@ export class ChunkHub implements ChunkTransport {
         index = 0;
         continue;
       }
-      await new Promise<void>((resolve) => {
-        const wake = () => {
-          run.listeners.delete(wake);
-          resolve();
-        };
-        run.listeners.add(wake);
-        signal.addEventListener('abort', wake, { once: true });
-      });
+      await this.nextPublish(run, signal);
     }
+  }
+
+  private nextPublish(run: RunBuffer, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const wake = () => {
+        run.listeners.delete(wake);
+        signal.removeEventListener('abort', wake);
+        resolve();
+      };
+      run.listeners.add(wake);
+      signal.addEventListener('abort', wake, { once: true });
+    });
   }
 
   private run(runId: string): RunBuffer {
