@@ -40,14 +40,15 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     setHandler(nextRequestQuery, () => loop.previewRequest());
     const turn = await loop.turn();
     run.state = turn.status;
-    sinks.patchloop.runEnded({ status: turn.status, transcriptDigest: digestText(JSON.stringify(run.transcript)), llmCalls: run.llmCalls, toolCalls: run.toolCalls });
-    return {
+    const result: AgentRunResult = {
       status: turn.status,
       answer: turn.answer,
       transcript: cloneJson(run.transcript),
       usage: run.usage,
       ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}),
     };
+    sinks.patchloop.runEnded({ status: turn.status, resultDigest: digestText(JSON.stringify(result)), llmCalls: run.llmCalls, toolCalls: run.toolCalls });
+    return result;
   } catch (error) {
     run.state = 'failed';
     throw asRunFailure(error);

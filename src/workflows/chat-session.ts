@@ -89,8 +89,9 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     }
     await condition(allHandlersFinished);
     run.state = 'completed';
-    sinks.patchloop.runEnded({ status: 'completed', transcriptDigest: digestText(JSON.stringify(run.transcript)), llmCalls: run.llmCalls, toolCalls: run.toolCalls });
-    return { turns: session.turns, transcript: cloneJson(run.transcript), usage: run.usage };
+    const result: ChatSessionResult = { turns: session.turns, transcript: cloneJson(run.transcript), usage: run.usage };
+    sinks.patchloop.runEnded({ status: 'completed', resultDigest: digestText(JSON.stringify(result)), llmCalls: run.llmCalls, toolCalls: run.toolCalls });
+    return result;
   } catch (error) {
     run.state = 'failed';
     throw asRunFailure(error);

@@ -2,12 +2,13 @@ import { ApplicationFailure, proxyActivities, setHandler, workflowInfo } from '@
 import { z } from 'zod';
 import type { Activities } from '../activities';
 import type { JsonValue } from '../context';
-import { LlmFunctionInput, type PreparedFunction } from '../runtime';
+import { digestText, LlmFunctionInput, type PreparedFunction } from '../runtime';
 import { AgentLoop } from './agent-loop';
 import { nextRequestQuery } from './definitions';
 import { asRunFailure } from './failures';
 import { registerRunHandlers } from './handlers';
 import { commit, newRun, userMessageMutation } from './run-state';
+import { sinks } from './sinks';
 
 /**
  * A typed LLM function, durably: the rendered prompt and the arguments go to the model with the output
@@ -38,6 +39,7 @@ export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
       const check = turn.outputCheck ?? { ok: false as const, error: 'no output check ran' };
       if (check.ok) {
         run.state = 'completed';
+        sinks.patchloop.runEnded({ status: 'completed', resultDigest: digestText(JSON.stringify(check.value)), llmCalls: run.llmCalls, toolCalls: run.toolCalls });
         return check.value;
       }
       if (attempt > prepared.max_repairs) {

@@ -12,8 +12,8 @@ export interface PatchloopSinks extends Sinks {
 
 export interface RunEndedSummary {
   status: string;
-  /** SHA-256 of the final transcript's JSON text. */
-  transcriptDigest: string;
+  /** SHA-256 of the workflow result's JSON text: a replay must compute the very same result. */
+  resultDigest: string;
   llmCalls: number;
   toolCalls: number;
 }

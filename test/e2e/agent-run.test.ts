@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { RunFailedError } from '../../src/client/patchloop-client';
 import { validateToolLinkage, type Message } from '../../src/context';
 import { callTools, failWith, reply } from '../../src/fake-model/steps';
+import { defineTool } from '../../src/tools/define-tool';
+import { repeatTool } from '../../src/tools/examples';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { eventOf, recordHistory } from '../support/wait';
 
@@ -174,6 +176,44 @@ describe('agentRun on a real dev server', () => {
     expect(world.fake.requests[1]!.body.messages.filter((m) => m['role'] === 'tool')).toHaveLength(4);
     world.fake.assertDone();
     await recordHistory(run, 'malformed-arguments');
+  });
+
+  it('gives each tool call an idempotency key, times out slow tools and refuses oversized results, as errors the model sees', async () => {
+    const keys: string[] = [];
+    const keyed = defineTool({
+      name: 'charge',
+      description: 'A side-effecting tool.',
+      parameters: z.object({ cents: z.number() }),
+      execute: ({ cents }, { idempotencyKey }) => {
+        keys.push(idempotencyKey);
+        return { charged: cents };
+      },
+    });
+    const slow = defineTool({ name: 'slow', description: 'Never finishes.', parameters: z.object({}), timeoutSeconds: 0.5, execute: () => new Promise(() => undefined) });
+    world = await startWorld({
+      tools: [keyed, slow, repeatTool],
+      agents: [{ name: 'assistant', instructions: 'x', tools: ['charge', 'slow', 'repeat'] }],
+      fake: {
+        script: [
+          callTools([
+            { id: 'c1', name: 'charge', arguments: '{"cents": 250}' },
+            { id: 's1', name: 'slow', arguments: '{}' },
+            { id: 'r1', name: 'repeat', arguments: JSON.stringify({ text: '0123456789'.repeat(10), times: 3000 }) },
+          ]),
+          reply('done'),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'assistant', input: 'go' }, { workflowId: 'keys-run' });
+    const result = await run.result();
+    expect(keys).toEqual(['keys-run/1/c1']);
+    const contents = Object.fromEntries(result.transcript.filter((m) => m['role'] === 'tool').map((m) => [m['tool_call_id'], m['content']]));
+    expect(contents['c1']).toBe('{\n  "charged": 250\n}');
+    expect(contents['s1']).toBe('{"error": "Tool \'slow\' timed out after 0.5 s"}');
+    expect(JSON.parse(contents['r1'] as string).error).toMatch(/result is too large: 300002 bytes \(limit 262144\)$/);
+    const errors = (await run.status()).events.filter((event) => event.event_type === 'tool_call_error');
+    expect(errors.map((event) => ('tool_call_id' in event ? event.tool_call_id : ''))).toEqual(['s1']);
+    world.fake.assertDone();
   });
 
   it('fails invalid run input at once with a readable, non-retryable error', async () => {
