@@ -1,7 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PatchloopClient } from '../src/client/patchloop-client';
@@ -10,6 +9,7 @@ import type { AgentDefinitionInput } from '../src/runtime';
 import { configFromEnvironment } from '../src/worker/config';
 import { createPatchloopWorker, type PatchloopWorker } from '../src/worker/create-worker';
 import { startDevServer, type DevServer } from '../src/worker/temporal-cli';
+import { freePort } from '../src/worker/free-port';
 
 /** A dev server, a fake model and an in-process worker for a benchmark run. */
 export interface BenchWorld {
@@ -48,13 +48,3 @@ export async function startBenchWorld(
   };
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}

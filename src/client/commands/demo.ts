@@ -1,7 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { demoModel } from '../../fake-model/demo-model';
 import { FakeModelServer } from '../../fake-model/server';
@@ -12,6 +11,7 @@ import { startDevServer } from '../../worker/temporal-cli';
 import { followRun, textOutput } from '../follow';
 import { PatchloopClient } from '../patchloop-client';
 import { printOutcome } from './runs';
+import { freePort } from '../../worker/free-port';
 
 type Print = (line: string) => void;
 const write = (text: string) => void process.stdout.write(text);
@@ -82,13 +82,3 @@ async function waitUntil(check: () => Promise<boolean>, timeoutMs = 60_000): Pro
   throw new Error('timed out waiting for the run');
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
