@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import type { StreamEvent } from '../../src/streaming/chunk';
+import { ChunkHub } from '../../src/streaming/chunk-hub';
+
+const chunk = (llm_call: number, attempt: number, chunk_index: number): StreamEvent => ({
+  event_type: 'llm_chunk_arrive',
+  run_id: 'r',
+  iteration: 0,
+  llm_call,
+  attempt,
+  chunk_index,
+  chunk: `c${llm_call}.${attempt}.${chunk_index} `,
+  timestamp: '2026-01-01T00:00:00.000Z',
+});
+const end = (llm_call: number, attempt: number, chunks: number): StreamEvent => ({ event_type: 'llm_stream_end', run_id: 'r', llm_call, attempt, chunks });
+
+async function take(iterable: AsyncIterable<StreamEvent>, count: number): Promise<string[]> {
+  const seen: string[] = [];
+  for await (const event of iterable) {
+    seen.push(event.event_type === 'llm_chunk_arrive' ? event.chunk.trim() : `end${event.llm_call}.${event.attempt}`);
+    if (seen.length === count) break;
+  }
+  return seen;
+}
+
+describe('ChunkHub (the embedded side channel)', () => {
+  it('replays the prefix from an offset, then goes on live into the next call', async () => {
+    const hub = new ChunkHub();
+    hub.publish(chunk(1, 1, 0));
+    hub.publish(chunk(1, 1, 1));
+    const reading = take(hub.subscribe('r', { llm_call: 1, chunk_index: 1 }, new AbortController().signal), 4);
+    hub.publish(end(1, 1, 2));
+    hub.publish(chunk(2, 1, 0));
+    hub.publish(chunk(2, 1, 1));
+    expect(await reading).toEqual(['c1.1.1', 'end1.1', 'c2.1.0', 'c2.1.1']);
+  });
+
+  it('restarts a call from chunk 0 when a retried attempt streams it again', async () => {
+    const hub = new ChunkHub();
+    const reading = take(hub.subscribe('r', { llm_call: 1, chunk_index: 0 }, new AbortController().signal), 5);
+    hub.publish(chunk(1, 1, 0));
+    hub.publish(chunk(1, 1, 1));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    hub.publish(chunk(1, 2, 0));
+    hub.publish(chunk(1, 2, 1));
+    hub.publish(end(1, 2, 2));
+    expect(await reading).toEqual(['c1.1.0', 'c1.1.1', 'c1.2.0', 'c1.2.1', 'end1.2']);
+    // A late chunk of the older attempt is dropped.
+    hub.publish(chunk(1, 1, 2));
+    expect(await take(hub.subscribe('r', { llm_call: 1, chunk_index: 0 }, new AbortController().signal), 3)).toEqual(['c1.2.0', 'c1.2.1', 'end1.2']);
+  });
+
+  it('keeps only the last calls of a run and stops a subscriber on abort', async () => {
+    const hub = new ChunkHub(2);
+    for (const call of [1, 2, 3]) {
+      hub.publish(chunk(call, 1, 0));
+      hub.publish(end(call, 1, 1));
+    }
+    expect(await take(hub.subscribe('r', { llm_call: 1, chunk_index: 0 }, new AbortController().signal), 2)).toEqual(['c2.1.0', 'end2.1']);
+    const abort = new AbortController();
+    const reading = take(hub.subscribe('r', { llm_call: 4, chunk_index: 0 }, abort.signal), 1);
+    abort.abort();
+    expect(await reading).toEqual([]);
+  });
+});

@@ -1,0 +1,48 @@
+import { ApplicationFailure } from '@temporalio/common';
+import OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import { classifyProviderError, retryAfterMs } from '../../src/activities/provider-errors';
+
+const apiError = (status: number, message = 'boom', headers: Record<string, string> = {}, code?: string) =>
+  OpenAI.APIError.generate(status, { error: { message, ...(code ? { code } : {}) } }, message, new Headers(headers));
+
+describe('provider error classification', () => {
+  it.each([
+    [429, 'ProviderRateLimited', false],
+    [500, 'ProviderUnavailable', false],
+    [503, 'ProviderUnavailable', false],
+    [408, 'ProviderUnavailable', false],
+    [409, 'ProviderUnavailable', false],
+    [400, 'ProviderRejected', true],
+    [401, 'ProviderAuthFailed', true],
+    [403, 'ProviderAuthFailed', true],
+    [404, 'ProviderRejected', true],
+    [422, 'ProviderRejected', true],
+  ])('status %i is %s (non-retryable: %s)', (status, type, nonRetryable) => {
+    const failure = classifyProviderError(apiError(status));
+    expect(failure).toBeInstanceOf(ApplicationFailure);
+    expect(failure.type).toBe(type);
+    expect(failure.nonRetryable).toBe(nonRetryable);
+    expect(failure.message).toContain(`(${status})`);
+  });
+
+  it('recognizes a context overflow and honours retry-after on 429', () => {
+    expect(classifyProviderError(apiError(400, 'too long', {}, 'context_length_exceeded')).type).toBe('ContextTooLong');
+    expect(classifyProviderError(apiError(429, 'slow down', { 'retry-after': '3' })).nextRetryDelay).toBe(3000);
+    expect(classifyProviderError(apiError(429, 'slow down', { 'retry-after-ms': '250' })).nextRetryDelay).toBe(250);
+  });
+
+  it('treats connection failures and broken streams as retryable', () => {
+    const failure = classifyProviderError(new OpenAI.APIConnectionError({ message: 'Connection error.' }));
+    expect(failure.type).toBe('ProviderUnavailable');
+    expect(failure.nonRetryable).toBe(false);
+    expect(classifyProviderError(new TypeError('terminated')).type).toBe('ProviderUnavailable');
+  });
+
+  it('parses retry-after as seconds or an HTTP date', () => {
+    expect(retryAfterMs({ 'retry-after': '2' })).toBe(2000);
+    expect(retryAfterMs({ 'retry-after': new Date(10_000).toUTCString() }, 4_000)).toBe(6000);
+    expect(retryAfterMs({ 'retry-after': 'soon' })).toBeUndefined();
+    expect(retryAfterMs(undefined)).toBeUndefined();
+  });
+});
