@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { JsonObject, JsonValue } from './json';
+import { JsonObject } from './json';
 
 /**
  * Chat messages in the OpenAI Chat Completions shape (spec 2.1).
@@ -59,14 +59,6 @@ export const ChatMessage = z.discriminatedUnion('role', [SystemMessage, UserMess
 export type ChatMessage = z.infer<typeof ChatMessage>;
 
 export const ChatMessages = z.array(ChatMessage);
-
-export function isRole(message: unknown, role: string): message is Message {
-  return message !== null && typeof message === 'object' && (message as { role?: unknown }).role === role;
-}
-
-export function contentOf(message: Message): JsonValue | undefined {
-  return message['content'];
-}
 
 /** Checked chat messages are JSON objects; this only widens the type for the core. */
 export function asMessages(messages: readonly ChatMessage[]): Message[] {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { JsonObject, JsonValue } from '../context';
+import { JsonObject } from '../context';
 
 /** Timeouts and retry budgets of an agent's phases. Seconds, so agent files stay readable JSON. */
 export const AgentLimits = z.strictObject({
@@ -60,5 +60,3 @@ export const AgentSpec = AgentDefinition.extend({
   tool_descriptors: z.array(ToolDescriptor),
 });
 export type AgentSpec = z.infer<typeof AgentSpec>;
-
-export const JsonSchemaValue = JsonValue;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { collapse, isPlainObject, normalizeExperienceText, normalizeSummary, renderSummary, trim, type JsonObject, type Mutation, type SummaryPayload } from '../context';
+import { collapse, normalizeExperienceText, normalizeSummary, renderSummary, trim, type JsonObject, type Mutation, type SummaryPayload } from '../context';
 import type { ToolDescriptor } from './agent';
 
 /**
@@ -136,8 +136,4 @@ export function selfRefToolDescriptors(): ToolDescriptor[] {
 
 export function isSelfRefTool(name: string): boolean {
   return SELFREF_TOOL_NAMES.includes(name);
-}
-
-export function isSelfRefIntentObject(value: unknown): value is SelfRefIntent {
-  return isPlainObject(value) && typeof value['kind'] === 'string';
 }
