@@ -7,7 +7,7 @@ import type { ChunkTransport } from '../streaming/chunk';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
 import { classifyProviderError } from './provider-errors';
 import { loadRequest, type RequestCache } from './request-source';
-import { StreamAccumulator, type StreamChunk } from './stream-accumulator';
+import { StreamAccumulator, type ArgumentsDelta, type StreamChunk } from './stream-accumulator';
 
 export interface ProviderSettings {
   baseURL?: string;
@@ -44,7 +44,10 @@ export function createLlmPhase(settings: ProviderSettings, cache: RequestCache, 
     const started = Date.now();
     const request = await loadRequest(input, cache);
     const publisher = chunkPublisher(chunks, context, input);
-    const stream = new StreamAccumulator((text) => publisher.chunk(text));
+    const stream = new StreamAccumulator(
+      (text) => publisher.chunk(text),
+      (delta) => publisher.argumentsDelta(delta),
+    );
     // The heartbeat also tells followers where this call's tokens stream from (nothing goes to history).
     const stopHeartbeat = startHeartbeat(context, () => ({ iteration: input.iteration, chars: stream.content.length, ...publisher.announcement }));
     const signal = context.cancellationSignal;
@@ -111,6 +114,11 @@ function chunkPublisher(sink: ChunkSink | undefined, context: Context, input: Ll
     chunk(text: string) {
       if (!enabled || text === '') return;
       sink.transport.publish({ event_type: 'llm_chunk_arrive', run_id: runId, iteration: input.iteration, llm_call: llmCall, attempt, chunk_index: index, chunk: text, timestamp: new Date().toISOString() });
+      index += 1;
+    },
+    argumentsDelta(delta: ArgumentsDelta) {
+      if (!enabled) return;
+      sink.transport.publish({ event_type: 'tool_call_arguments_delta', run_id: runId, iteration: input.iteration, llm_call: llmCall, attempt, chunk_index: index, ...delta, timestamp: new Date().toISOString() });
       index += 1;
     },
     end() {

@@ -1,5 +1,5 @@
 import type { JsonValue, ToolCall } from '../context';
-import { repairedArgumentText } from '../context';
+import { repairedArgumentText, repairToolArguments } from '../context';
 import type { TokenUsage } from '../runtime';
 
 interface CallFragment {
@@ -7,6 +7,15 @@ interface CallFragment {
   type: string;
   name: string;
   arguments: string;
+  /** Argument values already reported as deltas, as text. */
+  reported: Map<string, string>;
+}
+
+export interface ArgumentsDelta {
+  tool_name: string;
+  tool_call_id: string;
+  argname: string;
+  argcontent_delta: string;
 }
 
 /** Chunk fields the accumulator reads (chat-completions streaming shape, plus `reasoning_details`). */
@@ -30,7 +39,10 @@ export class StreamAccumulator {
   readonly reasoningDetails: JsonValue[] = [];
   private readonly fragments = new Map<number, CallFragment>();
 
-  constructor(private readonly onText: (text: string) => void = () => undefined) {}
+  constructor(
+    private readonly onText: (text: string) => void = () => undefined,
+    private readonly onArguments: (delta: ArgumentsDelta) => void = () => undefined,
+  ) {}
 
   add(chunk: StreamChunk): void {
     if (chunk.usage) this.usage = { prompt_tokens: chunk.usage.prompt_tokens, completion_tokens: chunk.usage.completion_tokens, total_tokens: chunk.usage.total_tokens };
@@ -49,13 +61,29 @@ export class StreamAccumulator {
 
   private addFragment(piece: NonNullable<NonNullable<NonNullable<StreamChunk['choices']>[number]['delta']>['tool_calls']>[number]): void {
     const index = piece.index ?? 0;
-    const fragment = this.fragments.get(index) ?? { id: '', type: '', name: '', arguments: '' };
+    const fragment = this.fragments.get(index) ?? { id: '', type: '', name: '', arguments: '', reported: new Map() };
     // The last non-empty id, type and name win; argument pieces concatenate.
     if (piece.id) fragment.id = piece.id;
     if (piece.type) fragment.type = piece.type;
     if (piece.function?.name) fragment.name = piece.function.name;
     if (piece.function?.arguments) fragment.arguments += piece.function.arguments;
     this.fragments.set(index, fragment);
+    if (piece.function?.arguments && fragment.id !== '') this.reportArgumentGrowth(fragment);
+  }
+
+  /** Spec 7.4: re-parse the accumulated arguments with auto-closing and report what each argument gained. */
+  private reportArgumentGrowth(fragment: CallFragment): void {
+    const parsed = repairToolArguments(fragment.arguments);
+    if (!parsed.ok) return;
+    for (const [argname, value] of Object.entries(parsed.value)) {
+      const current = typeof value === 'string' ? value : JSON.stringify(value);
+      const previous = fragment.reported.get(argname) ?? '';
+      // Equal, or a shorter re-parse of a partial payload: nothing new.
+      if (current === previous || (previous !== '' && previous.startsWith(current))) continue;
+      const delta = previous !== '' && current.startsWith(previous) ? current.slice(previous.length) : current;
+      fragment.reported.set(argname, current);
+      if (delta !== '') this.onArguments({ tool_name: fragment.name, tool_call_id: fragment.id, argname, argcontent_delta: delta });
+    }
   }
 
   /** Calls with an id and a name, in index order, arguments repaired (spec 7.4, 7.6). */

@@ -1,4 +1,4 @@
-/** One token chunk on the side channel (never in Temporal history). */
+/** One token chunk on the side channel (never in Temporal history). `chunk_index` is its position in the call's stream. */
 export interface ChunkEvent {
   event_type: 'llm_chunk_arrive';
   run_id: string;
@@ -12,6 +12,24 @@ export interface ChunkEvent {
   timestamp: string;
 }
 
+/**
+ * Spec 7.4: an argument of a streamed tool call grew. `chunk_index` is the event's position in the
+ * call's stream (text chunks and argument deltas share one sequence), so offsets stay gapless.
+ */
+export interface ArgumentsDeltaEvent {
+  event_type: 'tool_call_arguments_delta';
+  run_id: string;
+  iteration: number;
+  llm_call: number;
+  attempt: number;
+  chunk_index: number;
+  tool_name: string;
+  tool_call_id: string;
+  argname: string;
+  argcontent_delta: string;
+  timestamp: string;
+}
+
 /** Marks the end of one call's stream (the attempt finished, completed or aborted). */
 export interface ChunkStreamEnd {
   event_type: 'llm_stream_end';
@@ -21,7 +39,7 @@ export interface ChunkStreamEnd {
   chunks: number;
 }
 
-export type StreamEvent = ChunkEvent | ChunkStreamEnd;
+export type StreamEvent = ChunkEvent | ArgumentsDeltaEvent | ChunkStreamEnd;
 
 /** Where a follower resumes: the next chunk it has not seen. */
 export interface StreamOffset {

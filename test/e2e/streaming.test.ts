@@ -118,12 +118,34 @@ describe('event stream', () => {
     }
     await new Promise((resolve) => setTimeout(resolve, 300));
     for await (const event of readChunks(source.url, run.workflowId, { llm_call: 1, chunk_index: got.length }, new AbortController().signal)) {
-      if (event.event_type === 'llm_stream_end') break;
+      if (event.event_type !== 'llm_chunk_arrive') break;
       got.push(event);
     }
     const result = await run.result();
     expect(got.map((event) => event.chunk_index)).toEqual(Array.from({ length: 30 }, (_, index) => index));
     expect(got.map((event) => event.chunk).join('')).toBe(result.answer);
+  });
+
+  it('streams tool-call argument deltas whose pieces add up to each argument', async () => {
+    world = await startWorld({ fake: { script: [callTools([{ id: 'r1', name: 'repeat', arguments: '{"text": "hello world, streamed", "times": 12}' }]), reply('ok')] } });
+    const id = `args-${Date.now()}`;
+    const deltas: Array<{ argname: string; argcontent_delta: string; tool_call_id: string }> = [];
+    const abort = new AbortController();
+    const reading = (async () => {
+      for await (const event of readChunks(world!.worker.streamUrl, id, { llm_call: 1, chunk_index: 0 }, abort.signal)) {
+        if (event.event_type === 'llm_stream_end') break;
+        if (event.event_type === 'tool_call_arguments_delta') deltas.push(event);
+      }
+    })();
+    const run = await world.client.start({ agent: 'assistant', input: 'repeat' }, { workflowId: id });
+    await run.result();
+    await reading;
+    expect(deltas.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(deltas.map((delta) => delta.tool_call_id))).toEqual(new Set(['r1']));
+    const joined = (name: string) => deltas.filter((delta) => delta.argname === name).map((delta) => delta.argcontent_delta).join('');
+    expect(joined('text')).toBe('hello world, streamed');
+    expect(joined('times')).toBe('12');
+    world.fake.assertDone();
   });
 
   it('writes no chunk to history: a followed run has the same history as an unfollowed one', async () => {
