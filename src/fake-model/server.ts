@@ -148,9 +148,15 @@ export class FakeModelServer {
     response.on('close', () => (clientGone = true));
     const closed = () => clientGone || response.destroyed || response.writableEnded;
     switch (step.kind) {
-      case 'error':
-        sendJson(response, step.status, { error: { message: step.message ?? `fake model error ${step.status}`, type: 'fake_error', code: step.code ?? null } }, step.headers);
+      case 'error': {
+        await pause(step.delayMs ?? 0);
+        if (closed()) return;
+        const message = step.message ?? `fake model error ${step.status}`;
+        const key = String(this.requests.at(-1)?.headers['authorization'] ?? '').replace(/^Bearer\s+/i, '');
+        const text = step.echoKey ? `${message}: ${key}` : message;
+        sendJson(response, step.status, { error: { message: text, type: step.type ?? 'fake_error', code: step.code ?? null } }, step.headers);
         return;
+      }
       case 'drop': {
         startStream(response);
         for (const text of step.chunks) {
@@ -173,7 +179,10 @@ export class FakeModelServer {
       }
       case 'reply':
         if (body.stream) await this.stream(step, body, response, closed);
-        else sendJson(response, 200, completion(body, step));
+        else {
+          await pause(step.firstChunkDelayMs ?? 0);
+          if (!closed()) plainReply(response, body, step);
+        }
         return;
       default: {
         const unreachable: never = step;
@@ -184,18 +193,33 @@ export class FakeModelServer {
 
   private async stream(step: FakeReply, body: ChatRequestBody, response: ServerResponse, closed: () => boolean): Promise<void> {
     startStream(response);
+    const out = new BodyWriter(response, step.fault?.kind === 'reset' ? step.fault.afterBytes : undefined);
+    const resetAfterChunks = step.fault?.kind === 'reset' ? step.fault.afterChunks : undefined;
+    const fault = step.fault;
     const contents = typeof step.content === 'string' ? [step.content] : (step.content ?? []);
     let first = true;
+    let written = 0;
     const delay = () => {
       const ms = first ? (step.firstChunkDelayMs ?? step.chunkDelayMs ?? 0) : (step.chunkDelayMs ?? 0);
       first = false;
       return pause(ms);
     };
+    // False once the client left or the connection was reset on purpose: stop writing.
+    const send = (data: unknown): boolean => {
+      if (closed() || out.broken) return false;
+      if (fault?.kind === 'junk' && written === fault.afterChunks) out.write(`data: ${fault.line ?? '{"choices": [ this is not JSON'}\n\n`);
+      const event = `data: ${JSON.stringify(data)}\n\n`;
+      if (written === resetAfterChunks) {
+        out.resetAfter(event.slice(0, Math.floor(event.length / 2)));
+        return false;
+      }
+      written += 1;
+      return out.write(event);
+    };
     const record = this.requests.at(-1);
     for (const text of contents) {
       await delay();
-      if (closed()) return;
-      writeEvent(response, chunk(body, { role: 'assistant', content: text }));
+      if (!send(chunk(body, { role: 'assistant', content: text }))) return;
       if (record) {
         record.firstChunkAt ??= performance.timeOrigin + performance.now();
         record.lastChunkAt = performance.timeOrigin + performance.now();
@@ -205,18 +229,73 @@ export class FakeModelServer {
       // Arguments arrive in two fragments, as real providers split them.
       const half = Math.ceil(call.arguments.length / 2);
       await delay();
-      if (closed()) return;
-      writeEvent(response, chunk(body, { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments.slice(0, half) } }] }));
-      writeEvent(response, chunk(body, { tool_calls: [{ index, function: { arguments: call.arguments.slice(half) } }] }));
+      if (!send(chunk(body, { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments.slice(0, half) } }] }))) return;
+      if (!send(chunk(body, { tool_calls: [{ index, function: { arguments: call.arguments.slice(half) } }] }))) return;
     }
-    if (closed()) return;
-    writeEvent(response, { ...chunk(body, {}), choices: [{ index: 0, delta: {}, finish_reason: step.toolCalls?.length ? 'tool_calls' : 'stop' }] });
+    const omit = fault?.kind === 'eof' ? fault.omit : undefined;
+    if (omit !== 'finish_reason' && omit !== 'both') {
+      if (!send({ ...chunk(body, {}), choices: [{ index: 0, delta: {}, finish_reason: step.toolCalls?.length ? 'tool_calls' : 'stop' }] })) return;
+    }
     const usage = step.usage === undefined ? defaultUsage(body, contents.join('')) : step.usage;
     if (usage && (body['stream_options'] as { include_usage?: boolean } | undefined)?.include_usage) {
-      writeEvent(response, { ...chunk(body, {}), choices: [], usage });
+      if (!send({ ...chunk(body, {}), choices: [], usage })) return;
     }
-    response.end('data: [DONE]\n\n');
+    if (omit !== 'done' && omit !== 'both' && !out.write('data: [DONE]\n\n')) return;
+    if (!closed()) response.end();
   }
+}
+
+/**
+ * Writes a response body, counting bytes; with a reset point, writes up to it and then resets the TCP
+ * connection (RST), as a network failure mid-body does.
+ */
+class BodyWriter {
+  broken = false;
+  private bytes = 0;
+  constructor(
+    private readonly response: ServerResponse,
+    private readonly resetAfterBytes: number | undefined,
+  ) {}
+
+  /** Writes this text, then resets the connection. */
+  resetAfter(text: string): void {
+    this.write(text);
+    this.broken = true;
+    const socket = this.response.socket;
+    setTimeout(() => socket?.resetAndDestroy(), 20);
+  }
+
+  write(text: string): boolean {
+    if (this.broken) return false;
+    const data = Buffer.from(text, 'utf8');
+    if (this.resetAfterBytes !== undefined && this.bytes + data.length > this.resetAfterBytes) {
+      const keep = this.resetAfterBytes - this.bytes;
+      const socket = this.response.socket;
+      this.broken = true;
+      if (keep > 0) this.response.write(data.subarray(0, keep));
+      // Let the kept bytes leave before the reset, so the client really sees a partial body.
+      setTimeout(() => socket?.resetAndDestroy(), 20);
+      return false;
+    }
+    this.bytes += data.length;
+    this.response.write(data);
+    return true;
+  }
+}
+
+function plainReply(response: ServerResponse, body: ChatRequestBody, step: FakeReply): void {
+  const fault = step.fault;
+  const data = completion(body, step) as Record<string, unknown> & { choices: Array<Record<string, unknown>> };
+  if (fault?.kind === 'eof' && fault.omit !== 'done') for (const choice of data.choices) delete choice['finish_reason'];
+  if (fault?.kind === 'no_choices') delete (data as Record<string, unknown>)['choices'];
+  const text = JSON.stringify(data);
+  if (fault?.kind !== 'reset') {
+    sendJson(response, 200, data);
+    return;
+  }
+  // A body cut short: the declared length promises more than arrives before the reset.
+  response.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) });
+  new BodyWriter(response, fault.afterBytes ?? Math.floor(text.length / 2)).write(text);
 }
 
 function defaultUsage(body: ChatRequestBody, content: string) {

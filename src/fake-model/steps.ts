@@ -13,18 +13,38 @@ export interface FakeReply {
   /** Streamed as these chunks; a string is sent in one chunk. */
   content?: string | string[];
   toolCalls?: FakeToolCall[];
-  /** Pause before the first chunk and between chunks (streaming only). */
+  /** Pause before the first chunk (a plain reply: before answering) and between chunks (streaming). */
   firstChunkDelayMs?: number;
   chunkDelayMs?: number;
   usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null;
+  /** Break this reply the way real providers and networks do (see `ReplyFault`). */
+  fault?: ReplyFault;
 }
+
+/**
+ * How a reply breaks. `reset`: the TCP connection is reset (RST) after `afterBytes` bytes of the
+ * response body, or (streaming) after `afterChunks` whole events and half of the next. `eof`: the server closes cleanly but leaves out the finish reason, the `[DONE]` line or
+ * both (plain replies: no `finish_reason`). `junk`: a data line that is not JSON after `afterChunks`
+ * chunks. `no_choices`: a plain reply without `choices`.
+ */
+export type ReplyFault =
+  | { kind: 'reset'; afterBytes?: number; afterChunks?: number }
+  | { kind: 'eof'; omit: 'finish_reason' | 'done' | 'both' }
+  | { kind: 'junk'; afterChunks: number; line?: string }
+  | { kind: 'no_choices' };
 
 export interface FakeError {
   kind: 'error';
   status: number;
   message?: string;
   code?: string;
+  /** The OpenAI error `type` field (e.g. `insufficient_quota`). */
+  type?: string;
   headers?: Record<string, string>;
+  /** Append the request's bearer token to the message, as providers do in 401 bodies. */
+  echoKey?: boolean;
+  /** Pause before answering. */
+  delayMs?: number;
 }
 
 /** Sends these content chunks, then destroys the connection mid-stream. */
