@@ -39,7 +39,7 @@ async function main() {
     for (let index = 0; index < RUNS; index += 1) {
       const id = `stream-${index}-${Date.now()}`;
       const abort = new AbortController();
-      const first = firstChunk(readChunks(url, id, { llm_call: 1, chunk_index: 0 }, abort.signal));
+      const first = firstChunk(readChunks({ url, token: world.worker.streamToken(id) }, id, { llm_call: 1, chunk_index: 0 }, abort.signal));
       const before = world.fake.requests.length;
       const run = await world.client.start({ agent: 'assistant', input: 'talk' }, { workflowId: id });
       const receivedAt = await first;
@@ -61,7 +61,7 @@ async function main() {
       const abort = new AbortController();
       const times: number[] = [];
       const reading = (async () => {
-        for await (const event of readChunks(url, id, { llm_call: 1, chunk_index: 0 }, abort.signal)) {
+        for await (const event of readChunks({ url, token: world.worker.streamToken(id) }, id, { llm_call: 1, chunk_index: 0 }, abort.signal)) {
           if (event.event_type === 'llm_stream_end') break;
           times.push(now());
         }

@@ -1,6 +1,6 @@
 import type { AgentRunResult, RunEvent } from '../runtime';
 import type { StreamEvent } from '../streaming/chunk';
-import { findStreamUrl, readChunks } from '../streaming/chunk-client';
+import { findStreamSource, readChunks } from '../streaming/chunk-client';
 import { eventsQuery } from '../workflows/definitions';
 import type { RunHandle } from './patchloop-client';
 
@@ -45,7 +45,11 @@ function preview(text: string, limit = 120): string {
 export interface FollowOutput {
   /** A coarse event (in `seq` order). */
   event(event: RunEvent): void;
-  /** A token chunk of an LLM call, in order and exactly once per (llm_call, attempt, chunk_index). */
+  /**
+   * A token chunk or argument delta of an LLM call, in order and exactly once per (llm_call, attempt,
+   * chunk_index), and the end marker of an attempt that failed (its chunks are superseded by the next
+   * attempt's, which start again at chunk_index 0).
+   */
   chunk(event: StreamEvent): void;
 }
 
@@ -60,6 +64,12 @@ export function textOutput(write: (text: string) => void): FollowOutput {
       midLine = false;
     },
     chunk(event) {
+      if (event.event_type === 'llm_stream_end' && event.outcome === 'failed') {
+        // The broken attempt's text never reaches the transcript; the retry streams the reply again.
+        write(`${midLine ? '\n' : ''}    (attempt ${event.attempt} broke off: ${event.error ?? 'failed'}; retrying)\n`);
+        midLine = false;
+        return;
+      }
       if (event.event_type !== 'llm_chunk_arrive') return;
       write(`${midLine ? '' : '    '}${event.chunk}`);
       midLine = true;
@@ -138,20 +148,30 @@ class TokenFollower {
   }
 
   private async stream(llmCall: number, signal: AbortSignal, seen: Set<string>): Promise<void> {
+    // The attempt being read and the next chunk of it; a failed attempt moves on to the next one.
+    let attempt: number | undefined;
     let next = 0;
     while (!signal.aborted) {
-      const source = await findStreamUrl(this.run.workflow).catch(() => undefined);
-      if (!source || source.llm_call !== llmCall) {
+      const source = await findStreamSource(this.run.workflow).catch(() => undefined);
+      if (!source || source.llm_call !== llmCall || (attempt !== undefined && source.attempt < attempt)) {
         await new Promise((resolve) => setTimeout(resolve, 100));
         continue;
       }
       try {
-        for await (const event of readChunks(source.url, this.run.workflowId, { llm_call: llmCall, chunk_index: next }, signal)) {
+        for await (const event of readChunks(source, this.run.workflowId, { llm_call: llmCall, chunk_index: next, ...(attempt !== undefined ? { attempt } : {}) }, signal)) {
           if (event.llm_call !== llmCall) return;
-          if (event.event_type === 'llm_stream_end') return;
+          if (event.event_type === 'llm_stream_end') {
+            if (event.outcome !== 'failed') return;
+            this.output.chunk(event);
+            attempt = event.attempt + 1;
+            next = 0;
+            // The retry may run on another worker: look for its source again.
+            break;
+          }
           const key = `${event.attempt}:${event.chunk_index}`;
           if (seen.has(key)) continue;
           seen.add(key);
+          attempt = event.attempt;
           next = event.chunk_index + 1;
           this.output.chunk(event);
         }

@@ -3,22 +3,22 @@ import type { ChunkTransport, StreamEvent, StreamOffset } from './chunk';
 interface CallBuffer {
   attempt: number;
   events: StreamEvent[];
-  ended: boolean;
 }
 
 interface RunBuffer {
   calls: Map<number, CallBuffer>;
-  listeners: Set<() => void>;
   touched: number;
 }
 
 /**
  * The in-process chunk transport: keeps the chunks of each run's recent LLM calls (so a follower that
  * connects mid-call gets the whole prefix) and wakes subscribers on new chunks. Bounded: a run keeps its
- * last `callsPerRun` calls, and runs idle for `idleMs` are dropped.
+ * last `callsPerRun` calls, and runs idle for `idleMs` are dropped. A subscriber waiting for a run that
+ * has published nothing allocates no buffer: only its wake-up callback, removed when it leaves.
  */
 export class ChunkHub implements ChunkTransport {
   private readonly runs = new Map<string, RunBuffer>();
+  private readonly listeners = new Map<string, Set<() => void>>();
 
   constructor(
     private readonly callsPerRun = 4,
@@ -26,80 +26,95 @@ export class ChunkHub implements ChunkTransport {
   ) {}
 
   publish(event: StreamEvent): void {
-    const run = this.run(event.run_id);
+    let run = this.runs.get(event.run_id);
+    if (!run) {
+      run = { calls: new Map(), touched: Date.now() };
+      this.runs.set(event.run_id, run);
+    }
+    run.touched = Date.now();
     const existing = run.calls.get(event.llm_call);
-    // A new attempt replaces the earlier attempt's chunks: followers start that call again.
-    const call = existing && existing.attempt === event.attempt ? existing : { attempt: event.attempt, events: [], ended: false };
     if (existing && existing.attempt > event.attempt) return;
+    // A new attempt replaces the earlier attempt's chunks: followers start that call again.
+    const call = existing && existing.attempt === event.attempt ? existing : { attempt: event.attempt, events: [] };
     run.calls.set(event.llm_call, call);
     call.events.push(event);
-    if (event.event_type === 'llm_stream_end') call.ended = true;
     while (run.calls.size > this.callsPerRun) run.calls.delete(Math.min(...run.calls.keys()));
-    for (const wake of [...run.listeners]) wake();
+    for (const wake of [...(this.listeners.get(event.run_id) ?? [])]) wake();
     this.sweep();
   }
 
+  /**
+   * Events from the offset on, live, until aborted. Chunk i of an attempt sits at position i of its
+   * buffer and the end marker after the last chunk. After a `failed` end the same call is read again
+   * once a newer attempt streams it.
+   */
   async *subscribe(runId: string, from: StreamOffset, signal: AbortSignal): AsyncIterable<StreamEvent> {
-    const run = this.run(runId);
     let call = from.llm_call;
-    let index = from.chunk_index;
-    let attempt = -1;
-    // Chunk i of an attempt sits at position i of its buffer, and the end marker after the last chunk.
-    let position = index;
+    // The attempt the position belongs to (undefined: whichever attempt is there now).
+    let attempt = from.attempt;
+    let position = from.chunk_index;
     while (!signal.aborted) {
-      const buffer = run.calls.get(call);
-      if (buffer && buffer.attempt !== attempt) {
-        // First look at this call, or a retry restarted it: read it from the offset (a retry from 0).
-        if (attempt !== -1) index = 0;
+      const run = this.runs.get(runId);
+      const buffer = run?.calls.get(call);
+      if (buffer && attempt !== undefined && buffer.attempt > attempt) {
+        // A retry replaced the attempt this offset belongs to: read the new one from its start.
         attempt = buffer.attempt;
-        position = index;
+        position = 0;
       }
-      if (buffer && position < buffer.events.length) {
+      if (buffer && attempt === undefined) attempt = buffer.attempt;
+      if (buffer && buffer.attempt === attempt && position < buffer.events.length) {
         const event = buffer.events[position]!;
         position += 1;
         yield event;
         if (event.event_type === 'llm_stream_end') {
-          call += 1;
-          index = 0;
-          attempt = -1;
+          if (event.outcome === 'failed') {
+            attempt = event.attempt + 1;
+          } else {
+            call += 1;
+            attempt = undefined;
+          }
+          position = 0;
         }
         continue;
       }
       // A later call already started (this one was evicted or never streamed): move on to it.
-      const later = [...run.calls.keys()].filter((key) => key > call);
+      const later = run ? [...run.calls.keys()].filter((key) => key > call) : [];
       if (!buffer && later.length > 0) {
         call = Math.min(...later);
-        index = 0;
+        attempt = undefined;
+        position = 0;
         continue;
       }
-      await this.nextPublish(run, signal);
+      await this.nextPublish(runId, signal);
     }
   }
 
-  private nextPublish(run: RunBuffer, signal: AbortSignal): Promise<void> {
+  private nextPublish(runId: string, signal: AbortSignal): Promise<void> {
     return new Promise<void>((resolve) => {
+      let waiting = this.listeners.get(runId);
+      if (!waiting) {
+        waiting = new Set();
+        this.listeners.set(runId, waiting);
+      }
+      const set = waiting;
       const wake = () => {
-        run.listeners.delete(wake);
+        set.delete(wake);
+        if (set.size === 0 && this.listeners.get(runId) === set) this.listeners.delete(runId);
         signal.removeEventListener('abort', wake);
         resolve();
       };
-      run.listeners.add(wake);
+      set.add(wake);
       signal.addEventListener('abort', wake, { once: true });
     });
   }
 
-  private run(runId: string): RunBuffer {
-    let run = this.runs.get(runId);
-    if (!run) {
-      run = { calls: new Map(), listeners: new Set(), touched: Date.now() };
-      this.runs.set(runId, run);
-    }
-    run.touched = Date.now();
-    return run;
+  /** Runs and listener sets held (for tests: unknown run ids must not leave anything behind). */
+  get size(): { runs: number; listeners: number } {
+    return { runs: this.runs.size, listeners: this.listeners.size };
   }
 
   private sweep(): void {
     const cutoff = Date.now() - this.idleMs;
-    for (const [id, run] of this.runs) if (run.touched < cutoff && run.listeners.size === 0) this.runs.delete(id);
+    for (const [id, run] of this.runs) if (run.touched < cutoff && !this.listeners.has(id)) this.runs.delete(id);
   }
 }

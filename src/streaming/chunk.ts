@@ -30,21 +30,32 @@ export interface ArgumentsDeltaEvent {
   timestamp: string;
 }
 
-/** Marks the end of one call's stream (the attempt finished, completed or aborted). */
+/**
+ * Marks the end of one attempt's stream. `completed` and `aborted` end the call; `failed` means the
+ * attempt broke (its chunks never reach the transcript) and a later attempt streams the call again.
+ */
 export interface ChunkStreamEnd {
   event_type: 'llm_stream_end';
   run_id: string;
   llm_call: number;
   attempt: number;
   chunks: number;
+  outcome: 'completed' | 'aborted' | 'failed';
+  /** The failure type of a failed attempt (e.g. `ProviderStreamIncomplete`). */
+  error?: string;
 }
 
 export type StreamEvent = ChunkEvent | ArgumentsDeltaEvent | ChunkStreamEnd;
 
-/** Where a follower resumes: the next chunk it has not seen. */
+/**
+ * Where a follower resumes: the next chunk it has not seen. With `attempt`, the offset belongs to that
+ * attempt: an older attempt is not read (the follower waits for this one), and a newer attempt that
+ * has replaced it is read from its start.
+ */
 export interface StreamOffset {
   llm_call: number;
   chunk_index: number;
+  attempt?: number;
 }
 
 /**

@@ -4,7 +4,7 @@ import { followRun, type FollowOutput } from '../../src/client/follow';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { RunEvent } from '../../src/runtime';
 import type { ChunkEvent, StreamEvent } from '../../src/streaming/chunk';
-import { findStreamUrl, readChunks } from '../../src/streaming/chunk-client';
+import { findStreamSource, readChunks } from '../../src/streaming/chunk-client';
 import { defineTool } from '../../src/tools/define-tool';
 import { addTool } from '../../src/tools/examples';
 import { eventsQuery } from '../../src/workflows/definitions';
@@ -108,16 +108,16 @@ describe('event stream', () => {
   it('a reader that disconnects and resumes from its offset gets every chunk exactly once', async () => {
     world = await startWorld({ fake: { script: [reply(words(30), { chunkDelayMs: 40 })] } });
     const run = await world.client.start({ agent: 'assistant', input: 'talk' });
-    const source = await eventually(() => findStreamUrl(run.workflow), 20_000, 'stream url');
+    const source = await eventually(() => findStreamSource(run.workflow), 20_000, 'stream url');
     const got: ChunkEvent[] = [];
     const first = new AbortController();
-    for await (const event of readChunks(source.url, run.workflowId, { llm_call: 1, chunk_index: 0 }, first.signal)) {
+    for await (const event of readChunks(source, run.workflowId, { llm_call: 1, chunk_index: 0 }, first.signal)) {
       if (event.event_type !== 'llm_chunk_arrive') break;
       got.push(event);
       if (got.length === 10) first.abort();
     }
     await new Promise((resolve) => setTimeout(resolve, 300));
-    for await (const event of readChunks(source.url, run.workflowId, { llm_call: 1, chunk_index: got.length }, new AbortController().signal)) {
+    for await (const event of readChunks(source, run.workflowId, { llm_call: 1, chunk_index: got.length }, new AbortController().signal)) {
       if (event.event_type !== 'llm_chunk_arrive') break;
       got.push(event);
     }
@@ -132,7 +132,7 @@ describe('event stream', () => {
     const deltas: Array<{ argname: string; argcontent_delta: string; tool_call_id: string }> = [];
     const abort = new AbortController();
     const reading = (async () => {
-      for await (const event of readChunks(world!.worker.streamUrl, id, { llm_call: 1, chunk_index: 0 }, abort.signal)) {
+      for await (const event of readChunks({ url: world!.worker.streamUrl, token: world!.worker.streamToken(id) }, id, { llm_call: 1, chunk_index: 0 }, abort.signal)) {
         if (event.event_type === 'llm_stream_end') break;
         if (event.event_type === 'tool_call_arguments_delta') deltas.push(event);
       }

@@ -12,12 +12,12 @@ const chunk = (llm_call: number, attempt: number, chunk_index: number): StreamEv
   chunk: `c${llm_call}.${attempt}.${chunk_index} `,
   timestamp: '2026-01-01T00:00:00.000Z',
 });
-const end = (llm_call: number, attempt: number, chunks: number): StreamEvent => ({ event_type: 'llm_stream_end', run_id: 'r', llm_call, attempt, chunks });
+const end = (llm_call: number, attempt: number, chunks: number, outcome: 'completed' | 'failed' = 'completed'): StreamEvent => ({ event_type: 'llm_stream_end', run_id: 'r', llm_call, attempt, chunks, outcome });
 
 async function take(iterable: AsyncIterable<StreamEvent>, count: number): Promise<string[]> {
   const seen: string[] = [];
   for await (const event of iterable) {
-    seen.push(event.event_type === 'llm_chunk_arrive' ? event.chunk.trim() : `end${event.llm_call}.${event.attempt}`);
+    seen.push(event.event_type === 'llm_chunk_arrive' ? event.chunk.trim() : event.event_type === 'llm_stream_end' ? `${event.outcome === 'failed' ? 'failed' : 'end'}${event.llm_call}.${event.attempt}` : 'delta');
     if (seen.length === count) break;
   }
   return seen;
@@ -61,5 +61,44 @@ describe('ChunkHub (the embedded side channel)', () => {
     const reading = take(hub.subscribe('r', { llm_call: 4, chunk_index: 0 }, abort.signal), 1);
     abort.abort();
     expect(await reading).toEqual([]);
+  });
+
+  it('after a failed attempt stays on the call and reads the next attempt from its start', async () => {
+    const hub = new ChunkHub();
+    const reading = take(hub.subscribe('r', { llm_call: 1, chunk_index: 0 }, new AbortController().signal), 6);
+    hub.publish(chunk(1, 1, 0));
+    hub.publish(chunk(1, 1, 1));
+    hub.publish(end(1, 1, 2, 'failed'));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    hub.publish(chunk(1, 2, 0));
+    hub.publish(end(1, 2, 1));
+    hub.publish(chunk(2, 1, 0));
+    expect(await reading).toEqual(['c1.1.0', 'c1.1.1', 'failed1.1', 'c1.2.0', 'end1.2', 'c2.1.0']);
+  });
+
+  it('an offset of an attempt waits for that attempt and skips to a newer one', async () => {
+    const hub = new ChunkHub();
+    hub.publish(chunk(1, 1, 0));
+    hub.publish(end(1, 1, 1, 'failed'));
+    // Resuming after the failed end: attempt 1 is not read again.
+    const reading = take(hub.subscribe('r', { llm_call: 1, chunk_index: 0, attempt: 2 }, new AbortController().signal), 2);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    hub.publish(chunk(1, 2, 0));
+    hub.publish(chunk(1, 2, 1));
+    expect(await reading).toEqual(['c1.2.0', 'c1.2.1']);
+    // An offset inside attempt 2 when attempt 3 has replaced it: attempt 3 from its start.
+    hub.publish(chunk(1, 3, 0));
+    expect(await take(hub.subscribe('r', { llm_call: 1, chunk_index: 5, attempt: 2 }, new AbortController().signal), 1)).toEqual(['c1.3.0']);
+  });
+
+  it('waiting for an unknown run allocates nothing once the follower leaves', async () => {
+    const hub = new ChunkHub();
+    const abort = new AbortController();
+    const reading = take(hub.subscribe('nobody', { llm_call: 1, chunk_index: 0 }, abort.signal), 1);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(hub.size).toEqual({ runs: 0, listeners: 1 });
+    abort.abort();
+    expect(await reading).toEqual([]);
+    expect(hub.size).toEqual({ runs: 0, listeners: 0 });
   });
 });
