@@ -1,4 +1,5 @@
 import type { AgentRegistry } from '../agents/registry';
+import type { SecretRedactor } from './redact';
 import { createDescribeAgent } from './describe-agent';
 import { createLlmPhase, type ChunkSink, type ProviderSettings } from './llm-phase';
 import { createPrepareFunction } from './prepare-function';
@@ -12,6 +13,8 @@ export interface ActivitySettings {
   tools?: Partial<ToolBatchSettings>;
   /** The side channel for token chunks. */
   chunks?: ChunkSink;
+  /** Removes the configured keys (and key-shaped values) from tool errors. */
+  redactor?: SecretRedactor;
 }
 
 /** The activities a patchloop worker registers. Workflows import their type only. */
@@ -20,9 +23,10 @@ export function createActivities(settings: ActivitySettings) {
     describeAgent: createDescribeAgent(settings.registry, settings.defaultModel),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
     llmPhase: createLlmPhase(settings.provider, new RequestCache(), settings.registry, settings.chunks),
-    toolBatch: createToolBatch(settings.registry, { abortGraceMs: 200, ...settings.tools }),
+    toolBatch: createToolBatch(settings.registry, { abortGraceMs: 200, ...(settings.redactor ? { redactor: settings.redactor } : {}), ...settings.tools }),
   };
 }
 
 export type Activities = ReturnType<typeof createActivities>;
 export type { ProviderSettings } from './llm-phase';
+export { SecretRedactor } from './redact';

@@ -25,10 +25,13 @@ import {
 } from '../runtime';
 import type { AgentRegistry } from '../agents/registry';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
+import type { SecretRedactor } from './redact';
 
 export interface ToolBatchSettings {
   /** After an abort, how long calls may still finish and keep their results. */
   abortGraceMs: number;
+  /** Tool error messages go to the model and into history: secrets are removed first. */
+  redactor?: SecretRedactor;
 }
 
 interface CallLimits {
@@ -71,7 +74,7 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
     try {
       if (!signal.aborted) {
         const runs = input.calls.map(async (call, index) => {
-          const outcome = await runCall(registry, limits, input, call, workflowId, signal, (event_name, data) =>
+          const outcome = await runCall(registry, limits, input, call, workflowId, signal, settings.redactor, (event_name, data) =>
             customEvents.push({ tool_call_id: call.id, tool_name: call.name, event_name, data }),
           );
           if (outcome === null) return;
@@ -96,6 +99,7 @@ async function runCall(
   call: ToolCallRequest,
   workflowId: string,
   batchSignal: AbortSignal,
+  redactor: SecretRedactor | undefined,
   emit: (eventName: string, data: JsonObject) => void,
 ): Promise<Finished | null> {
   const started = Date.now();
@@ -128,7 +132,7 @@ async function runCall(
       Promise.resolve().then(() =>
         tool.execute(parsed.data, {
           signal,
-          idempotencyKey: `${workflowId}/${input.iteration}/${call.id}`,
+          idempotencyKey: idempotencyKey(workflowId, input, call),
           toolCallId: call.id,
           workflowId,
           iteration: input.iteration,
@@ -157,8 +161,18 @@ async function runCall(
       const message = `Tool '${call.name}' timed out after ${timeoutSeconds} s`;
       return finish(toolStepErrorContent(message), false, message);
     }
-    return finish(toolFailureContent(call.name, args.text, error instanceof Error ? error.message : String(error)));
+    const message = error instanceof Error ? error.message : String(error);
+    return finish(toolFailureContent(call.name, args.text, redactor ? redactor.redact(message) : message));
   }
+}
+
+/**
+ * Unique per run chain: the chain's first run id tells apart two runs that reuse a workflow id (and a
+ * provider that reuses call ids such as `call_0`); stable across retries, replays and continue-as-new.
+ */
+export function idempotencyKey(workflowId: string, input: Pick<ToolBatchInput, 'iteration' | 'run_chain_id'>, call: Pick<ToolCallRequest, 'id'>): string {
+  // Batches scheduled by workflows that predate run_chain_id keep their old keys.
+  return input.run_chain_id ? `${workflowId}/${input.run_chain_id}/${input.iteration}/${call.id}` : `${workflowId}/${input.iteration}/${call.id}`;
 }
 
 /** Stops waiting for a tool that ignores its signal; its late result is dropped. */

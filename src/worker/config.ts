@@ -15,6 +15,11 @@ export interface PatchloopConfig {
   streamPort: number;
   streamHost: string;
   streamUrl: string | undefined;
+  /**
+   * Secret the per-run stream tokens derive from. Random per process when unset; set the same value on
+   * every worker behind one stream URL.
+   */
+  streamSecret: string | undefined;
 }
 
 export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): PatchloopConfig {
@@ -29,5 +34,6 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Pat
     streamPort: Number(env['PATCHLOOP_STREAM_PORT'] || 0),
     streamHost: env['PATCHLOOP_STREAM_HOST'] || '127.0.0.1',
     streamUrl: env['PATCHLOOP_STREAM_URL'] || undefined,
+    streamSecret: env['PATCHLOOP_STREAM_SECRET'] || undefined,
   };
 }

@@ -1,7 +1,8 @@
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { createActivities } from '../activities';
+import { createActivities, SecretRedactor } from '../activities';
+import { redactionInterceptor } from './redaction';
 import { AgentRegistry } from '../agents/registry';
 import { assistantAgent } from '../agents/assistant';
 import { exampleTools } from '../tools/examples';
@@ -13,6 +14,7 @@ import type { PatchloopConfig } from './config';
 import type { RunEndedSummary } from '../workflows/sinks';
 import { ChunkHub } from '../streaming/chunk-hub';
 import { startStreamServer } from '../streaming/stream-server';
+import { StreamTokens } from '../streaming/stream-token';
 
 export interface PatchloopWorkerOptions {
   connection: NativeConnection;
@@ -28,6 +30,16 @@ export interface PatchloopWorkerOptions {
   workerOptions?: Partial<WorkerOptions>;
 }
 
+/** What must never leave the worker: the configured provider key, and anything shaped like one. */
+export function workerRedactor(config: Pick<PatchloopConfig, 'openaiApiKey'>): SecretRedactor {
+  return new SecretRedactor([config.openaiApiKey]);
+}
+
+function withoutInterceptors(options: Partial<WorkerOptions> | undefined): Partial<WorkerOptions> {
+  const { interceptors: _interceptors, ...rest } = options ?? {};
+  return rest;
+}
+
 /** The workflows' entry file, as source (tsx, tests) or compiled (dist). */
 export function workflowsPath(): string {
   const source = join(__dirname, '..', 'workflows', 'index.ts');
@@ -38,6 +50,8 @@ export function workflowsPath(): string {
 export interface PatchloopWorker {
   readonly temporal: Worker;
   readonly streamUrl: string;
+  /** The capability a follower presents to read this run's chunks from this worker. */
+  streamToken(runId: string): string;
   run(): Promise<void>;
   shutdown(): void;
 }
@@ -45,8 +59,10 @@ export interface PatchloopWorker {
 export async function createPatchloopWorker(options: PatchloopWorkerOptions): Promise<PatchloopWorker> {
   const { config } = options;
   const registry = new AgentRegistry(options.tools ?? exampleTools, options.agents ?? [assistantAgent], options.functions ?? exampleFunctions);
+  const redactor = workerRedactor(config);
   const transport = new ChunkHub();
-  const stream = await startStreamServer(transport, { port: config.streamPort, host: config.streamHost, ...(config.streamUrl ? { advertiseUrl: config.streamUrl } : {}) });
+  const tokens = new StreamTokens(config.streamSecret);
+  const stream = await startStreamServer(transport, { port: config.streamPort, host: config.streamHost, tokens, ...(config.streamUrl ? { advertiseUrl: config.streamUrl } : {}) });
   const worker = await Worker.create({
     connection: options.connection,
     namespace: config.namespace,
@@ -56,8 +72,10 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
       registry,
       defaultModel: config.model,
       provider: { baseURL: config.openaiBaseUrl, apiKey: config.openaiApiKey, timeoutMs: 10 * 60 * 1000 },
-      chunks: { transport, url: stream.url },
+      chunks: { transport, url: stream.url, tokens },
+      redactor,
     }),
+    interceptors: { ...options.workerOptions?.interceptors, activity: [redactionInterceptor(redactor), ...(options.workerOptions?.interceptors?.activity ?? [])] },
     // Cancels reach an activity only through heartbeat answers: throttle them to 1 s, not 30-60 s.
     maxHeartbeatThrottleInterval: '1s',
     defaultHeartbeatThrottleInterval: '1s',
@@ -67,7 +85,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
       },
     },
     ...(config.stickyQueueTimeout ? { stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout } : {}),
-    ...options.workerOptions,
+    ...withoutInterceptors(options.workerOptions),
   }).catch(async (error: unknown) => {
     await stream.close();
     throw error;
@@ -75,6 +93,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
   return {
     temporal: worker,
     streamUrl: stream.url,
+    streamToken: (runId) => tokens.tokenFor(runId),
     run: async () => {
       try {
         await worker.run();

@@ -1,9 +1,10 @@
-import { NativeConnection } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { AgentDefinition } from '../../runtime';
 import { configFromEnvironment } from '../../worker/config';
-import { createPatchloopWorker } from '../../worker/create-worker';
+import { createPatchloopWorker, workerRedactor } from '../../worker/create-worker';
+import { RedactingLogger } from '../../worker/redaction';
 import { assistantAgent } from '../../agents/assistant';
 import { parseCommandArgs } from '../arguments';
 
@@ -16,6 +17,8 @@ const USAGE = 'patchloop worker [--agents FILE.json]';
 export async function workerCommand(args: string[], print: (line: string) => void): Promise<undefined> {
   const { values } = parseCommandArgs(args, { agents: { type: 'string' } }, USAGE);
   const config = configFromEnvironment();
+  // Worker log lines (activity failures among them) pass through the same redaction as failures.
+  Runtime.install({ logger: new RedactingLogger(new DefaultLogger('INFO'), workerRedactor(config)) });
   const agents = values.agents ? z.array(AgentDefinition).parse(JSON.parse(await readFile(values.agents, 'utf8'))) : [assistantAgent];
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   try {

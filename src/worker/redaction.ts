@@ -1,0 +1,56 @@
+import type { LogLevel, LogMetadata, Logger } from '@temporalio/common';
+import type { ActivityInterceptorsFactory } from '@temporalio/worker';
+import type { SecretRedactor } from '../activities/redact';
+
+/**
+ * Secrets never leave an activity: every failure it throws (message, stack, details, causes) is
+ * redacted before the worker logs it or reports it to the server (and so into history), and the
+ * configured keys are removed from whatever it returns.
+ */
+export function redactionInterceptor(redactor: SecretRedactor): ActivityInterceptorsFactory {
+  return () => ({
+    inbound: {
+      async execute(input, next) {
+        try {
+          const result = await next(input);
+          return redactor.containsSecret(result) ? redactor.redactValue(result) : result;
+        } catch (error) {
+          throw redactor.redactError(error);
+        }
+      },
+    },
+  });
+}
+
+/** A logger that redacts messages and metadata before the wrapped logger writes them. */
+export class RedactingLogger implements Logger {
+  constructor(
+    private readonly inner: Logger,
+    private readonly redactor: SecretRedactor,
+  ) {}
+
+  log(level: LogLevel, message: string, meta?: LogMetadata): void {
+    this.inner.log(level, this.redactor.redact(message), meta ? this.redactMeta(meta) : meta);
+  }
+  trace(message: string, meta?: LogMetadata): void {
+    this.log('TRACE', message, meta);
+  }
+  debug(message: string, meta?: LogMetadata): void {
+    this.log('DEBUG', message, meta);
+  }
+  info(message: string, meta?: LogMetadata): void {
+    this.log('INFO', message, meta);
+  }
+  warn(message: string, meta?: LogMetadata): void {
+    this.log('WARN', message, meta);
+  }
+  error(message: string, meta?: LogMetadata): void {
+    this.log('ERROR', message, meta);
+  }
+
+  private redactMeta(meta: LogMetadata): LogMetadata {
+    return Object.fromEntries(
+      Object.entries(meta).map(([key, value]) => [key, value instanceof Error ? this.redactor.redactError(value) : this.redactor.redactValue(value, (text) => this.redactor.redact(text))]),
+    );
+  }
+}
