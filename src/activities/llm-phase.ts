@@ -4,8 +4,9 @@ import type { JsonValue, Mutation, ToolCall } from '../context';
 import type { LlmPhaseInput, LlmPhaseResult, LlmRequest, TokenUsage } from '../runtime';
 import type { AgentRegistry } from '../agents/registry';
 import type { ChunkTransport } from '../streaming/chunk';
+import type { StreamTokens } from '../streaming/stream-token';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
-import { classifyProviderError } from './provider-errors';
+import { classifyProviderError, incompleteReply } from './provider-errors';
 import { loadRequest, type RequestCache } from './request-source';
 import { StreamAccumulator, type ArgumentsDelta, type StreamChunk } from './stream-accumulator';
 
@@ -16,10 +17,11 @@ export interface ProviderSettings {
   timeoutMs: number;
 }
 
-/** Where token chunks go (the side channel), and the URL followers read them from. */
+/** Where token chunks go (the side channel), the URL followers read them from, and their capabilities. */
 export interface ChunkSink {
   transport: ChunkTransport;
   url: string;
+  tokens: StreamTokens;
 }
 
 interface Reply {
@@ -28,49 +30,58 @@ interface Reply {
   reasoningDetails: JsonValue[];
   usage: TokenUsage | null;
   finishReason: string | null;
+  streamed: boolean;
 }
 
 /**
  * The LLM phase: one chat completion, streamed when the request says so. Returns the phase's patches
- * (spec 7.4). On a user abort it returns `[AssistantTruncatedMutation]` with the text received so far;
- * on any other cancel (worker shutdown) it throws so the phase runs again.
+ * (spec 7.4). A reply counts only when it is complete: a finish reason, `[DONE]` when streamed, no
+ * transport error and no undecodable data. Anything else fails the attempt (retryable) and none of its
+ * text reaches the transcript. On a user abort it returns `[AssistantTruncatedMutation]` with the text
+ * received so far; on any other cancel (worker shutdown) it throws so the phase runs again.
  */
 export function createLlmPhase(settings: ProviderSettings, cache: RequestCache, registry: AgentRegistry, chunks?: ChunkSink) {
-  // One retry layer: Temporal's. The client's own retries would multiply it.
-  const client = new OpenAI({ baseURL: settings.baseURL, apiKey: settings.apiKey ?? 'unset', maxRetries: 0, timeout: settings.timeoutMs });
+  // One retry layer: Temporal's. The client's own retries would multiply it. Its logger is off: errors
+  // are classified and reported here, redacted, not printed with raw provider data.
+  const client = new OpenAI({ baseURL: settings.baseURL, apiKey: settings.apiKey ?? 'unset', maxRetries: 0, timeout: settings.timeoutMs, logLevel: 'off' });
 
   return async function llmPhase(input: LlmPhaseInput): Promise<LlmPhaseResult> {
     const context = Context.current();
     const started = Date.now();
-    const request = await loadRequest(input, cache);
     const publisher = chunkPublisher(chunks, context, input);
     const stream = new StreamAccumulator(
       (text) => publisher.chunk(text),
       (delta) => publisher.argumentsDelta(delta),
     );
-    // The heartbeat also tells followers where this call's tokens stream from (nothing goes to history).
+    // The heartbeat starts first: loading the request may take a while (a replaying workflow answers
+    // the query), and both liveness and cancellation depend on it. It also tells followers where this
+    // call's tokens stream from (nothing goes to history).
     const stopHeartbeat = startHeartbeat(context, () => ({ iteration: input.iteration, chars: stream.content.length, ...publisher.announcement }));
     const signal = context.cancellationSignal;
     let reply: Reply;
     try {
-      reply = request.stream ? await streamReply(client, request, signal, stream) : await plainReply(client, request, shutdownOnly(context));
+      const request = await loadRequest(input, cache);
+      if (signal.aborted) throw signal.reason;
+      const body = new BodyObserver();
+      // One attempt's HTTP timeout stays below the attempt's own start-to-close timeout.
+      const timeout = Math.max(1000, Math.min(settings.timeoutMs, context.info.startToCloseTimeoutMs - 5000));
+      const attemptClient = client.withOptions({ fetch: body.fetch, timeout });
+      reply = request.stream ? await streamReply(attemptClient, request, signal, stream, body) : await plainReply(attemptClient, request, shutdownOnly(context));
     } catch (error) {
       // An abort before the first byte throws (APIUserAbortError): that is the abort path, not a failure.
-      if (!signal.aborted) throw classifyProviderError(error);
+      if (!signal.aborted) {
+        const failure = classifyProviderError(error);
+        publisher.end('failed', failure.type ?? 'Error');
+        throw failure;
+      }
       if (!isUserAbort(context)) throw cancellationError(context);
-      publisher.end();
+      publisher.end('aborted');
       return abortedResult(stream, started);
     } finally {
       stopHeartbeat();
     }
-    // The openai stream ends silently when aborted: a partial answer must not pass as complete.
-    if (request.stream && signal.aborted) {
-      if (!isUserAbort(context)) throw cancellationError(context);
-      publisher.end();
-      return abortedResult(stream, started);
-    }
-    if (!request.stream) publisher.chunk(reply.content);
-    publisher.end();
+    if (!reply.streamed) publisher.chunk(reply.content);
+    publisher.end('completed');
     const result = completedResult(reply, started);
     // A typed function's final reply is checked here, where its zod schema lives.
     if (input.output_check && reply.toolCalls.length === 0) return { ...result, output_check: registry.llmFunction(input.output_check).checkOutput(reply.content) as LlmPhaseResult['output_check'] };
@@ -78,19 +89,60 @@ export function createLlmPhase(settings: ProviderSettings, cache: RequestCache, 
   };
 }
 
-async function streamReply(client: OpenAI, request: LlmRequest, signal: AbortSignal, stream: StreamAccumulator): Promise<Reply> {
+/**
+ * Watches a response body on its way to the openai client, which ends a stream silently both when
+ * `[DONE]` arrives and when the body simply stops: did `[DONE]` arrive, and did the body end cleanly?
+ */
+class BodyObserver {
+  sawDone = false;
+  ended = false;
+  readonly fetch = async (url: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const response = await fetch(url, init);
+    if (!response.body) return response;
+    const decoder = new TextDecoder();
+    let tail = '';
+    const scan = (lines: string[]) => {
+      for (const line of lines) if (/^data:\s*\[DONE\]/.test(line)) this.sawDone = true;
+    };
+    const ended = () => (this.ended = true);
+    const body = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          const lines = (tail + decoder.decode(chunk, { stream: true })).split('\n');
+          tail = lines.pop() ?? '';
+          scan(lines);
+          controller.enqueue(chunk);
+        },
+        flush() {
+          scan([tail + decoder.decode()]);
+          ended();
+        },
+      }),
+    );
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
+
+async function streamReply(client: OpenAI, request: LlmRequest, signal: AbortSignal, stream: StreamAccumulator, body: BodyObserver): Promise<Reply> {
   const chunks = (await client.chat.completions.create(request as unknown as OpenAI.ChatCompletionCreateParamsStreaming, { signal })) as AsyncIterable<StreamChunk>;
   for await (const chunk of chunks) {
     stream.add(chunk);
     if (signal.aborted) break;
   }
-  return { content: stream.content, toolCalls: stream.toolCalls(), reasoningDetails: stream.reasoningDetails, usage: stream.usage, finishReason: stream.finishReason };
+  // The openai stream ends silently on an abort, a reset connection and a server that just stops.
+  if (signal.aborted) throw signal.reason;
+  if (!body.ended) throw incompleteReply(`the stream broke off after ${stream.content.length} characters`);
+  if (stream.finishReason === null) throw incompleteReply(`the stream ended without a finish_reason after ${stream.content.length} characters`);
+  if (!body.sawDone) throw incompleteReply('the stream ended without [DONE]');
+  return { content: stream.content, toolCalls: stream.toolCalls(), reasoningDetails: stream.reasoningDetails, usage: stream.usage, finishReason: stream.finishReason, streamed: true };
 }
 
 /** Spec 8.2: a non-streamed request in flight is not interrupted by an abort; only a shutdown stops it. */
 async function plainReply(client: OpenAI, request: LlmRequest, signal: AbortSignal): Promise<Reply> {
   const completion = await client.chat.completions.create(request as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming, { signal });
-  const choice = completion.choices[0];
+  if (!Array.isArray(completion?.choices) || completion.choices.length === 0) throw incompleteReply('the reply has no choices');
+  const choice = completion.choices[0]!;
+  if (!choice.finish_reason) throw incompleteReply('the reply has no finish_reason');
   const message = (choice?.message ?? {}) as { content?: string | null; tool_calls?: ToolCall[]; reasoning_details?: JsonValue[] };
   const usage = completion.usage;
   return {
@@ -98,7 +150,8 @@ async function plainReply(client: OpenAI, request: LlmRequest, signal: AbortSign
     toolCalls: (message.tool_calls ?? []).filter((call) => call.id && call.function?.name).map((call) => ({ ...call, type: call.type ?? 'function' })),
     reasoningDetails: message.reasoning_details ?? [],
     usage: usage ? { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens } : null,
-    finishReason: choice?.finish_reason ?? null,
+    finishReason: choice.finish_reason,
+    streamed: false,
   };
 }
 
@@ -110,7 +163,7 @@ function chunkPublisher(sink: ChunkSink | undefined, context: Context, input: Ll
   let index = 0;
   const enabled = sink !== undefined && llmCall > 0;
   return {
-    announcement: enabled ? { stream_url: sink.url, llm_call: llmCall, attempt } : {},
+    announcement: enabled ? { stream_url: sink.url, stream_token: sink.tokens.tokenFor(runId), llm_call: llmCall, attempt } : {},
     chunk(text: string) {
       if (!enabled || text === '') return;
       sink.transport.publish({ event_type: 'llm_chunk_arrive', run_id: runId, iteration: input.iteration, llm_call: llmCall, attempt, chunk_index: index, chunk: text, timestamp: new Date().toISOString() });
@@ -121,8 +174,10 @@ function chunkPublisher(sink: ChunkSink | undefined, context: Context, input: Ll
       sink.transport.publish({ event_type: 'tool_call_arguments_delta', run_id: runId, iteration: input.iteration, llm_call: llmCall, attempt, chunk_index: index, ...delta, timestamp: new Date().toISOString() });
       index += 1;
     },
-    end() {
-      if (enabled) sink.transport.publish({ event_type: 'llm_stream_end', run_id: runId, llm_call: llmCall, attempt, chunks: index });
+    /** `failed`: this attempt's chunks are superseded; the next attempt streams the call again from 0. */
+    end(outcome: 'completed' | 'aborted' | 'failed', error?: string) {
+      if (!enabled) return;
+      sink.transport.publish({ event_type: 'llm_stream_end', run_id: runId, llm_call: llmCall, attempt, chunks: index, outcome, ...(error ? { error } : {}) });
     },
   };
 }

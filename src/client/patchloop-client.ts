@@ -1,8 +1,18 @@
 import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import type { Message } from '../context';
-import type { AgentRunInputWire, AgentRunResult, ChatSessionInputWire, ChatSessionResult, RunStatus, TurnReply } from '../runtime';
-import { abortSignal, closeSignal, nextRequestQuery, sendUpdate, statusQuery, transcriptQuery, userMessageSignal } from '../workflows/definitions';
+import type { AgentRunInputWire, AgentRunResult, ChatSessionInputWire, ChatSessionResult, RunStatus, TurnReply, UnprocessedMessage } from '../runtime';
+import {
+  abortSignal,
+  closeSignal,
+  nextRequestQuery,
+  sendUpdate,
+  statusQuery,
+  transcriptQuery,
+  userMessageSignal,
+  userMessageUpdate,
+  type UserMessageAccepted,
+} from '../workflows/definitions';
 import type { PatchloopConfig } from '../worker/config';
 
 /** A typed client for patchloop runs; anything it does can also be done with the `temporal` CLI. */
@@ -73,8 +83,14 @@ export class RunHandle {
     return this.workflow.signal(abortSignal, { reason });
   }
 
+  /** Queues a user message (signal): fire-and-forget; a refused one shows as an `input_rejected` event. */
   sendUserMessage(content: string): Promise<void> {
     return this.workflow.signal(userMessageSignal, { content });
+  }
+
+  /** Queues a user message (update): resolves once the run accepted it, rejects with the reason if not. */
+  submitUserMessage(content: string): Promise<UserMessageAccepted> {
+    return this.workflow.executeUpdate(userMessageUpdate, { args: [{ content }] });
   }
 
   transcript(): Promise<Message[]> {
@@ -131,12 +147,16 @@ export class SessionHandle extends RunHandle {
 export class RunFailedError extends Error {
   override readonly name = 'RunFailedError';
   readonly type: string | undefined;
+  /** Accepted user messages the model never saw because the run failed first. */
+  readonly unprocessedMessages: UnprocessedMessage[];
   constructor(
     readonly workflowId: string,
     failure: WorkflowFailedError,
   ) {
-    const cause = failure.cause as (Error & { type?: string }) | undefined;
+    const cause = failure.cause as (Error & { type?: string; details?: unknown[] }) | undefined;
     super(`run ${workflowId} failed: ${cause?.message ?? failure.message}`);
     this.type = cause?.type;
+    const carried = (cause?.details ?? []).find((detail): detail is { unprocessed_messages: UnprocessedMessage[] } => Array.isArray((detail as { unprocessed_messages?: unknown } | null)?.unprocessed_messages));
+    this.unprocessedMessages = carried?.unprocessed_messages ?? [];
   }
 }

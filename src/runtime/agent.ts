@@ -3,9 +3,16 @@ import { JsonObject } from '../context';
 
 /** Timeouts and retry budgets of an agent's phases. Seconds, so agent files stay readable JSON. */
 export const AgentLimits = z.strictObject({
-  /** One LLM attempt, start to close. */
+  /** One LLM attempt, start to close (the provider HTTP timeout is set a little below it). */
   llm_timeout_seconds: z.number().positive().default(300),
-  llm_max_attempts: z.number().int().positive().default(5),
+  /**
+   * How long an LLM call keeps retrying while the provider is unavailable (429, 5xx, network errors,
+   * broken streams), with backoff up to 60 s and the provider's retry-after. Attempts are unbounded
+   * within it unless `llm_max_attempts` is set.
+   */
+  llm_retry_budget_seconds: z.number().positive().default(1800),
+  /** An optional cap on attempts inside the budget; null: as many as the budget allows. */
+  llm_max_attempts: z.number().int().positive().nullable().default(null),
   /** A phase without a heartbeat for this long is retried elsewhere (a dead worker). */
   heartbeat_timeout_seconds: z.number().positive().default(10),
   /** Per tool call, unless the tool sets its own. */
@@ -17,6 +24,10 @@ export const AgentLimits = z.strictObject({
   max_image_bytes: z.number().int().positive().default(1024 * 1024),
   /** How long an aborted run waits for its phase to hand back partial results before giving up on them. */
   abort_wait_seconds: z.number().positive().default(10),
+  /** One user message (signal or update); a larger one is refused with a visible warning. */
+  max_user_message_bytes: z.number().int().positive().default(256 * 1024),
+  /** All user messages waiting for their turn at once; more are refused until the run catches up. */
+  max_queued_message_bytes: z.number().int().positive().default(1024 * 1024),
   /** How deep `selfref_fork` may nest (a top-level run has depth 0). */
   max_fork_depth: z.number().int().nonnegative().default(3),
 });

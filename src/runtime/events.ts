@@ -53,6 +53,10 @@ export type RunEventBody =
   | { event_type: 'react_iteration_end'; tool_calls_count: number }
   | { event_type: 'custom_event'; event_name: string; data: JsonObject; tool_name: string; tool_call_id: string }
   | { event_type: 'continued_as_new'; history_events: number; history_bytes: number }
+  /** A signal or update the run refused (bad shape, too large, queue full): recorded, never silent. */
+  | { event_type: 'input_rejected'; input: string; via: 'signal' | 'update'; reason: string }
+  /** A session turn failed (the provider rejected it, ...): the turn is rolled back and the session goes on. */
+  | { event_type: 'turn_failed'; error_type: string; message: string }
   | {
       event_type: 'react_end';
       status: 'completed' | 'aborted';
@@ -80,6 +84,8 @@ export interface RunStatus {
   abort_requested: boolean;
   abort_reason: string;
   queued_user_messages: number;
+  /** Signals and updates refused so far (each also logged as an `input_rejected` event). */
+  rejected_inputs: number;
   /** Temporal's own figures, refreshed at each workflow task. */
   history: { events: number; bytes: number };
   /** Events with `seq > after` (all of them by default). */

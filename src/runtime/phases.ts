@@ -57,6 +57,11 @@ export const ToolBatchInput = z.strictObject({
   agent: z.string(),
   iteration: z.number().int().nonnegative(),
   calls: z.array(ToolCallRequest),
+  /**
+   * The run chain's first run id (`firstExecutionRunId`): stable across retries, replays and
+   * continue-as-new, different for a new run that reuses the workflow id. Idempotency keys derive from it.
+   */
+  run_chain_id: z.string().optional(),
 });
 export type ToolBatchInput = z.infer<typeof ToolBatchInput>;
 

@@ -36,6 +36,12 @@ export const TokenUsage = z.strictObject({
 });
 export type TokenUsage = z.infer<typeof TokenUsage>;
 
+/** A user message the run accepted but the model never saw (the run ended first). */
+export const UnprocessedMessage = z.strictObject({
+  content: z.string(),
+});
+export type UnprocessedMessage = z.infer<typeof UnprocessedMessage>;
+
 /** Result of workflow `agentRun` (schemas/agent-run-result.schema.json). */
 export const AgentRunResult = z.strictObject({
   status: z.enum(['completed', 'aborted']),
@@ -44,6 +50,11 @@ export const AgentRunResult = z.strictObject({
   /** Summed over every LLM call of the run (spec 7.9); null when no call reported usage. */
   usage: TokenUsage.nullable(),
   abort_reason: z.string().optional(),
+  /**
+   * Accepted user messages that are not in the transcript because the run ended before its next
+   * compile boundary (an abort, for example), in arrival order. Absent when there are none.
+   */
+  unprocessed_messages: z.array(UnprocessedMessage).optional(),
 });
 export type AgentRunResult = z.infer<typeof AgentRunResult>;
 

@@ -47,10 +47,12 @@ export type ChatSessionInputWire = z.input<typeof ChatSessionInput>;
 
 /** What a `send` update answers when its turn ends. */
 export const TurnReply = z.strictObject({
-  status: z.enum(['completed', 'aborted']),
+  status: z.enum(['completed', 'aborted', 'failed']),
   reply: z.string().nullable(),
   turn: z.number().int().positive(),
   abort_reason: z.string().optional(),
+  /** Why a failed turn failed; its effects on the context were rolled back and the session goes on. */
+  error: z.strictObject({ type: z.string(), message: z.string() }).optional(),
 });
 export type TurnReply = z.infer<typeof TurnReply>;
 

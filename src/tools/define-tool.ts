@@ -7,8 +7,9 @@ export interface ToolContext {
   /** Aborted when the run is aborted, the tool's timeout passes, or the worker shuts down. */
   signal: AbortSignal;
   /**
-   * `${workflowId}/${iteration}/${toolCallId}`: stable across retries, crashes, replays and
-   * continue-as-new, so a side-effecting tool can recognise a repeated attempt.
+   * `<workflowId>/<firstExecutionRunId>/<iteration>/<toolCallId>`: stable across retries, crashes,
+   * replays and continue-as-new, and unique per run chain (a new run that reuses the workflow id gets
+   * new keys), so a side-effecting tool can recognise a repeated attempt.
    */
   idempotencyKey: string;
   toolCallId: string;

@@ -1,10 +1,11 @@
-import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow';
+import { ActivityCancellationType, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { argumentsForEvents, compileInvocationTurn, resultForEvents, type JsonObject, type JsonValue, type Mutation, type PromptContract } from '../context';
 import {
   addUsage,
   collectSelfRefMutations,
   digestText,
+  NON_RETRYABLE_PROVIDER_ERRORS,
   promptContractFor,
   providerTools,
   queueIntent,
@@ -22,7 +23,6 @@ import { runFork } from './forks';
 import { inPhaseScope } from './phase-scope';
 import { commit, deliverChildSignals, emit, userMessageMutation, type Run } from './run-state';
 
-const NON_RETRYABLE_PROVIDER_ERRORS = ['ProviderRejected', 'ProviderAuthFailed', 'ContextTooLong', 'InvalidLlmRequest'];
 const EVENT_RESULT_CHARS = 1024;
 
 export interface LoopOptions {
@@ -89,7 +89,7 @@ export class AgentLoop {
       const calls = requestedCalls(llm);
       if (calls.length === 0) {
         // A message that arrived while the model answered is not dropped: the run goes on with it.
-        if (this.options.foldInbox && run.inbox.length > 0 && !run.abort.requested) {
+        if (this.goesOnWithInbox()) {
           commit(run, llm.mutations);
           continue;
         }
@@ -98,6 +98,12 @@ export class AgentLoop {
       if (this.options.maxToolCalls !== null && toolCalls + calls.length > this.options.maxToolCalls) {
         // Spec 7.5: the batch and its tool-call message are dropped; one last call without tools.
         const last = await this.llmPhase({ withTools: false, stream: false }, it + 1);
+        if (last.outcome !== 'aborted' && this.goesOnWithInbox()) {
+          // A message that arrived meanwhile gets an iteration of its own, as after any final answer.
+          commit(run, last.mutations);
+          run.iteration = it + 2;
+          continue;
+        }
         return this.finish(last.mutations, last.outcome === 'aborted' ? 'aborted' : 'completed', replyContent(last), it + 1, last.outcome !== 'aborted');
       }
       const batch = await this.toolPhase(calls, it + 1);
@@ -108,6 +114,11 @@ export class AgentLoop {
       commit(run, [...llm.mutations, ...batch.mutations]);
       emit(run, { event_type: 'react_iteration_end', tool_calls_count: calls.length });
     }
+  }
+
+  /** A run (not a session) with messages waiting and no abort goes on instead of finishing. */
+  private goesOnWithInbox(): boolean {
+    return this.options.foldInbox && this.run.inbox.length > 0 && !this.run.abort.requested;
   }
 
   /** Step 1 hooks, in registration order: the SelfRef queue (6.2), then queued user messages. */
@@ -223,7 +234,7 @@ export class AgentLoop {
         Promise.all([
           activityCalls.length === 0
             ? Promise.resolve(EMPTY_BATCH)
-            : this.activities.toolBatch({ agent: this.agent.name, iteration: eventIteration, calls: activityCalls }).then(
+            : this.activities.toolBatch({ agent: this.agent.name, iteration: eventIteration, calls: activityCalls, run_chain_id: workflowInfo().firstExecutionRunId }).then(
                 (result) => {
                   reports.push(...result.reports);
                   return result;
@@ -280,10 +291,13 @@ function phaseActivities(agent: AgentSpec): Pick<Activities, 'llmPhase' | 'toolB
     // Omitted, this silently means TRY_CANCEL and the partial results of an abort are lost.
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   } as const;
+  // Provider unavailability retries for a time budget, not a handful of attempts: a durable run outlasts
+  // an outage. The budget covers every attempt and the backoff between them.
   const { llmPhase } = proxyActivities<Activities>({
     ...common,
     startToCloseTimeout: `${limits.llm_timeout_seconds}s`,
-    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '60s', maximumAttempts: limits.llm_max_attempts, nonRetryableErrorTypes: NON_RETRYABLE_PROVIDER_ERRORS },
+    scheduleToCloseTimeout: `${limits.llm_retry_budget_seconds}s`,
+    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '60s', ...(limits.llm_max_attempts !== null ? { maximumAttempts: limits.llm_max_attempts } : {}), nonRetryableErrorTypes: NON_RETRYABLE_PROVIDER_ERRORS },
   });
   const slowestTool = Math.max(limits.tool_timeout_seconds, ...agent.tool_descriptors.map((tool) => tool.timeout_seconds ?? 0));
   const { toolBatch } = proxyActivities<Activities>({

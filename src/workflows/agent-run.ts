@@ -2,12 +2,12 @@ import { ApplicationFailure, proxyActivities, setHandler, workflowInfo } from '@
 import { z } from 'zod';
 import type { Activities } from '../activities';
 import { asMessages, cloneJson, validateToolLinkage, type Message } from '../context';
-import { AgentRunInput, digestText, seedTranscript, type AgentRunResult, type AgentSpec } from '../runtime';
+import { AgentRunInput, AgentSpec, digestText, seedTranscript, type AgentRunResult } from '../runtime';
 import { AgentLoop } from './agent-loop';
 import { nextRequestQuery } from './definitions';
-import { asRunFailure } from './failures';
+import { asRunFailure, withUnprocessedMessages } from './failures';
 import { registerRunHandlers } from './handlers';
-import { commit, emit, newRun } from './run-state';
+import { applyAgentLimits, commit, emit, newRun, unprocessedMessages } from './run-state';
 import { sinks } from './sinks';
 
 /**
@@ -23,6 +23,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   try {
     const agent = await resolveAgent(input.agent);
     run.selfref = agent.selfref;
+    applyAgentLimits(run, agent.limits);
     if (input.fork) {
       // A fork child starts from [] with the parent's context as its first patch (spec 6.6 step 3).
       run.forkDepth = input.fork.depth;
@@ -40,18 +41,20 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     setHandler(nextRequestQuery, () => loop.previewRequest());
     const turn = await loop.turn();
     run.state = turn.status;
+    const unprocessed = unprocessedMessages(run);
     const result: AgentRunResult = {
       status: turn.status,
       answer: turn.answer,
       transcript: cloneJson(run.transcript),
       usage: run.usage,
       ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}),
+      ...(unprocessed.length > 0 ? { unprocessed_messages: unprocessed } : {}),
     };
     sinks.patchloop.runEnded({ status: turn.status, resultDigest: digestText(JSON.stringify(result)), llmCalls: run.llmCalls, toolCalls: run.toolCalls });
     return result;
   } catch (error) {
     run.state = 'failed';
-    throw asRunFailure(error);
+    throw withUnprocessedMessages(asRunFailure(error), unprocessedMessages(run));
   }
 }
 
@@ -76,5 +79,6 @@ export async function resolveAgent(name: string): Promise<AgentSpec> {
     startToCloseTimeout: '30s',
     retry: { maximumAttempts: 5, nonRetryableErrorTypes: ['UnknownAgent'] },
   });
-  return describeAgent(name);
+  // Parsed again here: a spec recorded by an older worker lacks newer limits, which take their defaults.
+  return AgentSpec.parse(await describeAgent(name));
 }

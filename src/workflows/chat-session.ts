@@ -12,9 +12,9 @@ import {
 import { AgentLoop } from './agent-loop';
 import { checkedSeed, resolveAgent } from './agent-run';
 import { abortSignal, closeSignal, nextRequestQuery, sendUpdate } from './definitions';
-import { asRunFailure } from './failures';
+import { asRunFailure, turnFailure } from './failures';
 import { registerRunHandlers } from './handlers';
-import { commit, emit, enqueueMessage, newRun, requestAbort, userMessageMutation, type Run } from './run-state';
+import { applyAgentLimits, checkMessage, commit, emit, enqueueMessage, newRun, requestAbort, userMessageMutation, type Run } from './run-state';
 import { sinks } from './sinks';
 
 /** Continue-as-new input must stay well under Temporal's 2 MB payload limit. */
@@ -59,8 +59,9 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     {
       // Rejected updates leave nothing in history.
       validator: (message) => {
-        if (typeof message?.content !== 'string') throw new Error('send expects {"content": string}');
         if (session.closing) throw new Error('the session is closing');
+        const check = checkMessage(run, message);
+        if (!check.ok) throw new Error(`send expects {"content": string}: ${check.reason}`);
       },
     },
   );
@@ -68,6 +69,7 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
   try {
     const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
     run.selfref = agent.selfref;
+    applyAgentLimits(run, agent.limits);
     if (!input.state) commit(run, [{ type: 'ContextReplaceMutation', messages: seedWithoutInput(checkedSeed(agent, { history: input.history ?? [], input: '' }, 'chatSession')) }]);
     loop = new AgentLoop(run, agent, { transport: 'query', maxToolCalls: input.max_tool_calls ?? agent.max_tool_calls, foldInbox: false });
     if (!input.state) emit(run, { event_type: 'react_start', agent: agent.name, user_task_prompt: '', available_tools: agent.tools });
@@ -76,13 +78,14 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
       await condition(() => run.inbox.length > 0 || session.closing);
       const entry = run.inbox.shift();
       if (!entry) break;
+      const checkpoint = turnCheckpoint(run);
       run.pending.push(userMessageMutation(entry.content));
       run.abort = { requested: false, reason: '' };
       session.turnActive = true;
-      const turn = await loop.turn();
+      const reply = await runTurn(run, loop, checkpoint);
       session.turnActive = false;
       session.turns += 1;
-      replies.set(entry.id, { status: turn.status, reply: turn.answer, turn: session.turns, ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}) });
+      replies.set(entry.id, { ...reply, turn: session.turns });
       if (continueAsNewDue(input) && (await continueAsNewNow(run, session, waiting))) {
         return await continueAsNew<typeof chatSession>(carriedInput(run, input, session, agent));
       }
@@ -95,6 +98,41 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
   } catch (error) {
     run.state = 'failed';
     throw asRunFailure(error);
+  }
+}
+
+/** The context state a failed turn rolls back to: as it was before the turn's message. */
+interface TurnCheckpoint {
+  transcript: Run['transcript'];
+  snapshot: Run['snapshot'];
+  pending: Run['pending'];
+  selfrefQueue: Run['selfrefQueue'];
+}
+
+function turnCheckpoint(run: Run): TurnCheckpoint {
+  // Commits replace the transcript and snapshot instead of editing them, so references suffice.
+  return { transcript: run.transcript, snapshot: run.snapshot, pending: [...run.pending], selfrefQueue: cloneJson(run.selfrefQueue) };
+}
+
+/**
+ * One turn. A turn that fails (the provider rejects the message, the context is too long, the retry
+ * budget runs out) answers `failed` with the error, and its effects on the context are rolled back, so
+ * the transcript stays valid and the session goes on with the next message.
+ */
+async function runTurn(run: Run, loop: AgentLoop, checkpoint: TurnCheckpoint): Promise<Omit<TurnReply, 'turn'>> {
+  try {
+    const turn = await loop.turn();
+    return { status: turn.status, reply: turn.answer, ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}) };
+  } catch (error) {
+    const failure = turnFailure(error);
+    if (!failure) throw error;
+    run.transcript = checkpoint.transcript;
+    run.snapshot = checkpoint.snapshot;
+    run.pending = checkpoint.pending;
+    run.selfrefQueue = checkpoint.selfrefQueue;
+    run.request = null;
+    emit(run, { event_type: 'turn_failed', error_type: failure.type, message: failure.message });
+    return { status: 'failed', reply: null, error: failure };
   }
 }
 

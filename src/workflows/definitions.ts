@@ -6,6 +6,8 @@ import type { EventPage, RequestPage, RunStatus, TurnReply } from '../runtime';
 
 export const abortSignal = defineSignal<[AbortSignalInput?]>('abort');
 export const userMessageSignal = defineSignal<[UserMessageInput]>('user_message');
+/** The same message as an update: its validator refuses a bad one before anything is recorded. */
+export const userMessageUpdate = defineUpdate<UserMessageAccepted, [UserMessageInput]>('user_message');
 export const transcriptQuery = defineQuery<Message[]>('transcript');
 export const statusQuery = defineQuery<RunStatus, [StatusQueryInput?]>('status');
 /** One page of the request compiled for the LLM phase in flight; read by the LLM activity, never recorded. */
@@ -27,6 +29,12 @@ export interface AbortSignalInput {
 }
 export interface UserMessageInput {
   content: string;
+}
+export interface UserMessageAccepted {
+  accepted: true;
+  /** Messages waiting for the next compile boundary (a run) or for their turn (a session), this one included. */
+  queued: number;
+  message_id: number;
 }
 export interface EventsQueryInput {
   after?: number;

@@ -1,15 +1,37 @@
 import { setHandler, workflowInfo } from '@temporalio/workflow';
 import { REQUEST_PAGE_CHARS } from '../runtime';
-import { abortSignal, compiledRequestQuery, eventsQuery, statusQuery, transcriptQuery, userMessageSignal } from './definitions';
-import { enqueueMessage, requestAbort, type Run } from './run-state';
+import { abortSignal, compiledRequestQuery, eventsQuery, statusQuery, transcriptQuery, userMessageSignal, userMessageUpdate } from './definitions';
+import { checkMessage, enqueueMessage, rejectInput, requestAbort, type Run } from './run-state';
 
-/** Signals and queries every run and session answers. */
+/** Signals, updates and queries every run and session answers. */
 export function registerRunHandlers(run: Run, extraStatus: () => Record<string, unknown> = () => ({})): void {
-  setHandler(abortSignal, (payload) => requestAbort(run, payload?.reason));
-  setHandler(userMessageSignal, (payload) => {
-    if (run.state !== 'running' || typeof payload?.content !== 'string') return;
-    enqueueMessage(run, payload.content);
+  setHandler(abortSignal, (payload) => {
+    if (payload !== undefined && (payload === null || typeof payload !== 'object')) rejectInput(run, 'abort', 'signal', 'expected {"reason": string}: aborting without a reason');
+    requestAbort(run, payload !== null && typeof payload === 'object' ? payload.reason : undefined);
   });
+  // A signal cannot be refused to its sender: a bad one is recorded as an event instead of vanishing.
+  setHandler(userMessageSignal, (payload) => {
+    if (run.state !== 'running') return rejectInput(run, 'user_message', 'signal', `the run is ${run.state}`);
+    const check = checkMessage(run, payload);
+    if (!check.ok) return rejectInput(run, 'user_message', 'signal', check.reason);
+    enqueueMessage(run, check.content);
+  });
+  // The same message as an update: the caller learns at once whether it was accepted.
+  setHandler(
+    userMessageUpdate,
+    (payload) => {
+      const entry = enqueueMessage(run, (payload as { content: string }).content);
+      return { accepted: true as const, queued: run.inbox.length, message_id: entry.id };
+    },
+    {
+      validator: (payload) => {
+        if (run.state !== 'running') throw new Error(`the run is ${run.state}`);
+        if (run.abort.requested) throw new Error('the run is being aborted');
+        const check = checkMessage(run, payload);
+        if (!check.ok) throw new Error(check.reason);
+      },
+    },
+  );
   setHandler(transcriptQuery, () => run.transcript);
   setHandler(statusQuery, (options) => ({
     state: run.state,
@@ -21,6 +43,7 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
     abort_requested: run.abort.requested,
     abort_reason: run.abort.reason,
     queued_user_messages: run.inbox.length,
+    rejected_inputs: run.rejectedInputs,
     history: { events: workflowInfo().historyLength, bytes: workflowInfo().historySize },
     events: run.events.filter((event) => event.seq > (options?.after ?? 0)),
     ...extraStatus(),

@@ -2,7 +2,7 @@ import { ApplicationFailure, proxyActivities, setHandler, workflowInfo } from '@
 import { z } from 'zod';
 import type { Activities } from '../activities';
 import type { JsonValue } from '../context';
-import { digestText, LlmFunctionInput, type PreparedFunction } from '../runtime';
+import { digestText, LlmFunctionInput, PreparedFunction } from '../runtime';
 import { AgentLoop } from './agent-loop';
 import { nextRequestQuery } from './definitions';
 import { asRunFailure } from './failures';
@@ -20,6 +20,7 @@ export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
   if (!parsed.success) throw ApplicationFailure.nonRetryable(`invalid llmFunction input: ${z.prettifyError(parsed.error)}`, 'InvalidRunInput');
   const input = parsed.data;
   const run = newRun(input.function, workflowInfo().workflowId);
+  run.acceptsMessages = false;
   registerRunHandlers(run);
   try {
     const prepared = await prepare(input);
@@ -56,10 +57,11 @@ export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
   }
 }
 
-function prepare(input: LlmFunctionInput): Promise<PreparedFunction> {
+async function prepare(input: LlmFunctionInput): Promise<PreparedFunction> {
   const { prepareFunction } = proxyActivities<Activities>({
     startToCloseTimeout: '30s',
     retry: { maximumAttempts: 5, nonRetryableErrorTypes: ['UnknownFunction', 'InvalidFunctionArgs'] },
   });
-  return prepareFunction(input);
+  // Parsed again: a function prepared by an older worker lacks newer limits, which take their defaults.
+  return PreparedFunction.parse(await prepareFunction(input));
 }

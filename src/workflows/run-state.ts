@@ -1,6 +1,18 @@
 import type { CancellationScope, ChildWorkflowHandle } from '@temporalio/workflow';
 import { compileContext, type Message, type Mutation, type SelfRefSnapshot } from '../context';
-import { emptySelfRefQueue, type RunEvent, type RunEventBody, type RunState, type SelfRefQueue, type TokenUsage } from '../runtime';
+import {
+  checkUserMessage,
+  DEFAULT_MESSAGE_LIMITS,
+  emptySelfRefQueue,
+  utf8Bytes,
+  type MessageLimits,
+  type RunEvent,
+  type RunEventBody,
+  type RunState,
+  type SelfRefQueue,
+  type TokenUsage,
+  type UnprocessedMessage,
+} from '../runtime';
 
 /** A message waiting for its turn; `id` lets a `send` update wait for the reply to exactly its message. */
 export interface InboxEntry {
@@ -22,6 +34,11 @@ export interface Run {
   pending: Mutation[];
   inbox: InboxEntry[];
   nextInboxId: number;
+  /** The agent's limits once it is resolved; the defaults until then. */
+  messageLimits: MessageLimits;
+  /** False for workflows that take no user messages (typed functions). */
+  acceptsMessages: boolean;
+  rejectedInputs: number;
   selfrefQueue: SelfRefQueue;
   /** Global across turns and continue-as-new: idempotency keys depend on it. */
   iteration: number;
@@ -53,6 +70,9 @@ export function newRun(agent: string, memoryKey: string): Run {
     pending: [],
     inbox: [],
     nextInboxId: 1,
+    messageLimits: DEFAULT_MESSAGE_LIMITS,
+    acceptsMessages: true,
+    rejectedInputs: 0,
     selfrefQueue: emptySelfRefQueue(),
     iteration: 0,
     llmCalls: 0,
@@ -93,7 +113,8 @@ export function emit(run: Run, body: RunEventBody, iteration = run.iteration): v
  */
 export function requestAbort(run: Run, reason: unknown): void {
   if (run.state !== 'running') return;
-  if (typeof reason === 'string' && reason !== '' && run.abort.reason === '') run.abort.reason = reason;
+  if (reason !== undefined && typeof reason !== 'string') rejectInput(run, 'abort', 'signal', `reason must be a string, got ${reason === null ? 'null' : typeof reason}: aborting without a reason`);
+  if (typeof reason === 'string' && reason !== '' && run.abort.reason === '') run.abort.reason = reason.slice(0, 1000);
   run.abort.requested = true;
   run.phase?.cancel();
   for (const child of run.children.values()) abortChild(run, child);
@@ -114,6 +135,47 @@ export function enqueueMessage(run: Run, content: string): InboxEntry {
   run.inbox.push(entry);
   emit(run, { event_type: 'user_message_received', content });
   return entry;
+}
+
+/** Bytes of the messages waiting in the inbox. */
+export function queuedBytes(run: Run): number {
+  return run.inbox.reduce((total, entry) => total + utf8Bytes(entry.content), 0);
+}
+
+/** Validates a user message against the run's limits (for signal handlers and update validators). */
+export function checkMessage(run: Run, payload: unknown): ReturnType<typeof checkUserMessage> {
+  if (!run.acceptsMessages) return { ok: false, reason: 'this workflow takes no user messages' };
+  return checkUserMessage(payload, run.messageLimits, queuedBytes(run));
+}
+
+/**
+ * Applies the agent's own limits once it is known. Messages queued before that were checked against
+ * the defaults; any the agent's limits refuse leave the inbox with a recorded reason.
+ */
+export function applyAgentLimits(run: Run, limits: { max_user_message_bytes: number; max_queued_message_bytes: number }): void {
+  run.messageLimits = { maxMessageBytes: limits.max_user_message_bytes, maxQueuedBytes: limits.max_queued_message_bytes };
+  const queued = run.inbox.splice(0);
+  let bytes = 0;
+  for (const entry of queued) {
+    const check = checkUserMessage({ content: entry.content }, run.messageLimits, bytes);
+    if (!check.ok) {
+      rejectInput(run, 'user_message', 'signal', check.reason);
+      continue;
+    }
+    bytes += check.bytes;
+    run.inbox.push(entry);
+  }
+}
+
+/** A refused signal or update leaves a visible trace: an event and a count in `status`. */
+export function rejectInput(run: Run, input: string, via: 'signal' | 'update', reason: string): void {
+  run.rejectedInputs += 1;
+  emit(run, { event_type: 'input_rejected', input, via, reason });
+}
+
+/** Accepted messages the model has not seen, for the result (or the failure) of a run that ends. */
+export function unprocessedMessages(run: Run): UnprocessedMessage[] {
+  return run.inbox.map((entry) => ({ content: entry.content }));
 }
 
 export function userMessageMutation(content: string): Mutation {

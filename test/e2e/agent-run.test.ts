@@ -206,7 +206,7 @@ describe('agentRun on a real dev server', () => {
     });
     const run = await world.client.start({ agent: 'assistant', input: 'go' }, { workflowId: 'keys-run' });
     const result = await run.result();
-    expect(keys).toEqual(['keys-run/1/c1']);
+    expect(keys).toEqual([`keys-run/${(await run.workflow.describe()).runId}/1/c1`]);
     const contents = Object.fromEntries(result.transcript.filter((m) => m['role'] === 'tool').map((m) => [m['tool_call_id'], m['content']]));
     expect(contents['c1']).toBe('{\n  "charged": 250\n}');
     expect(contents['s1']).toBe('{"error": "Tool \'slow\' timed out after 0.5 s"}');

@@ -3,8 +3,8 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { classifyProviderError, retryAfterMs } from '../../src/activities/provider-errors';
 
-const apiError = (status: number, message = 'boom', headers: Record<string, string> = {}, code?: string) =>
-  OpenAI.APIError.generate(status, { error: { message, ...(code ? { code } : {}) } }, message, new Headers(headers));
+const apiError = (status: number, message = 'boom', headers: Record<string, string> = {}, code?: string, type?: string) =>
+  OpenAI.APIError.generate(status, { error: { message, ...(code ? { code } : {}), ...(type ? { type } : {}) } }, message, new Headers(headers));
 
 describe('provider error classification', () => {
   it.each([
@@ -37,6 +37,28 @@ describe('provider error classification', () => {
     expect(failure.type).toBe('ProviderUnavailable');
     expect(failure.nonRetryable).toBe(false);
     expect(classifyProviderError(new TypeError('terminated')).type).toBe('ProviderUnavailable');
+  });
+
+  it('fails at once on exhausted quota, which no retry can fix', () => {
+    for (const failure of [classifyProviderError(apiError(429, 'You exceeded your current quota', {}, 'insufficient_quota')), classifyProviderError(apiError(429, 'quota', {}, undefined, 'insufficient_quota'))]) {
+      expect(failure.type).toBe('ProviderQuotaExceeded');
+      expect(failure.nonRetryable).toBe(true);
+    }
+  });
+
+  it('follows the provider’s x-should-retry verdict either way', () => {
+    const stop = classifyProviderError(apiError(500, 'broken', { 'x-should-retry': 'false' }));
+    expect([stop.type, stop.nonRetryable]).toEqual(['ProviderUnavailable', true]);
+    expect(stop.message).toContain('x-should-retry: false');
+    const retry = classifyProviderError(apiError(400, 'busy', { 'x-should-retry': 'true', 'retry-after-ms': '300' }));
+    expect([retry.type, retry.nonRetryable, retry.nextRetryDelay]).toEqual(['ProviderUnavailable', false, 300]);
+    // Quota exhaustion stays final even if a proxy says to retry.
+    expect(classifyProviderError(apiError(429, 'quota', { 'x-should-retry': 'true' }, 'insufficient_quota')).nonRetryable).toBe(true);
+  });
+
+  it('classifies undecodable data as a retryable malformed reply', () => {
+    const failure = classifyProviderError(new SyntaxError('Unexpected token t in JSON'));
+    expect([failure.type, failure.nonRetryable]).toEqual(['ProviderMalformedReply', false]);
   });
 
   it('parses retry-after as seconds or an HTTP date', () => {

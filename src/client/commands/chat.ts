@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { parseCommandArgs, requirePositional } from '../arguments';
 import { describeEvent } from '../follow';
+import type { TurnReply } from '../../runtime';
 import type { PatchloopClient, SessionHandle } from '../patchloop-client';
 
 const USAGE = 'patchloop chat <agent> [--id SESSION_ID]';
@@ -40,11 +41,17 @@ export async function chatCommand(client: PatchloopClient, args: string[], print
     turnRunning = true;
     const reply = await sendFollowing(session, text, print);
     turnRunning = false;
-    print(reply.status === 'completed' ? `assistant> ${reply.reply}` : `assistant> (turn aborted${reply.abort_reason ? `: ${reply.abort_reason}` : ''})`);
+    print(replyLine(reply));
     prompt();
   }
   input.close();
   return undefined;
+}
+
+function replyLine(reply: TurnReply): string {
+  if (reply.status === 'completed') return `assistant> ${reply.reply}`;
+  if (reply.status === 'failed') return `assistant> (turn failed, nothing of it was kept: ${reply.error?.message ?? 'unknown error'})`;
+  return `assistant> (turn aborted${reply.abort_reason ? `: ${reply.abort_reason}` : ''})`;
 }
 
 async function openSession(client: PatchloopClient, agent: string, sessionId: string): Promise<SessionHandle> {

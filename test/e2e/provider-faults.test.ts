@@ -1,0 +1,165 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { RunFailedError } from '../../src/client/patchloop-client';
+import { jsonOutput, followRun } from '../../src/client/follow';
+import { callTools, failWith, reply } from '../../src/fake-model/steps';
+import type { FakeStep } from '../../src/fake-model/steps';
+import type { StreamEvent } from '../../src/streaming/chunk';
+import { startWorld, type TestWorld } from '../support/temporal';
+
+let world: TestWorld | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+const WHOLE = ['The whole ', 'answer, ', 'every word ', 'of it.'];
+
+/** A run whose first attempt breaks as `broken` describes, then gets the whole answer. */
+async function recoversFrom(broken: FakeStep, agent: { stream?: boolean } = {}) {
+  world = await startWorld({ fake: { script: [broken, reply(WHOLE)] }, agents: [{ name: 'plain', instructions: 'Answer.', tools: [], ...agent }] });
+  const run = await world.client.start({ agent: 'plain', input: 'hi' });
+  const result = await run.result();
+  // Only the complete reply reaches the transcript: nothing of the broken attempt.
+  expect(result.transcript.slice(1)).toEqual([
+    { role: 'user', content: 'hi' },
+    { role: 'assistant', content: 'The whole answer, every word of it.' },
+  ]);
+  expect(JSON.stringify(result.transcript)).not.toContain('partial');
+  // The retry sent exactly the same request.
+  const [first, second] = world.fake.requests.map((request) => request.body);
+  expect(world.fake.requests).toHaveLength(2);
+  expect(second).toEqual(first);
+  world.fake.assertDone();
+  return { run, result };
+}
+
+describe('broken provider replies are failed attempts, never answers', () => {
+  it('a connection reset mid-body (after 150 bytes of the stream) is retried', async () => {
+    await recoversFrom(reply(['partial ', 'text that ', 'never ends'], { fault: { kind: 'reset', afterBytes: 150 } }));
+  });
+
+  it('a stream that ends cleanly without finish_reason is retried', async () => {
+    await recoversFrom(reply(['partial ', 'text'], { fault: { kind: 'eof', omit: 'finish_reason' } }));
+  });
+
+  it('a stream that ends cleanly without [DONE] is retried', async () => {
+    await recoversFrom(reply(['partial ', 'text'], { fault: { kind: 'eof', omit: 'done' } }));
+  });
+
+  it('a stream with a data line that is not JSON is retried', async () => {
+    await recoversFrom(reply(['partial ', 'text'], { fault: { kind: 'junk', afterChunks: 1 } }));
+  });
+
+  it('non-streamed: a truncated body, a reply without choices and one without finish_reason are retried', async () => {
+    world = await startWorld({
+      fake: {
+        script: [
+          reply('partial body', { fault: { kind: 'reset', afterBytes: 60 } }),
+          reply('partial choices', { fault: { kind: 'no_choices' } }),
+          reply('partial finish', { fault: { kind: 'eof', omit: 'finish_reason' } }),
+          reply('the whole answer'),
+        ],
+      },
+      agents: [{ name: 'plain', instructions: 'Answer.', tools: [], stream: false }],
+    });
+    const run = await world.client.start({ agent: 'plain', input: 'hi' });
+    const result = await run.result();
+    expect(result.transcript.slice(1)).toEqual([
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'the whole answer' },
+    ]);
+    const bodies = world.fake.requests.map((request) => JSON.stringify(request.body));
+    expect(bodies).toHaveLength(4);
+    expect(new Set(bodies).size).toBe(1);
+    world.fake.assertDone();
+  });
+
+  it('half-written tool-call arguments are never executed: the tool runs once, with the arguments the model really sent', async () => {
+    const args = '{"a": 15, "b": 27}';
+    world = await startWorld({
+      fake: {
+        script: [
+          // The first fragment ('{"a": 15,') arrives, half of the second, then the connection resets.
+          callTools([{ id: 'call_1', name: 'add', arguments: args }], { fault: { kind: 'reset', afterChunks: 1 } }),
+          callTools([{ id: 'call_1', name: 'add', arguments: args }]),
+          reply('42'),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'assistant', input: 'add 15 and 27' });
+    const result = await run.result();
+    expect(result.transcript.slice(2)).toEqual([
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'add', arguments: args } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: '42' },
+      { role: 'assistant', content: '42' },
+    ]);
+    const events = (await run.status()).events;
+    expect(events.filter((event) => event.event_type === 'tool_call_start')).toHaveLength(1);
+    expect(events.filter((event) => event.event_type === 'tool_call_error')).toHaveLength(0);
+    expect(world.fake.requests[2]!.body.messages.slice(-2)).toEqual(result.transcript.slice(2, 4));
+    world.fake.assertDone();
+  });
+
+  it('followers see the broken attempt marked failed, then the retry from chunk 0; the answer is the retry’s', async () => {
+    world = await startWorld({
+      fake: { script: [reply(['partial ', 'text ', 'that ', 'breaks'], { chunkDelayMs: 150, fault: { kind: 'eof', omit: 'finish_reason' } }), reply(WHOLE, { chunkDelayMs: 100 })] },
+      agents: [{ name: 'plain', instructions: 'Answer.', tools: [] }],
+    });
+    const run = await world.client.start({ agent: 'plain', input: 'hi' });
+    const lines: string[] = [];
+    const result = await followRun(run, jsonOutput((line) => lines.push(line)), 50);
+    const chunks = lines.map((line) => JSON.parse(line) as StreamEvent | { event_type: string }).filter((event): event is StreamEvent => ['llm_chunk_arrive', 'llm_stream_end'].includes(event.event_type));
+    const failed = chunks.find((event) => event.event_type === 'llm_stream_end');
+    expect(failed).toMatchObject({ event_type: 'llm_stream_end', llm_call: 1, attempt: 1, outcome: 'failed', error: 'ProviderStreamIncomplete' });
+    const retried = chunks.filter((event) => event.event_type === 'llm_chunk_arrive' && event.attempt === 2);
+    expect(retried.map((event) => (event.event_type === 'llm_chunk_arrive' ? event.chunk_index : -1))).toEqual([0, 1, 2, 3]);
+    expect(retried.map((event) => (event.event_type === 'llm_chunk_arrive' ? event.chunk : '')).join('')).toBe(result.answer);
+    // Whatever of attempt 1 the follower saw comes before its failed marker, never after.
+    const failedAt = chunks.indexOf(failed!);
+    expect(chunks.slice(failedAt).every((event) => event.attempt === 2 || event === failed)).toBe(true);
+    world.fake.assertDone();
+  });
+});
+
+describe('retry budgets that fit a durable run', () => {
+  it('exhausted quota (429 insufficient_quota) fails at once with its own type', async () => {
+    world = await startWorld({ fake: { script: [failWith(429, { code: 'insufficient_quota', type: 'insufficient_quota', message: 'You exceeded your current quota' })] } });
+    const run = await world.client.start({ agent: 'assistant', input: 'hi' });
+    const error = (await run.result().catch((e: unknown) => e)) as RunFailedError;
+    expect(error).toBeInstanceOf(RunFailedError);
+    expect(error.type).toBe('ProviderQuotaExceeded');
+    expect(error.message).toContain('no quota left');
+    expect(world.fake.requests).toHaveLength(1);
+    world.fake.assertDone();
+  });
+
+  it('x-should-retry: false stops at once, x-should-retry: true retries a status that would not be', async () => {
+    world = await startWorld({ fake: { script: [failWith(400, { message: 'overloaded', headers: { 'x-should-retry': 'true', 'retry-after-ms': '100' } }), reply('after the retry')] } });
+    const retried = await world.client.start({ agent: 'assistant', input: 'hi' });
+    expect((await retried.result()).answer).toBe('after the retry');
+    expect(world.fake.requests).toHaveLength(2);
+    world.fake.enqueue(failWith(503, { message: 'gone for good', headers: { 'x-should-retry': 'false' } }));
+    const stopped = await world.client.start({ agent: 'assistant', input: 'hi' });
+    const error = (await stopped.result().catch((e: unknown) => e)) as RunFailedError;
+    expect(error.type).toBe('ProviderUnavailable');
+    expect(error.message).toContain('x-should-retry: false');
+    expect(world.fake.requests).toHaveLength(3);
+    world.fake.assertDone();
+  });
+
+  it('an outage longer than the retry budget fails the run with the last error, after many attempts', async () => {
+    world = await startWorld({
+      fake: { responder: () => failWith(503, { message: 'upstream down' }) },
+      agents: [{ name: 'plain', instructions: 'Answer.', tools: [], limits: { llm_retry_budget_seconds: 5 } }],
+    });
+    const started = Date.now();
+    const run = await world.client.start({ agent: 'plain', input: 'hi' });
+    const error = (await run.result().catch((e: unknown) => e)) as RunFailedError;
+    expect(error).toBeInstanceOf(RunFailedError);
+    expect(error.type).toBe('ProviderUnavailable');
+    expect(error.message).toMatch(/retry budget ran out; last error: provider error \(503\): upstream down/);
+    // 1 s, 2 s, 4 s backoff: three or four attempts fit in 5 s, not a fixed five.
+    expect(world.fake.requests.length).toBeGreaterThanOrEqual(3);
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
+});
