@@ -1,0 +1,29 @@
+/**
+ * `npm run chaos [-- --runs N --seed S]`: the seeded chaos run of test/chaos/chaos.ts at full size,
+ * printing its table. Exits 1 when any run is not settled, valid, complete and unduplicated.
+ */
+import { parseArgs } from 'node:util';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { runChaos } from '../test/chaos/chaos';
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({ options: { runs: { type: 'string', default: '40' }, seed: { type: 'string', default: '20261201' }, concurrency: { type: 'string', default: '6' } } });
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const report = await runChaos({
+    runs: Number(values.runs),
+    seed: Number(values.seed),
+    concurrency: Number(values.concurrency),
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  console.log(report.table);
+  const bad = report.runs.filter((run) => !run.settled || !run.valid || run.lost > 0 || run.duplicated > 0 || run.stuck || run.status === 'failed');
+  return bad.length > 0 ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,504 @@
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PatchloopClient, type RunHandle } from '../../src/client/patchloop-client';
+import { toolCancelledContent, truncatedAssistantContent, validateToolLinkage, type Message } from '../../src/context';
+import { FakeModelServer, type ChatRequestBody } from '../../src/fake-model/server';
+import { callTools, failWith, reply, type FakeStep, type FakeToolCall, type ReplyFault } from '../../src/fake-model/steps';
+import type { AgentRunResult } from '../../src/runtime';
+import { freePort } from '../../src/worker/free-port';
+import { startDevServer, type DevServer } from '../../src/worker/temporal-cli';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+
+/**
+ * A seeded chaos run against real parts: a Temporal dev server (restarted once on its SQLite file), two
+ * `patchloop worker` processes (killed with SIGKILL or SIGTERM and restarted), and the fake model
+ * breaking replies the way providers and networks do. Runs get user messages and aborts at random.
+ * Every run is then checked against what the fake model really sent and what was really accepted.
+ */
+export interface ChaosOptions {
+  runs: number;
+  seed: number;
+  /** Runs in flight at once. */
+  concurrency?: number;
+  serverRestart?: boolean;
+  log?: (line: string) => void;
+}
+
+export type ProviderFaultKind = 'rate_limit' | 'server_error' | 'reset_mid_stream' | 'eof_no_finish' | 'eof_no_done' | 'junk_line' | 'slow_first_byte';
+
+export interface RunCheck {
+  index: number;
+  workflowId: string;
+  settled: boolean;
+  status: string;
+  valid: boolean;
+  lost: number;
+  duplicated: number;
+  stuck: boolean;
+  workflowTaskFailures: number;
+  abortToCloseMs: number | null;
+  problems: string[];
+}
+
+export interface ChaosReport {
+  runs: RunCheck[];
+  providerFaults: Record<ProviderFaultKind, number>;
+  workerKills: number;
+  workerTerms: number;
+  serverRestarts: number;
+  messagesAccepted: number;
+  aborts: number;
+  durationMs: number;
+  table: string;
+}
+
+const FAULT_KINDS: ProviderFaultKind[] = ['rate_limit', 'server_error', 'reset_mid_stream', 'eof_no_finish', 'eof_no_done', 'junk_line', 'slow_first_byte'];
+const RUN_DEADLINE_MS = 240_000;
+
+/** mulberry32: a small, seedable generator, so a failing seed can be run again. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface RunPlan {
+  steps: FakeToolCall[][];
+}
+
+/** What the model is scripted to do in a run: some tool iterations, then an answer that says what it saw. */
+function planFor(index: number, next: () => number): RunPlan {
+  const steps: FakeToolCall[][] = [];
+  const iterations = 2 + Math.floor(next() * 4);
+  for (let step = 0; step < iterations; step += 1) {
+    const calls = 1 + Math.floor(next() * 2);
+    steps.push(
+      Array.from({ length: calls }, (_, call) =>
+        // Some calls take a while, so that kills and aborts also land in the middle of tool batches.
+        next() < 0.3
+          ? { id: `call_${step}_${call}`, name: 'wait', arguments: JSON.stringify({ seconds: Math.round((0.3 + next()) * 10) / 10 }) }
+          : { id: `call_${step}_${call}`, name: 'add', arguments: JSON.stringify({ a: Math.floor(next() * 1000), b: Math.floor(next() * 1000) + index }) },
+      ),
+    );
+  }
+  return { steps };
+}
+
+function finalText(index: number, messages: ChatRequestBody['messages']): string[] {
+  const users = messages.filter((message) => message['role'] === 'user').length;
+  return [`Run ${index} is done `, `after ${users} user `, `message(s); `, `all sums `, `checked.`];
+}
+
+/** The model's side: a deterministic reply per request state, broken at random like a real provider. */
+class ChaosModel {
+  readonly faults = Object.fromEntries(FAULT_KINDS.map((kind) => [kind, 0])) as Record<ProviderFaultKind, number>;
+  /** Per run: every complete answer text and tool call the model was scripted to send. */
+  readonly sentTexts = new Map<number, Set<string>>();
+  readonly sentCalls = new Map<number, Map<string, string>>();
+  private readonly plans = new Map<number, RunPlan>();
+  private readonly faultRandom = new Map<number, () => number>();
+  private readonly consecutiveFaults = new Map<number, number>();
+  private readonly waiters: Array<{ count: number; wake: () => void }> = [];
+  requestCount = 0;
+
+  constructor(private readonly seed: number) {}
+
+  /** Resolves once the model has received `count` requests (or `stop()` says to give up). */
+  async requestsReached(count: number, stop: () => boolean): Promise<void> {
+    while (this.requestCount < count && !stop()) {
+      await new Promise<void>((wake) => {
+        this.waiters.push({ count, wake });
+        setTimeout(wake, 1000);
+      });
+    }
+  }
+
+  plan(index: number): RunPlan {
+    let plan = this.plans.get(index);
+    if (!plan) {
+      plan = planFor(index, random(this.seed * 7919 + index));
+      this.plans.set(index, plan);
+    }
+    return plan;
+  }
+
+  respond = (body: ChatRequestBody): FakeStep => {
+    this.requestCount += 1;
+    for (const waiter of this.waiters.splice(0)) waiter.wake();
+    const first = body.messages.find((message) => message['role'] === 'user');
+    const index = Number(/chaos run (\d+)/.exec(String(first?.['content'] ?? ''))?.[1] ?? -1);
+    if (index < 0) return failWith(400, { message: 'not a chaos run' });
+    const plan = this.plan(index);
+    const done = body.messages.filter((message) => message['role'] === 'assistant' && Array.isArray(message['tool_calls'])).length;
+    const intended: FakeStep =
+      done < plan.steps.length && body.tools ? callTools(plan.steps[done]!, { chunkDelayMs: 60 }) : reply(finalText(index, body.messages), { chunkDelayMs: 120 });
+    if (intended.kind === 'reply') {
+      const texts = this.sentTexts.get(index) ?? new Set();
+      if (intended.toolCalls) {
+        const calls = this.sentCalls.get(index) ?? new Map<string, string>();
+        for (const call of intended.toolCalls) calls.set(call.id, call.arguments);
+        this.sentCalls.set(index, calls);
+      } else texts.add((intended.content as string[]).join(''));
+      this.sentTexts.set(index, texts);
+    }
+    return this.broken(index, intended);
+  };
+
+  private broken(index: number, step: FakeStep): FakeStep {
+    let next = this.faultRandom.get(index);
+    if (!next) {
+      next = random(this.seed * 104729 + index);
+      this.faultRandom.set(index, next);
+    }
+    // At most three faults in a row, so every run makes progress.
+    const streak = this.consecutiveFaults.get(index) ?? 0;
+    if (streak >= 3 || next() > 0.4 || step.kind !== 'reply') {
+      this.consecutiveFaults.set(index, 0);
+      return step;
+    }
+    const kind = FAULT_KINDS[Math.floor(next() * FAULT_KINDS.length)]!;
+    this.faults[kind] += 1;
+    this.consecutiveFaults.set(index, kind === 'slow_first_byte' ? 0 : streak + 1);
+    const faulty = (fault: ReplyFault): FakeStep => ({ ...step, fault });
+    switch (kind) {
+      case 'rate_limit':
+        return failWith(429, { message: 'rate limited', headers: { 'retry-after-ms': '200' } });
+      case 'server_error':
+        return failWith(500, { message: 'upstream error' });
+      case 'reset_mid_stream':
+        return faulty({ kind: 'reset', afterChunks: Math.floor(next() * 4) });
+      case 'eof_no_finish':
+        return faulty({ kind: 'eof', omit: 'finish_reason' });
+      case 'eof_no_done':
+        return faulty({ kind: 'eof', omit: 'done' });
+      case 'junk_line':
+        return faulty({ kind: 'junk', afterChunks: Math.floor(next() * 3) });
+      case 'slow_first_byte':
+        return { ...step, firstChunkDelayMs: 1000 + Math.floor(next() * 1500) };
+    }
+  }
+}
+
+interface SentMessage {
+  content: string;
+  /** Certain: the update returned accepted. Otherwise the signal was delivered (or the call's fate is unknown). */
+  certain: boolean;
+}
+
+interface RunRecord {
+  index: number;
+  handle: RunHandle;
+  messages: SentMessage[];
+  abortSentAt: number | null;
+  closedAt: number | null;
+  result: AgentRunResult | null;
+  /** The run failed (settled, but not as a run should under retryable faults). */
+  failed: boolean;
+  error: string | null;
+}
+
+/** Retries a client call across a server restart; the final error is rethrown after the deadline. */
+async function persistently<T>(call: () => Promise<T>, deadline: number, isFinal: (error: unknown) => boolean = () => false): Promise<T> {
+  for (;;) {
+    try {
+      return await call();
+    } catch (error) {
+      if (isFinal(error) || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+  }
+}
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const log = options.log ?? (() => undefined);
+  const started = Date.now();
+  const folder = mkdtempSync(join(tmpdir(), 'patchloop-chaos-'));
+  const port = await freePort();
+  const dbFile = join(folder, 'temporal.db');
+  const serverOptions = { port, dbFile, dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 400 } };
+  let server: DevServer = await startDevServer(serverOptions);
+  const model = new ChaosModel(options.seed);
+  const fake = await FakeModelServer.start({ responder: model.respond, keepBodies: false });
+  const taskQueue = `chaos-${options.seed}-${Date.now()}`;
+  const agents = [{ name: 'chaos', instructions: 'Add the numbers you are given.', tools: ['add', 'wait'], limits: { heartbeat_timeout_seconds: 2, abort_wait_seconds: 5 } }];
+  const spawn = () => spawnWorker({ address: server.address, taskQueue, modelUrl: fake.url, agents });
+  const workers: WorkerProcess[] = [await spawn(), await spawn()];
+  const connection = await Connection.connect({ address: server.address });
+  const client = new PatchloopClient(new Client({ connection }), taskQueue);
+  const chaosRandom = random(options.seed);
+  const counts = { kills: 0, terms: 0, restarts: 0, aborts: 0 };
+  let finished = false;
+
+  // Infrastructure faults are tied to progress, not to the clock, so they land while runs are in
+  // flight whatever the machine's speed: each fires once the model has received a given number of
+  // requests, spread over the first 70% of the fewest requests the runs can make.
+  const minimumRequests = Array.from({ length: options.runs }, (_, index) => model.plan(index).steps.length + 1).reduce((a, b) => a + b, 0);
+  const plannedFaults: Array<{ at: number; kind: 'SIGKILL' | 'SIGTERM' | 'restart' }> = [
+    ...Array.from({ length: Math.max(1, Math.ceil(options.runs / 4)) }, () => ({ kind: 'SIGKILL' as const })),
+    ...Array.from({ length: Math.max(1, Math.ceil(options.runs / 10)) }, () => ({ kind: 'SIGTERM' as const })),
+    ...((options.serverRestart ?? true) ? [{ kind: 'restart' as const }] : []),
+  ].map((fault) => ({ ...fault, at: Math.max(2, Math.floor(minimumRequests * (0.05 + chaosRandom() * 0.65))) }));
+  const faults = (async () => {
+    for (const fault of plannedFaults.sort((a, b) => a.at - b.at)) {
+      await model.requestsReached(fault.at, () => finished);
+      if (finished) break;
+      if (fault.kind === 'restart') {
+        log(`chaos: restarting the dev server (request ${model.requestCount})`);
+        await server.stop();
+        server = await startDevServer(serverOptions);
+        counts.restarts += 1;
+        continue;
+      }
+      const slot = Math.floor(chaosRandom() * workers.length);
+      const worker = workers[slot]!;
+      log(`chaos: ${fault.kind} worker ${slot} (request ${model.requestCount})`);
+      await worker.kill(fault.kind);
+      if (fault.kind === 'SIGKILL') counts.kills += 1;
+      else counts.terms += 1;
+      await new Promise((resolve) => setTimeout(resolve, 300 + chaosRandom() * 1200));
+      workers[slot] = await persistently(spawn, Date.now() + 60_000);
+    }
+  })();
+
+  const records: RunRecord[] = [];
+  const queue = Array.from({ length: options.runs }, (_, index) => index);
+  const runOne = async (index: number) => {
+    const next = random(options.seed * 31 + index);
+    const workflowId = `chaos-${options.seed}-${index}-${started}`;
+    const deadline = Date.now() + RUN_DEADLINE_MS;
+    const handle = await persistently(
+      () => client.start({ agent: 'chaos', input: `chaos run ${index}: add the numbers` }, { workflowId }),
+      deadline,
+      (error) => error instanceof WorkflowExecutionAlreadyStartedError,
+    ).catch((error: unknown) => {
+      if (error instanceof WorkflowExecutionAlreadyStartedError) return client.run(workflowId);
+      throw error;
+    });
+    const record: RunRecord = { index, handle, messages: [], abortSentAt: null, closedAt: null, result: null, failed: false, error: null };
+    records.push(record);
+    const actions: Array<Promise<void>> = [];
+    const messageCount = next() < 0.6 ? 1 + Math.floor(next() * 2) : 0;
+    for (let message = 0; message < messageCount; message += 1) {
+      const delay = 200 + next() * 5000;
+      const viaUpdate = next() < 0.5;
+      const content = `run ${index} user message ${message} via ${viaUpdate ? 'update' : 'signal'}`;
+      actions.push(
+        (async () => {
+          await new Promise((resolve) => setTimeout(resolve, delay));
+          if (record.closedAt !== null) return;
+          if (viaUpdate) {
+            try {
+              await handle.submitUserMessage(content);
+              record.messages.push({ content, certain: true });
+            } catch (error) {
+              // Refused by the validator: not accepted. Any other error leaves its fate unknown.
+              if (!(error instanceof WorkflowUpdateFailedError)) record.messages.push({ content, certain: false });
+            }
+          } else {
+            try {
+              await handle.sendUserMessage(content);
+              record.messages.push({ content, certain: false });
+            } catch {
+              // The run had closed: never accepted.
+            }
+          }
+        })(),
+      );
+    }
+    if (next() < 0.3) {
+      const delay = 500 + next() * 6000;
+      actions.push(
+        (async () => {
+          await new Promise((resolve) => setTimeout(resolve, delay));
+          if (record.closedAt !== null) return;
+          record.abortSentAt = Date.now();
+          counts.aborts += 1;
+          await persistently(() => handle.abort('chaos abort'), deadline).catch(() => undefined);
+        })(),
+      );
+    }
+    try {
+      record.result = await persistently(() => handle.result(), deadline, (error) => error instanceof WorkflowFailedError || (error as Error).name === 'RunFailedError');
+    } catch (error) {
+      record.failed = error instanceof WorkflowFailedError || (error as Error).name === 'RunFailedError';
+      record.error = (error as Error).message;
+    }
+    record.closedAt = Date.now();
+    await Promise.all(actions);
+    log(`run ${index}: ${record.result?.status ?? `error: ${record.error}`}`);
+  };
+  const lanes = Array.from({ length: options.concurrency ?? 5 }, async () => {
+    for (let index = queue.shift(); index !== undefined; index = queue.shift()) await runOne(index);
+  });
+  await Promise.all(lanes);
+  finished = true;
+  await faults;
+
+  const checks: RunCheck[] = [];
+  for (const record of records.sort((a, b) => a.index - b.index)) checks.push(await checkRun(record, model));
+  for (const worker of workers) await worker.kill('SIGTERM');
+  await client.close();
+  await fake.close();
+  await server.stop();
+  rmSync(folder, { recursive: true, force: true });
+  const report: Omit<ChaosReport, 'table'> = {
+    runs: checks,
+    providerFaults: model.faults,
+    workerKills: counts.kills,
+    workerTerms: counts.terms,
+    serverRestarts: counts.restarts,
+    messagesAccepted: records.reduce((total, record) => total + record.messages.length, 0),
+    aborts: counts.aborts,
+    durationMs: Date.now() - started,
+  };
+  return { ...report, table: table(report) };
+}
+
+/** Everything the issue asks of one run, checked against what the model sent and what was accepted. */
+async function checkRun(record: RunRecord, model: ChaosModel): Promise<RunCheck> {
+  const problems: string[] = [];
+  const result = record.result;
+  const history = await record.handle.workflow.fetchHistory().catch(() => undefined);
+  const events = history?.events ?? [];
+  // EVENT_TYPE_WORKFLOW_TASK_FAILED; its cause says why (e.g. 1 UNHANDLED_COMMAND, benign and expected).
+  const failures = events.filter((event) => Number(event.eventType) === 9);
+  const taskFailures = failures.length;
+  const causes = failures.map((event) => Number(event.workflowTaskFailedEventAttributes?.cause ?? 0));
+  let lost = 0;
+  let duplicated = 0;
+  let valid = false;
+  if (causes.some((cause) => cause !== 1)) problems.push(`workflow task failures with causes ${causes.join(', ')}`);
+  if (!result) problems.push(`${record.failed ? 'failed' : 'not settled'}: ${record.error ?? 'no result'}`);
+  else {
+    const transcript = result.transcript;
+    valid = true;
+    try {
+      validateToolLinkage(transcript);
+    } catch (error) {
+      valid = false;
+      problems.push(`invalid linkage: ${(error as Error).message}`);
+    }
+    if (transcript[0]?.['role'] !== 'system') {
+      valid = false;
+      problems.push('the transcript does not start with the system message');
+    }
+    const texts = model.sentTexts.get(record.index) ?? new Set<string>();
+    const calls = model.sentCalls.get(record.index) ?? new Map<string, string>();
+    const aborted = result.status === 'aborted';
+    for (const [position, message] of transcript.entries()) {
+      const problem = messageProblem(message, position === transcript.length - 1, aborted, texts, calls, transcript);
+      if (problem) {
+        valid = false;
+        problems.push(problem);
+      }
+    }
+    const seen = transcript.map((message) => JSON.stringify(message));
+    duplicated = seen.length - new Set(seen).size;
+    const delivered = [...transcript.filter((message) => message['role'] === 'user').map((message) => String(message['content'])), ...(result.unprocessed_messages ?? []).map((message) => message.content)];
+    for (const message of record.messages) {
+      const times = delivered.filter((content) => content === message.content).length;
+      if (times > 1) {
+        duplicated += times - 1;
+        problems.push(`message delivered ${times} times: ${message.content}`);
+      }
+      if (times === 0 && message.certain) {
+        lost += 1;
+        problems.push(`accepted message lost: ${message.content}`);
+      }
+    }
+    if (record.messages.some((message) => !message.certain)) {
+      // A signal the run refused shows as an input_rejected event; any other missing one is lost.
+      const status = await record.handle.status().catch(() => undefined);
+      const rejected = (status?.events ?? []).filter((event) => event.event_type === 'input_rejected').length;
+      const missing = record.messages.filter((message) => !message.certain && !delivered.includes(message.content)).length;
+      if (status && missing > rejected) {
+        lost += missing - rejected;
+        problems.push(`${missing - rejected} delivered signal message(s) neither in the transcript nor reported`);
+      }
+    }
+  }
+  return {
+    index: record.index,
+    workflowId: record.handle.workflowId,
+    settled: result !== null || record.failed,
+    status: result?.status ?? 'failed',
+    valid,
+    lost,
+    duplicated,
+    stuck: result === null && !record.failed,
+    workflowTaskFailures: taskFailures,
+    abortToCloseMs: record.abortSentAt !== null && record.closedAt !== null && result?.status === 'aborted' ? record.closedAt - record.abortSentAt : null,
+    problems,
+  };
+}
+
+/** Why one transcript message is not something the model really sent (null when it is). */
+function messageProblem(message: Message, last: boolean, aborted: boolean, texts: Set<string>, calls: Map<string, string>, transcript: Message[]): string | null {
+  const role = message['role'];
+  if (role === 'assistant') {
+    const toolCalls = message['tool_calls'] as Array<{ id: string; function: { name: string; arguments: string } }> | undefined;
+    if (toolCalls) {
+      for (const call of toolCalls) {
+        if (calls.get(call.id) !== call.function.arguments) return `tool call ${call.id} has arguments the model never sent: ${call.function.arguments}`;
+      }
+      return null;
+    }
+    const content = String(message['content'] ?? '');
+    if (texts.has(content)) return null;
+    // Only an abort may commit a partial reply, and only as a prefix of what the model was sending.
+    if (aborted && last && content.endsWith(truncatedAssistantContent('', 'chaos abort'))) {
+      const partial = content.slice(0, -truncatedAssistantContent('', 'chaos abort').length);
+      // Empty when the abort came between phases or before the first token.
+      if (partial === '' || [...texts].some((text) => text.startsWith(partial))) return null;
+    }
+    return `assistant text the model never sent whole: ${JSON.stringify(content.slice(0, 120))}`;
+  }
+  if (role === 'tool') {
+    const id = String(message['tool_call_id']);
+    const args = calls.get(id);
+    const content = String(message['content']);
+    if (args === undefined) return `a result for a call the model never made: ${id}`;
+    const parsed = JSON.parse(args) as { a?: number; b?: number; seconds?: number };
+    const tool = parsed.seconds !== undefined ? 'wait' : 'add';
+    const expected = tool === 'wait' ? JSON.stringify(`waited ${parsed.seconds} s`) : String(parsed.a! + parsed.b!);
+    if (content === expected) return null;
+    if (aborted && content === toolCancelledContent(tool, 'chaos abort')) return null;
+    return `tool ${id} answered ${content.slice(0, 80)}, not ${expected} for ${args}`;
+  }
+  if (role === 'user' || role === 'system') return null;
+  return `unexpected message role ${String(role)} at ${transcript.indexOf(message)}`;
+}
+
+function percentile(values: number[], fraction: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]!;
+}
+
+function table(report: Omit<ChaosReport, 'table'>): string {
+  const runs = report.runs;
+  const count = (predicate: (run: RunCheck) => boolean) => runs.filter(predicate).length;
+  const latencies = runs.flatMap((run) => (run.abortToCloseMs !== null ? [run.abortToCloseMs] : []));
+  const faults = Object.entries(report.providerFaults)
+    .map(([kind, times]) => `${kind} ${times}`)
+    .join(', ');
+  const p50 = percentile(latencies, 0.5);
+  const p95 = percentile(latencies, 0.95);
+  return [
+    `runs ${runs.length} (completed ${count((run) => run.status === 'completed')}, aborted ${count((run) => run.status === 'aborted')}), ${report.messagesAccepted} user messages sent, ${report.aborts} aborts, ${Math.round(report.durationMs / 1000)} s`,
+    `provider faults: ${faults}`,
+    `infrastructure faults: worker SIGKILL ${report.workerKills}, worker SIGTERM ${report.workerTerms}, dev-server restarts ${report.serverRestarts}`,
+    '',
+    '| runs | settled | valid | lost | duplicated | stuck | workflow task failures | abort-to-close p50 | p95 |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    `| ${runs.length} | ${count((run) => run.settled)} | ${count((run) => run.valid)} | ${runs.reduce((total, run) => total + run.lost, 0)} | ${runs.reduce((total, run) => total + run.duplicated, 0)} | ${count((run) => run.stuck)} | ${runs.reduce((total, run) => total + run.workflowTaskFailures, 0)} | ${p50 ?? '-'} ms | ${p95 ?? '-'} ms |`,
+    ...runs.filter((run) => run.problems.length > 0).map((run) => `run ${run.index} (${run.workflowId}): ${run.problems.join('; ')}`),
+  ].join('\n');
+}
