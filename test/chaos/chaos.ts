@@ -217,8 +217,8 @@ async function persistently<T>(call: () => Promise<T>, deadline: number, isFinal
 }
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
-  const log = options.log ?? (() => undefined);
   const started = Date.now();
+  const log = (line: string) => options.log?.(`${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s  ${line}`);
   const folder = mkdtempSync(join(tmpdir(), 'patchloop-chaos-'));
   const port = await freePort();
   const dbFile = join(folder, 'temporal.db');
@@ -229,7 +229,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const taskQueue = `chaos-${options.seed}-${Date.now()}`;
   const agents = [{ name: 'chaos', instructions: 'Add the numbers you are given.', tools: ['add', 'wait'], limits: { heartbeat_timeout_seconds: 2, abort_wait_seconds: 5 } }];
   const spawn = () => spawnWorker({ address: server.address, taskQueue, modelUrl: fake.url, agents });
-  const workers: WorkerProcess[] = [await spawn(), await spawn()];
+  const workers: Array<WorkerProcess | null> = [await spawn(), await spawn()];
   const connection = await Connection.connect({ address: server.address });
   const client = new PatchloopClient(new Client({ connection }), taskQueue);
   const chaosRandom = random(options.seed);
@@ -245,6 +245,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     ...Array.from({ length: Math.max(1, Math.ceil(options.runs / 10)) }, () => ({ kind: 'SIGTERM' as const })),
     ...((options.serverRestart ?? true) ? [{ kind: 'restart' as const }] : []),
   ].map((fault) => ({ ...fault, at: Math.max(2, Math.floor(minimumRequests * (0.05 + chaosRandom() * 0.65))) }));
+  // A killed worker restarts in the background; the next fault picks a worker that is up.
+  const restarting = new Set<Promise<void>>();
   const faults = (async () => {
     for (const fault of plannedFaults.sort((a, b) => a.at - b.at)) {
       await model.requestsReached(fault.at, () => finished);
@@ -256,15 +258,24 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         counts.restarts += 1;
         continue;
       }
-      const slot = Math.floor(chaosRandom() * workers.length);
+      while (workers.every((worker) => worker === null)) await Promise.race(restarting);
+      const up = workers.flatMap((worker, slot) => (worker ? [slot] : []));
+      const slot = up[Math.floor(chaosRandom() * up.length)]!;
       const worker = workers[slot]!;
+      workers[slot] = null;
       log(`chaos: ${fault.kind} worker ${slot} (request ${model.requestCount})`);
       await worker.kill(fault.kind);
       if (fault.kind === 'SIGKILL') counts.kills += 1;
       else counts.terms += 1;
-      await new Promise((resolve) => setTimeout(resolve, 300 + chaosRandom() * 1200));
-      workers[slot] = await persistently(spawn, Date.now() + 60_000);
+      const pause = 300 + chaosRandom() * 1200;
+      const restart = (async () => {
+        await new Promise((resolve) => setTimeout(resolve, pause));
+        workers[slot] = await persistently(spawn, Date.now() + 60_000);
+      })();
+      restarting.add(restart);
+      void restart.finally(() => restarting.delete(restart));
     }
+    await Promise.all(restarting);
   })();
 
   const records: RunRecord[] = [];
@@ -320,6 +331,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           if (record.closedAt !== null) return;
           record.abortSentAt = Date.now();
           counts.aborts += 1;
+          log(`run ${index}: abort`);
           await persistently(() => handle.abort('chaos abort'), deadline).catch(() => undefined);
         })(),
       );
@@ -332,7 +344,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     record.closedAt = Date.now();
     await Promise.all(actions);
-    log(`run ${index}: ${record.result?.status ?? `error: ${record.error}`}`);
+    const abortToClose = record.abortSentAt !== null ? ` (abort to close ${record.closedAt - record.abortSentAt} ms)` : '';
+    log(`run ${index}: ${record.result?.status ?? `error: ${record.error}`}${abortToClose}`);
   };
   const lanes = Array.from({ length: options.concurrency ?? 5 }, async () => {
     for (let index = queue.shift(); index !== undefined; index = queue.shift()) await runOne(index);
@@ -343,7 +356,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
   const checks: RunCheck[] = [];
   for (const record of records.sort((a, b) => a.index - b.index)) checks.push(await checkRun(record, model));
-  for (const worker of workers) await worker.kill('SIGTERM');
+  for (const worker of workers) await worker?.kill('SIGTERM');
   await client.close();
   await fake.close();
   await server.stop();

@@ -6,7 +6,7 @@ import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import { defineTool } from '../../src/tools/define-tool';
 import { exampleTools } from '../../src/tools/examples';
 import { startWorld, type TestWorld } from '../support/temporal';
-import { eventOf, eventually } from '../support/wait';
+import { eventOf, eventually, recordHistory } from '../support/wait';
 
 let world: TestWorld | undefined;
 afterEach(async () => {
@@ -44,6 +44,7 @@ describe('no accepted user message is ever lost', () => {
     expect(last!.stream).toBe(false);
     expect(third!.messages.slice(1)).toEqual(result.transcript.slice(1, 4));
     world.fake.assertDone();
+    await recordHistory(run, 'budget-last-call-message');
   });
 
   it('a message accepted just before an abort, with no compile boundary between, is reported as unprocessed', async () => {
@@ -58,6 +59,7 @@ describe('no accepted user message is ever lost', () => {
     expect(result.unprocessed_messages).toEqual([{ content: 'please also check the logs' }]);
     expect(JSON.stringify(result.transcript)).not.toContain('please also check the logs');
     world.fake.assertDone();
+    await recordHistory(run, 'abort-unprocessed-message');
   });
 
   it('a failed run carries the messages it accepted but never showed the model', async () => {
@@ -121,6 +123,7 @@ describe('signals and updates validate their input', () => {
     expect(history).not.toContain('yyyy');
     // The run is over: a late message is refused, not silently dropped.
     await expect(run.submitUserMessage('too late')).rejects.toThrow();
+    await recordHistory(run, 'user-message-update');
   });
 
   it('keeps the queue bounded: past max_queued_message_bytes, messages are refused until the run catches up', async () => {
@@ -188,5 +191,6 @@ describe('sessions survive a bad turn', () => {
     await session.close();
     await eventually(async () => ((await session.sessionResult()).turns === 4 ? true : undefined));
     world.fake.assertDone();
+    await recordHistory(session, 'session-failed-turn');
   });
 });

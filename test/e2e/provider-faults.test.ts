@@ -5,6 +5,7 @@ import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import type { FakeStep } from '../../src/fake-model/steps';
 import type { StreamEvent } from '../../src/streaming/chunk';
 import { startWorld, type TestWorld } from '../support/temporal';
+import { recordHistory } from '../support/wait';
 
 let world: TestWorld | undefined;
 afterEach(async () => {
@@ -15,8 +16,8 @@ afterEach(async () => {
 const WHOLE = ['The whole ', 'answer, ', 'every word ', 'of it.'];
 
 /** A run whose first attempt breaks as `broken` describes, then gets the whole answer. */
-async function recoversFrom(broken: FakeStep, agent: { stream?: boolean } = {}) {
-  world = await startWorld({ fake: { script: [broken, reply(WHOLE)] }, agents: [{ name: 'plain', instructions: 'Answer.', tools: [], ...agent }] });
+async function recoversFrom(broken: FakeStep, history?: string) {
+  world = await startWorld({ fake: { script: [broken, reply(WHOLE)] }, agents: [{ name: 'plain', instructions: 'Answer.', tools: [] }] });
   const run = await world.client.start({ agent: 'plain', input: 'hi' });
   const result = await run.result();
   // Only the complete reply reaches the transcript: nothing of the broken attempt.
@@ -30,7 +31,7 @@ async function recoversFrom(broken: FakeStep, agent: { stream?: boolean } = {}) 
   expect(world.fake.requests).toHaveLength(2);
   expect(second).toEqual(first);
   world.fake.assertDone();
-  return { run, result };
+  if (history) await recordHistory(run, history);
 }
 
 describe('broken provider replies are failed attempts, never answers', () => {
@@ -39,7 +40,7 @@ describe('broken provider replies are failed attempts, never answers', () => {
   });
 
   it('a stream that ends cleanly without finish_reason is retried', async () => {
-    await recoversFrom(reply(['partial ', 'text'], { fault: { kind: 'eof', omit: 'finish_reason' } }));
+    await recoversFrom(reply(['partial ', 'text'], { fault: { kind: 'eof', omit: 'finish_reason' } }), 'stream-incomplete-retry');
   });
 
   it('a stream that ends cleanly without [DONE] is retried', async () => {

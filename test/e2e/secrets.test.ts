@@ -49,7 +49,10 @@ describe('secrets never leave the worker', () => {
     workers.push(worker);
 
     const retried = await client.start({ agent: 'plain', input: 'hi' });
-    expect((await retried.result()).answer).toBe('the answer');
+    expect((await retried.result()).transcript.slice(1)).toEqual([
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'the answer' },
+    ]);
     const failed = await client.start({ agent: 'plain', input: 'hi again' });
     const error = (await failed.result().catch((e: unknown) => e)) as RunFailedError;
     expect(error).toBeInstanceOf(RunFailedError);

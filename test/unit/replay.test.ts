@@ -53,6 +53,11 @@ describe('replay of recorded histories', () => {
         'session-basic',
         'session-abort',
         'llm-function-repair',
+        'stream-incomplete-retry',
+        'budget-last-call-message',
+        'abort-unprocessed-message',
+        'user-message-update',
+        'session-failed-turn',
       ]),
     );
   });
