@@ -13,6 +13,8 @@ export interface RecordedRequest {
   /** When the first and the last streamed content chunk were written. */
   firstChunkAt?: number;
   lastChunkAt?: number;
+  /** Streamed events written so far (content and tool-call chunks). */
+  chunksWritten: number;
 }
 
 export interface ChatRequestBody {
@@ -123,7 +125,7 @@ export class FakeModelServer {
       return;
     }
     const index = this.requests.length;
-    this.requests.push({ body: this.keepBodies ? body : { model: body.model, messages: [] }, headers: request.headers, receivedAt: Date.now() });
+    this.requests.push({ body: this.keepBodies ? body : { model: body.model, messages: [] }, headers: request.headers, receivedAt: Date.now(), chunksWritten: 0 });
     for (const waiter of this.waiters.filter((w) => this.requests.length >= w.count)) {
       this.waiters.splice(this.waiters.indexOf(waiter), 1);
       waiter.resolve();
@@ -139,10 +141,10 @@ export class FakeModelServer {
       if (!response.writableEnded) record.abandonedAt = Date.now();
     });
     response.on('finish', () => (record.completedAt = Date.now()));
-    await this.answer(step, body, response);
+    await this.answer(step, body, response, record);
   }
 
-  private async answer(step: FakeStep, body: ChatRequestBody, response: ServerResponse): Promise<void> {
+  private async answer(step: FakeStep, body: ChatRequestBody, response: ServerResponse, record: RecordedRequest): Promise<void> {
     // The request stream is destroyed once its body is read; the response tells whether the client left.
     let clientGone = false;
     response.on('close', () => (clientGone = true));
@@ -152,7 +154,7 @@ export class FakeModelServer {
         await pause(step.delayMs ?? 0);
         if (closed()) return;
         const message = step.message ?? `fake model error ${step.status}`;
-        const key = String(this.requests.at(-1)?.headers['authorization'] ?? '').replace(/^Bearer\s+/i, '');
+        const key = String(record.headers['authorization'] ?? '').replace(/^Bearer\s+/i, '');
         const text = step.echoKey ? `${message}: ${key}` : message;
         sendJson(response, step.status, { error: { message: text, type: step.type ?? 'fake_error', code: step.code ?? null } }, step.headers);
         return;
@@ -163,6 +165,7 @@ export class FakeModelServer {
           await pause(step.chunkDelayMs ?? 0);
           if (closed()) return;
           writeEvent(response, chunk(body, { content: text }));
+          record.chunksWritten += 1;
         }
         response.socket?.destroy();
         return;
@@ -173,12 +176,13 @@ export class FakeModelServer {
           await pause(step.chunkDelayMs ?? 0);
           if (closed()) return;
           writeEvent(response, chunk(body, { content: text }));
+          record.chunksWritten += 1;
         }
         await new Promise<void>((resolve) => response.on('close', resolve));
         return;
       }
       case 'reply':
-        if (body.stream) await this.stream(step, body, response, closed);
+        if (body.stream) await this.stream(step, body, response, closed, record);
         else {
           await pause(step.firstChunkDelayMs ?? 0);
           if (!closed()) plainReply(response, body, step);
@@ -191,7 +195,7 @@ export class FakeModelServer {
     }
   }
 
-  private async stream(step: FakeReply, body: ChatRequestBody, response: ServerResponse, closed: () => boolean): Promise<void> {
+  private async stream(step: FakeReply, body: ChatRequestBody, response: ServerResponse, closed: () => boolean, record: RecordedRequest): Promise<void> {
     startStream(response);
     const out = new BodyWriter(response, step.fault?.kind === 'reset' ? step.fault.afterBytes : undefined);
     const resetAfterChunks = step.fault?.kind === 'reset' ? step.fault.afterChunks : undefined;
@@ -214,16 +218,14 @@ export class FakeModelServer {
         return false;
       }
       written += 1;
+      record.chunksWritten += 1;
       return out.write(event);
     };
-    const record = this.requests.at(-1);
     for (const text of contents) {
       await delay();
       if (!send(chunk(body, { role: 'assistant', content: text }))) return;
-      if (record) {
-        record.firstChunkAt ??= performance.timeOrigin + performance.now();
-        record.lastChunkAt = performance.timeOrigin + performance.now();
-      }
+      record.firstChunkAt ??= performance.timeOrigin + performance.now();
+      record.lastChunkAt = performance.timeOrigin + performance.now();
     }
     for (const [index, call] of (step.toolCalls ?? []).entries()) {
       // Arguments arrive in two fragments, as real providers split them.

@@ -39,6 +39,7 @@ export interface RunCheck {
   stuck: boolean;
   workflowTaskFailures: number;
   abortToCloseMs: number | null;
+  abortWithWorkerUp: boolean;
   problems: string[];
 }
 
@@ -48,6 +49,7 @@ export interface ChaosReport {
   workerKills: number;
   workerTerms: number;
   serverRestarts: number;
+  /** User messages the runs accepted (update) or received (signal). */
   messagesAccepted: number;
   aborts: number;
   durationMs: number;
@@ -188,8 +190,12 @@ class ChaosModel {
 
 interface SentMessage {
   content: string;
-  /** Certain: the update returned accepted. Otherwise the signal was delivered (or the call's fate is unknown). */
-  certain: boolean;
+  /**
+   * `accepted`: the update said so. `delivered`: the signal reached the server, so the run either took it
+   * or logged an `input_rejected` event. `unknown`: the update's call failed without an answer (the
+   * server restarting, the run closing): it may have been taken at most once.
+   */
+  fate: 'accepted' | 'delivered' | 'unknown';
 }
 
 interface RunRecord {
@@ -197,6 +203,8 @@ interface RunRecord {
   handle: RunHandle;
   messages: SentMessage[];
   abortSentAt: number | null;
+  /** Whether some worker was up when the abort was sent (with none, the abort waits for a restart). */
+  abortWithWorkerUp: boolean;
   closedAt: number | null;
   result: AgentRunResult | null;
   /** The run failed (settled, but not as a run should under retryable faults). */
@@ -235,6 +243,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const chaosRandom = random(options.seed);
   const counts = { kills: 0, terms: 0, restarts: 0, aborts: 0 };
   let finished = false;
+  let serverDown = false;
 
   // Infrastructure faults are tied to progress, not to the clock, so they land while runs are in
   // flight whatever the machine's speed: each fires once the model has received a given number of
@@ -253,8 +262,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (finished) break;
       if (fault.kind === 'restart') {
         log(`chaos: restarting the dev server (request ${model.requestCount})`);
+        serverDown = true;
         await server.stop();
         server = await startDevServer(serverOptions);
+        serverDown = false;
         counts.restarts += 1;
         continue;
       }
@@ -292,7 +303,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (error instanceof WorkflowExecutionAlreadyStartedError) return client.run(workflowId);
       throw error;
     });
-    const record: RunRecord = { index, handle, messages: [], abortSentAt: null, closedAt: null, result: null, failed: false, error: null };
+    const record: RunRecord = { index, handle, messages: [], abortSentAt: null, abortWithWorkerUp: false, closedAt: null, result: null, failed: false, error: null };
     records.push(record);
     const actions: Array<Promise<void>> = [];
     const messageCount = next() < 0.6 ? 1 + Math.floor(next() * 2) : 0;
@@ -307,15 +318,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           if (viaUpdate) {
             try {
               await handle.submitUserMessage(content);
-              record.messages.push({ content, certain: true });
+              record.messages.push({ content, fate: 'accepted' });
             } catch (error) {
               // Refused by the validator: not accepted. Any other error leaves its fate unknown.
-              if (!(error instanceof WorkflowUpdateFailedError)) record.messages.push({ content, certain: false });
+              if (!(error instanceof WorkflowUpdateFailedError)) record.messages.push({ content, fate: 'unknown' });
             }
           } else {
             try {
               await handle.sendUserMessage(content);
-              record.messages.push({ content, certain: false });
+              record.messages.push({ content, fate: 'delivered' });
             } catch {
               // The run had closed: never accepted.
             }
@@ -330,6 +341,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           await new Promise((resolve) => setTimeout(resolve, delay));
           if (record.closedAt !== null) return;
           record.abortSentAt = Date.now();
+          record.abortWithWorkerUp = workers.some((worker) => worker !== null) && !serverDown;
           counts.aborts += 1;
           log(`run ${index}: abort`);
           await persistently(() => handle.abort('chaos abort'), deadline).catch(() => undefined);
@@ -367,7 +379,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     workerKills: counts.kills,
     workerTerms: counts.terms,
     serverRestarts: counts.restarts,
-    messagesAccepted: records.reduce((total, record) => total + record.messages.length, 0),
+    messagesAccepted: records.reduce((total, record) => total + record.messages.filter((message) => message.fate !== 'unknown').length, 0),
     aborts: counts.aborts,
     durationMs: Date.now() - started,
   };
@@ -421,19 +433,19 @@ async function checkRun(record: RunRecord, model: ChaosModel): Promise<RunCheck>
         duplicated += times - 1;
         problems.push(`message delivered ${times} times: ${message.content}`);
       }
-      if (times === 0 && message.certain) {
+      if (times === 0 && message.fate === 'accepted') {
         lost += 1;
         problems.push(`accepted message lost: ${message.content}`);
       }
     }
-    if (record.messages.some((message) => !message.certain)) {
+    const missing = record.messages.filter((message) => message.fate === 'delivered' && !delivered.includes(message.content));
+    if (missing.length > 0) {
       // A signal the run refused shows as an input_rejected event; any other missing one is lost.
       const status = await record.handle.status().catch(() => undefined);
       const rejected = (status?.events ?? []).filter((event) => event.event_type === 'input_rejected').length;
-      const missing = record.messages.filter((message) => !message.certain && !delivered.includes(message.content)).length;
-      if (status && missing > rejected) {
-        lost += missing - rejected;
-        problems.push(`${missing - rejected} delivered signal message(s) neither in the transcript nor reported`);
+      if (!status || missing.length > rejected) {
+        lost += missing.length - rejected;
+        problems.push(`delivered signal message(s) neither in the transcript nor reported: ${missing.map((message) => message.content).join(', ')}`);
       }
     }
   }
@@ -448,6 +460,7 @@ async function checkRun(record: RunRecord, model: ChaosModel): Promise<RunCheck>
     stuck: result === null && !record.failed,
     workflowTaskFailures: taskFailures,
     abortToCloseMs: record.abortSentAt !== null && record.closedAt !== null && result?.status === 'aborted' ? record.closedAt - record.abortSentAt : null,
+    abortWithWorkerUp: record.abortWithWorkerUp,
     problems,
   };
 }
@@ -498,20 +511,19 @@ function percentile(values: number[], fraction: number): number | null {
 function table(report: Omit<ChaosReport, 'table'>): string {
   const runs = report.runs;
   const count = (predicate: (run: RunCheck) => boolean) => runs.filter(predicate).length;
-  const latencies = runs.flatMap((run) => (run.abortToCloseMs !== null ? [run.abortToCloseMs] : []));
+  const latencies = (up: boolean) => runs.flatMap((run) => (run.abortToCloseMs !== null && run.abortWithWorkerUp === up ? [run.abortToCloseMs] : []));
+  const spread = (values: number[]) => (values.length === 0 ? '-' : `${percentile(values, 0.5)} / ${percentile(values, 0.95)} ms (${values.length})`);
   const faults = Object.entries(report.providerFaults)
     .map(([kind, times]) => `${kind} ${times}`)
     .join(', ');
-  const p50 = percentile(latencies, 0.5);
-  const p95 = percentile(latencies, 0.95);
   return [
-    `runs ${runs.length} (completed ${count((run) => run.status === 'completed')}, aborted ${count((run) => run.status === 'aborted')}), ${report.messagesAccepted} user messages sent, ${report.aborts} aborts, ${Math.round(report.durationMs / 1000)} s`,
+    `runs ${runs.length} (completed ${count((run) => run.status === 'completed')}, aborted ${count((run) => run.status === 'aborted')}), ${report.messagesAccepted} user messages accepted or delivered, ${report.aborts} aborts, ${Math.round(report.durationMs / 1000)} s`,
     `provider faults: ${faults}`,
     `infrastructure faults: worker SIGKILL ${report.workerKills}, worker SIGTERM ${report.workerTerms}, dev-server restarts ${report.serverRestarts}`,
     '',
-    '| runs | settled | valid | lost | duplicated | stuck | workflow task failures | abort-to-close p50 | p95 |',
+    '| runs | settled | valid | lost | duplicated | stuck | workflow task failures | abort-to-close p50 / p95, a worker up | with no worker up |',
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-    `| ${runs.length} | ${count((run) => run.settled)} | ${count((run) => run.valid)} | ${runs.reduce((total, run) => total + run.lost, 0)} | ${runs.reduce((total, run) => total + run.duplicated, 0)} | ${count((run) => run.stuck)} | ${runs.reduce((total, run) => total + run.workflowTaskFailures, 0)} | ${p50 ?? '-'} ms | ${p95 ?? '-'} ms |`,
+    `| ${runs.length} | ${count((run) => run.settled)} | ${count((run) => run.valid)} | ${runs.reduce((total, run) => total + run.lost, 0)} | ${runs.reduce((total, run) => total + run.duplicated, 0)} | ${count((run) => run.stuck)} | ${runs.reduce((total, run) => total + run.workflowTaskFailures, 0)} | ${spread(latencies(true))} | ${spread(latencies(false))} |`,
     ...runs.filter((run) => run.problems.length > 0).map((run) => `run ${run.index} (${run.workflowId}): ${run.problems.join('; ')}`),
   ].join('\n');
 }

@@ -5,7 +5,7 @@ import { callTools } from '../../src/fake-model/steps';
 import { defineTool } from '../../src/tools/define-tool';
 import { addTool } from '../../src/tools/examples';
 import { startWorld, type TestWorld } from '../support/temporal';
-import { eventOf, eventually, recordHistory } from '../support/wait';
+import { callsFinished, eventOf, recordHistory, replyReceived } from '../support/wait';
 
 let world: TestWorld | undefined;
 afterEach(async () => {
@@ -18,8 +18,7 @@ describe('abort signal', () => {
     world = await startWorld({ fake: { script: [{ kind: 'hang', chunks: ['Transformers ', 'are '], chunkDelayMs: 50 }] } });
     const run = await world.client.start({ agent: 'assistant', input: 'explain transformers' });
     await world.fake.waitForRequests(1);
-    await eventually(async () => ((await run.status()).events.length >= 2 ? true : undefined));
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await replyReceived(run, 'Transformers are '.length);
     const abortedAt = Date.now();
     await run.abort('user_interrupt');
     const result = await run.result();
@@ -69,7 +68,7 @@ describe('abort signal', () => {
     });
     const run = await world.client.start({ agent: 'assistant', input: 'add and wait' });
     await eventOf(run, 'tool_call_start');
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await callsFinished(run, 1);
     const abortedAt = Date.now();
     await run.abort('operator');
     const result = await run.result();

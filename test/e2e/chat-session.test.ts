@@ -5,7 +5,7 @@ import type { Responder } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { nextRequestQuery } from '../../src/workflows/definitions';
 import { startWorld, type TestWorld } from '../support/temporal';
-import { eventually, recordHistory } from '../support/wait';
+import { eventually, recordHistory, replyReceived } from '../support/wait';
 
 let world: TestWorld | undefined;
 afterEach(async () => {
@@ -58,7 +58,7 @@ describe('chatSession', () => {
     const session = await world.client.startSession({ agent: 'assistant' });
     const pending = session.send('long question');
     await world.fake.waitForRequests(1);
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    await replyReceived(session, 'partial '.length);
     await session.abort('changed my mind');
     expect(await pending).toEqual({ status: 'aborted', reply: null, turn: 1, abort_reason: 'changed my mind' });
     expect(await session.send('short question')).toEqual({ status: 'completed', reply: 'fresh answer', turn: 2 });

@@ -6,7 +6,7 @@ import { validateToolLinkage, type Message } from '../../src/context';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { temporalAddress } from '../support/temporal';
-import { eventOf, recordHistory } from '../support/wait';
+import { callsFinished, eventOf, recordHistory, replyReceived } from '../support/wait';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 
 const agents = [{ name: 'assistant', instructions: 'You add and wait.', tools: ['add', 'wait'], limits: { heartbeat_timeout_seconds: 2 } }];
@@ -43,7 +43,7 @@ describe('crash survival (kill -9 of the worker process)', () => {
     const first = await startWorker();
     const run = await client.start({ agent: 'assistant', input: 'hello' });
     await fake.waitForRequests(1);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await replyReceived(run, 'partial '.length);
     await first.kill('SIGKILL');
     await startWorker();
     const result = await run.result();
@@ -72,7 +72,7 @@ describe('crash survival (kill -9 of the worker process)', () => {
     const first = await startWorker();
     const run = await client.start({ agent: 'assistant', input: 'add and wait' });
     await eventOf(run, 'tool_call_start');
-    await new Promise((resolve) => setTimeout(resolve, 700));
+    await callsFinished(run, 1);
     await first.kill('SIGKILL');
     await startWorker();
     const result = await run.result();
@@ -101,7 +101,7 @@ describe('crash survival (kill -9 of the worker process)', () => {
     const first = await startWorker();
     const run = await client.start({ agent: 'assistant', input: 'hello' });
     await fake.waitForRequests(1);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await replyReceived(run, 'half '.length);
     await first.kill('SIGTERM');
     expect(first.output()).toContain('worker stopped');
     await startWorker();

@@ -3,7 +3,7 @@ import { validateToolLinkage } from '../../src/context';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { startWorld, type TestWorld } from '../support/temporal';
-import { eventOf, recordHistory } from '../support/wait';
+import { eventOf, recordHistory, replyReceived } from '../support/wait';
 
 const memo: AgentDefinitionInput = { name: 'memo', instructions: 'You remember things.', tools: ['add'], selfref: true };
 const agents = [memo, { name: 'assistant', instructions: 'plain', tools: ['add', 'wait', 'repeat'] }];
@@ -143,7 +143,7 @@ describe('SelfRef primitives through the durable runtime', () => {
     const run = await world.client.start({ agent: 'memo', input: 'delegate' });
     await eventOf(run, 'custom_event');
     await world.fake.waitForRequests(2);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await replyReceived(world.client.run(`${run.workflowId}::fork::1`), 'thinking '.length);
     await run.abort('stop everything');
     const parent = await run.result();
     expect(parent.status).toBe('aborted');

@@ -89,7 +89,7 @@ describe('event stream', () => {
     world = await startWorld({ fake: { script: [reply(words(40), { chunkDelayMs: 60 })] } });
     const run = await world.client.start({ agent: 'assistant', input: 'talk' });
     await world.fake.waitForRequests(1);
-    await new Promise((resolve) => setTimeout(resolve, 1200));
+    await eventually(() => (world!.fake.requests[0]!.chunksWritten >= 15 ? true : undefined));
     const joinedAt = Date.now();
     const output = collector();
     const result = await followRun(run, output.output);
@@ -116,7 +116,8 @@ describe('event stream', () => {
       got.push(event);
       if (got.length === 10) first.abort();
     }
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // More chunks are written while this reader is away.
+    await eventually(() => (world!.fake.requests[0]!.chunksWritten >= got.length + 5 ? true : undefined));
     for await (const event of readChunks(source, run.workflowId, { llm_call: 1, chunk_index: got.length }, new AbortController().signal)) {
       if (event.event_type !== 'llm_chunk_arrive') break;
       got.push(event);

@@ -5,7 +5,7 @@ import { validateToolLinkage, type Message } from '../../src/context';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { findTemporalCli } from '../../src/worker/temporal-cli';
 import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
-import { eventOf } from '../support/wait';
+import { replyReceived } from '../support/wait';
 
 /**
  * Other services drive runs with the plain `temporal` CLI: no TypeScript involved. Asynchronous, because
@@ -49,8 +49,7 @@ describe('the temporal CLI as a client', () => {
     const start = await temporal('workflow', 'start', '--type', 'agentRun', '--task-queue', world.config.taskQueue, '--workflow-id', id, '--input', JSON.stringify({ agent: 'assistant', input: 'long job' }));
     expect(start.status, start.stderr).toBe(0);
     await world.fake.waitForRequests(1);
-    await eventOf(world.client.run(id), 'llm_call_start');
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await replyReceived(world.client.run(id), 'Working on '.length);
     const signal = await temporal('workflow', 'signal', '--workflow-id', id, '--name', 'abort', '--input', JSON.stringify({ reason: 'ops' }));
     expect(signal.status, signal.stderr).toBe(0);
     const result = JSON.parse((await temporal('workflow', 'result', '--workflow-id', id, '--output', 'json')).stdout) as { result: { status: string; transcript: Message[] } };

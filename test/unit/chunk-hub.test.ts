@@ -14,10 +14,23 @@ const chunk = (llm_call: number, attempt: number, chunk_index: number): StreamEv
 });
 const end = (llm_call: number, attempt: number, chunks: number, outcome: 'completed' | 'failed' = 'completed'): StreamEvent => ({ event_type: 'llm_stream_end', run_id: 'r', llm_call, attempt, chunks, outcome });
 
+const label = (event: StreamEvent) =>
+  event.event_type === 'llm_chunk_arrive' ? event.chunk.trim() : event.event_type === 'llm_stream_end' ? `${event.outcome === 'failed' ? 'failed' : 'end'}${event.llm_call}.${event.attempt}` : 'delta';
+
+/** Reads one event at a time, so a test knows exactly what the subscriber has consumed. */
+function reader(iterable: AsyncIterable<StreamEvent>): (count: number) => Promise<string[]> {
+  const iterator = iterable[Symbol.asyncIterator]();
+  return async (count) => {
+    const seen: string[] = [];
+    while (seen.length < count) seen.push(label((await iterator.next()).value as StreamEvent));
+    return seen;
+  };
+}
+
 async function take(iterable: AsyncIterable<StreamEvent>, count: number): Promise<string[]> {
   const seen: string[] = [];
   for await (const event of iterable) {
-    seen.push(event.event_type === 'llm_chunk_arrive' ? event.chunk.trim() : event.event_type === 'llm_stream_end' ? `${event.outcome === 'failed' ? 'failed' : 'end'}${event.llm_call}.${event.attempt}` : 'delta');
+    seen.push(label(event));
     if (seen.length === count) break;
   }
   return seen;
@@ -37,14 +50,14 @@ describe('ChunkHub (the embedded side channel)', () => {
 
   it('restarts a call from chunk 0 when a retried attempt streams it again', async () => {
     const hub = new ChunkHub();
-    const reading = take(hub.subscribe('r', { llm_call: 1, chunk_index: 0 }, new AbortController().signal), 5);
+    const read = reader(hub.subscribe('r', { llm_call: 1, chunk_index: 0 }, new AbortController().signal));
     hub.publish(chunk(1, 1, 0));
     hub.publish(chunk(1, 1, 1));
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await read(2)).toEqual(['c1.1.0', 'c1.1.1']);
     hub.publish(chunk(1, 2, 0));
     hub.publish(chunk(1, 2, 1));
     hub.publish(end(1, 2, 2));
-    expect(await reading).toEqual(['c1.1.0', 'c1.1.1', 'c1.2.0', 'c1.2.1', 'end1.2']);
+    expect(await read(3)).toEqual(['c1.2.0', 'c1.2.1', 'end1.2']);
     // A late chunk of the older attempt is dropped.
     hub.publish(chunk(1, 1, 2));
     expect(await take(hub.subscribe('r', { llm_call: 1, chunk_index: 0 }, new AbortController().signal), 3)).toEqual(['c1.2.0', 'c1.2.1', 'end1.2']);
@@ -65,15 +78,15 @@ describe('ChunkHub (the embedded side channel)', () => {
 
   it('after a failed attempt stays on the call and reads the next attempt from its start', async () => {
     const hub = new ChunkHub();
-    const reading = take(hub.subscribe('r', { llm_call: 1, chunk_index: 0 }, new AbortController().signal), 6);
+    const read = reader(hub.subscribe('r', { llm_call: 1, chunk_index: 0 }, new AbortController().signal));
     hub.publish(chunk(1, 1, 0));
     hub.publish(chunk(1, 1, 1));
     hub.publish(end(1, 1, 2, 'failed'));
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await read(3)).toEqual(['c1.1.0', 'c1.1.1', 'failed1.1']);
     hub.publish(chunk(1, 2, 0));
     hub.publish(end(1, 2, 1));
     hub.publish(chunk(2, 1, 0));
-    expect(await reading).toEqual(['c1.1.0', 'c1.1.1', 'failed1.1', 'c1.2.0', 'end1.2', 'c2.1.0']);
+    expect(await read(3)).toEqual(['c1.2.0', 'end1.2', 'c2.1.0']);
   });
 
   it('an offset of an attempt waits for that attempt and skips to a newer one', async () => {
@@ -82,7 +95,7 @@ describe('ChunkHub (the embedded side channel)', () => {
     hub.publish(end(1, 1, 1, 'failed'));
     // Resuming after the failed end: attempt 1 is not read again.
     const reading = take(hub.subscribe('r', { llm_call: 1, chunk_index: 0, attempt: 2 }, new AbortController().signal), 2);
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await expect.poll(() => hub.size.listeners).toBe(1);
     hub.publish(chunk(1, 2, 0));
     hub.publish(chunk(1, 2, 1));
     expect(await reading).toEqual(['c1.2.0', 'c1.2.1']);
@@ -95,8 +108,7 @@ describe('ChunkHub (the embedded side channel)', () => {
     const hub = new ChunkHub();
     const abort = new AbortController();
     const reading = take(hub.subscribe('nobody', { llm_call: 1, chunk_index: 0 }, abort.signal), 1);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(hub.size).toEqual({ runs: 0, listeners: 1 });
+    await expect.poll(() => hub.size).toEqual({ runs: 0, listeners: 1 });
     abort.abort();
     expect(await reading).toEqual([]);
     expect(hub.size).toEqual({ runs: 0, listeners: 0 });
