@@ -1,5 +1,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { importX } from 'eslint-plugin-import-x';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 import { builtinModules } from 'node:module';
 
 // Code that workflows import must stay deterministic and bundle into the workflow sandbox:
@@ -12,28 +14,51 @@ const pureRestrictions = {
       paths: [
         ...nodeBuiltins.map((name) => ({ name, message: 'Pure/workflow code must not use Node built-ins.' })),
         { name: 'openai', message: 'Provider calls belong in activities.', allowTypeImports: true },
-        { name: '@temporalio/activity', message: 'Workflow code must not import activity APIs.', allowTypeImports: true },
+        {
+          name: '@temporalio/activity',
+          message: 'Workflow code must not import activity APIs.',
+          allowTypeImports: true,
+        },
         { name: '@temporalio/client', message: 'Workflow code must not import the client.', allowTypeImports: true },
         { name: '@temporalio/worker', message: 'Workflow code must not import the worker.', allowTypeImports: true },
       ],
       patterns: [
-        { group: ['**/activities', '**/activities/**'], message: 'Import activities as types only.', allowTypeImports: true },
-        { group: ['**/client', '**/client/**', '**/worker', '**/worker/**'], message: 'Not allowed in pure code.', allowTypeImports: true },
+        {
+          group: ['**/activities', '**/activities/**'],
+          message: 'Import activities as types only.',
+          allowTypeImports: true,
+        },
+        {
+          group: ['**/client', '**/client/**', '**/worker', '**/worker/**'],
+          message: 'Not allowed in pure code.',
+          allowTypeImports: true,
+        },
       ],
     },
   ],
   'no-restricted-globals': [
     'error',
-    ...['process', 'Buffer', 'setInterval', 'structuredClone', 'fetch', 'require', 'crypto', 'performance', 'queueMicrotask'].map(
-      (name) => ({ name, message: `${name} is not available (or not deterministic) in the workflow sandbox.` }),
-    ),
+    ...[
+      'process',
+      'Buffer',
+      'setInterval',
+      'structuredClone',
+      'fetch',
+      'require',
+      'crypto',
+      'performance',
+      'queueMicrotask',
+    ].map((name) => ({ name, message: `${name} is not available (or not deterministic) in the workflow sandbox.` })),
   ],
   'no-restricted-properties': [
     'error',
     { object: 'Math', property: 'random', message: 'No randomness in pure code: pass values in.' },
     { object: 'Date', property: 'now', message: 'No clock in pure code: pass time in.' },
   ],
-  'no-restricted-syntax': ['error', { selector: "NewExpression[callee.name='Date']", message: 'No clock in pure code.' }],
+  'no-restricted-syntax': [
+    'error',
+    { selector: "NewExpression[callee.name='Date']", message: 'No clock in pure code.' },
+  ],
 };
 
 export default tseslint.config(
@@ -41,8 +66,17 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
+    files: ['**/*.ts', '**/*.mts'],
+    plugins: { 'import-x': importX },
+    // Probe files of the lint tests are not in tsconfig: they get a default project.
+    languageOptions: { parserOptions: { projectService: { allowDefaultProject: ['src/*/probe.ts', 'test/*/probe.ts'] }, tsconfigRootDir: import.meta.dirname } },
+    settings: { 'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })] },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      // An un-awaited promise that rejects is an unhandled rejection: one such bug stopped a worker.
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
+      'import-x/no-cycle': 'error',
     },
   },
   // Tests use Python's line-boundary control characters on purpose.
@@ -53,9 +87,18 @@ export default tseslint.config(
     rules: {
       ...pureRestrictions,
       // Workflows may read Date.now(): the sandbox makes it the deterministic task time.
-      'no-restricted-properties': ['error', { object: 'Math', property: 'random', message: 'Use uuid4() from @temporalio/workflow.' }],
+      'no-restricted-properties': [
+        'error',
+        { object: 'Math', property: 'random', message: 'Use uuid4() from @temporalio/workflow.' },
+      ],
       'no-restricted-syntax': 'off',
     },
   },
-  { files: ['bin/**/*.js', 'scripts/**/*.{js,mjs,cjs}'], languageOptions: { globals: { require: 'readonly', process: 'readonly', __dirname: 'readonly', console: 'readonly' } }, rules: { '@typescript-eslint/no-require-imports': 'off' } },
+  {
+    files: ['bin/**/*.js', 'scripts/**/*.{js,mjs,cjs}'],
+    languageOptions: {
+      globals: { require: 'readonly', process: 'readonly', __dirname: 'readonly', console: 'readonly' },
+    },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
 );

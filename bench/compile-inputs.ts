@@ -22,14 +22,21 @@ function sentence(index: number): string {
 
 /** `size` messages: system, user, then rounds of assistant tool call + result + assistant text. */
 export function benchmarkTranscript(size: number, systemContent = 'You are a careful assistant.'): Message[] {
-  const messages: Message[] = [{ role: 'system', content: systemContent }, { role: 'user', content: sentence(0) }];
+  const messages: Message[] = [
+    { role: 'system', content: systemContent },
+    { role: 'user', content: sentence(0) },
+  ];
   let round = 0;
   while (messages.length < size) {
     round += 1;
     const id = `call_${round}`;
     if (messages.length + 3 <= size) {
       messages.push(
-        { role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'add', arguments: `{"a": ${round}, "b": 2}` } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id, type: 'function', function: { name: 'add', arguments: `{"a": ${round}, "b": 2}` } }],
+        },
         { role: 'tool', tool_call_id: id, content: String(round + 2) },
         { role: 'assistant', content: sentence(round) },
       );
@@ -52,7 +59,11 @@ export function benchmarkMutations(count: number, withRemember: boolean): Mutati
     } else if (left >= 2) {
       const id = `pending_${round}`;
       mutations.push(
-        { type: 'AssistantMessageMutation', content: null, tool_calls: [{ id, type: 'function', function: { name: 'add', arguments: '{"a": 1, "b": 2}' } }] },
+        {
+          type: 'AssistantMessageMutation',
+          content: null,
+          tool_calls: [{ id, type: 'function', function: { name: 'add', arguments: '{"a": 1, "b": 2}' } }],
+        },
         { type: 'ToolResultMutation', tool_call_id: id, content: '3' },
       );
     } else {
@@ -63,5 +74,11 @@ export function benchmarkMutations(count: number, withRemember: boolean): Mutati
 }
 
 export function benchmarkSnapshot(): SelfRefSnapshot {
-  return { base_system_prompt: 'You are a careful assistant.', experiences: [], summary: null, summary_message: null, working_messages: [] };
+  return {
+    base_system_prompt: 'You are a careful assistant.',
+    experiences: [],
+    summary: null,
+    summary_message: null,
+    working_messages: [],
+  };
 }

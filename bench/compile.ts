@@ -19,7 +19,8 @@ interface Row {
 }
 
 const rows: Row[] = [];
-for (const mode of ['plain', 'selfref'] as const) for (const messages of SIZES) for (const pending of PENDING) rows.push({ mode, messages, pending });
+for (const mode of ['plain', 'selfref'] as const)
+  for (const messages of SIZES) for (const pending of PENDING) rows.push({ mode, messages, pending });
 
 function inputs(row: Row) {
   return {
@@ -32,7 +33,8 @@ function inputs(row: Row) {
 
 function timePatchloop(row: Row): number {
   const input = inputs(row);
-  const compile = () => compileInvocationTurn(input.prompt_contract, input.transcript, input.mutations, input.selfref_snapshot);
+  const compile = () =>
+    compileInvocationTurn(input.prompt_contract, input.transcript, input.mutations, input.selfref_snapshot);
   for (let warm = 0; warm < 3; warm += 1) compile();
   const samples: number[] = [];
   const started = performance.now();
@@ -51,7 +53,8 @@ function timeReference(): number[] {
     encoding: 'utf8',
     maxBuffer: 1 << 30,
   });
-  if (result.status !== 0) throw new Error(`reference benchmark failed: ${result.stderr || result.error}. Run "bash scripts/setup.sh" first.`);
+  if (result.status !== 0)
+    throw new Error(`reference benchmark failed: ${result.stderr || result.error}. Run "bash scripts/setup.sh" first.`);
   return JSON.parse(result.stdout) as number[];
 }
 
@@ -65,7 +68,14 @@ console.log('Compile one turn (compile_invocation_turn), median ms per compile; 
 console.log(
   table(
     ['mode', 'messages', 'pending', 'patchloop ms', 'reference ms', 'reference/patchloop'],
-    rows.map((row, index) => [row.mode, String(row.messages), String(row.pending), ms(ours[index]!), ms(theirs[index]!), `${(theirs[index]! / ours[index]!).toFixed(1)}x`]),
+    rows.map((row, index) => [
+      row.mode,
+      String(row.messages),
+      String(row.pending),
+      ms(ours[index]!),
+      ms(theirs[index]!),
+      `${(theirs[index]! / ours[index]!).toFixed(1)}x`,
+    ]),
   ),
 );
 
@@ -75,8 +85,14 @@ console.log(
     ['mode', 'pending', 'patchloop growth', 'reference growth'],
     (['plain', 'selfref'] as const).flatMap((mode) =>
       PENDING.map((pending) => {
-        const at = (size: number) => rows.findIndex((row) => row.mode === mode && row.pending === pending && row.messages === size);
-        return [mode, String(pending), `${(ours[at(10_000)]! / ours[at(1_000)]!).toFixed(1)}x`, `${(theirs[at(10_000)]! / theirs[at(1_000)]!).toFixed(1)}x`];
+        const at = (size: number) =>
+          rows.findIndex((row) => row.mode === mode && row.pending === pending && row.messages === size);
+        return [
+          mode,
+          String(pending),
+          `${(ours[at(10_000)]! / ours[at(1_000)]!).toFixed(1)}x`,
+          `${(theirs[at(10_000)]! / theirs[at(1_000)]!).toFixed(1)}x`,
+        ];
       }),
     ),
   ),

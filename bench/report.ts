@@ -11,7 +11,9 @@ export function percentile(values: readonly number[], fraction: number): number 
 
 /** A plain-text table with right-aligned columns. */
 export function table(header: string[], rows: string[][]): string {
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
+  );
   const line = (cells: string[]) => cells.map((cell, column) => cell.padStart(widths[column]!)).join('  ');
   return [line(header), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n');
 }

@@ -38,17 +38,28 @@ async function main() {
       const started = performance.now();
       await session.send(`${MESSAGE} #${turn}`);
       const wallMs = performance.now() - started;
-      const modelMs = world.fake.requests.slice(requestsBefore).reduce((sum, request) => sum + ((request.completedAt ?? request.receivedAt) - request.receivedAt), 0);
+      const modelMs = world.fake.requests
+        .slice(requestsBefore)
+        .reduce((sum, request) => sum + ((request.completedAt ?? request.receivedAt) - request.receivedAt), 0);
       const status = await session.status(Number.MAX_SAFE_INTEGER);
       continued = Number(status['continued_as_new' as keyof typeof status] ?? 0);
       const description = await session.workflow.describe();
       if (MARKS.some((mark) => turn > mark - WINDOW - 1 && turn <= mark)) (globalThis as { gc?: () => void }).gc?.();
       const memory = process.memoryUsage();
-      samples.push({ turn, wallMs, modelMs, historyBytes: status.history.bytes, runId: description.runId, rssMb: memory.rss / 2 ** 20, heapMb: memory.heapUsed / 2 ** 20 });
+      samples.push({
+        turn,
+        wallMs,
+        modelMs,
+        historyBytes: status.history.bytes,
+        runId: description.runId,
+        rssMb: memory.rss / 2 ** 20,
+        heapMb: memory.heapUsed / 2 ** 20,
+      });
       if (turn % 100 === 0) process.stderr.write(`turn ${turn}/${TURNS}\n`);
     }
     const transcript = await session.transcript();
-    if (transcript.length !== 1 + 2 * TURNS) throw new Error(`context lost: ${transcript.length} messages after ${TURNS} turns`);
+    if (transcript.length !== 1 + 2 * TURNS)
+      throw new Error(`context lost: ${transcript.length} messages after ${TURNS} turns`);
   } finally {
     await world.close();
   }
@@ -67,15 +78,27 @@ async function main() {
       deltas.length > 0 ? percentile(deltas, 0.5).toFixed(0) : 'n/a',
       percentile(overhead, 0.5).toFixed(1),
       percentile(overhead, 0.95).toFixed(1),
-      percentile(window.map((sample) => sample.modelMs), 0.5).toFixed(1),
+      percentile(
+        window.map((sample) => sample.modelMs),
+        0.5,
+      ).toFixed(1),
       last.rssMb.toFixed(0),
       last.heapMb.toFixed(0),
     ];
   });
-  console.log(`chatSession, ${TURNS} turns of ${MESSAGE.length}-character messages, full context kept (no compaction); windows of ${WINDOW} turns ending at each mark.\n`);
-  console.log(table(['turn', 'history bytes/turn', 'overhead p50 ms', 'overhead p95 ms', 'model p50 ms', 'worker rss MB', 'heap MB'], rows));
+  console.log(
+    `chatSession, ${TURNS} turns of ${MESSAGE.length}-character messages, full context kept (no compaction); windows of ${WINDOW} turns ending at each mark.\n`,
+  );
+  console.log(
+    table(
+      ['turn', 'history bytes/turn', 'overhead p50 ms', 'overhead p95 ms', 'model p50 ms', 'worker rss MB', 'heap MB'],
+      rows,
+    ),
+  );
   console.log(`\ncontinue-as-new: ${continued} times in ${TURNS} turns`);
-  console.log('overhead = wall time of a `send` minus the fake model\'s own time; the worker runs in this process (rss and heap include the client).');
+  console.log(
+    "overhead = wall time of a `send` minus the fake model's own time; the worker runs in this process (rss and heap include the client).",
+  );
 }
 
 main().then(

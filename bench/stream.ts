@@ -15,8 +15,14 @@ const BURST = 2000;
 
 const responder: Responder = (body) => {
   const prompt = String(body.messages.at(-1)?.['content'] ?? '');
-  if (prompt.startsWith('burst')) return { kind: 'reply', content: Array.from({ length: BURST }, (_, index) => `t${index} `) };
-  return { kind: 'reply', content: Array.from({ length: 20 }, (_, index) => `w${index} `), firstChunkDelayMs: 50, chunkDelayMs: 10 };
+  if (prompt.startsWith('burst'))
+    return { kind: 'reply', content: Array.from({ length: BURST }, (_, index) => `t${index} `) };
+  return {
+    kind: 'reply',
+    content: Array.from({ length: 20 }, (_, index) => `w${index} `),
+    firstChunkDelayMs: 50,
+    chunkDelayMs: 10,
+  };
 };
 
 const now = () => performance.timeOrigin + performance.now();
@@ -39,7 +45,9 @@ async function main() {
     for (let index = 0; index < RUNS; index += 1) {
       const id = `stream-${index}-${Date.now()}`;
       const abort = new AbortController();
-      const first = firstChunk(readChunks({ url, token: world.worker.streamToken(id) }, id, { llm_call: 1, chunk_index: 0 }, abort.signal));
+      const first = firstChunk(
+        readChunks({ url, token: world.worker.streamToken(id) }, id, { llm_call: 1, chunk_index: 0 }, abort.signal),
+      );
       const before = world.fake.requests.length;
       const run = await world.client.start({ agent: 'assistant', input: 'talk' }, { workflowId: id });
       const receivedAt = await first;
@@ -61,7 +69,12 @@ async function main() {
       const abort = new AbortController();
       const times: number[] = [];
       const reading = (async () => {
-        for await (const event of readChunks({ url, token: world.worker.streamToken(id) }, id, { llm_call: 1, chunk_index: 0 }, abort.signal)) {
+        for await (const event of readChunks(
+          { url, token: world.worker.streamToken(id) },
+          id,
+          { llm_call: 1, chunk_index: 0 },
+          abort.signal,
+        )) {
           if (event.event_type === 'llm_stream_end') break;
           times.push(now());
         }
@@ -98,13 +111,32 @@ async function main() {
     table(
       ['reader', 'p50', 'p95', 'max'],
       [
-        ['side channel (SSE, subscribed before the run)', ms(direct, 0.5), ms(direct, 0.95), Math.max(...direct).toFixed(1)],
-        ['patchloop follow (finds the stream by heartbeat)', ms(followed, 0.5), ms(followed, 0.95), Math.max(...followed).toFixed(1)],
+        [
+          'side channel (SSE, subscribed before the run)',
+          ms(direct, 0.5),
+          ms(direct, 0.95),
+          Math.max(...direct).toFixed(1),
+        ],
+        [
+          'patchloop follow (finds the stream by heartbeat)',
+          ms(followed, 0.5),
+          ms(followed, 0.95),
+          Math.max(...followed).toFixed(1),
+        ],
       ],
     ),
   );
   console.log(`\nSustained rate, a burst of ${BURST} chunks:\n`);
-  console.log(table(['source', 'chunks/s'], [['fake model writes', rate.model.toFixed(0)], ['side channel delivers', rate.channel.toFixed(0)], ['ratio', (rate.channel / rate.model).toFixed(2)]]));
+  console.log(
+    table(
+      ['source', 'chunks/s'],
+      [
+        ['fake model writes', rate.model.toFixed(0)],
+        ['side channel delivers', rate.channel.toFixed(0)],
+        ['ratio', (rate.channel / rate.model).toFixed(2)],
+      ],
+    ),
+  );
   console.log('\nHistory of the same 20-chunk answer (chunks never enter history):\n');
   console.log(table(['run', 'events', 'history bytes'], history));
 }

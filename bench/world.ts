@@ -25,13 +25,31 @@ export async function startBenchWorld(
   options: { agents?: AgentDefinitionInput[]; dynamicConfig?: Record<string, number>; keepBodies?: boolean } = {},
 ): Promise<BenchWorld> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const server = await startDevServer({ port: await freePort(), dbFile: join(mkdtempSync(join(tmpdir(), 'patchloop-bench-')), 'temporal.db'), ...(options.dynamicConfig ? { dynamicConfig: options.dynamicConfig } : {}) });
+  const server = await startDevServer({
+    port: await freePort(),
+    dbFile: join(mkdtempSync(join(tmpdir(), 'patchloop-bench-')), 'temporal.db'),
+    ...(options.dynamicConfig ? { dynamicConfig: options.dynamicConfig } : {}),
+  });
   const fake = await FakeModelServer.start({ responder, keepBodies: options.keepBodies ?? true });
-  const config = { ...configFromEnvironment({}), temporalAddress: server.address, taskQueue: 'bench', openaiBaseUrl: fake.url, openaiApiKey: 'bench', model: 'fake-model' };
+  const config = {
+    ...configFromEnvironment({}),
+    temporalAddress: server.address,
+    taskQueue: 'bench',
+    openaiBaseUrl: fake.url,
+    openaiApiKey: 'bench',
+    model: 'fake-model',
+  };
   const connection = await NativeConnection.connect({ address: server.address });
-  const worker = await createPatchloopWorker({ connection, config, ...(options.agents ? { agents: options.agents } : {}) });
+  const worker = await createPatchloopWorker({
+    connection,
+    config,
+    ...(options.agents ? { agents: options.agents } : {}),
+  });
   const running = worker.run();
-  const client = new PatchloopClient(new Client({ connection: await Connection.connect({ address: server.address }) }), config.taskQueue);
+  const client = new PatchloopClient(
+    new Client({ connection: await Connection.connect({ address: server.address }) }),
+    config.taskQueue,
+  );
   return {
     server,
     fake,
@@ -47,4 +65,3 @@ export async function startBenchWorld(
     },
   };
 }
-

@@ -7,7 +7,13 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { runChaos } from '../test/chaos/chaos';
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '40' }, seed: { type: 'string', default: '20261201' }, concurrency: { type: 'string', default: '6' } } });
+  const { values } = parseArgs({
+    options: {
+      runs: { type: 'string', default: '40' },
+      seed: { type: 'string', default: '20261201' },
+      concurrency: { type: 'string', default: '6' },
+    },
+  });
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const report = await runChaos({
     runs: Number(values.runs),
@@ -16,7 +22,9 @@ async function main(): Promise<number> {
     log: (line) => process.stderr.write(`${line}\n`),
   });
   console.log(report.table);
-  const bad = report.runs.filter((run) => !run.settled || !run.valid || run.lost > 0 || run.duplicated > 0 || run.stuck || run.status === 'failed');
+  const bad = report.runs.filter(
+    (run) => !run.settled || !run.valid || run.lost > 0 || run.duplicated > 0 || run.stuck || run.status === 'failed',
+  );
   return bad.length > 0 ? 1 : 0;
 }
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: installs what it needs, then typecheck, lint and every test.
+# The whole test suite, from a fresh clone: installs what it needs, then typecheck, format check, lint and every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 npx tsc -p tsconfig.json --noEmit
+npx prettier --check . > /dev/null || { npx prettier --check . ; exit 1; }
 npx eslint .
 npx vitest run --project unit
 npx vitest run --project e2e

@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { type Context } from '@temporalio/activity';
 
 /**
  * Heartbeats on a 1 s timer (not only per token: a thinking model sends none), because an activity

@@ -23,7 +23,11 @@ export function createActivities(settings: ActivitySettings) {
     describeAgent: createDescribeAgent(settings.registry, settings.defaultModel),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
     llmPhase: createLlmPhase(settings.provider, new RequestCache(), settings.registry, settings.chunks),
-    toolBatch: createToolBatch(settings.registry, { abortGraceMs: 200, ...(settings.redactor ? { redactor: settings.redactor } : {}), ...settings.tools }),
+    toolBatch: createToolBatch(settings.registry, {
+      abortGraceMs: 200,
+      ...(settings.redactor ? { redactor: settings.redactor } : {}),
+      ...settings.tools,
+    }),
   };
 }
 

@@ -40,10 +40,21 @@ interface Reply {
  * text reaches the transcript. On a user abort it returns `[AssistantTruncatedMutation]` with the text
  * received so far; on any other cancel (worker shutdown) it throws so the phase runs again.
  */
-export function createLlmPhase(settings: ProviderSettings, cache: RequestCache, registry: AgentRegistry, chunks?: ChunkSink) {
+export function createLlmPhase(
+  settings: ProviderSettings,
+  cache: RequestCache,
+  registry: AgentRegistry,
+  chunks?: ChunkSink,
+) {
   // One retry layer: Temporal's. The client's own retries would multiply it. Its logger is off: errors
   // are classified and reported here, redacted, not printed with raw provider data.
-  const client = new OpenAI({ baseURL: settings.baseURL, apiKey: settings.apiKey ?? 'unset', maxRetries: 0, timeout: settings.timeoutMs, logLevel: 'off' });
+  const client = new OpenAI({
+    baseURL: settings.baseURL,
+    apiKey: settings.apiKey ?? 'unset',
+    maxRetries: 0,
+    timeout: settings.timeoutMs,
+    logLevel: 'off',
+  });
 
   return async function llmPhase(input: LlmPhaseInput): Promise<LlmPhaseResult> {
     const context = Context.current();
@@ -56,7 +67,11 @@ export function createLlmPhase(settings: ProviderSettings, cache: RequestCache, 
     // The heartbeat starts first: loading the request may take a while (a replaying workflow answers
     // the query), and both liveness and cancellation depend on it. It also tells followers where this
     // call's tokens stream from (nothing goes to history).
-    const stopHeartbeat = startHeartbeat(context, () => ({ iteration: input.iteration, chars: stream.content.length, ...publisher.announcement }));
+    const stopHeartbeat = startHeartbeat(context, () => ({
+      iteration: input.iteration,
+      chars: stream.content.length,
+      ...publisher.announcement,
+    }));
     const signal = context.cancellationSignal;
     let reply: Reply;
     try {
@@ -66,7 +81,9 @@ export function createLlmPhase(settings: ProviderSettings, cache: RequestCache, 
       // One attempt's HTTP timeout stays below the attempt's own start-to-close timeout.
       const timeout = Math.max(1000, Math.min(settings.timeoutMs, context.info.startToCloseTimeoutMs - 5000));
       const attemptClient = client.withOptions({ fetch: body.fetch, timeout });
-      reply = request.stream ? await streamReply(attemptClient, request, signal, stream, body) : await plainReply(attemptClient, request, shutdownOnly(context));
+      reply = request.stream
+        ? await streamReply(attemptClient, request, signal, stream, body)
+        : await plainReply(attemptClient, request, shutdownOnly(context));
     } catch (error) {
       // An abort before the first byte throws (APIUserAbortError): that is the abort path, not a failure.
       if (!signal.aborted) {
@@ -84,7 +101,13 @@ export function createLlmPhase(settings: ProviderSettings, cache: RequestCache, 
     publisher.end('completed');
     const result = completedResult(reply, started);
     // A typed function's final reply is checked here, where its zod schema lives.
-    if (input.output_check && reply.toolCalls.length === 0) return { ...result, output_check: registry.llmFunction(input.output_check).checkOutput(reply.content) as LlmPhaseResult['output_check'] };
+    if (input.output_check && reply.toolCalls.length === 0)
+      return {
+        ...result,
+        output_check: registry
+          .llmFunction(input.output_check)
+          .checkOutput(reply.content) as LlmPhaseResult['output_check'],
+      };
     return result;
   };
 }
@@ -123,8 +146,17 @@ class BodyObserver {
   };
 }
 
-async function streamReply(client: OpenAI, request: LlmRequest, signal: AbortSignal, stream: StreamAccumulator, body: BodyObserver): Promise<Reply> {
-  const chunks = (await client.chat.completions.create(request as unknown as OpenAI.ChatCompletionCreateParamsStreaming, { signal })) as AsyncIterable<StreamChunk>;
+async function streamReply(
+  client: OpenAI,
+  request: LlmRequest,
+  signal: AbortSignal,
+  stream: StreamAccumulator,
+  body: BodyObserver,
+): Promise<Reply> {
+  const chunks = (await client.chat.completions.create(
+    request as unknown as OpenAI.ChatCompletionCreateParamsStreaming,
+    { signal },
+  )) as AsyncIterable<StreamChunk>;
   for await (const chunk of chunks) {
     stream.add(chunk);
     if (signal.aborted) break;
@@ -132,24 +164,48 @@ async function streamReply(client: OpenAI, request: LlmRequest, signal: AbortSig
   // The openai stream ends silently on an abort, a reset connection and a server that just stops.
   if (signal.aborted) throw signal.reason;
   if (!body.ended) throw incompleteReply(`the stream broke off after ${stream.content.length} characters`);
-  if (stream.finishReason === null) throw incompleteReply(`the stream ended without a finish_reason after ${stream.content.length} characters`);
+  if (stream.finishReason === null)
+    throw incompleteReply(`the stream ended without a finish_reason after ${stream.content.length} characters`);
   if (!body.sawDone) throw incompleteReply('the stream ended without [DONE]');
-  return { content: stream.content, toolCalls: stream.toolCalls(), reasoningDetails: stream.reasoningDetails, usage: stream.usage, finishReason: stream.finishReason, streamed: true };
+  return {
+    content: stream.content,
+    toolCalls: stream.toolCalls(),
+    reasoningDetails: stream.reasoningDetails,
+    usage: stream.usage,
+    finishReason: stream.finishReason,
+    streamed: true,
+  };
 }
 
 /** Spec 8.2: a non-streamed request in flight is not interrupted by an abort; only a shutdown stops it. */
 async function plainReply(client: OpenAI, request: LlmRequest, signal: AbortSignal): Promise<Reply> {
-  const completion = await client.chat.completions.create(request as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming, { signal });
-  if (!Array.isArray(completion?.choices) || completion.choices.length === 0) throw incompleteReply('the reply has no choices');
+  const completion = await client.chat.completions.create(
+    request as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming,
+    { signal },
+  );
+  if (!Array.isArray(completion?.choices) || completion.choices.length === 0)
+    throw incompleteReply('the reply has no choices');
   const choice = completion.choices[0]!;
   if (!choice.finish_reason) throw incompleteReply('the reply has no finish_reason');
-  const message = (choice?.message ?? {}) as { content?: string | null; tool_calls?: ToolCall[]; reasoning_details?: JsonValue[] };
+  const message = (choice?.message ?? {}) as {
+    content?: string | null;
+    tool_calls?: ToolCall[];
+    reasoning_details?: JsonValue[];
+  };
   const usage = completion.usage;
   return {
     content: message.content ?? '',
-    toolCalls: (message.tool_calls ?? []).filter((call) => call.id && call.function?.name).map((call) => ({ ...call, type: call.type ?? 'function' })),
+    toolCalls: (message.tool_calls ?? [])
+      .filter((call) => call.id && call.function?.name)
+      .map((call) => ({ ...call, type: call.type ?? 'function' })),
     reasoningDetails: message.reasoning_details ?? [],
-    usage: usage ? { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens } : null,
+    usage: usage
+      ? {
+          prompt_tokens: usage.prompt_tokens,
+          completion_tokens: usage.completion_tokens,
+          total_tokens: usage.total_tokens,
+        }
+      : null,
     finishReason: choice.finish_reason,
     streamed: false,
   };
@@ -163,21 +219,49 @@ function chunkPublisher(sink: ChunkSink | undefined, context: Context, input: Ll
   let index = 0;
   const enabled = sink !== undefined && llmCall > 0;
   return {
-    announcement: enabled ? { stream_url: sink.url, stream_token: sink.tokens.tokenFor(runId), llm_call: llmCall, attempt } : {},
+    announcement: enabled
+      ? { stream_url: sink.url, stream_token: sink.tokens.tokenFor(runId), llm_call: llmCall, attempt }
+      : {},
     chunk(text: string) {
       if (!enabled || text === '') return;
-      sink.transport.publish({ event_type: 'llm_chunk_arrive', run_id: runId, iteration: input.iteration, llm_call: llmCall, attempt, chunk_index: index, chunk: text, timestamp: new Date().toISOString() });
+      sink.transport.publish({
+        event_type: 'llm_chunk_arrive',
+        run_id: runId,
+        iteration: input.iteration,
+        llm_call: llmCall,
+        attempt,
+        chunk_index: index,
+        chunk: text,
+        timestamp: new Date().toISOString(),
+      });
       index += 1;
     },
     argumentsDelta(delta: ArgumentsDelta) {
       if (!enabled) return;
-      sink.transport.publish({ event_type: 'tool_call_arguments_delta', run_id: runId, iteration: input.iteration, llm_call: llmCall, attempt, chunk_index: index, ...delta, timestamp: new Date().toISOString() });
+      sink.transport.publish({
+        event_type: 'tool_call_arguments_delta',
+        run_id: runId,
+        iteration: input.iteration,
+        llm_call: llmCall,
+        attempt,
+        chunk_index: index,
+        ...delta,
+        timestamp: new Date().toISOString(),
+      });
       index += 1;
     },
     /** `failed`: this attempt's chunks are superseded; the next attempt streams the call again from 0. */
     end(outcome: 'completed' | 'aborted' | 'failed', error?: string) {
       if (!enabled) return;
-      sink.transport.publish({ event_type: 'llm_stream_end', run_id: runId, llm_call: llmCall, attempt, chunks: index, outcome, ...(error ? { error } : {}) });
+      sink.transport.publish({
+        event_type: 'llm_stream_end',
+        run_id: runId,
+        llm_call: llmCall,
+        attempt,
+        chunks: index,
+        outcome,
+        ...(error ? { error } : {}),
+      });
     },
   };
 }
@@ -193,7 +277,14 @@ function shutdownOnly(context: Context): AbortSignal {
 function completedResult(reply: Reply, started: number): LlmPhaseResult {
   let mutations: Mutation[] = [];
   if (reply.toolCalls.length > 0) {
-    mutations = [{ type: 'AssistantMessageMutation', content: reply.content !== '' ? reply.content : null, tool_calls: reply.toolCalls, reasoning_details: reply.reasoningDetails }];
+    mutations = [
+      {
+        type: 'AssistantMessageMutation',
+        content: reply.content !== '' ? reply.content : null,
+        tool_calls: reply.toolCalls,
+        reasoning_details: reply.reasoningDetails,
+      },
+    ];
   } else if (reply.content !== '') {
     mutations = [{ type: 'AssistantMessageMutation', content: reply.content }];
   }

@@ -31,14 +31,23 @@ export async function multimodalMutation(
   if (list.length === 0) throw new ImageError('no images to return');
   const kind = Array.isArray(images) ? 'images' : images instanceof ImageFile ? 'an image file' : 'an image';
   const caption =
-    description === null ? `This is ${kind} returned by tool '${call.name}':` : `This is ${kind} and description returned by tool '${call.name}': ${description}`;
+    description === null
+      ? `This is ${kind} returned by tool '${call.name}':`
+      : `This is ${kind} and description returned by tool '${call.name}': ${description}`;
   const parts = await Promise.all(list.map((image) => imagePart(image, maxImageBytes)));
   const message: Message = { role: 'user', content: [{ type: 'text', text: caption }, ...parts] };
-  return { type: 'MultimodalToolResultMutation', tool_call_id: call.id, tool_name: call.name, arguments: call.arguments, user_messages: [message] };
+  return {
+    type: 'MultimodalToolResultMutation',
+    tool_call_id: call.id,
+    tool_name: call.name,
+    arguments: call.arguments,
+    user_messages: [message],
+  };
 }
 
 async function imagePart(image: ImageValue, maxImageBytes: number) {
-  const url = image instanceof ImageUrl ? checkedUrl(image.url, maxImageBytes) : await fileDataUrl(image, maxImageBytes);
+  const url =
+    image instanceof ImageUrl ? checkedUrl(image.url, maxImageBytes) : await fileDataUrl(image, maxImageBytes);
   return { type: 'image_url', image_url: { url, detail: image.detail ?? 'auto' } };
 }
 
@@ -50,7 +59,8 @@ function checkedUrl(url: string, maxImageBytes: number): string {
     if (bytes > maxImageBytes) throw new ImageError(`image is too large: ${bytes} bytes (limit ${maxImageBytes})`);
     return url;
   }
-  if (!/^https?:\/\//i.test(url)) throw new ImageError(`an image URL must be http(s) or a data URL: ${url.slice(0, 80)}`);
+  if (!/^https?:\/\//i.test(url))
+    throw new ImageError(`an image URL must be http(s) or a data URL: ${url.slice(0, 80)}`);
   return url;
 }
 
@@ -60,6 +70,7 @@ async function fileDataUrl(image: ImageFile, maxImageBytes: number): Promise<str
   const info = await stat(image.path).catch(() => {
     throw new ImageError(`image file not found: ${image.path}`);
   });
-  if (info.size > maxImageBytes) throw new ImageError(`image is too large: ${info.size} bytes (limit ${maxImageBytes})`);
+  if (info.size > maxImageBytes)
+    throw new ImageError(`image is too large: ${info.size} bytes (limit ${maxImageBytes})`);
   return `data:${mime};base64,${(await readFile(image.path)).toString('base64')}`;
 }

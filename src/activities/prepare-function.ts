@@ -13,7 +13,10 @@ export function createPrepareFunction(registry: AgentRegistry, defaultModel: str
     const fn = registry.llmFunction(input.function);
     const parsed = fn.definition.input.safeParse(input.args);
     if (!parsed.success) {
-      throw ApplicationFailure.nonRetryable(`invalid arguments for function '${fn.name}': ${z.prettifyError(parsed.error)}`, 'InvalidFunctionArgs');
+      throw ApplicationFailure.nonRetryable(
+        `invalid arguments for function '${fn.name}': ${z.prettifyError(parsed.error)}`,
+        'InvalidFunctionArgs',
+      );
     }
     const tools = fn.definition.tools ?? [];
     const agent = AgentSpec.parse({
@@ -22,14 +25,19 @@ export function createPrepareFunction(registry: AgentRegistry, defaultModel: str
       model: fn.definition.model ?? defaultModel,
       tools,
       stream: true,
-      llm_options: { response_format: { type: 'json_schema', json_schema: { name: fn.name, schema: fn.outputSchema } } },
+      llm_options: {
+        response_format: { type: 'json_schema', json_schema: { name: fn.name, schema: fn.outputSchema } },
+      },
       tool_descriptors: registry.toolDescriptors(tools),
     });
     return {
       agent,
       seed: [
         { role: 'system', content: agent.instructions },
-        { role: 'user', content: `Input:\n${JSON.stringify(parsed.data, null, 2)}\n\nReply with only a JSON value that matches the output schema.` },
+        {
+          role: 'user',
+          content: `Input:\n${JSON.stringify(parsed.data, null, 2)}\n\nReply with only a JSON value that matches the output schema.`,
+        },
       ],
       max_repairs: fn.definition.maxRepairs ?? 2,
     };

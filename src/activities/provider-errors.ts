@@ -9,22 +9,36 @@ import OpenAI from 'openai';
  */
 export function classifyProviderError(error: unknown): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
-  if (error instanceof OpenAI.APIError && error.status !== undefined) return withRetryHint(classifyStatus(error), error.headers);
+  if (error instanceof OpenAI.APIError && error.status !== undefined)
+    return withRetryHint(classifyStatus(error), error.headers);
   const message = error instanceof Error ? error.message : String(error);
-  if (error instanceof SyntaxError) return ApplicationFailure.create({ type: 'ProviderMalformedReply', message: `the provider sent data that is not JSON: ${message}` });
-  return ApplicationFailure.create({ type: 'ProviderUnavailable', message: `provider unreachable or the connection broke: ${message}` });
+  if (error instanceof SyntaxError)
+    return ApplicationFailure.create({
+      type: 'ProviderMalformedReply',
+      message: `the provider sent data that is not JSON: ${message}`,
+    });
+  return ApplicationFailure.create({
+    type: 'ProviderUnavailable',
+    message: `provider unreachable or the connection broke: ${message}`,
+  });
 }
 
 /** A reply that ended before it was complete; retried like any unavailability. */
 export function incompleteReply(what: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: 'ProviderStreamIncomplete', message: `the provider's reply is incomplete: ${what}` });
+  return ApplicationFailure.create({
+    type: 'ProviderStreamIncomplete',
+    message: `the provider's reply is incomplete: ${what}`,
+  });
 }
 
 function classifyStatus(error: InstanceType<typeof OpenAI.APIError>): ApplicationFailure {
   const status = error.status!;
   const detail = providerMessage(error);
   if (status === 429 && isQuotaExhausted(error)) {
-    return ApplicationFailure.nonRetryable(`the provider account has no quota left (429 insufficient_quota): ${detail}. Check the plan and billing of the key.`, 'ProviderQuotaExceeded');
+    return ApplicationFailure.nonRetryable(
+      `the provider account has no quota left (429 insufficient_quota): ${detail}. Check the plan and billing of the key.`,
+      'ProviderQuotaExceeded',
+    );
   }
   if (status === 429) {
     const delay = retryAfterMs(error.headers);
@@ -36,35 +50,58 @@ function classifyStatus(error: InstanceType<typeof OpenAI.APIError>): Applicatio
   }
   if (status >= 500 || status === 408 || status === 409) {
     const delay = retryAfterMs(error.headers);
-    return ApplicationFailure.create({ type: 'ProviderUnavailable', message: `provider error (${status}): ${detail}`, ...(delay !== undefined ? { nextRetryDelay: delay } : {}) });
+    return ApplicationFailure.create({
+      type: 'ProviderUnavailable',
+      message: `provider error (${status}): ${detail}`,
+      ...(delay !== undefined ? { nextRetryDelay: delay } : {}),
+    });
   }
   if (status === 401 || status === 403) {
-    return ApplicationFailure.nonRetryable(`provider refused the credentials (${status}): ${detail}. Check OPENAI_API_KEY and OPENAI_BASE_URL.`, 'ProviderAuthFailed');
+    return ApplicationFailure.nonRetryable(
+      `provider refused the credentials (${status}): ${detail}. Check OPENAI_API_KEY and OPENAI_BASE_URL.`,
+      'ProviderAuthFailed',
+    );
   }
   if (status === 400 && (error.code === 'context_length_exceeded' || /context length|maximum context/i.test(detail))) {
-    return ApplicationFailure.nonRetryable(`the request is longer than the model's context (400): ${detail}`, 'ContextTooLong');
+    return ApplicationFailure.nonRetryable(
+      `the request is longer than the model's context (400): ${detail}`,
+      'ContextTooLong',
+    );
   }
-  const hint = status === 404 ? " Check the model name (PATCHLOOP_MODEL or the agent's model) and OPENAI_BASE_URL." : '';
-  return ApplicationFailure.nonRetryable(`provider rejected the request (${status}): ${detail}.${hint}`, 'ProviderRejected');
+  const hint =
+    status === 404 ? " Check the model name (PATCHLOOP_MODEL or the agent's model) and OPENAI_BASE_URL." : '';
+  return ApplicationFailure.nonRetryable(
+    `provider rejected the request (${status}): ${detail}.${hint}`,
+    'ProviderRejected',
+  );
 }
 
 /** `x-should-retry: true|false` is the provider's own verdict, as the openai client itself honours it. */
 function withRetryHint(failure: ApplicationFailure, headers: Headers | undefined): ApplicationFailure {
   const hint = headers?.get('x-should-retry');
   if (hint === 'false' && !failure.nonRetryable) {
-    return ApplicationFailure.nonRetryable(`${failure.message} (the provider said not to retry: x-should-retry: false)`, failure.type ?? undefined);
+    return ApplicationFailure.nonRetryable(
+      `${failure.message} (the provider said not to retry: x-should-retry: false)`,
+      failure.type ?? undefined,
+    );
   }
   if (hint === 'true' && failure.nonRetryable && failure.type !== 'ProviderQuotaExceeded') {
     // Typed as unavailability: the workflow's retry policy never retries the rejection types.
     const delay = retryAfterMs(headers);
-    return ApplicationFailure.create({ type: 'ProviderUnavailable', message: `${failure.message} (retried: x-should-retry: true)`, ...(delay !== undefined ? { nextRetryDelay: delay } : {}) });
+    return ApplicationFailure.create({
+      type: 'ProviderUnavailable',
+      message: `${failure.message} (retried: x-should-retry: true)`,
+      ...(delay !== undefined ? { nextRetryDelay: delay } : {}),
+    });
   }
   return failure;
 }
 
 function isQuotaExhausted(error: InstanceType<typeof OpenAI.APIError>): boolean {
   const body = error.error as { type?: unknown; code?: unknown } | undefined;
-  return error.code === 'insufficient_quota' || body?.type === 'insufficient_quota' || body?.code === 'insufficient_quota';
+  return (
+    error.code === 'insufficient_quota' || body?.type === 'insufficient_quota' || body?.code === 'insufficient_quota'
+  );
 }
 
 function providerMessage(error: InstanceType<typeof OpenAI.APIError>): string {
@@ -73,7 +110,10 @@ function providerMessage(error: InstanceType<typeof OpenAI.APIError>): string {
 }
 
 /** `retry-after-ms`, or `retry-after` in seconds or as an HTTP date. */
-export function retryAfterMs(headers: Headers | Record<string, string> | undefined, now = Date.now()): number | undefined {
+export function retryAfterMs(
+  headers: Headers | Record<string, string> | undefined,
+  now = Date.now(),
+): number | undefined {
   if (!headers) return undefined;
   const read = (name: string) => (headers instanceof Headers ? headers.get(name) : headers[name]) ?? undefined;
   const milliseconds = Number(read('retry-after-ms'));

@@ -22,7 +22,9 @@ export class SecretRedactor {
 
   constructor(secrets: ReadonlyArray<string | undefined>) {
     // Short values would redact ordinary words; real keys are long.
-    this.secrets = [...new Set(secrets.filter((secret): secret is string => typeof secret === 'string' && secret.length >= 8))].sort((a, b) => b.length - a.length);
+    this.secrets = [
+      ...new Set(secrets.filter((secret): secret is string => typeof secret === 'string' && secret.length >= 8)),
+    ].sort((a, b) => b.length - a.length);
   }
 
   /** The configured secrets only: applied to everything an activity returns. */
@@ -51,7 +53,9 @@ export class SecretRedactor {
     if (typeof value === 'string') return redactText(value) as T;
     if (Array.isArray(value)) return value.map((item) => this.redactValue(item, redactText)) as T;
     if (value !== null && typeof value === 'object') {
-      return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, this.redactValue(item, redactText)])) as T;
+      return Object.fromEntries(
+        Object.entries(value).map(([key, item]) => [key, this.redactValue(item, redactText)]),
+      ) as T;
     }
     return value;
   }
@@ -79,7 +83,10 @@ export class SecretRedactor {
     if (error instanceof TemporalFailure) return error;
     if (error instanceof Error) {
       // Anything else becomes a retryable failure typed by its constructor, as the worker would make it.
-      const redacted = ApplicationFailure.create({ message: this.redact(error.message), type: error.constructor?.name ?? error.name });
+      const redacted = ApplicationFailure.create({
+        message: this.redact(error.message),
+        type: error.constructor?.name ?? error.name,
+      });
       redacted.stack = error.stack ? this.redact(error.stack) : undefined;
       return redacted;
     }

@@ -39,11 +39,15 @@ export async function loadRequest(input: LlmPhaseInput, cache: RequestCache): Pr
   const handle = context.client.workflow.getHandle(execution.workflowId, execution.runId);
   const first = await handle.query(compiledRequestQuery, input.digest, 0);
   const pages = [first.text];
-  for (let page = 1; page < first.pages; page += 1) pages.push((await handle.query(compiledRequestQuery, input.digest, page)).text);
+  for (let page = 1; page < first.pages; page += 1)
+    pages.push((await handle.query(compiledRequestQuery, input.digest, page)).text);
   const text = pages.join('');
   // Node's native SHA-256 gives the same digest as the workflow's pure-JS one, much faster.
   if (createHash('sha256').update(text, 'utf8').digest('hex') !== input.digest) {
-    throw ApplicationFailure.create({ type: 'StaleRequest', message: 'the compiled request does not match its digest' });
+    throw ApplicationFailure.create({
+      type: 'StaleRequest',
+      message: 'the compiled request does not match its digest',
+    });
   }
   // The digest proves this is the workflow's own request: no schema walk over a long transcript.
   const request = JSON.parse(text) as LlmRequest;

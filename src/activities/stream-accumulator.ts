@@ -23,7 +23,12 @@ export interface StreamChunk {
   choices?: Array<{
     delta?: {
       content?: string | null;
-      tool_calls?: Array<{ index?: number; id?: string; type?: string; function?: { name?: string; arguments?: string } }>;
+      tool_calls?: Array<{
+        index?: number;
+        id?: string;
+        type?: string;
+        function?: { name?: string; arguments?: string };
+      }>;
       reasoning_details?: JsonValue[];
     };
     finish_reason?: string | null;
@@ -45,7 +50,12 @@ export class StreamAccumulator {
   ) {}
 
   add(chunk: StreamChunk): void {
-    if (chunk.usage) this.usage = { prompt_tokens: chunk.usage.prompt_tokens, completion_tokens: chunk.usage.completion_tokens, total_tokens: chunk.usage.total_tokens };
+    if (chunk.usage)
+      this.usage = {
+        prompt_tokens: chunk.usage.prompt_tokens,
+        completion_tokens: chunk.usage.completion_tokens,
+        total_tokens: chunk.usage.total_tokens,
+      };
     for (const choice of chunk.choices ?? []) {
       if (choice.finish_reason) this.finishReason = choice.finish_reason;
       const delta = choice.delta;
@@ -59,7 +69,9 @@ export class StreamAccumulator {
     }
   }
 
-  private addFragment(piece: NonNullable<NonNullable<NonNullable<StreamChunk['choices']>[number]['delta']>['tool_calls']>[number]): void {
+  private addFragment(
+    piece: NonNullable<NonNullable<NonNullable<StreamChunk['choices']>[number]['delta']>['tool_calls']>[number],
+  ): void {
     const index = piece.index ?? 0;
     const fragment = this.fragments.get(index) ?? { id: '', type: '', name: '', arguments: '', reported: new Map() };
     // The last non-empty id, type and name win; argument pieces concatenate.
@@ -82,7 +94,8 @@ export class StreamAccumulator {
       if (current === previous || (previous !== '' && previous.startsWith(current))) continue;
       const delta = previous !== '' && current.startsWith(previous) ? current.slice(previous.length) : current;
       fragment.reported.set(argname, current);
-      if (delta !== '') this.onArguments({ tool_name: fragment.name, tool_call_id: fragment.id, argname, argcontent_delta: delta });
+      if (delta !== '')
+        this.onArguments({ tool_name: fragment.name, tool_call_id: fragment.id, argname, argcontent_delta: delta });
     }
   }
 

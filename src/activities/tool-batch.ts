@@ -70,12 +70,23 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
     const finished = new Map<number, Finished>();
     const order: number[] = [];
     const customEvents: CustomEvent[] = [];
-    const stopHeartbeat = startHeartbeat(context, () => ({ iteration: input.iteration, finished: order.length, of: input.calls.length }));
+    const stopHeartbeat = startHeartbeat(context, () => ({
+      iteration: input.iteration,
+      finished: order.length,
+      of: input.calls.length,
+    }));
     try {
       if (!signal.aborted) {
         const runs = input.calls.map(async (call, index) => {
-          const outcome = await runCall(registry, limits, input, call, workflowId, signal, settings.redactor, (event_name, data) =>
-            customEvents.push({ tool_call_id: call.id, tool_name: call.name, event_name, data }),
+          const outcome = await runCall(
+            registry,
+            limits,
+            input,
+            call,
+            workflowId,
+            signal,
+            settings.redactor,
+            (event_name, data) => customEvents.push({ tool_call_id: call.id, tool_name: call.name, event_name, data }),
           );
           if (outcome === null) return;
           finished.set(index, outcome);
@@ -105,7 +116,13 @@ async function runCall(
   const started = Date.now();
   const finish = (content: string, success = true, error?: string): Finished => ({
     content,
-    report: { tool_call_id: call.id, tool_name: call.name, success, ...(error !== undefined ? { error } : {}), duration_ms: Date.now() - started },
+    report: {
+      tool_call_id: call.id,
+      tool_name: call.name,
+      success,
+      ...(error !== undefined ? { error } : {}),
+      duration_ms: Date.now() - started,
+    },
   });
   const selfref = registry.selfref(input.agent) && isSelfRefTool(call.name) && call.name !== SELFREF_FORK;
   const tool = selfref ? undefined : registry.toolFor(input.agent, call.name);
@@ -123,7 +140,14 @@ async function runCall(
   }
   if (!tool) return finish(unknownToolContent(call.name));
   const parsed = tool.parameters.safeParse(args.value);
-  if (!parsed.success) return finish(toolFailureContent(call.name, args.text, `invalid arguments: ${z.prettifyError(parsed.error).replaceAll('\n', ' ')}`));
+  if (!parsed.success)
+    return finish(
+      toolFailureContent(
+        call.name,
+        args.text,
+        `invalid arguments: ${z.prettifyError(parsed.error).replaceAll('\n', ' ')}`,
+      ),
+    );
   const timeoutSeconds = tool.descriptor.timeout_seconds ?? limits.timeoutSeconds;
   const timeout = AbortSignal.timeout(timeoutSeconds * 1000);
   const signal = AbortSignal.any([batchSignal, timeout]);
@@ -152,7 +176,13 @@ async function runCall(
     const content = serializeToolResult(value);
     const bytes = new TextEncoder().encode(content).length;
     if (bytes > limits.maxResultBytes) {
-      return finish(toolFailureContent(call.name, args.text, `result is too large: ${bytes} bytes (limit ${limits.maxResultBytes})`));
+      return finish(
+        toolFailureContent(
+          call.name,
+          args.text,
+          `result is too large: ${bytes} bytes (limit ${limits.maxResultBytes})`,
+        ),
+      );
     }
     return finish(content);
   } catch (error) {
@@ -170,9 +200,15 @@ async function runCall(
  * Unique per run chain: the chain's first run id tells apart two runs that reuse a workflow id (and a
  * provider that reuses call ids such as `call_0`); stable across retries, replays and continue-as-new.
  */
-export function idempotencyKey(workflowId: string, input: Pick<ToolBatchInput, 'iteration' | 'run_chain_id'>, call: Pick<ToolCallRequest, 'id'>): string {
+export function idempotencyKey(
+  workflowId: string,
+  input: Pick<ToolBatchInput, 'iteration' | 'run_chain_id'>,
+  call: Pick<ToolCallRequest, 'id'>,
+): string {
   // Batches scheduled by workflows that predate run_chain_id keep their old keys.
-  return input.run_chain_id ? `${workflowId}/${input.run_chain_id}/${input.iteration}/${call.id}` : `${workflowId}/${input.iteration}/${call.id}`;
+  return input.run_chain_id
+    ? `${workflowId}/${input.run_chain_id}/${input.iteration}/${call.id}`
+    : `${workflowId}/${input.iteration}/${call.id}`;
 }
 
 /** Stops waiting for a tool that ignores its signal; its late result is dropped. */
@@ -190,7 +226,12 @@ function delay(ms: number): Promise<void> {
 }
 
 /** Declared order: plain results and cancellations, then multimodal results (spec 7.6 step 5). */
-function batchResult(calls: readonly ToolCallRequest[], finished: Map<number, Finished>, order: number[], wasAborted: boolean): ToolBatchResult {
+function batchResult(
+  calls: readonly ToolCallRequest[],
+  finished: Map<number, Finished>,
+  order: number[],
+  wasAborted: boolean,
+): ToolBatchResult {
   const mutations: Mutation[] = [];
   const multimodal: Mutation[] = [];
   const unfinished: string[] = [];

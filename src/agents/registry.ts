@@ -1,5 +1,12 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { AgentDefinition, AgentSpec, isSelfRefTool, selfRefToolDescriptors, type AgentDefinitionInput, type ToolDescriptor } from '../runtime';
+import {
+  AgentDefinition,
+  AgentSpec,
+  isSelfRefTool,
+  selfRefToolDescriptors,
+  type AgentDefinitionInput,
+  type ToolDescriptor,
+} from '../runtime';
 import type { LlmFunction } from '../functions/define-llm-function';
 import type { Tool } from '../tools/define-tool';
 
@@ -19,7 +26,8 @@ export class AgentRegistry {
       const agent = AgentDefinition.parse(input);
       if (this.agents.has(agent.name)) throw new Error(`agent '${agent.name}' is registered twice`);
       const reserved = agent.tools.filter((name) => isSelfRefTool(name));
-      if (reserved.length > 0) throw new Error(`agent '${agent.name}' lists ${reserved.join(', ')}: set "selfref": true instead`);
+      if (reserved.length > 0)
+        throw new Error(`agent '${agent.name}' lists ${reserved.join(', ')}: set "selfref": true instead`);
       const missing = agent.tools.filter((name) => !this.tools.has(name));
       if (missing.length > 0) throw new Error(`agent '${agent.name}' uses unregistered tool(s): ${missing.join(', ')}`);
       this.agents.set(agent.name, agent);
@@ -39,7 +47,11 @@ export class AgentRegistry {
   /** A registered function; an unknown name is a non-retryable failure. */
   llmFunction(name: string): LlmFunction {
     const fn = this.functions.get(name);
-    if (!fn) throw ApplicationFailure.nonRetryable(`unknown function '${name}'; this worker serves: ${this.functionNames.join(', ') || 'no functions'}`, 'UnknownFunction');
+    if (!fn)
+      throw ApplicationFailure.nonRetryable(
+        `unknown function '${name}'; this worker serves: ${this.functionNames.join(', ') || 'no functions'}`,
+        'UnknownFunction',
+      );
     return fn;
   }
 
@@ -56,7 +68,10 @@ export class AgentRegistry {
   describe(name: string, defaultModel: string): AgentSpec {
     const agent = this.agents.get(name);
     if (!agent) {
-      throw ApplicationFailure.nonRetryable(`unknown agent '${name}'; this worker serves: ${this.agentNames.join(', ') || 'no agents'}`, 'UnknownAgent');
+      throw ApplicationFailure.nonRetryable(
+        `unknown agent '${name}'; this worker serves: ${this.agentNames.join(', ') || 'no agents'}`,
+        'UnknownAgent',
+      );
     }
     const own = agent.tools.map((toolName) => this.tools.get(toolName)!.descriptor);
     const selfref = agent.selfref ? selfRefToolDescriptors() : [];

@@ -5,7 +5,11 @@ type OptionSpec = Record<string, { type: 'string' | 'boolean' }>;
 type ParsedValues<T extends OptionSpec> = { [K in keyof T]?: T[K]['type'] extends 'boolean' ? boolean : string };
 
 /** `node:util` parseArgs with usage errors the CLI prints as `{"error": ...}`. */
-export function parseCommandArgs<T extends OptionSpec>(args: string[], options: T, usage: string): { values: ParsedValues<T>; positionals: string[] } {
+export function parseCommandArgs<T extends OptionSpec>(
+  args: string[],
+  options: T,
+  usage: string,
+): { values: ParsedValues<T>; positionals: string[] } {
   try {
     const parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
     return { values: parsed.values as ParsedValues<T>, positionals: parsed.positionals };

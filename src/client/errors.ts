@@ -18,7 +18,8 @@ export class UsageError extends Error {
 }
 
 export function toErrorReport(error: unknown): ErrorReport {
-  if (error instanceof ContextError) return { error: { type: CONTEXT_ERROR_TYPES[error.kind], message: error.message } };
+  if (error instanceof ContextError)
+    return { error: { type: CONTEXT_ERROR_TYPES[error.kind], message: error.message } };
   if (error instanceof z.ZodError) return { error: { type: 'InvalidInput', message: z.prettifyError(error) } };
   if (error instanceof SyntaxError) return { error: { type: 'InvalidJson', message: error.message } };
   if (error instanceof UsageError) return { error: { type: 'UsageError', message: error.message } };

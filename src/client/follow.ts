@@ -18,7 +18,12 @@ export function describeEvent(event: RunEvent): string | null {
     case 'llm_call_end': {
       const calls = event.tool_calls.map((call) => call.name).join(', ');
       const tokens = event.usage ? `, ${event.usage.total_tokens} tokens` : '';
-      const what = event.outcome === 'aborted' ? `aborted after ${event.content.length} chars` : calls ? `asks for ${calls}` : `answered ${event.content.length} chars`;
+      const what =
+        event.outcome === 'aborted'
+          ? `aborted after ${event.content.length} chars`
+          : calls
+            ? `asks for ${calls}`
+            : `answered ${event.content.length} chars`;
       return `  model call ${event.llm_call} ${what} (${event.duration_ms} ms${tokens})`;
     }
     case 'tool_call_start':
@@ -79,7 +84,10 @@ export function textOutput(write: (text: string) => void): FollowOutput {
 
 /** One JSON object per line: coarse events and token chunks, for other programs. */
 export function jsonOutput(write: (text: string) => void): FollowOutput {
-  return { event: (event) => write(`${JSON.stringify(event)}\n`), chunk: (event) => write(`${JSON.stringify(event)}\n`) };
+  return {
+    event: (event) => write(`${JSON.stringify(event)}\n`),
+    chunk: (event) => write(`${JSON.stringify(event)}\n`),
+  };
 }
 
 /**
@@ -158,7 +166,12 @@ class TokenFollower {
         continue;
       }
       try {
-        for await (const event of readChunks(source, this.run.workflowId, { llm_call: llmCall, chunk_index: next, ...(attempt !== undefined ? { attempt } : {}) }, signal)) {
+        for await (const event of readChunks(
+          source,
+          this.run.workflowId,
+          { llm_call: llmCall, chunk_index: next, ...(attempt !== undefined ? { attempt } : {}) },
+          signal,
+        )) {
           if (event.llm_call !== llmCall) return;
           if (event.event_type === 'llm_stream_end') {
             if (event.outcome !== 'failed') return;

@@ -1,7 +1,15 @@
 import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import type { Message } from '../context';
-import type { AgentRunInputWire, AgentRunResult, ChatSessionInputWire, ChatSessionResult, RunStatus, TurnReply, UnprocessedMessage } from '../runtime';
+import type {
+  AgentRunInputWire,
+  AgentRunResult,
+  ChatSessionInputWire,
+  ChatSessionResult,
+  RunStatus,
+  TurnReply,
+  UnprocessedMessage,
+} from '../runtime';
 import {
   abortSignal,
   closeSignal,
@@ -22,7 +30,9 @@ export class PatchloopClient {
     readonly taskQueue: string,
   ) {}
 
-  static async connect(config: Pick<PatchloopConfig, 'temporalAddress' | 'namespace' | 'taskQueue'>): Promise<PatchloopClient> {
+  static async connect(
+    config: Pick<PatchloopConfig, 'temporalAddress' | 'namespace' | 'taskQueue'>,
+  ): Promise<PatchloopClient> {
     const connection = await Connection.connect({ address: config.temporalAddress });
     return new PatchloopClient(new Client({ connection, namespace: config.namespace }), config.taskQueue);
   }
@@ -30,7 +40,11 @@ export class PatchloopClient {
   /** Starts workflow `agentRun`; the id defaults to `run-<uuid>`. */
   async start(input: AgentRunInputWire, options: { workflowId?: string } = {}): Promise<RunHandle> {
     const workflowId = options.workflowId ?? `run-${randomUUID()}`;
-    const handle = await this.temporal.workflow.start('agentRun', { taskQueue: this.taskQueue, workflowId, args: [input] });
+    const handle = await this.temporal.workflow.start('agentRun', {
+      taskQueue: this.taskQueue,
+      workflowId,
+      args: [input],
+    });
     return new RunHandle(handle as WorkflowHandle);
   }
 
@@ -41,7 +55,11 @@ export class PatchloopClient {
   /** Starts workflow `chatSession`; the id defaults to `session-<uuid>`. */
   async startSession(input: ChatSessionInputWire, options: { sessionId?: string } = {}): Promise<SessionHandle> {
     const workflowId = options.sessionId ?? `session-${randomUUID()}`;
-    const handle = await this.temporal.workflow.start('chatSession', { taskQueue: this.taskQueue, workflowId, args: [input] });
+    const handle = await this.temporal.workflow.start('chatSession', {
+      taskQueue: this.taskQueue,
+      workflowId,
+      args: [input],
+    });
     return new SessionHandle(handle as WorkflowHandle);
   }
 
@@ -51,9 +69,17 @@ export class PatchloopClient {
   }
 
   /** Runs workflow `llmFunction` and returns its validated output (see `defineLlmFunction` for the typed call). */
-  async runFunction(name: string, args: Record<string, unknown>, options: { workflowId?: string } = {}): Promise<unknown> {
+  async runFunction(
+    name: string,
+    args: Record<string, unknown>,
+    options: { workflowId?: string } = {},
+  ): Promise<unknown> {
     const workflowId = options.workflowId ?? `fn-${name}-${randomUUID()}`;
-    const handle = await this.temporal.workflow.start('llmFunction', { taskQueue: this.taskQueue, workflowId, args: [{ function: name, args }] });
+    const handle = await this.temporal.workflow.start('llmFunction', {
+      taskQueue: this.taskQueue,
+      workflowId,
+      args: [{ function: name, args }],
+    });
     try {
       return await handle.result();
     } catch (error) {
@@ -156,7 +182,9 @@ export class RunFailedError extends Error {
     const cause = failure.cause as (Error & { type?: string; details?: unknown[] }) | undefined;
     super(`run ${workflowId} failed: ${cause?.message ?? failure.message}`);
     this.type = cause?.type;
-    const carried = (cause?.details ?? []).find((detail): detail is { unprocessed_messages: UnprocessedMessage[] } => Array.isArray((detail as { unprocessed_messages?: unknown } | null)?.unprocessed_messages));
+    const carried = (cause?.details ?? []).find((detail): detail is { unprocessed_messages: UnprocessedMessage[] } =>
+      Array.isArray((detail as { unprocessed_messages?: unknown } | null)?.unprocessed_messages),
+    );
     this.unprocessedMessages = carried?.unprocessed_messages ?? [];
   }
 }

@@ -83,7 +83,8 @@ function assertNever(value: never): never {
 function appendAssistantMessage(messages: Message[], mutation: AssistantMessageMutation): void {
   const toolCalls = mutation.tool_calls ?? [];
   const content = mutation.content ?? null;
-  if (toolCalls.length > 0) messages.push({ role: 'assistant', content, tool_calls: cloneJson(toolCalls) as JsonValue[] });
+  if (toolCalls.length > 0)
+    messages.push({ role: 'assistant', content, tool_calls: cloneJson(toolCalls) as JsonValue[] });
   else if (content !== null) messages.push({ role: 'assistant', content });
 }
 
@@ -123,7 +124,8 @@ function appendToolCancelled(messages: Message[], mutation: ToolCancelledMutatio
   let results = 0;
   for (const message of messages) {
     const toolCalls = message['tool_calls'];
-    if (message['role'] === 'assistant' && Array.isArray(toolCalls)) calls += toolCalls.filter((call) => hasCallId(call, id)).length;
+    if (message['role'] === 'assistant' && Array.isArray(toolCalls))
+      calls += toolCalls.filter((call) => hasCallId(call, id)).length;
     else if (message['role'] === 'tool' && message['tool_call_id'] === id) results += 1;
   }
   if (calls > 0 && results >= calls) return;
@@ -134,7 +136,11 @@ function appendToolCancelled(messages: Message[], mutation: ToolCancelledMutatio
       tool_calls: [{ id, type: 'function', function: { name: mutation.tool_name, arguments: '{}' } }],
     });
   }
-  messages.push({ role: 'tool', tool_call_id: id, content: toolCancelledContent(mutation.tool_name, mutation.abort_reason ?? '') });
+  messages.push({
+    role: 'tool',
+    tool_call_id: id,
+    content: toolCancelledContent(mutation.tool_name, mutation.abort_reason ?? ''),
+  });
 }
 
 function hasCallId(call: JsonValue, id: string): boolean {

@@ -35,12 +35,17 @@ export function reduceTurnContext(
     parsed.summary !== null ||
     parsed.summary_message !== null ||
     applied.some((message) => parseSummary(message['content']) !== null) ||
-    mutations.some((mutation) => mutation.type === 'ExperienceRememberMutation' || mutation.type === 'ExperienceForgetMutation');
+    mutations.some(
+      (mutation) => mutation.type === 'ExperienceRememberMutation' || mutation.type === 'ExperienceForgetMutation',
+    );
   return { transcript: applied, selfref_snapshot: carriesMarkers ? parsed : cloneJson(snapshot) };
 }
 
 /** Stage 2 (spec 4.3): resolve and place the system prompt, then render the blocks. */
-export function convertToLlmRequest(reduced: ReducedTurnContext, contract: PromptContract): Omit<CompiledTurn, 'reduced_transcript'> {
+export function convertToLlmRequest(
+  reduced: ReducedTurnContext,
+  contract: PromptContract,
+): Omit<CompiledTurn, 'reduced_transcript'> {
   const systemPrompt = resolveSystemPrompt(reduced.transcript, contract, reduced.selfref_snapshot);
   const transcript = placeSystemPrompt(reduced.transcript.map(cloneJson), systemPrompt);
   return {
@@ -73,7 +78,11 @@ export function compileContext(
   return { transcript: applied, selfref_snapshot: selfrefEnabled ? parseSelfRefSnapshot(applied) : null };
 }
 
-function resolveSystemPrompt(transcript: readonly Message[], contract: PromptContract, snapshot: SelfRefSnapshot | null): string | null {
+function resolveSystemPrompt(
+  transcript: readonly Message[],
+  contract: PromptContract,
+  snapshot: SelfRefSnapshot | null,
+): string | null {
   if (snapshot !== null) return renderSystemPromptWithExperiences(snapshot.base_system_prompt, snapshot.experiences);
   if (contract.system_prompt !== null) return contract.system_prompt;
   const system = transcript.find((message) => message['role'] === 'system' && typeof message['content'] === 'string');

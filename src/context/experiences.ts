@@ -21,7 +21,11 @@ export function normalizeExperienceText(text: unknown): string {
 export function renderSystemPromptWithExperiences(basePrompt: string, experiences: readonly Experience[]): string {
   const base = trim(basePrompt);
   if (experiences.length === 0) return base;
-  const block = [BLOCK_START, ...experiences.map((item) => `- [${item.id}] ${normalizeExperienceText(item.text)}`), BLOCK_END].join('\n');
+  const block = [
+    BLOCK_START,
+    ...experiences.map((item) => `- [${item.id}] ${normalizeExperienceText(item.text)}`),
+    BLOCK_END,
+  ].join('\n');
   return base === '' ? block : `${base}\n\n${block}`;
 }
 

@@ -20,7 +20,8 @@ export function cloneJson<T>(value: T): T {
   for (const key in value) {
     const item = cloneJson((value as Record<string, unknown>)[key]);
     // JSON.parse makes "__proto__" an own key; plain assignment would set the prototype.
-    if (key === '__proto__') Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
+    if (key === '__proto__')
+      Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
     else copy[key] = item;
   }
   return copy as T;

@@ -25,7 +25,10 @@ export function validateToolLinkage(messages: readonly Message[]): void {
     }
     if (role === 'tool') {
       if (pending.length === 0) {
-        throw new ContextError('linkage', `Tool message appears without preceding assistant tool_calls (index ${index})`);
+        throw new ContextError(
+          'linkage',
+          `Tool message appears without preceding assistant tool_calls (index ${index})`,
+        );
       }
       const position = pending.indexOf(message['tool_call_id'] as string);
       if (position < 0) {

@@ -34,7 +34,10 @@ export type ToolCall = z.infer<typeof ToolCall>;
 export const SystemMessage = z.looseObject({ role: z.literal('system'), content: z.string() });
 export type SystemMessage = z.infer<typeof SystemMessage>;
 
-export const UserMessage = z.looseObject({ role: z.literal('user'), content: z.union([z.string(), z.array(ContentPart)]) });
+export const UserMessage = z.looseObject({
+  role: z.literal('user'),
+  content: z.union([z.string(), z.array(ContentPart)]),
+});
 export type UserMessage = z.infer<typeof UserMessage>;
 
 export const AssistantMessage = z.looseObject({
@@ -52,10 +55,20 @@ export const ToolMessage = z.looseObject({
 export type ToolMessage = z.infer<typeof ToolMessage>;
 
 /** Legacy role; passed through untouched. */
-export const FunctionMessage = z.looseObject({ role: z.literal('function'), content: z.string(), name: z.string().optional() });
+export const FunctionMessage = z.looseObject({
+  role: z.literal('function'),
+  content: z.string(),
+  name: z.string().optional(),
+});
 export type FunctionMessage = z.infer<typeof FunctionMessage>;
 
-export const ChatMessage = z.discriminatedUnion('role', [SystemMessage, UserMessage, AssistantMessage, ToolMessage, FunctionMessage]);
+export const ChatMessage = z.discriminatedUnion('role', [
+  SystemMessage,
+  UserMessage,
+  AssistantMessage,
+  ToolMessage,
+  FunctionMessage,
+]);
 export type ChatMessage = z.infer<typeof ChatMessage>;
 
 export const ChatMessages = z.array(ChatMessage);

@@ -12,7 +12,8 @@ const MUST_PRINCIPLES_BLOCK = [
   '<rule>Keep tool invocation payloads in the native tool channel.</rule>',
   MUST_PRINCIPLES_END,
 ].join('\n');
-const TOOL_BLOCK_INSTRUCTION = '<instruction>Follow each tool contract and prefer tool-specific best practices.</instruction>';
+const TOOL_BLOCK_INSTRUCTION =
+  '<instruction>Follow each tool contract and prefer tool-specific best practices.</instruction>';
 
 /**
  * `render_llm_input_messages` (spec 4.4): renders the tool and must-principles blocks into the first
@@ -32,7 +33,11 @@ export function renderLlmInputMessages(
   return output;
 }
 
-export function renderSystemContent(base: string, toolPromptSpecs: readonly ToolPromptSpec[], includeMustPrinciples: boolean): string {
+export function renderSystemContent(
+  base: string,
+  toolPromptSpecs: readonly ToolPromptSpec[],
+  includeMustPrinciples: boolean,
+): string {
   const sections = [
     renderToolBlock(toolPromptSpecs),
     removeTaggedBlocks(base, MUST_PRINCIPLES_START, MUST_PRINCIPLES_END),

@@ -42,7 +42,13 @@ export function parseSelfRefSnapshot(messages: readonly Message[]): SelfRefSnaps
     }
     workingMessages.push(cloneJson(message));
   }
-  return { base_system_prompt: base, experiences, summary, summary_message: summaryMessage, working_messages: workingMessages };
+  return {
+    base_system_prompt: base,
+    experiences,
+    summary,
+    summary_message: summaryMessage,
+    working_messages: workingMessages,
+  };
 }
 
 /** `build_context_messages_from_state_data` (spec 5.5): the canonical transcript of a SelfRef state. */

@@ -27,9 +27,15 @@ const SECTIONS: ReadonlyArray<readonly [keyof SummaryPayload, string]> = [
   ['relevant_files_directories', 'Relevant files/directories'],
 ];
 const TEXT_FIELDS: readonly TextField[] = ['goal', 'instruction', 'current_status'];
-const LIST_FIELDS: readonly ListField[] = ['discoveries', 'completed', 'likely_next_work', 'relevant_files_directories'];
+const LIST_FIELDS: readonly ListField[] = [
+  'discoveries',
+  'completed',
+  'likely_next_work',
+  'relevant_files_directories',
+];
 const FIELD_BY_TITLE = new Map(SECTIONS.map(([field, title]) => [title, field]));
-const isListField = (field: keyof SummaryPayload): field is ListField => (LIST_FIELDS as readonly string[]).includes(field);
+const isListField = (field: keyof SummaryPayload): field is ListField =>
+  (LIST_FIELDS as readonly string[]).includes(field);
 
 const START = '<context_compaction_summary>';
 const END = '</context_compaction_summary>';
@@ -92,7 +98,9 @@ export function parseSummary(content: unknown): SummaryPayload | null {
   const payload: Record<string, unknown> = {};
   for (const [field, collected] of sections) {
     payload[field] = isListField(field)
-      ? collected.filter((line) => line.startsWith('- ') && trim(line.slice(2)) !== '').map((line) => trim(line.slice(2)))
+      ? collected
+          .filter((line) => line.startsWith('- ') && trim(line.slice(2)) !== '')
+          .map((line) => trim(line.slice(2)))
       : trim(collected.join('\n'));
   }
   try {

@@ -15,7 +15,10 @@ export interface ToolPromptSource {
  * exact duplicates removed, same-name tools merged (first non-empty description wins), sorted by name.
  */
 export function buildToolPromptSpecs(tools: readonly ToolPromptSource[]): ToolPromptSpec[] {
-  const merged = new Map<string, { name: string; description: string; best_practices: string[]; prompt_injections: string[] }>();
+  const merged = new Map<
+    string,
+    { name: string; description: string; best_practices: string[]; prompt_injections: string[] }
+  >();
   for (const tool of tools) {
     const name = trim(tool.name);
     if (name === '') continue;

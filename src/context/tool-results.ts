@@ -17,7 +17,13 @@ export function serializeToolResult(value: unknown): string {
 
 /** A failure inside a call: reported to the model like a result (spec 7.6). */
 export function toolFailureContent(toolName: string, argumentText: string, message: string): string {
-  return JSON.stringify({ error: `Tool '${toolName}' failed during execution or result parsing with arguments ${argumentText}: ${message}` }, null, 2);
+  return JSON.stringify(
+    {
+      error: `Tool '${toolName}' failed during execution or result parsing with arguments ${argumentText}: ${message}`,
+    },
+    null,
+    2,
+  );
 }
 
 export function unknownToolContent(toolName: string): string {

@@ -30,7 +30,8 @@ function toolCallsFor(text: string, index: number): FakeToolCall[] {
   const wait = /wait\s+(?:for\s+)?(\d+(?:\.\d+)?)\s*s/i.exec(text);
   if (wait) calls.push({ id: id(), name: 'wait', arguments: JSON.stringify({ seconds: Number(wait[1]) }) });
   const repeat = /repeat\s+['"]([^'"]+)['"]\s+(\d+)\s+times/i.exec(text);
-  if (repeat) calls.push({ id: id(), name: 'repeat', arguments: JSON.stringify({ text: repeat[1], times: Number(repeat[2]) }) });
+  if (repeat)
+    calls.push({ id: id(), name: 'repeat', arguments: JSON.stringify({ text: repeat[1], times: Number(repeat[2]) }) });
   return calls;
 }
 
@@ -39,6 +40,8 @@ function summarizeToolResults(messages: ChatRequestBody['messages']): string {
   while (start > 0 && messages[start - 1]?.['role'] === 'tool') start -= 1;
   const request = messages[start - 1] as { tool_calls?: Array<{ id: string; function: { name: string } }> } | undefined;
   const names = new Map((request?.tool_calls ?? []).map((call) => [call.id, call.function.name]));
-  const parts = messages.slice(start).map((message) => `${names.get(String(message['tool_call_id'])) ?? 'tool'} returned ${String(message['content'])}`);
+  const parts = messages
+    .slice(start)
+    .map((message) => `${names.get(String(message['tool_call_id'])) ?? 'tool'} returned ${String(message['content'])}`);
   return `Done: ${parts.join('; ')}.`;
 }

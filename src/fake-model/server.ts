@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { FakeReply, FakeStep } from './steps';
 
 export interface RecordedRequest {
@@ -49,7 +49,7 @@ export class FakeModelServer {
   readonly problems: string[] = [];
   private readonly script: FakeStep[];
   private readonly waiters: Array<{ count: number; resolve: () => void }> = [];
-  private readonly sockets = new Set<import('node:net').Socket>();
+  private readonly sockets = new Set<Socket>();
 
   private readonly server: Server;
   private readonly responder: Responder | undefined;
@@ -74,7 +74,9 @@ export class FakeModelServer {
 
   static async start(options: FakeModelOptions = {}): Promise<FakeModelServer> {
     const instance = new FakeModelServer(options);
-    await new Promise<void>((resolve) => instance.server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve));
+    await new Promise<void>((resolve) =>
+      instance.server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve),
+    );
     return instance;
   }
 
@@ -125,7 +127,12 @@ export class FakeModelServer {
       return;
     }
     const index = this.requests.length;
-    this.requests.push({ body: this.keepBodies ? body : { model: body.model, messages: [] }, headers: request.headers, receivedAt: Date.now(), chunksWritten: 0 });
+    this.requests.push({
+      body: this.keepBodies ? body : { model: body.model, messages: [] },
+      headers: request.headers,
+      receivedAt: Date.now(),
+      chunksWritten: 0,
+    });
     for (const waiter of this.waiters.filter((w) => this.requests.length >= w.count)) {
       this.waiters.splice(this.waiters.indexOf(waiter), 1);
       waiter.resolve();
@@ -133,7 +140,13 @@ export class FakeModelServer {
     const step = this.script.shift() ?? this.responder?.(body, index);
     if (!step) {
       this.problems.push(`unexpected request #${index + 1} (script exhausted)`);
-      sendJson(response, 400, { error: { message: 'fake model: no scripted response left', type: 'invalid_request_error', code: 'script_exhausted' } });
+      sendJson(response, 400, {
+        error: {
+          message: 'fake model: no scripted response left',
+          type: 'invalid_request_error',
+          code: 'script_exhausted',
+        },
+      });
       return;
     }
     const record = this.requests[index]!;
@@ -144,7 +157,12 @@ export class FakeModelServer {
     await this.answer(step, body, response, record);
   }
 
-  private async answer(step: FakeStep, body: ChatRequestBody, response: ServerResponse, record: RecordedRequest): Promise<void> {
+  private async answer(
+    step: FakeStep,
+    body: ChatRequestBody,
+    response: ServerResponse,
+    record: RecordedRequest,
+  ): Promise<void> {
     // The request stream is destroyed once its body is read; the response tells whether the client left.
     let clientGone = false;
     response.on('close', () => (clientGone = true));
@@ -156,7 +174,12 @@ export class FakeModelServer {
         const message = step.message ?? `fake model error ${step.status}`;
         const key = String(record.headers['authorization'] ?? '').replace(/^Bearer\s+/i, '');
         const text = step.echoKey ? `${message}: ${key}` : message;
-        sendJson(response, step.status, { error: { message: text, type: step.type ?? 'fake_error', code: step.code ?? null } }, step.headers);
+        sendJson(
+          response,
+          step.status,
+          { error: { message: text, type: step.type ?? 'fake_error', code: step.code ?? null } },
+          step.headers,
+        );
         return;
       }
       case 'drop': {
@@ -195,7 +218,13 @@ export class FakeModelServer {
     }
   }
 
-  private async stream(step: FakeReply, body: ChatRequestBody, response: ServerResponse, closed: () => boolean, record: RecordedRequest): Promise<void> {
+  private async stream(
+    step: FakeReply,
+    body: ChatRequestBody,
+    response: ServerResponse,
+    closed: () => boolean,
+    record: RecordedRequest,
+  ): Promise<void> {
     startStream(response);
     const out = new BodyWriter(response, step.fault?.kind === 'reset' ? step.fault.afterBytes : undefined);
     const resetAfterChunks = step.fault?.kind === 'reset' ? step.fault.afterChunks : undefined;
@@ -211,7 +240,8 @@ export class FakeModelServer {
     // False once the client left or the connection was reset on purpose: stop writing.
     const send = (data: unknown): boolean => {
       if (closed() || out.broken) return false;
-      if (fault?.kind === 'junk' && written === fault.afterChunks) out.write(`data: ${fault.line ?? '{"choices": [ this is not JSON'}\n\n`);
+      if (fault?.kind === 'junk' && written === fault.afterChunks)
+        out.write(`data: ${fault.line ?? '{"choices": [ this is not JSON'}\n\n`);
       const event = `data: ${JSON.stringify(data)}\n\n`;
       if (written === resetAfterChunks) {
         out.resetAfter(event.slice(0, Math.floor(event.length / 2)));
@@ -231,12 +261,32 @@ export class FakeModelServer {
       // Arguments arrive in two fragments, as real providers split them.
       const half = Math.ceil(call.arguments.length / 2);
       await delay();
-      if (!send(chunk(body, { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments.slice(0, half) } }] }))) return;
+      if (
+        !send(
+          chunk(body, {
+            tool_calls: [
+              {
+                index,
+                id: call.id,
+                type: 'function',
+                function: { name: call.name, arguments: call.arguments.slice(0, half) },
+              },
+            ],
+          }),
+        )
+      )
+        return;
       if (!send(chunk(body, { tool_calls: [{ index, function: { arguments: call.arguments.slice(half) } }] }))) return;
     }
     const omit = fault?.kind === 'eof' ? fault.omit : undefined;
     if (omit !== 'finish_reason' && omit !== 'both') {
-      if (!send({ ...chunk(body, {}), choices: [{ index: 0, delta: {}, finish_reason: step.toolCalls?.length ? 'tool_calls' : 'stop' }] })) return;
+      if (
+        !send({
+          ...chunk(body, {}),
+          choices: [{ index: 0, delta: {}, finish_reason: step.toolCalls?.length ? 'tool_calls' : 'stop' }],
+        })
+      )
+        return;
     }
     const usage = step.usage === undefined ? defaultUsage(body, contents.join('')) : step.usage;
     if (usage && (body['stream_options'] as { include_usage?: boolean } | undefined)?.include_usage) {
@@ -308,7 +358,11 @@ function defaultUsage(body: ChatRequestBody, content: string) {
 
 function completion(body: ChatRequestBody, step: FakeReply) {
   const content = typeof step.content === 'string' ? step.content : (step.content ?? []).join('');
-  const toolCalls = (step.toolCalls ?? []).map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
+  const toolCalls = (step.toolCalls ?? []).map((call) => ({
+    id: call.id,
+    type: 'function',
+    function: { name: call.name, arguments: call.arguments },
+  }));
   return {
     id: 'chatcmpl-fake',
     object: 'chat.completion',
@@ -317,7 +371,11 @@ function completion(body: ChatRequestBody, step: FakeReply) {
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content: content === '' && toolCalls.length > 0 ? null : content, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
+        message: {
+          role: 'assistant',
+          content: content === '' && toolCalls.length > 0 ? null : content,
+          ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+        },
         finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
       },
     ],
@@ -336,7 +394,11 @@ function chunk(body: ChatRequestBody, delta: Record<string, unknown>) {
 }
 
 function startStream(response: ServerResponse): void {
-  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  response.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
   response.flushHeaders();
 }
 

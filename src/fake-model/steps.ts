@@ -61,6 +61,17 @@ export interface FakeHang {
   chunkDelayMs?: number;
 }
 
-export const reply = (content: string | string[], options: Omit<FakeReply, 'kind' | 'content'> = {}): FakeReply => ({ kind: 'reply', content, ...options });
-export const callTools = (toolCalls: FakeToolCall[], options: Omit<FakeReply, 'kind' | 'toolCalls'> = {}): FakeReply => ({ kind: 'reply', toolCalls, ...options });
-export const failWith = (status: number, options: Omit<FakeError, 'kind' | 'status'> = {}): FakeError => ({ kind: 'error', status, ...options });
+export const reply = (content: string | string[], options: Omit<FakeReply, 'kind' | 'content'> = {}): FakeReply => ({
+  kind: 'reply',
+  content,
+  ...options,
+});
+export const callTools = (
+  toolCalls: FakeToolCall[],
+  options: Omit<FakeReply, 'kind' | 'toolCalls'> = {},
+): FakeReply => ({ kind: 'reply', toolCalls, ...options });
+export const failWith = (status: number, options: Omit<FakeError, 'kind' | 'status'> = {}): FakeError => ({
+  kind: 'error',
+  status,
+  ...options,
+});

@@ -32,11 +32,15 @@ export interface LlmFunction<Input extends z.ZodObject = z.ZodObject, Output ext
 
 const PLACEHOLDER = /\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
-export function defineLlmFunction<Input extends z.ZodObject, Output extends z.ZodType>(definition: LlmFunctionDefinition<Input, Output>): LlmFunction<Input, Output> {
+export function defineLlmFunction<Input extends z.ZodObject, Output extends z.ZodType>(
+  definition: LlmFunctionDefinition<Input, Output>,
+): LlmFunction<Input, Output> {
   const fields = Object.keys(definition.input.shape);
   for (const match of definition.prompt.matchAll(PLACEHOLDER)) {
     if (match[1] !== undefined && !fields.includes(match[1])) {
-      throw new Error(`function '${definition.name}': prompt uses {${match[1]}}, which is not an input field (${fields.join(', ')})`);
+      throw new Error(
+        `function '${definition.name}': prompt uses {${match[1]}}, which is not an input field (${fields.join(', ')})`,
+      );
     }
   }
   const { $schema: _marker, ...outputSchema } = z.toJSONSchema(definition.output, { io: 'input' }) as JsonObject;
@@ -69,6 +73,10 @@ function checkOutput(schema: z.ZodType, raw: string): OutputCheck {
     return { ok: false, error: `the reply is not JSON (${(error as Error).message})` };
   }
   const parsed = schema.safeParse(value);
-  if (!parsed.success) return { ok: false, error: `the reply does not match the output schema: ${z.prettifyError(parsed.error).replaceAll('\n', ' ')}` };
+  if (!parsed.success)
+    return {
+      ok: false,
+      error: `the reply does not match the output schema: ${z.prettifyError(parsed.error).replaceAll('\n', ' ')}`,
+    };
   return { ok: true, value: parsed.data };
 }

@@ -10,7 +10,8 @@ export const summarize = defineLlmFunction({
 
 export const classifySentiment = defineLlmFunction({
   name: 'classify_sentiment',
-  prompt: 'Classify the sentiment of this text as positive, negative or neutral, with your confidence from 0 to 1.\n\nText:\n{text}',
+  prompt:
+    'Classify the sentiment of this text as positive, negative or neutral, with your confidence from 0 to 1.\n\nText:\n{text}',
   input: z.object({ text: z.string().min(1) }),
   output: z.object({ sentiment: z.enum(['positive', 'negative', 'neutral']), confidence: z.number().min(0).max(1) }),
 });

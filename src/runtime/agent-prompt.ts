@@ -25,7 +25,8 @@ export function providerTools(agent: AgentSpec): JsonObject[] {
  */
 export function seedTranscript(instructions: string, history: readonly Message[], input: string): Message[] {
   let system: string | null = null;
-  for (const message of history) if (message['role'] === 'system' && typeof message['content'] === 'string') system = message['content'];
+  for (const message of history)
+    if (message['role'] === 'system' && typeof message['content'] === 'string') system = message['content'];
   system ??= instructions !== '' ? instructions : null;
   return [
     ...(system !== null ? [{ role: 'system', content: system }] : []),

@@ -19,15 +19,31 @@ export const AgentLimits = z.strictObject({
   tool_timeout_seconds: z.number().positive().default(60),
   tool_batch_max_attempts: z.number().int().positive().default(3),
   /** A tool result larger than this becomes an error result the model sees. */
-  max_tool_result_bytes: z.number().int().positive().default(256 * 1024),
+  max_tool_result_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(256 * 1024),
   /** Per image a tool returns (files are sent as data URLs); above it the call fails with an error result. */
-  max_image_bytes: z.number().int().positive().default(1024 * 1024),
+  max_image_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024),
   /** How long an aborted run waits for its phase to hand back partial results before giving up on them. */
   abort_wait_seconds: z.number().positive().default(10),
   /** One user message (signal or update); a larger one is refused with a visible warning. */
-  max_user_message_bytes: z.number().int().positive().default(256 * 1024),
+  max_user_message_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(256 * 1024),
   /** All user messages waiting for their turn at once; more are refused until the run catches up. */
-  max_queued_message_bytes: z.number().int().positive().default(1024 * 1024),
+  max_queued_message_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024),
   /** How deep `selfref_fork` may nest (a top-level run has depth 0). */
   max_fork_depth: z.number().int().nonnegative().default(3),
 });

@@ -4,4 +4,10 @@
  */
 
 /** LLM failures that end a call at once: retrying cannot help. */
-export const NON_RETRYABLE_PROVIDER_ERRORS = ['ProviderRejected', 'ProviderAuthFailed', 'ProviderQuotaExceeded', 'ContextTooLong', 'InvalidLlmRequest'];
+export const NON_RETRYABLE_PROVIDER_ERRORS = [
+  'ProviderRejected',
+  'ProviderAuthFailed',
+  'ProviderQuotaExceeded',
+  'ContextTooLong',
+  'InvalidLlmRequest',
+];

@@ -6,7 +6,10 @@ import { ChatSessionInput, TurnReply } from './session';
 
 /** The wire contracts other services use, as JSON Schema files under schemas/ (kept in sync by a test). */
 export function publishedSchemas(): Record<string, unknown> {
-  const schema = (type: z.ZodType, io: 'input' | 'output', title: string) => ({ title, ...z.toJSONSchema(type, { io }) });
+  const schema = (type: z.ZodType, io: 'input' | 'output', title: string) => ({
+    title,
+    ...z.toJSONSchema(type, { io }),
+  });
   return {
     'agent-run-input.schema.json': schema(AgentRunInput, 'input', 'patchloop agentRun input'),
     'agent-run-result.schema.json': schema(AgentRunResult, 'output', 'patchloop agentRun result'),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { JsonObject, JsonValue, Message, Mutation, SummaryPayload, ToolCall } from '../context';
+import { JsonObject, JsonValue, Message, Mutation, SummaryPayload, type ToolCall } from '../context';
 import { AgentSpec } from './agent';
 import { TokenUsage } from './run-input';
 
@@ -42,7 +42,12 @@ export const LlmPhaseResult = z.strictObject({
   finish_reason: z.string().nullable(),
   duration_ms: z.number(),
   /** For typed LLM functions: the final reply checked against the output schema. */
-  output_check: z.union([z.strictObject({ ok: z.literal(true), value: JsonValue }), z.strictObject({ ok: z.literal(false), error: z.string() })]).optional(),
+  output_check: z
+    .union([
+      z.strictObject({ ok: z.literal(true), value: JsonValue }),
+      z.strictObject({ ok: z.literal(false), error: z.string() }),
+    ])
+    .optional(),
 });
 export type LlmPhaseResult = z.infer<typeof LlmPhaseResult>;
 
@@ -80,7 +85,12 @@ export const SelfRefIntentRecord = z.strictObject({
   intent: z.discriminatedUnion('kind', [
     z.strictObject({ kind: z.literal('remember'), text: z.string() }),
     z.strictObject({ kind: z.literal('forget'), experience_id: z.string() }),
-    z.strictObject({ kind: z.literal('compact'), summary: SummaryPayload, rendered: z.string(), remember: z.array(z.string()) }),
+    z.strictObject({
+      kind: z.literal('compact'),
+      summary: SummaryPayload,
+      rendered: z.string(),
+      remember: z.array(z.string()),
+    }),
   ]),
 });
 export type SelfRefIntentRecord = z.infer<typeof SelfRefIntentRecord>;
@@ -96,7 +106,11 @@ export const ToolBatchResult = z.strictObject({
   /** SelfRef intents of finished calls, in declared order (spec 6.2). */
   intents: z.array(SelfRefIntentRecord).default([]),
   /** Events tools emitted while running, in the order they were emitted. */
-  custom_events: z.array(z.strictObject({ tool_call_id: z.string(), tool_name: z.string(), event_name: z.string(), data: JsonObject })).optional(),
+  custom_events: z
+    .array(
+      z.strictObject({ tool_call_id: z.string(), tool_name: z.string(), event_name: z.string(), data: JsonObject }),
+    )
+    .optional(),
 });
 export type ToolBatchResult = z.infer<typeof ToolBatchResult>;
 

@@ -17,13 +17,22 @@ export const AgentRunInput = z.strictObject({
   agent: z.string().min(1).describe("A registered agent's name."),
   input: z.string().describe("The user's request."),
   history: ChatMessages.optional().describe('Earlier conversation (OpenAI chat shape); checked before the run starts.'),
-  max_tool_calls: z.number().int().nonnegative().nullable().optional().describe("Overrides the agent's tool-call budget for this run (null: unlimited)."),
+  max_tool_calls: z
+    .number()
+    .int()
+    .nonnegative()
+    .nullable()
+    .optional()
+    .describe("Overrides the agent's tool-call budget for this run (null: unlimited)."),
   /**
    * How the LLM activity gets the compiled request: `query` (default) pulls it from the workflow by
    * digest, so history grows with new content only; `inline` passes the whole request as activity
    * input (recorded in history every iteration: quadratic growth, for comparison benchmarks only).
    */
-  request_transport: z.enum(['query', 'inline']).default('query').describe('query (default): O(new content) history; inline: for comparison benchmarks only.'),
+  request_transport: z
+    .enum(['query', 'inline'])
+    .default('query')
+    .describe('query (default): O(new content) history; inline: for comparison benchmarks only.'),
   fork: ForkOrigin.optional().describe('Set by a parent run for a selfref_fork child; not for callers.'),
 });
 export type AgentRunInput = z.infer<typeof AgentRunInput>;

@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { collapse, normalizeExperienceText, normalizeSummary, renderSummary, trim, type JsonObject, type Mutation, type SummaryPayload } from '../context';
+import {
+  collapse,
+  normalizeExperienceText,
+  normalizeSummary,
+  renderSummary,
+  trim,
+  type JsonObject,
+  type Mutation,
+  type SummaryPayload,
+} from '../context';
 import type { ToolDescriptor } from './agent';
 
 /**
@@ -45,7 +54,11 @@ export function collectSelfRefMutations(queue: SelfRefQueue): Mutation[] {
     });
   }
   for (const intent of queue.intents) {
-    mutations.push(intent.kind === 'remember' ? { type: 'ExperienceRememberMutation', text: intent.text } : { type: 'ExperienceForgetMutation', experience_id: intent.experience_id });
+    mutations.push(
+      intent.kind === 'remember'
+        ? { type: 'ExperienceRememberMutation', text: intent.text }
+        : { type: 'ExperienceForgetMutation', experience_id: intent.experience_id },
+    );
   }
   queue.compaction = null;
   queue.intents = [];
@@ -118,19 +131,30 @@ function descriptor(name: string, description: string, parameters: z.ZodType, be
 /** The descriptors an agent with SelfRef enabled offers the model, alongside its own tools. */
 export function selfRefToolDescriptors(): ToolDescriptor[] {
   return [
-    descriptor(SELFREF_REMEMBER, 'Keep a durable experience in your system prompt for the rest of this conversation.', z.object({ text: z.string() }), [
-      'Remember stable preferences and lessons, not transient details.',
-    ]),
-    descriptor(SELFREF_FORGET, 'Remove an experience from your system prompt by its id (shown as [exp_N]).', z.object({ experience_id: z.string() }), []),
+    descriptor(
+      SELFREF_REMEMBER,
+      'Keep a durable experience in your system prompt for the rest of this conversation.',
+      z.object({ text: z.string() }),
+      ['Remember stable preferences and lessons, not transient details.'],
+    ),
+    descriptor(
+      SELFREF_FORGET,
+      'Remove an experience from your system prompt by its id (shown as [exp_N]).',
+      z.object({ experience_id: z.string() }),
+      [],
+    ),
     descriptor(
       SELFREF_COMPACT,
       'Replace the whole working context with a structured summary; the next call sees only the system prompt and the summary.',
       z.object(summaryFields),
       ['Compact when the context grows long; put everything later work needs into the summary.'],
     ),
-    descriptor(SELFREF_FORK, 'Delegate a task to a forked copy of yourself that starts from your current context; returns its final answer.', z.object({ message: z.string() }), [
-      'Give the fork one self-contained task; several forks in one batch run in parallel.',
-    ]),
+    descriptor(
+      SELFREF_FORK,
+      'Delegate a task to a forked copy of yourself that starts from your current context; returns its final answer.',
+      z.object({ message: z.string() }),
+      ['Give the fork one self-contained task; several forks in one batch run in parallel.'],
+    ),
   ];
 }
 

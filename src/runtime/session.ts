@@ -6,7 +6,11 @@ import { TokenUsage } from './run-input';
 /** When a session continues as new (besides Temporal's own suggestion), at a turn boundary. */
 export const ContinueAsNewPolicy = z.strictObject({
   max_history_events: z.number().int().positive().default(4000),
-  max_history_bytes: z.number().int().positive().default(8 * 1024 * 1024),
+  max_history_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(8 * 1024 * 1024),
 });
 export type ContinueAsNewPolicy = z.infer<typeof ContinueAsNewPolicy>;
 

@@ -13,8 +13,17 @@ export interface StreamSource {
 }
 
 /** Reads a run's token chunks from a worker's SSE endpoint, from an offset, until aborted. */
-export async function* readChunks(source: Pick<StreamSource, 'url' | 'token'>, runId: string, from: StreamOffset, signal: AbortSignal): AsyncIterable<StreamEvent> {
-  const query = new URLSearchParams({ llm_call: String(from.llm_call), chunk_index: String(from.chunk_index), ...(from.attempt !== undefined ? { attempt: String(from.attempt) } : {}) });
+export async function* readChunks(
+  source: Pick<StreamSource, 'url' | 'token'>,
+  runId: string,
+  from: StreamOffset,
+  signal: AbortSignal,
+): AsyncIterable<StreamEvent> {
+  const query = new URLSearchParams({
+    llm_call: String(from.llm_call),
+    chunk_index: String(from.chunk_index),
+    ...(from.attempt !== undefined ? { attempt: String(from.attempt) } : {}),
+  });
   const response = await fetch(`${source.url}/v1/runs/${encodeURIComponent(runId)}/chunks?${query}`, {
     signal,
     headers: { accept: 'text/event-stream', authorization: `Bearer ${source.token}` },
@@ -41,9 +50,19 @@ export async function findStreamSource(handle: WorkflowHandle): Promise<StreamSo
   const description = await handle.describe();
   for (const activity of description.raw.pendingActivities ?? []) {
     for (const payload of activity.heartbeatDetails?.payloads ?? []) {
-      const details = defaultPayloadConverter.fromPayload(payload) as { stream_url?: unknown; stream_token?: unknown; llm_call?: unknown; attempt?: unknown } | undefined;
-      if (typeof details?.stream_url === 'string' && typeof details.stream_token === 'string' && typeof details.llm_call === 'number') {
-        return { url: details.stream_url, token: details.stream_token, llm_call: details.llm_call, attempt: Number(details.attempt ?? 1) };
+      const details = defaultPayloadConverter.fromPayload(payload) as
+        { stream_url?: unknown; stream_token?: unknown; llm_call?: unknown; attempt?: unknown } | undefined;
+      if (
+        typeof details?.stream_url === 'string' &&
+        typeof details.stream_token === 'string' &&
+        typeof details.llm_call === 'number'
+      ) {
+        return {
+          url: details.stream_url,
+          token: details.stream_token,
+          llm_call: details.llm_call,
+          attempt: Number(details.attempt ?? 1),
+        };
       }
     }
   }

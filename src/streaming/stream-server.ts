@@ -39,14 +39,21 @@ class HttpError extends Error {
  * offset and then streams live. Every event has an `id` (`eventId`), so `Last-Event-ID` resumes exactly
  * after it. Malformed requests get 4xx; no request can throw out of the handler.
  */
-export async function startStreamServer(transport: ChunkTransport, options: StreamServerOptions): Promise<StreamServer> {
+export async function startStreamServer(
+  transport: ChunkTransport,
+  options: StreamServerOptions,
+): Promise<StreamServer> {
   const followers = new Set<AbortController>();
   const maxFollowers = options.maxFollowers ?? 1000;
   const server: Server = createServer((request, response) => {
     serve(request, response).catch((error: unknown) => {
       // A failure after the headers went out: end the stream; the follower resumes from its last id.
       if (response.headersSent) response.destroy();
-      else sendError(response, error instanceof HttpError ? error : new HttpError(500, 'InternalError', 'the stream endpoint failed'));
+      else
+        sendError(
+          response,
+          error instanceof HttpError ? error : new HttpError(500, 'InternalError', 'the stream endpoint failed'),
+        );
     });
   });
   // Malformed HTTP (bad request lines, oversized headers) never reaches `serve`: answer and close.
@@ -59,19 +66,32 @@ export async function startStreamServer(transport: ChunkTransport, options: Stre
   async function serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const { runId, offset, token } = parseRequest(request);
     if (!options.tokens.verify(runId, token)) {
-      throw new HttpError(401, 'Unauthorized', "a valid stream token is required (the run's stream_token, as 'Authorization: Bearer <token>')", { 'www-authenticate': 'Bearer' });
+      throw new HttpError(
+        401,
+        'Unauthorized',
+        "a valid stream token is required (the run's stream_token, as 'Authorization: Bearer <token>')",
+        { 'www-authenticate': 'Bearer' },
+      );
     }
-    if (followers.size >= maxFollowers) throw new HttpError(503, 'TooManyFollowers', `this worker serves at most ${maxFollowers} followers at once`, { 'retry-after': '1' });
+    if (followers.size >= maxFollowers)
+      throw new HttpError(503, 'TooManyFollowers', `this worker serves at most ${maxFollowers} followers at once`, {
+        'retry-after': '1',
+      });
     const abort = new AbortController();
     followers.add(abort);
     response.on('close', () => abort.abort());
-    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    response.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
     response.flushHeaders();
     const keepAlive = setInterval(() => response.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
     try {
       for await (const event of transport.subscribe(runId, offset, abort.signal)) {
         // Backpressure: a slow follower is not buffered without bound; wait until its socket drains.
-        if (!response.write(`id: ${eventId(event)}\ndata: ${JSON.stringify(event)}\n\n`)) await drained(response, abort.signal);
+        if (!response.write(`id: ${eventId(event)}\ndata: ${JSON.stringify(event)}\n\n`))
+          await drained(response, abort.signal);
       }
     } finally {
       clearInterval(keepAlive);
@@ -108,13 +128,15 @@ function parseRequest(request: IncomingMessage): { runId: string; offset: Stream
   } catch {
     throw new HttpError(400, 'BadRequest', 'the run id is not valid percent-encoded UTF-8');
   }
-  if (Buffer.byteLength(runId, 'utf8') > MAX_RUN_ID_BYTES) throw new HttpError(400, 'BadRequest', `the run id is longer than ${MAX_RUN_ID_BYTES} bytes`);
+  if (Buffer.byteLength(runId, 'utf8') > MAX_RUN_ID_BYTES)
+    throw new HttpError(400, 'BadRequest', `the run id is longer than ${MAX_RUN_ID_BYTES} bytes`);
   const header = request.headers['authorization'];
   const bearer = typeof header === 'string' ? /^Bearer\s+(\S+)$/i.exec(header)?.[1] : undefined;
   // EventSource cannot set headers: browsers may pass the token as a query parameter instead.
   const token = bearer ?? url.searchParams.get('token') ?? undefined;
   const lastEventId = request.headers['last-event-id'];
-  const offset = typeof lastEventId === 'string' && lastEventId !== '' ? offsetAfter(lastEventId) : queryOffset(url.searchParams);
+  const offset =
+    typeof lastEventId === 'string' && lastEventId !== '' ? offsetAfter(lastEventId) : queryOffset(url.searchParams);
   return { runId, offset, token };
 }
 
@@ -122,11 +144,16 @@ function queryOffset(params: URLSearchParams): StreamOffset {
   const number = (name: string, fallback: number, minimum: number) => {
     const text = params.get(name);
     if (text === null) return fallback;
-    if (!/^\d{1,9}$/.test(text) || Number(text) < minimum) throw new HttpError(400, 'BadRequest', `${name} must be an integer >= ${minimum}`);
+    if (!/^\d{1,9}$/.test(text) || Number(text) < minimum)
+      throw new HttpError(400, 'BadRequest', `${name} must be an integer >= ${minimum}`);
     return Number(text);
   };
   const attempt = params.get('attempt') === null ? undefined : number('attempt', 1, 1);
-  return { llm_call: number('llm_call', 1, 1), chunk_index: number('chunk_index', 0, 0), ...(attempt !== undefined ? { attempt } : {}) };
+  return {
+    llm_call: number('llm_call', 1, 1),
+    chunk_index: number('chunk_index', 0, 0),
+    ...(attempt !== undefined ? { attempt } : {}),
+  };
 }
 
 /**
@@ -135,7 +162,8 @@ function queryOffset(params: URLSearchParams): StreamOffset {
  * when that attempt broke and a later one streams the call again.
  */
 export function eventId(event: StreamEvent): string {
-  if (event.event_type === 'llm_stream_end') return `${event.llm_call}:${event.attempt}:${event.outcome === 'failed' ? 'failed' : 'end'}`;
+  if (event.event_type === 'llm_stream_end')
+    return `${event.llm_call}:${event.attempt}:${event.outcome === 'failed' ? 'failed' : 'end'}`;
   return `${event.llm_call}:${event.attempt}:${event.chunk_index}`;
 }
 
@@ -143,7 +171,8 @@ export function eventId(event: StreamEvent): string {
 export function offsetAfter(id: string): StreamOffset {
   const parts = id.split(':');
   const n = (text: string | undefined) => {
-    if (text === undefined || !/^\d{1,9}$/.test(text)) throw new HttpError(400, 'BadRequest', `Last-Event-ID '${id.slice(0, 64)}' is not an id this endpoint sent`);
+    if (text === undefined || !/^\d{1,9}$/.test(text))
+      throw new HttpError(400, 'BadRequest', `Last-Event-ID '${id.slice(0, 64)}' is not an id this endpoint sent`);
     return Number(text);
   };
   if (parts.length === 3) {
@@ -154,7 +183,9 @@ export function offsetAfter(id: string): StreamOffset {
   }
   if (parts.length === 2) {
     const call = n(parts[0]);
-    return parts[1] === 'end' ? { llm_call: call + 1, chunk_index: 0 } : { llm_call: call, chunk_index: n(parts[1]) + 1 };
+    return parts[1] === 'end'
+      ? { llm_call: call + 1, chunk_index: 0 }
+      : { llm_call: call, chunk_index: n(parts[1]) + 1 };
   }
   return n(undefined) as never;
 }
@@ -172,5 +203,7 @@ function drained(response: ServerResponse, signal: AbortSignal): Promise<void> {
 }
 
 function sendError(response: ServerResponse, error: HttpError): void {
-  response.writeHead(error.status, { 'content-type': 'application/json', ...error.headers }).end(JSON.stringify({ error: { type: error.type, message: error.message } }));
+  response
+    .writeHead(error.status, { 'content-type': 'application/json', ...error.headers })
+    .end(JSON.stringify({ error: { type: error.type, message: error.message } }));
 }

@@ -39,5 +39,9 @@ export function isImageValue(value: unknown): value is ImageValue {
 
 /** Whether a tool's return value is multimodal (one image, a non-empty list of images, or a description with images). */
 export function isMultimodalResult(value: unknown): value is ImageValue | ImageValue[] | DescribedImages {
-  return isImageValue(value) || value instanceof DescribedImages || (Array.isArray(value) && value.length > 0 && value.every(isImageValue));
+  return (
+    isImageValue(value) ||
+    value instanceof DescribedImages ||
+    (Array.isArray(value) && value.length > 0 && value.every(isImageValue))
+  );
 }

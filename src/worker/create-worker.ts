@@ -1,4 +1,4 @@
-import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createActivities, SecretRedactor } from '../activities';
@@ -58,11 +58,20 @@ export interface PatchloopWorker {
 
 export async function createPatchloopWorker(options: PatchloopWorkerOptions): Promise<PatchloopWorker> {
   const { config } = options;
-  const registry = new AgentRegistry(options.tools ?? exampleTools, options.agents ?? [assistantAgent], options.functions ?? exampleFunctions);
+  const registry = new AgentRegistry(
+    options.tools ?? exampleTools,
+    options.agents ?? [assistantAgent],
+    options.functions ?? exampleFunctions,
+  );
   const redactor = workerRedactor(config);
   const transport = new ChunkHub();
   const tokens = new StreamTokens(config.streamSecret);
-  const stream = await startStreamServer(transport, { port: config.streamPort, host: config.streamHost, tokens, ...(config.streamUrl ? { advertiseUrl: config.streamUrl } : {}) });
+  const stream = await startStreamServer(transport, {
+    port: config.streamPort,
+    host: config.streamHost,
+    tokens,
+    ...(config.streamUrl ? { advertiseUrl: config.streamUrl } : {}),
+  });
   const worker = await Worker.create({
     connection: options.connection,
     namespace: config.namespace,
@@ -75,13 +84,19 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
       chunks: { transport, url: stream.url, tokens },
       redactor,
     }),
-    interceptors: { ...options.workerOptions?.interceptors, activity: [redactionInterceptor(redactor), ...(options.workerOptions?.interceptors?.activity ?? [])] },
+    interceptors: {
+      ...options.workerOptions?.interceptors,
+      activity: [redactionInterceptor(redactor), ...(options.workerOptions?.interceptors?.activity ?? [])],
+    },
     // Cancels reach an activity only through heartbeat answers: throttle them to 1 s, not 30-60 s.
     maxHeartbeatThrottleInterval: '1s',
     defaultHeartbeatThrottleInterval: '1s',
     sinks: {
       patchloop: {
-        runEnded: { fn: (info, summary: RunEndedSummary) => Runtime.instance().logger.debug('run ended', { workflowId: info.workflowId, ...summary }) },
+        runEnded: {
+          fn: (info, summary: RunEndedSummary) =>
+            Runtime.instance().logger.debug('run ended', { workflowId: info.workflowId, ...summary }),
+        },
       },
     },
     ...(config.stickyQueueTimeout ? { stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout } : {}),

@@ -50,7 +50,12 @@ export class RedactingLogger implements Logger {
 
   private redactMeta(meta: LogMetadata): LogMetadata {
     return Object.fromEntries(
-      Object.entries(meta).map(([key, value]) => [key, value instanceof Error ? this.redactor.redactError(value) : this.redactor.redactValue(value, (text) => this.redactor.redact(text))]),
+      Object.entries(meta).map(([key, value]) => [
+        key,
+        value instanceof Error
+          ? this.redactor.redactError(value)
+          : this.redactor.redactValue(value, (text) => this.redactor.redact(text)),
+      ]),
     );
   }
 }

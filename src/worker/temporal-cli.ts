@@ -15,7 +15,9 @@ export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): string | 
   }
   const venv = join(__dirname, '..', '..', '.venv', 'bin', 'temporal');
   if (existsSync(venv)) return venv;
-  const scripts = spawnSync('python3', ['-c', 'import sysconfig;print(sysconfig.get_path("scripts"))'], { encoding: 'utf8' });
+  const scripts = spawnSync('python3', ['-c', 'import sysconfig;print(sysconfig.get_path("scripts"))'], {
+    encoding: 'utf8',
+  });
   const fromPython = scripts.status === 0 ? join(scripts.stdout.trim(), 'temporal') : '';
   return fromPython && existsSync(fromPython) ? fromPython : undefined;
 }
@@ -40,10 +42,22 @@ export interface DevServer {
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const cli = options.cli ?? findTemporalCli();
   if (!cli) throw new Error('temporal CLI not found: set TEMPORAL_CLI_PATH or run "bash scripts/setup.sh"');
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--db-filename', options.dbFile, '--log-level', 'error'];
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--db-filename',
+    options.dbFile,
+    '--log-level',
+    'error',
+  ];
   if (options.headless ?? true) args.push('--headless');
   else if (options.uiPort) args.push('--ui-port', String(options.uiPort));
-  for (const [key, value] of Object.entries(options.dynamicConfig ?? {})) args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
+  for (const [key, value] of Object.entries(options.dynamicConfig ?? {}))
+    args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (data: Buffer) => (stderr += data.toString()));

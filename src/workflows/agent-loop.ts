@@ -1,6 +1,14 @@
 import { ActivityCancellationType, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { argumentsForEvents, compileInvocationTurn, resultForEvents, type JsonObject, type JsonValue, type Mutation, type PromptContract } from '../context';
+import {
+  argumentsForEvents,
+  compileInvocationTurn,
+  resultForEvents,
+  type JsonObject,
+  type JsonValue,
+  type Mutation,
+  type PromptContract,
+} from '../context';
 import {
   addUsage,
   collectSelfRefMutations,
@@ -18,7 +26,14 @@ import {
   type ToolCallReport,
   type ToolCallRequest,
 } from '../runtime';
-import { cancelledBatch, EMPTY_BATCH, failedBatch, mergeBatches, withCancelReason, type WorkflowCallResult } from './batch';
+import {
+  cancelledBatch,
+  EMPTY_BATCH,
+  failedBatch,
+  mergeBatches,
+  withCancelReason,
+  type WorkflowCallResult,
+} from './batch';
 import { runFork } from './forks';
 import { inPhaseScope } from './phase-scope';
 import { commit, deliverChildSignals, emit, userMessageMutation, type Run } from './run-state';
@@ -93,7 +108,10 @@ export class AgentLoop {
           commit(run, llm.mutations);
           continue;
         }
-        return { ...this.finish(llm.mutations, 'completed', replyContent(llm), it), ...(llm.output_check ? { outputCheck: llm.output_check } : {}) };
+        return {
+          ...this.finish(llm.mutations, 'completed', replyContent(llm), it),
+          ...(llm.output_check ? { outputCheck: llm.output_check } : {}),
+        };
       }
       if (this.options.maxToolCalls !== null && toolCalls + calls.length > this.options.maxToolCalls) {
         // Spec 7.5: the batch and its tool-call message are dropped; one last call without tools.
@@ -104,13 +122,20 @@ export class AgentLoop {
           run.iteration = it + 2;
           continue;
         }
-        return this.finish(last.mutations, last.outcome === 'aborted' ? 'aborted' : 'completed', replyContent(last), it + 1, last.outcome !== 'aborted');
+        return this.finish(
+          last.mutations,
+          last.outcome === 'aborted' ? 'aborted' : 'completed',
+          replyContent(last),
+          it + 1,
+          last.outcome !== 'aborted',
+        );
       }
       const batch = await this.toolPhase(calls, it + 1);
       toolCalls += calls.length;
       run.toolCalls += calls.length;
       run.iteration = it + 1;
-      if (batch.outcome === 'aborted') return this.finish([...llm.mutations, ...batch.mutations], 'aborted', replyContent(llm), it + 1);
+      if (batch.outcome === 'aborted')
+        return this.finish([...llm.mutations, ...batch.mutations], 'aborted', replyContent(llm), it + 1);
       commit(run, [...llm.mutations, ...batch.mutations]);
       emit(run, { event_type: 'react_iteration_end', tool_calls_count: calls.length });
     }
@@ -124,7 +149,9 @@ export class AgentLoop {
   /** Step 1 hooks, in registration order: the SelfRef queue (6.2), then queued user messages. */
   private collectHooks(): Mutation[] {
     const selfref = collectSelfRefMutations(this.run.selfrefQueue);
-    const messages = this.options.foldInbox ? this.run.inbox.splice(0).map((entry) => userMessageMutation(entry.content)) : [];
+    const messages = this.options.foldInbox
+      ? this.run.inbox.splice(0).map((entry) => userMessageMutation(entry.content))
+      : [];
     return [...selfref, ...messages];
   }
 
@@ -135,7 +162,17 @@ export class AgentLoop {
     const request = this.buildRequest(mode);
     const text = JSON.stringify(request);
     run.request = { digest: digestText(text), text };
-    emit(run, { event_type: 'llm_call_start', llm_call: llmCall, stream: mode.stream, message_count: request.messages.length, with_tools: mode.withTools }, eventIteration);
+    emit(
+      run,
+      {
+        event_type: 'llm_call_start',
+        llm_call: llmCall,
+        stream: mode.stream,
+        message_count: request.messages.length,
+        with_tools: mode.withTools,
+      },
+      eventIteration,
+    );
     let result: LlmPhaseResult;
     if (run.abort.requested) {
       result = abortedLlmPhase();
@@ -167,7 +204,9 @@ export class AgentLoop {
         llm_call: llmCall,
         outcome: result.outcome,
         content: replyContent(result),
-        tool_calls: result.partial_tool_calls ?? replyToolCalls(result).map((call) => ({ id: call.id, name: call.function.name })),
+        tool_calls:
+          result.partial_tool_calls ??
+          replyToolCalls(result).map((call) => ({ id: call.id, name: call.function.name })),
         usage: result.usage,
         duration_ms: result.duration_ms,
       },
@@ -192,31 +231,86 @@ export class AgentLoop {
 
   private async toolPhase(calls: ToolCallRequest[], eventIteration: number): Promise<ToolBatchResult> {
     const run = this.run;
-    emit(run, { event_type: 'tool_calls_batch_start', batch_size: calls.length, tool_calls: calls.map(({ id, name }) => ({ id, name })) }, eventIteration);
+    emit(
+      run,
+      {
+        event_type: 'tool_calls_batch_start',
+        batch_size: calls.length,
+        tool_calls: calls.map(({ id, name }) => ({ id, name })),
+      },
+      eventIteration,
+    );
     for (const call of calls) {
-      emit(run, { event_type: 'tool_call_start', tool_name: call.name, tool_call_id: call.id, arguments: argumentsForEvents(call.arguments) }, eventIteration);
+      emit(
+        run,
+        {
+          event_type: 'tool_call_start',
+          tool_name: call.name,
+          tool_call_id: call.id,
+          arguments: argumentsForEvents(call.arguments),
+        },
+        eventIteration,
+      );
     }
-    const batch = withCancelReason(run.abort.requested ? cancelledBatch(calls) : await this.runBatch(calls, eventIteration), run.abort.reason);
-    const byId = new Map(batch.mutations.flatMap((mutation) => (mutation.type === 'ToolResultMutation' ? [[mutation.tool_call_id, mutation.content] as const] : [])));
+    const batch = withCancelReason(
+      run.abort.requested ? cancelledBatch(calls) : await this.runBatch(calls, eventIteration),
+      run.abort.reason,
+    );
+    const byId = new Map(
+      batch.mutations.flatMap((mutation) =>
+        mutation.type === 'ToolResultMutation' ? [[mutation.tool_call_id, mutation.content] as const] : [],
+      ),
+    );
     for (const report of batch.reports) {
       // Spec 7.6: as each call completes, the custom events it queued, then its end event.
       for (const custom of batch.custom_events ?? []) {
-        if (custom.tool_call_id === report.tool_call_id) emit(run, { event_type: 'custom_event', event_name: custom.event_name, data: custom.data, tool_name: custom.tool_name, tool_call_id: custom.tool_call_id }, eventIteration);
+        if (custom.tool_call_id === report.tool_call_id)
+          emit(
+            run,
+            {
+              event_type: 'custom_event',
+              event_name: custom.event_name,
+              data: custom.data,
+              tool_name: custom.tool_name,
+              tool_call_id: custom.tool_call_id,
+            },
+            eventIteration,
+          );
       }
       emit(
         run,
         report.success
-          ? { event_type: 'tool_call_end', tool_name: report.tool_name, tool_call_id: report.tool_call_id, ...eventResult(byId.get(report.tool_call_id) ?? ''), success: true, duration_ms: report.duration_ms }
-          : { event_type: 'tool_call_error', tool_name: report.tool_name, tool_call_id: report.tool_call_id, error: report.error ?? '', duration_ms: report.duration_ms },
+          ? {
+              event_type: 'tool_call_end',
+              tool_name: report.tool_name,
+              tool_call_id: report.tool_call_id,
+              ...eventResult(byId.get(report.tool_call_id) ?? ''),
+              success: true,
+              duration_ms: report.duration_ms,
+            }
+          : {
+              event_type: 'tool_call_error',
+              tool_name: report.tool_name,
+              tool_call_id: report.tool_call_id,
+              error: report.error ?? '',
+              duration_ms: report.duration_ms,
+            },
         eventIteration,
       );
     }
     // Intents of finished calls queue in declared order; cancelled calls queue nothing (6.2).
-    for (const record of batch.intents) if (!batch.unfinished.includes(record.tool_call_id)) queueIntent(run.selfrefQueue, record.intent);
+    for (const record of batch.intents)
+      if (!batch.unfinished.includes(record.tool_call_id)) queueIntent(run.selfrefQueue, record.intent);
     const successes = batch.reports.filter((report) => report.success).length;
     emit(
       run,
-      { event_type: 'tool_calls_batch_end', batch_size: calls.length, success_count: successes, error_count: batch.reports.length - successes, cancelled: batch.unfinished },
+      {
+        event_type: 'tool_calls_batch_end',
+        batch_size: calls.length,
+        success_count: successes,
+        error_count: batch.reports.length - successes,
+        cancelled: batch.unfinished,
+      },
       eventIteration,
     );
     return batch;
@@ -234,13 +328,21 @@ export class AgentLoop {
         Promise.all([
           activityCalls.length === 0
             ? Promise.resolve(EMPTY_BATCH)
-            : this.activities.toolBatch({ agent: this.agent.name, iteration: eventIteration, calls: activityCalls, run_chain_id: workflowInfo().firstExecutionRunId }).then(
-                (result) => {
-                  reports.push(...result.reports);
-                  return result;
-                },
-                (error: unknown) => (run.abort.requested ? cancelledBatch(activityCalls) : failedBatch(activityCalls, error)),
-              ),
+            : this.activities
+                .toolBatch({
+                  agent: this.agent.name,
+                  iteration: eventIteration,
+                  calls: activityCalls,
+                  run_chain_id: workflowInfo().firstExecutionRunId,
+                })
+                .then(
+                  (result) => {
+                    reports.push(...result.reports);
+                    return result;
+                  },
+                  (error: unknown) =>
+                    run.abort.requested ? cancelledBatch(activityCalls) : failedBatch(activityCalls, error),
+                ),
           ...forkCalls.map((call) =>
             runFork(run, this.agent, call, eventIteration).then(
               (result) => {
@@ -253,7 +355,9 @@ export class AgentLoop {
         ]),
       );
       await deliverChildSignals(run);
-      const own = (forks as Array<WorkflowCallResult | null>).filter((fork): fork is WorkflowCallResult => fork !== null);
+      const own = (forks as Array<WorkflowCallResult | null>).filter(
+        (fork): fork is WorkflowCallResult => fork !== null,
+      );
       return mergeBatches(calls, activity as ToolBatchResult, own, reports);
     } catch (error) {
       await deliverChildSignals(run);
@@ -262,7 +366,13 @@ export class AgentLoop {
     }
   }
 
-  private finish(mutations: Mutation[], status: 'completed' | 'aborted', finalResponse: string, iteration: number, markAborted = true): TurnResult {
+  private finish(
+    mutations: Mutation[],
+    status: 'completed' | 'aborted',
+    finalResponse: string,
+    iteration: number,
+    markAborted = true,
+  ): TurnResult {
     const run = this.run;
     commit(run, mutations);
     run.iteration = iteration + 1;
@@ -297,9 +407,18 @@ function phaseActivities(agent: AgentSpec): Pick<Activities, 'llmPhase' | 'toolB
     ...common,
     startToCloseTimeout: `${limits.llm_timeout_seconds}s`,
     scheduleToCloseTimeout: `${limits.llm_retry_budget_seconds}s`,
-    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '60s', ...(limits.llm_max_attempts !== null ? { maximumAttempts: limits.llm_max_attempts } : {}), nonRetryableErrorTypes: NON_RETRYABLE_PROVIDER_ERRORS },
+    retry: {
+      initialInterval: '1s',
+      backoffCoefficient: 2,
+      maximumInterval: '60s',
+      ...(limits.llm_max_attempts !== null ? { maximumAttempts: limits.llm_max_attempts } : {}),
+      nonRetryableErrorTypes: NON_RETRYABLE_PROVIDER_ERRORS,
+    },
   });
-  const slowestTool = Math.max(limits.tool_timeout_seconds, ...agent.tool_descriptors.map((tool) => tool.timeout_seconds ?? 0));
+  const slowestTool = Math.max(
+    limits.tool_timeout_seconds,
+    ...agent.tool_descriptors.map((tool) => tool.timeout_seconds ?? 0),
+  );
   const { toolBatch } = proxyActivities<Activities>({
     ...common,
     startToCloseTimeout: `${slowestTool + 30}s`,
@@ -309,17 +428,29 @@ function phaseActivities(agent: AgentSpec): Pick<Activities, 'llmPhase' | 'toolB
 }
 
 function requestedCalls(result: LlmPhaseResult): ToolCallRequest[] {
-  return replyToolCalls(result).map((call) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments }));
+  return replyToolCalls(result).map((call) => ({
+    id: call.id,
+    name: call.function.name,
+    arguments: call.function.arguments,
+  }));
 }
 
 function abortedLlmPhase(): LlmPhaseResult {
-  return { outcome: 'aborted', mutations: [{ type: 'AssistantTruncatedMutation', partial_content: '', abort_reason: '' }], usage: null, finish_reason: null, duration_ms: 0 };
+  return {
+    outcome: 'aborted',
+    mutations: [{ type: 'AssistantTruncatedMutation', partial_content: '', abort_reason: '' }],
+    usage: null,
+    finish_reason: null,
+    duration_ms: 0,
+  };
 }
 
 function withAbortReason(result: LlmPhaseResult, reason: string): LlmPhaseResult {
   return {
     ...result,
-    mutations: result.mutations.map((mutation) => (mutation.type === 'AssistantTruncatedMutation' ? { ...mutation, abort_reason: reason } : mutation)),
+    mutations: result.mutations.map((mutation) =>
+      mutation.type === 'AssistantTruncatedMutation' ? { ...mutation, abort_reason: reason } : mutation,
+    ),
   };
 }
 

@@ -32,7 +32,12 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     } else {
       commit(run, [{ type: 'ContextReplaceMutation', messages: checkedSeed(agent, input) }]);
     }
-    emit(run, { event_type: 'react_start', agent: agent.name, user_task_prompt: input.input, available_tools: agent.tools });
+    emit(run, {
+      event_type: 'react_start',
+      agent: agent.name,
+      user_task_prompt: input.input,
+      available_tools: agent.tools,
+    });
     const loop = new AgentLoop(run, agent, {
       transport: input.request_transport,
       maxToolCalls: input.max_tool_calls !== undefined ? input.max_tool_calls : agent.max_tool_calls,
@@ -50,7 +55,12 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}),
       ...(unprocessed.length > 0 ? { unprocessed_messages: unprocessed } : {}),
     };
-    sinks.patchloop.runEnded({ status: turn.status, resultDigest: digestText(JSON.stringify(result)), llmCalls: run.llmCalls, toolCalls: run.toolCalls });
+    sinks.patchloop.runEnded({
+      status: turn.status,
+      resultDigest: digestText(JSON.stringify(result)),
+      llmCalls: run.llmCalls,
+      toolCalls: run.toolCalls,
+    });
     return result;
   } catch (error) {
     run.state = 'failed';
@@ -60,16 +70,27 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
 
 function parseInput(raw: unknown): AgentRunInput {
   const parsed = AgentRunInput.safeParse(raw);
-  if (!parsed.success) throw ApplicationFailure.nonRetryable(`invalid agentRun input: ${z.prettifyError(parsed.error)}`, 'InvalidRunInput');
+  if (!parsed.success)
+    throw ApplicationFailure.nonRetryable(
+      `invalid agentRun input: ${z.prettifyError(parsed.error)}`,
+      'InvalidRunInput',
+    );
   return parsed.data;
 }
 
-export function checkedSeed(agent: AgentSpec, input: { history?: AgentRunInput['history']; input: string }, workflow = 'agentRun'): Message[] {
+export function checkedSeed(
+  agent: AgentSpec,
+  input: { history?: AgentRunInput['history']; input: string },
+  workflow = 'agentRun',
+): Message[] {
   const seed = seedTranscript(agent.instructions, asMessages(input.history ?? []), input.input);
   try {
     validateToolLinkage(seed);
   } catch (error) {
-    throw ApplicationFailure.nonRetryable(`invalid ${workflow} input: history: ${(error as Error).message}`, 'InvalidRunInput');
+    throw ApplicationFailure.nonRetryable(
+      `invalid ${workflow} input: history: ${(error as Error).message}`,
+      'InvalidRunInput',
+    );
   }
   return seed;
 }

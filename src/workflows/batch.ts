@@ -6,7 +6,12 @@ import type { ToolBatchResult, ToolCallReport, ToolCallRequest } from '../runtim
 export function cancelledBatch(calls: readonly ToolCallRequest[]): ToolBatchResult {
   return {
     outcome: 'aborted',
-    mutations: calls.map((call) => ({ type: 'ToolCancelledMutation', tool_call_id: call.id, tool_name: call.name, abort_reason: '' })),
+    mutations: calls.map((call) => ({
+      type: 'ToolCancelledMutation',
+      tool_call_id: call.id,
+      tool_name: call.name,
+      abort_reason: '',
+    })),
     reports: [],
     unfinished: calls.map((call) => call.id),
     intents: [],
@@ -15,11 +20,26 @@ export function cancelledBatch(calls: readonly ToolCallRequest[]): ToolBatchResu
 
 /** Spec 7.6, failure of the step itself: the model sees the error and the run goes on. */
 export function failedBatch(calls: readonly ToolCallRequest[], error: unknown): ToolBatchResult {
-  const message = error instanceof ActivityFailure && error.cause ? error.cause.message : error instanceof Error ? error.message : String(error);
+  const message =
+    error instanceof ActivityFailure && error.cause
+      ? error.cause.message
+      : error instanceof Error
+        ? error.message
+        : String(error);
   return {
     outcome: 'completed',
-    mutations: calls.map((call) => ({ type: 'ToolResultMutation', tool_call_id: call.id, content: toolStepErrorContent(message) })),
-    reports: calls.map((call) => ({ tool_call_id: call.id, tool_name: call.name, success: false, error: message, duration_ms: 0 })),
+    mutations: calls.map((call) => ({
+      type: 'ToolResultMutation',
+      tool_call_id: call.id,
+      content: toolStepErrorContent(message),
+    })),
+    reports: calls.map((call) => ({
+      tool_call_id: call.id,
+      tool_name: call.name,
+      success: false,
+      error: message,
+      duration_ms: 0,
+    })),
     unfinished: [],
     intents: [],
   };
@@ -28,7 +48,9 @@ export function failedBatch(calls: readonly ToolCallRequest[], error: unknown): 
 export function withCancelReason(batch: ToolBatchResult, reason: string): ToolBatchResult {
   return {
     ...batch,
-    mutations: batch.mutations.map((mutation) => (mutation.type === 'ToolCancelledMutation' ? { ...mutation, abort_reason: reason } : mutation)),
+    mutations: batch.mutations.map((mutation) =>
+      mutation.type === 'ToolCancelledMutation' ? { ...mutation, abort_reason: reason } : mutation,
+    ),
   };
 }
 
@@ -44,18 +66,29 @@ export interface WorkflowCallResult {
  * whole batch: plain results and cancellations first, multimodal results last (spec 7.6, 10.c).
  * Calls without a result are cancelled. `reports` are already in completion order.
  */
-export function mergeBatches(calls: readonly ToolCallRequest[], activity: ToolBatchResult, own: readonly WorkflowCallResult[], reports: ToolCallReport[]): ToolBatchResult {
+export function mergeBatches(
+  calls: readonly ToolCallRequest[],
+  activity: ToolBatchResult,
+  own: readonly WorkflowCallResult[],
+  reports: ToolCallReport[],
+): ToolBatchResult {
   const byId = new Map<string, Mutation[]>();
   for (const mutation of activity.mutations) {
     if (mutation.type !== 'ToolResultMutation' && mutation.type !== 'MultimodalToolResultMutation') continue;
     byId.set(mutation.tool_call_id, [...(byId.get(mutation.tool_call_id) ?? []), mutation]);
   }
-  for (const result of own) byId.set(result.call.id, [{ type: 'ToolResultMutation', tool_call_id: result.call.id, content: result.content }]);
+  for (const result of own)
+    byId.set(result.call.id, [{ type: 'ToolResultMutation', tool_call_id: result.call.id, content: result.content }]);
   const plain: Mutation[] = [];
   const multimodal: Mutation[] = [];
   const unfinished: string[] = [];
   for (const call of calls) {
-    const mutation: Mutation = byId.get(call.id)?.shift() ?? { type: 'ToolCancelledMutation', tool_call_id: call.id, tool_name: call.name, abort_reason: '' };
+    const mutation: Mutation = byId.get(call.id)?.shift() ?? {
+      type: 'ToolCancelledMutation',
+      tool_call_id: call.id,
+      tool_name: call.name,
+      abort_reason: '',
+    };
     if (mutation.type === 'ToolCancelledMutation') unfinished.push(call.id);
     (mutation.type === 'MultimodalToolResultMutation' ? multimodal : plain).push(mutation);
   }
@@ -70,4 +103,10 @@ export function mergeBatches(calls: readonly ToolCallRequest[], activity: ToolBa
   };
 }
 
-export const EMPTY_BATCH: ToolBatchResult = { outcome: 'completed', mutations: [], reports: [], unfinished: [], intents: [] };
+export const EMPTY_BATCH: ToolBatchResult = {
+  outcome: 'completed',
+  mutations: [],
+  reports: [],
+  unfinished: [],
+  intents: [],
+};

@@ -1,4 +1,11 @@
-import { allHandlersFinished, ApplicationFailure, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { z } from 'zod';
 import { cloneJson, type Message } from '../context';
 import {
@@ -14,7 +21,17 @@ import { checkedSeed, resolveAgent } from './agent-run';
 import { abortSignal, closeSignal, nextRequestQuery, sendUpdate } from './definitions';
 import { asRunFailure, turnFailure } from './failures';
 import { registerRunHandlers } from './handlers';
-import { applyAgentLimits, checkMessage, commit, emit, enqueueMessage, newRun, requestAbort, userMessageMutation, type Run } from './run-state';
+import {
+  applyAgentLimits,
+  checkMessage,
+  commit,
+  emit,
+  enqueueMessage,
+  newRun,
+  requestAbort,
+  userMessageMutation,
+  type Run,
+} from './run-state';
 import { sinks } from './sinks';
 
 /** Continue-as-new input must stay well under Temporal's 2 MB payload limit. */
@@ -34,9 +51,18 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
   if (input.state) restore(run, input.state);
   const replies = new Map<number, TurnReply>();
   const waiting = new Set<number>();
-  const session = { turns: input.state?.turns ?? 0, continued: input.state?.continued ?? 0, turnActive: false, closing: false };
+  const session = {
+    turns: input.state?.turns ?? 0,
+    continued: input.state?.continued ?? 0,
+    turnActive: false,
+    closing: false,
+  };
   let loop: AgentLoop | undefined;
-  registerRunHandlers(run, () => ({ turns: session.turns, continued_as_new: session.continued, turn_active: session.turnActive }));
+  registerRunHandlers(run, () => ({
+    turns: session.turns,
+    continued_as_new: session.continued,
+    turn_active: session.turnActive,
+  }));
   setHandler(abortSignal, (payload) => {
     if (session.turnActive) requestAbort(run, payload?.reason);
   });
@@ -70,9 +96,20 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
     run.selfref = agent.selfref;
     applyAgentLimits(run, agent.limits);
-    if (!input.state) commit(run, [{ type: 'ContextReplaceMutation', messages: seedWithoutInput(checkedSeed(agent, { history: input.history ?? [], input: '' }, 'chatSession')) }]);
-    loop = new AgentLoop(run, agent, { transport: 'query', maxToolCalls: input.max_tool_calls ?? agent.max_tool_calls, foldInbox: false });
-    if (!input.state) emit(run, { event_type: 'react_start', agent: agent.name, user_task_prompt: '', available_tools: agent.tools });
+    if (!input.state)
+      commit(run, [
+        {
+          type: 'ContextReplaceMutation',
+          messages: seedWithoutInput(checkedSeed(agent, { history: input.history ?? [], input: '' }, 'chatSession')),
+        },
+      ]);
+    loop = new AgentLoop(run, agent, {
+      transport: 'query',
+      maxToolCalls: input.max_tool_calls ?? agent.max_tool_calls,
+      foldInbox: false,
+    });
+    if (!input.state)
+      emit(run, { event_type: 'react_start', agent: agent.name, user_task_prompt: '', available_tools: agent.tools });
 
     for (;;) {
       await condition(() => run.inbox.length > 0 || session.closing);
@@ -93,7 +130,12 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     await condition(allHandlersFinished);
     run.state = 'completed';
     const result: ChatSessionResult = { turns: session.turns, transcript: cloneJson(run.transcript), usage: run.usage };
-    sinks.patchloop.runEnded({ status: 'completed', resultDigest: digestText(JSON.stringify(result)), llmCalls: run.llmCalls, toolCalls: run.toolCalls });
+    sinks.patchloop.runEnded({
+      status: 'completed',
+      resultDigest: digestText(JSON.stringify(result)),
+      llmCalls: run.llmCalls,
+      toolCalls: run.toolCalls,
+    });
     return result;
   } catch (error) {
     run.state = 'failed';
@@ -111,7 +153,12 @@ interface TurnCheckpoint {
 
 function turnCheckpoint(run: Run): TurnCheckpoint {
   // Commits replace the transcript and snapshot instead of editing them, so references suffice.
-  return { transcript: run.transcript, snapshot: run.snapshot, pending: [...run.pending], selfrefQueue: cloneJson(run.selfrefQueue) };
+  return {
+    transcript: run.transcript,
+    snapshot: run.snapshot,
+    pending: [...run.pending],
+    selfrefQueue: cloneJson(run.selfrefQueue),
+  };
 }
 
 /**
@@ -122,7 +169,11 @@ function turnCheckpoint(run: Run): TurnCheckpoint {
 async function runTurn(run: Run, loop: AgentLoop, checkpoint: TurnCheckpoint): Promise<Omit<TurnReply, 'turn'>> {
   try {
     const turn = await loop.turn();
-    return { status: turn.status, reply: turn.answer, ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}) };
+    return {
+      status: turn.status,
+      reply: turn.answer,
+      ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}),
+    };
   } catch (error) {
     const failure = turnFailure(error);
     if (!failure) throw error;
@@ -139,10 +190,17 @@ async function runTurn(run: Run, loop: AgentLoop, checkpoint: TurnCheckpoint): P
 function parseInput(raw: unknown): ChatSessionInput {
   const version = (raw as { state?: { schema_version?: unknown } } | null)?.state?.schema_version;
   if (version !== undefined && version !== SESSION_SCHEMA_VERSION) {
-    throw ApplicationFailure.nonRetryable(`chatSession state schema_version ${String(version)} is not supported by this worker (supports ${SESSION_SCHEMA_VERSION})`, 'UnsupportedStateVersion');
+    throw ApplicationFailure.nonRetryable(
+      `chatSession state schema_version ${String(version)} is not supported by this worker (supports ${SESSION_SCHEMA_VERSION})`,
+      'UnsupportedStateVersion',
+    );
   }
   const parsed = ChatSessionInput.safeParse(raw);
-  if (!parsed.success) throw ApplicationFailure.nonRetryable(`invalid chatSession input: ${z.prettifyError(parsed.error)}`, 'InvalidRunInput');
+  if (!parsed.success)
+    throw ApplicationFailure.nonRetryable(
+      `invalid chatSession input: ${z.prettifyError(parsed.error)}`,
+      'InvalidRunInput',
+    );
   return parsed.data;
 }
 
@@ -153,7 +211,11 @@ function seedWithoutInput(seed: Message[]): Message[] {
 
 function continueAsNewDue(input: ChatSessionInput): boolean {
   const info = workflowInfo();
-  return info.continueAsNewSuggested || info.historyLength >= input.continue_as_new.max_history_events || info.historySize >= input.continue_as_new.max_history_bytes;
+  return (
+    info.continueAsNewSuggested ||
+    info.historyLength >= input.continue_as_new.max_history_events ||
+    info.historySize >= input.continue_as_new.max_history_bytes
+  );
 }
 
 /**
@@ -169,15 +231,30 @@ async function continueAsNewNow(run: Run, session: { continued: number }, waitin
   const size = new TextEncoder().encode(JSON.stringify(run.transcript)).length;
   if (size > MAX_CARRIED_BYTES) {
     // Carrying this state would break Temporal's payload limit: the agent has to compact (selfref_compact).
-    emit(run, { event_type: 'custom_event', event_name: 'continue_as_new_skipped', data: { transcript_bytes: size, limit_bytes: MAX_CARRIED_BYTES }, tool_name: '', tool_call_id: '' });
+    emit(run, {
+      event_type: 'custom_event',
+      event_name: 'continue_as_new_skipped',
+      data: { transcript_bytes: size, limit_bytes: MAX_CARRIED_BYTES },
+      tool_name: '',
+      tool_call_id: '',
+    });
     return false;
   }
   session.continued += 1;
-  emit(run, { event_type: 'continued_as_new', history_events: workflowInfo().historyLength, history_bytes: workflowInfo().historySize });
+  emit(run, {
+    event_type: 'continued_as_new',
+    history_events: workflowInfo().historyLength,
+    history_bytes: workflowInfo().historySize,
+  });
   return true;
 }
 
-function carriedInput(run: Run, input: ChatSessionInput, session: { turns: number; continued: number }, agent: SessionState['agent']): ChatSessionInput {
+function carriedInput(
+  run: Run,
+  input: ChatSessionInput,
+  session: { turns: number; continued: number },
+  agent: SessionState['agent'],
+): ChatSessionInput {
   return {
     agent: input.agent,
     ...(input.max_tool_calls !== undefined ? { max_tool_calls: input.max_tool_calls } : {}),

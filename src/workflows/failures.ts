@@ -33,8 +33,16 @@ function activityFailure(error: ActivityFailure): ApplicationFailure {
   const cause = error.cause;
   // The retry budget ran out: the last attempt's failure says why (a timeout failure wraps it).
   const last = cause instanceof TimeoutFailure && cause.cause ? cause.cause : cause;
-  const type = last instanceof ApplicationFailure ? (last.type ?? 'PhaseFailed') : cause instanceof TimeoutFailure ? 'PhaseTimedOut' : 'PhaseFailed';
-  const budgetSpent = error.retryState === 'TIMEOUT' || (cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_CLOSE');
-  const prefix = budgetSpent ? `${error.activityType} gave up: its retry budget ran out; last error: ` : `${error.activityType} failed: `;
+  const type =
+    last instanceof ApplicationFailure
+      ? (last.type ?? 'PhaseFailed')
+      : cause instanceof TimeoutFailure
+        ? 'PhaseTimedOut'
+        : 'PhaseFailed';
+  const budgetSpent =
+    error.retryState === 'TIMEOUT' || (cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_CLOSE');
+  const prefix = budgetSpent
+    ? `${error.activityType} gave up: its retry budget ran out; last error: `
+    : `${error.activityType} failed: `;
   return ApplicationFailure.nonRetryable(`${prefix}${last?.message ?? error.message}`, type);
 }

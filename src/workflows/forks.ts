@@ -1,7 +1,21 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ChildWorkflowCancellationType, isCancellation, ParentClosePolicy, startChild } from '@temporalio/workflow';
-import { cloneJson, forkTaskContent, repairToolArguments, serializeToolResult, toolFailureContent, type JsonObject, type Message } from '../context';
-import { forkMessage, type AgentRunInputWire, type AgentRunResult, type AgentSpec, type ToolCallRequest } from '../runtime';
+import {
+  cloneJson,
+  forkTaskContent,
+  repairToolArguments,
+  serializeToolResult,
+  toolFailureContent,
+  type JsonObject,
+  type Message,
+} from '../context';
+import {
+  forkMessage,
+  type AgentRunInputWire,
+  type AgentRunResult,
+  type AgentSpec,
+  type ToolCallRequest,
+} from '../runtime';
 import type { WorkflowCallResult } from './batch';
 import { abortChild, emit, type Run } from './run-state';
 
@@ -11,7 +25,12 @@ import { abortChild, emit, type Run } from './run-state';
  * than cancelled when the parent closes: an abort reaches them as an `abort` signal, so each ends with
  * a valid transcript of its own.
  */
-export async function runFork(run: Run, agent: AgentSpec, call: ToolCallRequest, eventIteration: number): Promise<WorkflowCallResult> {
+export async function runFork(
+  run: Run,
+  agent: AgentSpec,
+  call: ToolCallRequest,
+  eventIteration: number,
+): Promise<WorkflowCallResult> {
   const started = Date.now();
   const args = repairToolArguments(call.arguments);
   const finish = (value: unknown): WorkflowCallResult => ({
@@ -32,21 +51,42 @@ export async function runFork(run: Run, agent: AgentSpec, call: ToolCallRequest,
 
   const context = inheritedContext(run.transcript);
   const { child, meta } = await startForkChild(run, agent, message, context, depth);
-  const custom = (event_name: string, data: JsonObject) => emit(run, { event_type: 'custom_event', event_name, data, tool_name: call.name, tool_call_id: call.id }, eventIteration);
+  const custom = (event_name: string, data: JsonObject) =>
+    emit(
+      run,
+      { event_type: 'custom_event', event_name, data, tool_name: call.name, tool_call_id: call.id },
+      eventIteration,
+    );
   custom('selfref_fork_start', { ...meta, status: 'running' });
   try {
     const result = (await child.result()) as AgentRunResult;
     // An abort of the parent cancels its unfinished fork calls (6.6 step 9); the child ends on its own.
     if (run.abort.requested && result.status === 'aborted') throw new ForkCancelled();
     custom('selfref_fork_end', { ...meta, status: result.status });
-    return finish({ ...meta, status: result.status, response: result.answer, result: result.answer, history_count: result.transcript.length, history_included: false });
+    return finish({
+      ...meta,
+      status: result.status,
+      response: result.answer,
+      result: result.answer,
+      history_count: result.transcript.length,
+      history_included: false,
+    });
   } catch (error) {
     if (error instanceof ForkCancelled || isCancellation(error) || run.abort.requested) throw error;
     const cause = (error as { cause?: { type?: string; message?: string } }).cause;
     const errorType = cause?.type ?? (error as Error).name;
     const errorMessage = cause?.message ?? (error as Error).message;
     custom('selfref_fork_error', { ...meta, status: 'error', error_type: errorType, error_message: errorMessage });
-    return finish({ ...meta, status: 'error', response: null, result: null, history_count: 0, history_included: false, error_type: errorType, error_message: errorMessage });
+    return finish({
+      ...meta,
+      status: 'error',
+      response: null,
+      result: null,
+      history_count: 0,
+      history_included: false,
+      error_type: errorType,
+      error_message: errorMessage,
+    });
   } finally {
     run.children.delete(meta.memory_key);
   }

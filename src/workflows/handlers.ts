@@ -1,12 +1,21 @@
 import { setHandler, workflowInfo } from '@temporalio/workflow';
 import { REQUEST_PAGE_CHARS } from '../runtime';
-import { abortSignal, compiledRequestQuery, eventsQuery, statusQuery, transcriptQuery, userMessageSignal, userMessageUpdate } from './definitions';
+import {
+  abortSignal,
+  compiledRequestQuery,
+  eventsQuery,
+  statusQuery,
+  transcriptQuery,
+  userMessageSignal,
+  userMessageUpdate,
+} from './definitions';
 import { checkMessage, enqueueMessage, rejectInput, requestAbort, type Run } from './run-state';
 
 /** Signals, updates and queries every run and session answers. */
 export function registerRunHandlers(run: Run, extraStatus: () => Record<string, unknown> = () => ({})): void {
   setHandler(abortSignal, (payload) => {
-    if (payload !== undefined && (payload === null || typeof payload !== 'object')) rejectInput(run, 'abort', 'signal', 'expected {"reason": string}: aborting without a reason');
+    if (payload !== undefined && (payload === null || typeof payload !== 'object'))
+      rejectInput(run, 'abort', 'signal', 'expected {"reason": string}: aborting without a reason');
     requestAbort(run, payload !== null && typeof payload === 'object' ? payload.reason : undefined);
   });
   // A signal cannot be refused to its sender: a bad one is recorded as an event instead of vanishing.
@@ -57,7 +66,8 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
   setHandler(compiledRequestQuery, (digest, page) => {
     if (run.request?.digest !== digest) throw new Error(`no compiled request with digest ${digest}`);
     const pages = Math.max(1, Math.ceil(run.request.text.length / REQUEST_PAGE_CHARS));
-    if (!Number.isInteger(page) || page < 0 || page >= pages) throw new Error(`page ${page} out of range (0..${pages - 1})`);
+    if (!Number.isInteger(page) || page < 0 || page >= pages)
+      throw new Error(`page ${page} out of range (0..${pages - 1})`);
     const text = run.request.text.slice(page * REQUEST_PAGE_CHARS, (page + 1) * REQUEST_PAGE_CHARS);
     return { digest, page, pages, text };
   });

@@ -17,7 +17,11 @@ import { sinks } from './sinks';
  */
 export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
   const parsed = LlmFunctionInput.safeParse(rawInput);
-  if (!parsed.success) throw ApplicationFailure.nonRetryable(`invalid llmFunction input: ${z.prettifyError(parsed.error)}`, 'InvalidRunInput');
+  if (!parsed.success)
+    throw ApplicationFailure.nonRetryable(
+      `invalid llmFunction input: ${z.prettifyError(parsed.error)}`,
+      'InvalidRunInput',
+    );
   const input = parsed.data;
   const run = newRun(input.function, workflowInfo().workflowId);
   run.acceptsMessages = false;
@@ -31,16 +35,30 @@ export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
       foldInbox: false,
       outputCheck: input.function,
       // The function preset (spec 2.3): the rendered template is the system prompt, no must-principles block.
-      contract: { base_instruction: '', system_prompt: prepared.agent.instructions, tool_prompt_specs: [], include_must_principles: false },
+      contract: {
+        base_instruction: '',
+        system_prompt: prepared.agent.instructions,
+        tool_prompt_specs: [],
+        include_must_principles: false,
+      },
     });
     setHandler(nextRequestQuery, () => loop.previewRequest());
     for (let attempt = 1; ; attempt += 1) {
       const turn = await loop.turn();
-      if (turn.status === 'aborted') throw ApplicationFailure.nonRetryable(`function '${input.function}' was aborted${run.abort.reason ? `: ${run.abort.reason}` : ''}`, 'FunctionAborted');
+      if (turn.status === 'aborted')
+        throw ApplicationFailure.nonRetryable(
+          `function '${input.function}' was aborted${run.abort.reason ? `: ${run.abort.reason}` : ''}`,
+          'FunctionAborted',
+        );
       const check = turn.outputCheck ?? { ok: false as const, error: 'no output check ran' };
       if (check.ok) {
         run.state = 'completed';
-        sinks.patchloop.runEnded({ status: 'completed', resultDigest: digestText(JSON.stringify(check.value)), llmCalls: run.llmCalls, toolCalls: run.toolCalls });
+        sinks.patchloop.runEnded({
+          status: 'completed',
+          resultDigest: digestText(JSON.stringify(check.value)),
+          llmCalls: run.llmCalls,
+          toolCalls: run.toolCalls,
+        });
         return check.value;
       }
       if (attempt > prepared.max_repairs) {
@@ -49,7 +67,11 @@ export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
           'InvalidFunctionOutput',
         );
       }
-      run.pending.push(userMessageMutation(`Your reply was rejected: ${check.error}. Reply again with only a JSON value that matches the output schema.`));
+      run.pending.push(
+        userMessageMutation(
+          `Your reply was rejected: ${check.error}. Reply again with only a JSON value that matches the output schema.`,
+        ),
+      );
     }
   } catch (error) {
     run.state = 'failed';

@@ -13,7 +13,10 @@ export async function inPhaseScope<T>(run: Run, abortWaitSeconds: number, start:
   const deadline = deadlineScope.run(async (): Promise<never> => {
     await condition(() => run.abort.requested);
     await sleep(`${abortWaitSeconds}s`);
-    throw ApplicationFailure.nonRetryable('the phase did not hand back its results in time after the abort', 'AbortWaitExpired');
+    throw ApplicationFailure.nonRetryable(
+      'the phase did not hand back its results in time after the abort',
+      'AbortWaitExpired',
+    );
   });
   try {
     return await Promise.race([phase, deadline]);

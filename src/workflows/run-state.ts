@@ -104,7 +104,13 @@ export function commit(run: Run, mutations: readonly Mutation[]): void {
 
 export function emit(run: Run, body: RunEventBody, iteration = run.iteration): void {
   // Date.now() in a workflow is the task's start time from history: deterministic under replay.
-  run.events.push({ ...body, seq: run.eventSeqBase + run.events.length + 1, run_id: run.memoryKey, iteration, timestamp: new Date(Date.now()).toISOString() });
+  run.events.push({
+    ...body,
+    seq: run.eventSeqBase + run.events.length + 1,
+    run_id: run.memoryKey,
+    iteration,
+    timestamp: new Date(Date.now()).toISOString(),
+  });
 }
 
 /**
@@ -113,7 +119,13 @@ export function emit(run: Run, body: RunEventBody, iteration = run.iteration): v
  */
 export function requestAbort(run: Run, reason: unknown): void {
   if (run.state !== 'running') return;
-  if (reason !== undefined && typeof reason !== 'string') rejectInput(run, 'abort', 'signal', `reason must be a string, got ${reason === null ? 'null' : typeof reason}: aborting without a reason`);
+  if (reason !== undefined && typeof reason !== 'string')
+    rejectInput(
+      run,
+      'abort',
+      'signal',
+      `reason must be a string, got ${reason === null ? 'null' : typeof reason}: aborting without a reason`,
+    );
   if (typeof reason === 'string' && reason !== '' && run.abort.reason === '') run.abort.reason = reason.slice(0, 1000);
   run.abort.requested = true;
   run.phase?.cancel();
@@ -152,8 +164,14 @@ export function checkMessage(run: Run, payload: unknown): ReturnType<typeof chec
  * Applies the agent's own limits once it is known. Messages queued before that were checked against
  * the defaults; any the agent's limits refuse leave the inbox with a recorded reason.
  */
-export function applyAgentLimits(run: Run, limits: { max_user_message_bytes: number; max_queued_message_bytes: number }): void {
-  run.messageLimits = { maxMessageBytes: limits.max_user_message_bytes, maxQueuedBytes: limits.max_queued_message_bytes };
+export function applyAgentLimits(
+  run: Run,
+  limits: { max_user_message_bytes: number; max_queued_message_bytes: number },
+): void {
+  run.messageLimits = {
+    maxMessageBytes: limits.max_user_message_bytes,
+    maxQueuedBytes: limits.max_queued_message_bytes,
+  };
   const queued = run.inbox.splice(0);
   let bytes = 0;
   for (const entry of queued) {

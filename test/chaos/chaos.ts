@@ -1,11 +1,24 @@
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowUpdateFailedError,
+} from '@temporalio/client';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PatchloopClient, type RunHandle } from '../../src/client/patchloop-client';
 import { toolCancelledContent, truncatedAssistantContent, validateToolLinkage, type Message } from '../../src/context';
 import { FakeModelServer, type ChatRequestBody } from '../../src/fake-model/server';
-import { callTools, failWith, reply, type FakeStep, type FakeToolCall, type ReplyFault } from '../../src/fake-model/steps';
+import {
+  callTools,
+  failWith,
+  reply,
+  type FakeStep,
+  type FakeToolCall,
+  type ReplyFault,
+} from '../../src/fake-model/steps';
 import type { AgentRunResult } from '../../src/runtime';
 import { freePort } from '../../src/worker/free-port';
 import { startDevServer, type DevServer } from '../../src/worker/temporal-cli';
@@ -26,7 +39,14 @@ export interface ChaosOptions {
   log?: (line: string) => void;
 }
 
-export type ProviderFaultKind = 'rate_limit' | 'server_error' | 'reset_mid_stream' | 'eof_no_finish' | 'eof_no_done' | 'junk_line' | 'slow_first_byte';
+export type ProviderFaultKind =
+  | 'rate_limit'
+  | 'server_error'
+  | 'reset_mid_stream'
+  | 'eof_no_finish'
+  | 'eof_no_done'
+  | 'junk_line'
+  | 'slow_first_byte';
 
 export interface RunCheck {
   index: number;
@@ -56,7 +76,15 @@ export interface ChaosReport {
   table: string;
 }
 
-const FAULT_KINDS: ProviderFaultKind[] = ['rate_limit', 'server_error', 'reset_mid_stream', 'eof_no_finish', 'eof_no_done', 'junk_line', 'slow_first_byte'];
+const FAULT_KINDS: ProviderFaultKind[] = [
+  'rate_limit',
+  'server_error',
+  'reset_mid_stream',
+  'eof_no_finish',
+  'eof_no_done',
+  'junk_line',
+  'slow_first_byte',
+];
 const RUN_DEADLINE_MS = 240_000;
 
 /** mulberry32: a small, seedable generator, so a failing seed can be run again. */
@@ -85,8 +113,16 @@ function planFor(index: number, next: () => number): RunPlan {
       Array.from({ length: calls }, (_, call) =>
         // Some calls take a while, so that kills and aborts also land in the middle of tool batches.
         next() < 0.3
-          ? { id: `call_${step}_${call}`, name: 'wait', arguments: JSON.stringify({ seconds: Math.round((0.3 + next()) * 10) / 10 }) }
-          : { id: `call_${step}_${call}`, name: 'add', arguments: JSON.stringify({ a: Math.floor(next() * 1000), b: Math.floor(next() * 1000) + index }) },
+          ? {
+              id: `call_${step}_${call}`,
+              name: 'wait',
+              arguments: JSON.stringify({ seconds: Math.round((0.3 + next()) * 10) / 10 }),
+            }
+          : {
+              id: `call_${step}_${call}`,
+              name: 'add',
+              arguments: JSON.stringify({ a: Math.floor(next() * 1000), b: Math.floor(next() * 1000) + index }),
+            },
       ),
     );
   }
@@ -138,9 +174,13 @@ class ChaosModel {
     const index = Number(/chaos run (\d+)/.exec(String(first?.['content'] ?? ''))?.[1] ?? -1);
     if (index < 0) return failWith(400, { message: 'not a chaos run' });
     const plan = this.plan(index);
-    const done = body.messages.filter((message) => message['role'] === 'assistant' && Array.isArray(message['tool_calls'])).length;
+    const done = body.messages.filter(
+      (message) => message['role'] === 'assistant' && Array.isArray(message['tool_calls']),
+    ).length;
     const intended: FakeStep =
-      done < plan.steps.length && body.tools ? callTools(plan.steps[done]!, { chunkDelayMs: 60 }) : reply(finalText(index, body.messages), { chunkDelayMs: 120 });
+      done < plan.steps.length && body.tools
+        ? callTools(plan.steps[done]!, { chunkDelayMs: 60 })
+        : reply(finalText(index, body.messages), { chunkDelayMs: 120 });
     if (intended.kind === 'reply') {
       const texts = this.sentTexts.get(index) ?? new Set();
       if (intended.toolCalls) {
@@ -213,7 +253,11 @@ interface RunRecord {
 }
 
 /** Retries a client call across a server restart; the final error is rethrown after the deadline. */
-async function persistently<T>(call: () => Promise<T>, deadline: number, isFinal: (error: unknown) => boolean = () => false): Promise<T> {
+async function persistently<T>(
+  call: () => Promise<T>,
+  deadline: number,
+  isFinal: (error: unknown) => boolean = () => false,
+): Promise<T> {
   for (;;) {
     try {
       return await call();
@@ -235,7 +279,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const model = new ChaosModel(options.seed);
   const fake = await FakeModelServer.start({ responder: model.respond, keepBodies: false });
   const taskQueue = `chaos-${options.seed}-${Date.now()}`;
-  const agents = [{ name: 'chaos', instructions: 'Add the numbers you are given.', tools: ['add', 'wait'], limits: { heartbeat_timeout_seconds: 2, abort_wait_seconds: 5 } }];
+  const agents = [
+    {
+      name: 'chaos',
+      instructions: 'Add the numbers you are given.',
+      tools: ['add', 'wait'],
+      limits: { heartbeat_timeout_seconds: 2, abort_wait_seconds: 5 },
+    },
+  ];
   const spawn = () => spawnWorker({ address: server.address, taskQueue, modelUrl: fake.url, agents });
   const workers: Array<WorkerProcess | null> = [await spawn(), await spawn()];
   const connection = await Connection.connect({ address: server.address });
@@ -248,7 +299,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   // Infrastructure faults are tied to progress, not to the clock, so they land while runs are in
   // flight whatever the machine's speed: each fires once the model has received a given number of
   // requests, spread over the first 70% of the fewest requests the runs can make.
-  const minimumRequests = Array.from({ length: options.runs }, (_, index) => model.plan(index).steps.length + 1).reduce((a, b) => a + b, 0);
+  const minimumRequests = Array.from({ length: options.runs }, (_, index) => model.plan(index).steps.length + 1).reduce(
+    (a, b) => a + b,
+    0,
+  );
   const plannedFaults: Array<{ at: number; kind: 'SIGKILL' | 'SIGTERM' | 'restart' }> = [
     ...Array.from({ length: Math.max(1, Math.ceil(options.runs / 4)) }, () => ({ kind: 'SIGKILL' as const })),
     ...Array.from({ length: Math.max(1, Math.ceil(options.runs / 10)) }, () => ({ kind: 'SIGTERM' as const })),
@@ -303,7 +357,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (error instanceof WorkflowExecutionAlreadyStartedError) return client.run(workflowId);
       throw error;
     });
-    const record: RunRecord = { index, handle, messages: [], abortSentAt: null, abortWithWorkerUp: false, closedAt: null, result: null, failed: false, error: null };
+    const record: RunRecord = {
+      index,
+      handle,
+      messages: [],
+      abortSentAt: null,
+      abortWithWorkerUp: false,
+      closedAt: null,
+      result: null,
+      failed: false,
+      error: null,
+    };
     records.push(record);
     const actions: Array<Promise<void>> = [];
     const messageCount = next() < 0.6 ? 1 + Math.floor(next() * 2) : 0;
@@ -349,14 +413,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       );
     }
     try {
-      record.result = await persistently(() => handle.result(), deadline, (error) => error instanceof WorkflowFailedError || (error as Error).name === 'RunFailedError');
+      record.result = await persistently(
+        () => handle.result(),
+        deadline,
+        (error) => error instanceof WorkflowFailedError || (error as Error).name === 'RunFailedError',
+      );
     } catch (error) {
       record.failed = error instanceof WorkflowFailedError || (error as Error).name === 'RunFailedError';
       record.error = (error as Error).message;
     }
     record.closedAt = Date.now();
     await Promise.all(actions);
-    const abortToClose = record.abortSentAt !== null ? ` (abort to close ${record.closedAt - record.abortSentAt} ms)` : '';
+    const abortToClose =
+      record.abortSentAt !== null ? ` (abort to close ${record.closedAt - record.abortSentAt} ms)` : '';
     log(`run ${index}: ${record.result?.status ?? `error: ${record.error}`}${abortToClose}`);
   };
   const lanes = Array.from({ length: options.concurrency ?? 5 }, async () => {
@@ -379,7 +448,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     workerKills: counts.kills,
     workerTerms: counts.terms,
     serverRestarts: counts.restarts,
-    messagesAccepted: records.reduce((total, record) => total + record.messages.filter((message) => message.fate !== 'unknown').length, 0),
+    messagesAccepted: records.reduce(
+      (total, record) => total + record.messages.filter((message) => message.fate !== 'unknown').length,
+      0,
+    ),
     aborts: counts.aborts,
     durationMs: Date.now() - started,
   };
@@ -426,7 +498,10 @@ async function checkRun(record: RunRecord, model: ChaosModel): Promise<RunCheck>
     }
     const seen = transcript.map((message) => JSON.stringify(message));
     duplicated = seen.length - new Set(seen).size;
-    const delivered = [...transcript.filter((message) => message['role'] === 'user').map((message) => String(message['content'])), ...(result.unprocessed_messages ?? []).map((message) => message.content)];
+    const delivered = [
+      ...transcript.filter((message) => message['role'] === 'user').map((message) => String(message['content'])),
+      ...(result.unprocessed_messages ?? []).map((message) => message.content),
+    ];
     for (const message of record.messages) {
       const times = delivered.filter((content) => content === message.content).length;
       if (times > 1) {
@@ -438,14 +513,18 @@ async function checkRun(record: RunRecord, model: ChaosModel): Promise<RunCheck>
         problems.push(`accepted message lost: ${message.content}`);
       }
     }
-    const missing = record.messages.filter((message) => message.fate === 'delivered' && !delivered.includes(message.content));
+    const missing = record.messages.filter(
+      (message) => message.fate === 'delivered' && !delivered.includes(message.content),
+    );
     if (missing.length > 0) {
       // A signal the run refused shows as an input_rejected event; any other missing one is lost.
       const status = await record.handle.status().catch(() => undefined);
       const rejected = (status?.events ?? []).filter((event) => event.event_type === 'input_rejected').length;
       if (!status || missing.length > rejected) {
         lost += missing.length - rejected;
-        problems.push(`delivered signal message(s) neither in the transcript nor reported: ${missing.map((message) => message.content).join(', ')}`);
+        problems.push(
+          `delivered signal message(s) neither in the transcript nor reported: ${missing.map((message) => message.content).join(', ')}`,
+        );
       }
     }
   }
@@ -459,20 +538,32 @@ async function checkRun(record: RunRecord, model: ChaosModel): Promise<RunCheck>
     duplicated,
     stuck: result === null && !record.failed,
     workflowTaskFailures: taskFailures,
-    abortToCloseMs: record.abortSentAt !== null && record.closedAt !== null && result?.status === 'aborted' ? record.closedAt - record.abortSentAt : null,
+    abortToCloseMs:
+      record.abortSentAt !== null && record.closedAt !== null && result?.status === 'aborted'
+        ? record.closedAt - record.abortSentAt
+        : null,
     abortWithWorkerUp: record.abortWithWorkerUp,
     problems,
   };
 }
 
 /** Why one transcript message is not something the model really sent (null when it is). */
-function messageProblem(message: Message, last: boolean, aborted: boolean, texts: Set<string>, calls: Map<string, string>, transcript: Message[]): string | null {
+function messageProblem(
+  message: Message,
+  last: boolean,
+  aborted: boolean,
+  texts: Set<string>,
+  calls: Map<string, string>,
+  transcript: Message[],
+): string | null {
   const role = message['role'];
   if (role === 'assistant') {
-    const toolCalls = message['tool_calls'] as Array<{ id: string; function: { name: string; arguments: string } }> | undefined;
+    const toolCalls = message['tool_calls'] as
+      Array<{ id: string; function: { name: string; arguments: string } }> | undefined;
     if (toolCalls) {
       for (const call of toolCalls) {
-        if (calls.get(call.id) !== call.function.arguments) return `tool call ${call.id} has arguments the model never sent: ${call.function.arguments}`;
+        if (calls.get(call.id) !== call.function.arguments)
+          return `tool call ${call.id} has arguments the model never sent: ${call.function.arguments}`;
       }
       return null;
     }
@@ -511,8 +602,10 @@ function percentile(values: number[], fraction: number): number | null {
 function table(report: Omit<ChaosReport, 'table'>): string {
   const runs = report.runs;
   const count = (predicate: (run: RunCheck) => boolean) => runs.filter(predicate).length;
-  const latencies = (up: boolean) => runs.flatMap((run) => (run.abortToCloseMs !== null && run.abortWithWorkerUp === up ? [run.abortToCloseMs] : []));
-  const spread = (values: number[]) => (values.length === 0 ? '-' : `${percentile(values, 0.5)} / ${percentile(values, 0.95)} ms (${values.length})`);
+  const latencies = (up: boolean) =>
+    runs.flatMap((run) => (run.abortToCloseMs !== null && run.abortWithWorkerUp === up ? [run.abortToCloseMs] : []));
+  const spread = (values: number[]) =>
+    values.length === 0 ? '-' : `${percentile(values, 0.5)} / ${percentile(values, 0.95)} ms (${values.length})`;
   const faults = Object.entries(report.providerFaults)
     .map(([kind, times]) => `${kind} ${times}`)
     .join(', ');
@@ -524,6 +617,8 @@ function table(report: Omit<ChaosReport, 'table'>): string {
     '| runs | settled | valid | lost | duplicated | stuck | workflow task failures | abort-to-close p50 / p95, a worker up | with no worker up |',
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     `| ${runs.length} | ${count((run) => run.settled)} | ${count((run) => run.valid)} | ${runs.reduce((total, run) => total + run.lost, 0)} | ${runs.reduce((total, run) => total + run.duplicated, 0)} | ${count((run) => run.stuck)} | ${runs.reduce((total, run) => total + run.workflowTaskFailures, 0)} | ${spread(latencies(true))} | ${spread(latencies(false))} |`,
-    ...runs.filter((run) => run.problems.length > 0).map((run) => `run ${run.index} (${run.workflowId}): ${run.problems.join('; ')}`),
+    ...runs
+      .filter((run) => run.problems.length > 0)
+      .map((run) => `run ${run.index} (${run.workflowId}): ${run.problems.join('; ')}`),
   ].join('\n');
 }

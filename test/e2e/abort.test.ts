@@ -15,7 +15,9 @@ afterEach(async () => {
 
 describe('abort signal', () => {
   it('while streaming: keeps the partial text with the truncation marker, closes the stream, ends within ~2 s', async () => {
-    world = await startWorld({ fake: { script: [{ kind: 'hang', chunks: ['Transformers ', 'are '], chunkDelayMs: 50 }] } });
+    world = await startWorld({
+      fake: { script: [{ kind: 'hang', chunks: ['Transformers ', 'are '], chunkDelayMs: 50 }] },
+    });
     const run = await world.client.start({ agent: 'assistant', input: 'explain transformers' });
     await world.fake.waitForRequests(1);
     await replyReceived(run, 'Transformers are '.length);
@@ -26,14 +28,22 @@ describe('abort signal', () => {
     expect(result.status).toBe('aborted');
     expect(result.answer).toBeNull();
     expect(result.abort_reason).toBe('user_interrupt');
-    expect(result.transcript.at(-1)).toEqual({ role: 'assistant', content: 'Transformers are <Truncated due to cancel from user. Reason: user_interrupt>' });
+    expect(result.transcript.at(-1)).toEqual({
+      role: 'assistant',
+      content: 'Transformers are <Truncated due to cancel from user. Reason: user_interrupt>',
+    });
     validateToolLinkage(result.transcript);
     expect(latency).toBeLessThan(3000);
     // The provider stream was really closed, not left to run.
     expect(world.fake.requests[0]!.abandonedAt).toBeGreaterThanOrEqual(abortedAt);
     console.log(`abort while streaming: run ended ${latency} ms after the signal`);
     const end = (await run.status()).events.at(-1)!;
-    expect(end).toMatchObject({ event_type: 'react_end', status: 'aborted', aborted: true, abort_reason: 'user_interrupt' });
+    expect(end).toMatchObject({
+      event_type: 'react_end',
+      status: 'aborted',
+      aborted: true,
+      abort_reason: 'user_interrupt',
+    });
     world.fake.assertDone();
     await recordHistory(run, 'abort-while-streaming');
   });
@@ -84,14 +94,20 @@ describe('abort signal', () => {
         ],
       },
       { role: 'tool', tool_call_id: 'call_add', content: '5' },
-      { role: 'tool', tool_call_id: 'call_wait', content: '<Tool execution cancelled by user. Tool: wait. Reason: operator>' },
+      {
+        role: 'tool',
+        tool_call_id: 'call_wait',
+        content: '<Tool execution cancelled by user. Tool: wait. Reason: operator>',
+      },
     ]);
     validateToolLinkage(result.transcript);
     expect(latency).toBeLessThan(3000);
     // The running tool was really stopped through its signal.
     expect(stoppedAt).toHaveLength(1);
     expect(stoppedAt[0]).toBeGreaterThanOrEqual(abortedAt);
-    console.log(`abort during a batch: run ended ${latency} ms after the signal, tool stopped after ${stoppedAt[0]! - abortedAt} ms`);
+    console.log(
+      `abort during a batch: run ended ${latency} ms after the signal, tool stopped after ${stoppedAt[0]! - abortedAt} ms`,
+    );
     const batchEnd = (await run.status()).events.find((event) => event.event_type === 'tool_calls_batch_end');
     expect(batchEnd).toMatchObject({ batch_size: 2, success_count: 1, cancelled: ['call_wait'] });
     world.fake.assertDone();
@@ -99,7 +115,9 @@ describe('abort signal', () => {
   });
 
   it('between phases: no further call is made and the bare marker is committed', async () => {
-    world = await startWorld({ fake: { script: [callTools([{ id: 'c1', name: 'wait', arguments: '{"seconds": 0.5}' }])] } });
+    world = await startWorld({
+      fake: { script: [callTools([{ id: 'c1', name: 'wait', arguments: '{"seconds": 0.5}' }])] },
+    });
     const run = await world.client.start({ agent: 'assistant', input: 'wait' });
     await eventOf(run, 'tool_call_start');
     // The abort lands while the batch runs; the first reason wins, later empty ones do not clear it.
@@ -113,7 +131,14 @@ describe('abort signal', () => {
   });
 
   it('an abort after the end changes nothing', async () => {
-    world = await startWorld({ fake: { script: [callTools([{ id: 'c1', name: 'add', arguments: '{"a": 1, "b": 1}' }]), { kind: 'reply', content: 'two' }] } });
+    world = await startWorld({
+      fake: {
+        script: [
+          callTools([{ id: 'c1', name: 'add', arguments: '{"a": 1, "b": 1}' }]),
+          { kind: 'reply', content: 'two' },
+        ],
+      },
+    });
     const run = await world.client.start({ agent: 'assistant', input: '1+1' });
     const result = await run.result();
     await run.abort('too late').catch(() => undefined);

@@ -16,7 +16,9 @@ function zodInputSchema(schema: z.ZodType) {
 
 function expectEveryCallAnsweredOnce(transcript: Message[]): void {
   validateToolLinkage(transcript);
-  const ids = transcript.flatMap((m) => (Array.isArray(m['tool_calls']) ? (m['tool_calls'] as Array<{ id: string }>).map((c) => c.id) : []));
+  const ids = transcript.flatMap((m) =>
+    Array.isArray(m['tool_calls']) ? (m['tool_calls'] as Array<{ id: string }>).map((c) => c.id) : [],
+  );
   const results = transcript.flatMap((m) => (m['role'] === 'tool' ? [m['tool_call_id']] : []));
   expect([...results].sort()).toEqual([...ids].sort());
 }
@@ -32,7 +34,9 @@ describe('agentRun on a real dev server', () => {
     world = await startWorld({
       fake: {
         script: [
-          callTools([{ id: 'call_1', name: 'add', arguments: '{"a": 2, "b": 3}' }], { usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }),
+          callTools([{ id: 'call_1', name: 'add', arguments: '{"a": 2, "b": 3}' }], {
+            usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+          }),
           reply(['The sum ', 'is 5.'], { usage: { prompt_tokens: 20, completion_tokens: 4, total_tokens: 24 } }),
         ],
       },
@@ -44,7 +48,11 @@ describe('agentRun on a real dev server', () => {
     expect(result.usage).toEqual({ prompt_tokens: 30, completion_tokens: 9, total_tokens: 39 });
     expect(result.transcript.slice(1)).toEqual([
       { role: 'user', content: 'What is 2 + 3?' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'add', arguments: '{"a": 2, "b": 3}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'add', arguments: '{"a": 2, "b": 3}' } }],
+      },
       { role: 'tool', tool_call_id: 'call_1', content: '5' },
       { role: 'assistant', content: 'The sum is 5.' },
     ]);
@@ -54,9 +62,15 @@ describe('agentRun on a real dev server', () => {
     expect(first!.stream).toBe(true);
     expect(first!.tools).toContainEqual({
       type: 'function',
-      function: { name: 'add', description: 'Add two numbers and return the sum.', parameters: zodInputSchema(z.object({ a: z.number(), b: z.number() })) },
+      function: {
+        name: 'add',
+        description: 'Add two numbers and return the sum.',
+        parameters: zodInputSchema(z.object({ a: z.number(), b: z.number() })),
+      },
     });
-    expect(first!.messages[0]!['content']).toMatch(/^<tool_best_practices>[\s\S]*<tool name="add">[\s\S]*<must_principles>[\s\S]*<\/must_principles>$/);
+    expect(first!.messages[0]!['content']).toMatch(
+      /^<tool_best_practices>[\s\S]*<tool name="add">[\s\S]*<must_principles>[\s\S]*<\/must_principles>$/,
+    );
     expect(second!.messages.slice(1)).toEqual(result.transcript.slice(1, 4));
     world.fake.assertDone();
     await recordHistory(run, 'tool-happy-path');
@@ -81,7 +95,9 @@ describe('agentRun on a real dev server', () => {
       { role: 'tool', tool_call_id: 'call_slow', content: '"waited 1 s"' },
       { role: 'tool', tool_call_id: 'call_fast', content: '"abab"' },
     ]);
-    const ends = (await run.status()).events.filter((event) => event.event_type === 'tool_call_end').map((event) => ('tool_call_id' in event ? event.tool_call_id : ''));
+    const ends = (await run.status()).events
+      .filter((event) => event.event_type === 'tool_call_end')
+      .map((event) => ('tool_call_id' in event ? event.tool_call_id : ''));
     expect(ends).toEqual(['call_fast', 'call_slow']);
     expect(Date.now() - started).toBeLessThan(10_000);
     world.fake.assertDone();
@@ -89,7 +105,11 @@ describe('agentRun on a real dev server', () => {
   });
 
   it('folds a user message sent mid-run into the next compile boundary', async () => {
-    world = await startWorld({ fake: { script: [callTools([{ id: 'call_1', name: 'wait', arguments: '{"seconds": 1.5}' }]), reply('ok, and hi')] } });
+    world = await startWorld({
+      fake: {
+        script: [callTools([{ id: 'call_1', name: 'wait', arguments: '{"seconds": 1.5}' }]), reply('ok, and hi')],
+      },
+    });
     const run = await world.client.start({ agent: 'assistant', input: 'wait a bit' });
     await eventOf(run, 'tool_call_start');
     await run.sendUserMessage('also say hi');
@@ -106,18 +126,27 @@ describe('agentRun on a real dev server', () => {
   });
 
   it('does not drop a message that arrives while the model writes its final answer', async () => {
-    world = await startWorld({ fake: { script: [reply(['first ', 'answer'], { chunkDelayMs: 400 }), reply('second answer')] } });
+    world = await startWorld({
+      fake: { script: [reply(['first ', 'answer'], { chunkDelayMs: 400 }), reply('second answer')] },
+    });
     const run = await world.client.start({ agent: 'assistant', input: 'hello' });
     await world.fake.waitForRequests(1);
     await run.sendUserMessage('one more thing');
     const result = await run.result();
     expect(result.answer).toBe('second answer');
-    expect(result.transcript.slice(1).map((m) => m['content'])).toEqual(['hello', 'first answer', 'one more thing', 'second answer']);
+    expect(result.transcript.slice(1).map((m) => m['content'])).toEqual([
+      'hello',
+      'first answer',
+      'one more thing',
+      'second answer',
+    ]);
     world.fake.assertDone();
   });
 
   it('retries a 429 after the provider retry-after, then succeeds', async () => {
-    world = await startWorld({ fake: { script: [failWith(429, { headers: { 'retry-after': '2' } }), reply('after the limit')] } });
+    world = await startWorld({
+      fake: { script: [failWith(429, { headers: { 'retry-after': '2' } }), reply('after the limit')] },
+    });
     const run = await world.client.start({ agent: 'assistant', input: 'hi' });
     const result = await run.result();
     expect(result.answer).toBe('after the limit');
@@ -128,7 +157,9 @@ describe('agentRun on a real dev server', () => {
   });
 
   it('retries a 500 and a connection dropped mid-stream; the partial stream never reaches the transcript', async () => {
-    world = await startWorld({ fake: { script: [failWith(500), { kind: 'drop', chunks: ['par', 'tial'] }, reply('whole answer')] } });
+    world = await startWorld({
+      fake: { script: [failWith(500), { kind: 'drop', chunks: ['par', 'tial'] }, reply('whole answer')] },
+    });
     const run = await world.client.start({ agent: 'assistant', input: 'hi' });
     const result = await run.result();
     expect(result.transcript.slice(1)).toEqual([
@@ -167,9 +198,18 @@ describe('agentRun on a real dev server', () => {
     const run = await world.client.start({ agent: 'assistant', input: 'break things' });
     const result = await run.result();
     expect(result.status).toBe('completed');
-    const results = Object.fromEntries(result.transcript.filter((m) => m['role'] === 'tool').map((m) => [m['tool_call_id'], JSON.parse(m['content'] as string)]));
-    expect(results['call_bad_json']).toEqual({ error: "Tool 'add' failed during execution or result parsing with arguments {\"a\": 2, \"b\":: Tool arguments are not a valid JSON object" });
-    expect(results['call_bad_type'].error).toMatch(/^Tool 'add' failed during execution or result parsing with arguments \{"a": 2, "b": "three"\}: invalid arguments: .*b/);
+    const results = Object.fromEntries(
+      result.transcript
+        .filter((m) => m['role'] === 'tool')
+        .map((m) => [m['tool_call_id'], JSON.parse(m['content'] as string)]),
+    );
+    expect(results['call_bad_json']).toEqual({
+      error:
+        'Tool \'add\' failed during execution or result parsing with arguments {"a": 2, "b":: Tool arguments are not a valid JSON object',
+    });
+    expect(results['call_bad_type'].error).toMatch(
+      /^Tool 'add' failed during execution or result parsing with arguments \{"a": 2, "b": "three"\}: invalid arguments: .*b/,
+    );
     expect(results['call_unknown']).toEqual({ error: "Tool 'launch_rockets' was not found" });
     expect(results['call_repaired']).toBe(2);
     expectEveryCallAnsweredOnce(result.transcript);
@@ -189,7 +229,13 @@ describe('agentRun on a real dev server', () => {
         return { charged: cents };
       },
     });
-    const slow = defineTool({ name: 'slow', description: 'Never finishes.', parameters: z.object({}), timeoutSeconds: 0.5, execute: () => new Promise(() => undefined) });
+    const slow = defineTool({
+      name: 'slow',
+      description: 'Never finishes.',
+      parameters: z.object({}),
+      timeoutSeconds: 0.5,
+      execute: () => new Promise(() => undefined),
+    });
     world = await startWorld({
       tools: [keyed, slow, repeatTool],
       agents: [{ name: 'assistant', instructions: 'x', tools: ['charge', 'slow', 'repeat'] }],
@@ -207,7 +253,9 @@ describe('agentRun on a real dev server', () => {
     const run = await world.client.start({ agent: 'assistant', input: 'go' }, { workflowId: 'keys-run' });
     const result = await run.result();
     expect(keys).toEqual([`keys-run/${(await run.workflow.describe()).runId}/1/c1`]);
-    const contents = Object.fromEntries(result.transcript.filter((m) => m['role'] === 'tool').map((m) => [m['tool_call_id'], m['content']]));
+    const contents = Object.fromEntries(
+      result.transcript.filter((m) => m['role'] === 'tool').map((m) => [m['tool_call_id'], m['content']]),
+    );
     expect(contents['c1']).toBe('{\n  "charged": 250\n}');
     expect(contents['s1']).toBe('{"error": "Tool \'slow\' timed out after 0.5 s"}');
     expect(JSON.parse(contents['r1'] as string).error).toMatch(/result is too large: 300002 bytes \(limit 262144\)$/);
@@ -223,11 +271,28 @@ describe('agentRun on a real dev server', () => {
       [{ agent: 'assistant' }, /invalid agentRun input: .*input/s],
       [{ agent: 'assistant', input: 'x', max_tool_calls: -1 }, /max_tool_calls/],
       [{ agent: 'assistant', input: 'x', history: [{ role: 'robot', content: 'x' }] }, /history/],
-      [{ agent: 'assistant', input: 'x', history: [{ role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'add', arguments: '{}' } }] }] }, /history: Pending assistant tool_calls/],
+      [
+        {
+          agent: 'assistant',
+          input: 'x',
+          history: [
+            {
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ id: 'c1', type: 'function', function: { name: 'add', arguments: '{}' } }],
+            },
+          ],
+        },
+        /history: Pending assistant tool_calls/,
+      ],
       [{ agent: 'assistant', input: 'x', surprise: true }, /surprise/],
     ];
     for (const [input, message] of cases) {
-      const handle = await world.client.temporal.workflow.start('agentRun', { taskQueue: world.config.taskQueue, workflowId: `invalid-${Math.random()}`, args: [input] });
+      const handle = await world.client.temporal.workflow.start('agentRun', {
+        taskQueue: world.config.taskQueue,
+        workflowId: `invalid-${Math.random()}`,
+        args: [input],
+      });
       const error = (await handle.result().catch((e: unknown) => e)) as { cause?: { type?: string; message?: string } };
       expect(error.cause?.type).toBe('InvalidRunInput');
       expect(error.cause?.message).toMatch(message);
@@ -245,7 +310,17 @@ describe('agentRun on a real dev server', () => {
   });
 
   it('on the tool budget, drops the batch and makes one last call without tools (spec 7.5)', async () => {
-    world = await startWorld({ fake: { script: [callTools([{ id: 'c1', name: 'add', arguments: '{"a": 1, "b": 2}' }, { id: 'c2', name: 'add', arguments: '{"a": 3, "b": 4}' }]), reply('no tools left')] } });
+    world = await startWorld({
+      fake: {
+        script: [
+          callTools([
+            { id: 'c1', name: 'add', arguments: '{"a": 1, "b": 2}' },
+            { id: 'c2', name: 'add', arguments: '{"a": 3, "b": 4}' },
+          ]),
+          reply('no tools left'),
+        ],
+      },
+    });
     const run = await world.client.start({ agent: 'assistant', input: 'add twice', max_tool_calls: 1 });
     const result = await run.result();
     expect(result.answer).toBe('no tools left');

@@ -22,14 +22,30 @@ const echo: Responder = (body) => {
 
 describe('chatSession', () => {
   it('answers each send with its reply, in order, keeping the whole conversation', async () => {
-    world = await startWorld({ fake: { script: [callTools([{ id: 'c1', name: 'add', arguments: '{"a": 1, "b": 2}' }]), reply('three'), reply('hello back')] } });
+    world = await startWorld({
+      fake: {
+        script: [
+          callTools([{ id: 'c1', name: 'add', arguments: '{"a": 1, "b": 2}' }]),
+          reply('three'),
+          reply('hello back'),
+        ],
+      },
+    });
     const session = await world.client.startSession({ agent: 'assistant' });
     const first = await session.send('what is 1 + 2?');
     expect(first).toEqual({ status: 'completed', reply: 'three', turn: 1 });
     const second = await session.send('hello');
     expect(second).toEqual({ status: 'completed', reply: 'hello back', turn: 2 });
     const transcript = await session.transcript();
-    expect(transcript.map((m) => m['role'])).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'user', 'assistant']);
+    expect(transcript.map((m) => m['role'])).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+      'assistant',
+    ]);
     expect(world.fake.requests[2]!.body.messages.slice(1)).toEqual(transcript.slice(1, 6));
     await session.close();
     const result = await session.sessionResult();
@@ -39,7 +55,9 @@ describe('chatSession', () => {
   });
 
   it('queues messages that arrive during a turn and answers them in order', async () => {
-    world = await startWorld({ fake: { script: [reply(['slow ', 'one'], { chunkDelayMs: 300 }), reply('two'), reply('three')] } });
+    world = await startWorld({
+      fake: { script: [reply(['slow ', 'one'], { chunkDelayMs: 300 }), reply('two'), reply('three')] },
+    });
     const session = await world.client.startSession({ agent: 'assistant' });
     const first$ = session.send('one');
     await world.fake.waitForRequests(1);
@@ -48,8 +66,14 @@ describe('chatSession', () => {
     await session.post('three');
     const [first, second] = await Promise.all([first$, second$]);
     expect([first.reply, second.reply]).toEqual(['slow one', 'two']);
-    await eventually(async () => ((await session.status()).events.filter((e) => e.event_type === 'react_end').length === 3 ? true : undefined));
-    expect((await session.transcript()).filter((m) => m['role'] === 'user').map((m) => m['content'])).toEqual(['one', 'two', 'three']);
+    await eventually(async () =>
+      (await session.status()).events.filter((e) => e.event_type === 'react_end').length === 3 ? true : undefined,
+    );
+    expect((await session.transcript()).filter((m) => m['role'] === 'user').map((m) => m['content'])).toEqual([
+      'one',
+      'two',
+      'three',
+    ]);
     world.fake.assertDone();
   });
 
@@ -96,7 +120,10 @@ describe('chatSession', () => {
     const bodies: string[][] = [];
     for (const maxEvents of [1_000_000, 25]) {
       world = await startWorld({ fake: { responder: echo } });
-      const session = await world.client.startSession({ agent: 'assistant', continue_as_new: { max_history_events: maxEvents } });
+      const session = await world.client.startSession({
+        agent: 'assistant',
+        continue_as_new: { max_history_events: maxEvents },
+      });
       let boundaries = 0;
       for (const message of messages) {
         const runBefore = (await session.workflow.describe()).runId;
@@ -105,10 +132,15 @@ describe('chatSession', () => {
         if (runAfter === runBefore) continue;
         boundaries += 1;
         // The old run, queried after it closed, and the new run compile the very same request.
-        const before = await world.client.temporal.workflow.getHandle(session.workflowId, runBefore).query(nextRequestQuery);
+        const before = await world.client.temporal.workflow
+          .getHandle(session.workflowId, runBefore)
+          .query(nextRequestQuery);
         const after = await session.nextRequest();
         expect(after).toBe(before);
-        expect(JSON.parse(after).messages.at(-1)).toEqual({ role: 'assistant', content: `echo ${message.length}:${message.slice(0, 12)}` });
+        expect(JSON.parse(after).messages.at(-1)).toEqual({
+          role: 'assistant',
+          content: `echo ${message.length}:${message.slice(0, 12)}`,
+        });
       }
       const status = await session.status();
       expect(status['continued_as_new' as keyof typeof status]).toBe(boundaries);
@@ -124,7 +156,9 @@ describe('chatSession', () => {
   });
 
   it('a message queued by signal survives continue-as-new and is answered by the next run', async () => {
-    world = await startWorld({ fake: { script: [reply(['slow ', 'turn'], { chunkDelayMs: 400 }), reply('queued answered')] } });
+    world = await startWorld({
+      fake: { script: [reply(['slow ', 'turn'], { chunkDelayMs: 400 }), reply('queued answered')] },
+    });
     const session = await world.client.startSession({ agent: 'assistant', continue_as_new: { max_history_events: 5 } });
     const runBefore = (await session.workflow.describe()).runId;
     const first = session.send('first');
@@ -142,22 +176,33 @@ describe('chatSession', () => {
     world.fake.assertDone();
   });
 
-  it('runs 300 turns of 4 KB messages, continuing as new several times, and keeps the full context', { timeout: 600_000 }, async () => {
-    world = await startWorld({ fake: { responder: echo } });
-    const session = await world.client.startSession({ agent: 'assistant', continue_as_new: { max_history_events: 400 } });
-    const block = 'x'.repeat(4096);
-    for (let turn = 1; turn <= 300; turn += 1) {
-      const answer = await session.send(`turn ${turn} ${block}`);
-      expect(answer.turn).toBe(turn);
-    }
-    const status = await session.status();
-    expect(status['continued_as_new' as keyof typeof status]).toBeGreaterThanOrEqual(3);
-    const transcript = await session.transcript();
-    expect(transcript).toHaveLength(601);
-    validateToolLinkage(transcript);
-    const lastRequest = world.fake.requests.at(-1)!.body.messages;
-    expect(lastRequest).toHaveLength(600);
-    expect(lastRequest.filter((m) => m['role'] === 'user').map((m) => String(m['content']).split(' ')[1])).toEqual(Array.from({ length: 300 }, (_, i) => String(i + 1)));
-    console.log(`300-turn session: continued as new ${String(status['continued_as_new' as keyof typeof status])} times, history now ${status.history.events} events / ${status.history.bytes} bytes`);
-  });
+  it(
+    'runs 300 turns of 4 KB messages, continuing as new several times, and keeps the full context',
+    { timeout: 600_000 },
+    async () => {
+      world = await startWorld({ fake: { responder: echo } });
+      const session = await world.client.startSession({
+        agent: 'assistant',
+        continue_as_new: { max_history_events: 400 },
+      });
+      const block = 'x'.repeat(4096);
+      for (let turn = 1; turn <= 300; turn += 1) {
+        const answer = await session.send(`turn ${turn} ${block}`);
+        expect(answer.turn).toBe(turn);
+      }
+      const status = await session.status();
+      expect(status['continued_as_new' as keyof typeof status]).toBeGreaterThanOrEqual(3);
+      const transcript = await session.transcript();
+      expect(transcript).toHaveLength(601);
+      validateToolLinkage(transcript);
+      const lastRequest = world.fake.requests.at(-1)!.body.messages;
+      expect(lastRequest).toHaveLength(600);
+      expect(lastRequest.filter((m) => m['role'] === 'user').map((m) => String(m['content']).split(' ')[1])).toEqual(
+        Array.from({ length: 300 }, (_, i) => String(i + 1)),
+      );
+      console.log(
+        `300-turn session: continued as new ${String(status['continued_as_new' as keyof typeof status])} times, history now ${status.history.events} events / ${status.history.bytes} bytes`,
+      );
+    },
+  );
 });

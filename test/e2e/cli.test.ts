@@ -14,10 +14,18 @@ afterEach(async () => {
 /** Runs the CLI as a user would, against the test's server and worker. */
 function cli(args: string[], stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(repositoryRoot, 'src', 'client', 'cli.ts'), ...args], {
-      cwd: repositoryRoot,
-      env: { ...process.env, TEMPORAL_ADDRESS: world!.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world!.config.taskQueue },
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(repositoryRoot, 'src', 'client', 'cli.ts'), ...args],
+      {
+        cwd: repositoryRoot,
+        env: {
+          ...process.env,
+          TEMPORAL_ADDRESS: world!.config.temporalAddress,
+          PATCHLOOP_TASK_QUEUE: world!.config.taskQueue,
+        },
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
@@ -29,7 +37,9 @@ function cli(args: string[], stdin = ''): Promise<{ code: number | null; stdout:
 
 describe('CLI against a real dev server', () => {
   it('run --follow prints iterations, tool calls and the answer; show and abort work by id', async () => {
-    world = await startWorld({ fake: { script: [callTools([{ id: 'c1', name: 'add', arguments: '{"a": 2, "b": 3}' }]), reply('The sum is 5.')] } });
+    world = await startWorld({
+      fake: { script: [callTools([{ id: 'c1', name: 'add', arguments: '{"a": 2, "b": 3}' }]), reply('The sum is 5.')] },
+    });
     const run = await cli(['run', 'assistant', 'What is 2 + 3?', '--id', 'cli-run-1', '--follow']);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain('-> add {"a":2,"b":3}');
@@ -38,7 +48,10 @@ describe('CLI against a real dev server', () => {
     const show = await cli(['show', 'cli-run-1', '--json']);
     expect(JSON.parse(show.stdout).status.state).toBe('completed');
     const followed = await cli(['follow', 'cli-run-1', '--json']);
-    const lines = followed.stdout.trim().split('\n').map((line) => JSON.parse(line) as { event_type: string });
+    const lines = followed.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { event_type: string });
     expect(lines[0]!.event_type).toBe('react_start');
     expect(lines.at(-1)!.event_type).toBe('react_end');
     const missing = await cli(['abort', 'no-such-run']);
@@ -57,9 +70,18 @@ describe('CLI against a real dev server', () => {
     expect(again.stdout).toContain('1 turns so far');
     expect(again.stdout).toContain('assistant> second reply');
     const send = await cli(['send', 'cli-session', 'third']);
-    expect(JSON.parse(send.stdout)).toMatchObject({ workflow_id: 'cli-session', status: 'completed', reply: 'third reply', turn: 3 });
+    expect(JSON.parse(send.stdout)).toMatchObject({
+      workflow_id: 'cli-session',
+      status: 'completed',
+      reply: 'third reply',
+      turn: 3,
+    });
     const transcript = await world.client.session('cli-session').transcript();
-    expect(transcript.filter((m) => m['role'] === 'user').map((m) => m['content'])).toEqual(['hello', 'still there?', 'third']);
+    expect(transcript.filter((m) => m['role'] === 'user').map((m) => m['content'])).toEqual([
+      'hello',
+      'still there?',
+      'third',
+    ]);
     world.fake.assertDone();
   });
 
@@ -67,6 +89,9 @@ describe('CLI against a real dev server', () => {
     world = await startWorld();
     const result = await cli(['run', 'assistant']);
     expect(result.code).toBe(1);
-    expect(JSON.parse(result.stdout).error).toEqual({ type: 'UsageError', message: expect.stringContaining('missing text') });
+    expect(JSON.parse(result.stdout).error).toEqual({
+      type: 'UsageError',
+      message: expect.stringContaining('missing text'),
+    });
   });
 });

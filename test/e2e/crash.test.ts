@@ -9,7 +9,14 @@ import { temporalAddress } from '../support/temporal';
 import { callsFinished, eventOf, recordHistory, replyReceived } from '../support/wait';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 
-const agents = [{ name: 'assistant', instructions: 'You add and wait.', tools: ['add', 'wait'], limits: { heartbeat_timeout_seconds: 2 } }];
+const agents = [
+  {
+    name: 'assistant',
+    instructions: 'You add and wait.',
+    tools: ['add', 'wait'],
+    limits: { heartbeat_timeout_seconds: 2 },
+  },
+];
 
 const workers: WorkerProcess[] = [];
 const cleanups: Array<() => Promise<void>> = [];
@@ -20,8 +27,14 @@ afterEach(async () => {
 
 async function setup(fake: FakeModelServer) {
   const taskQueue = `crash-${randomUUID()}`;
-  const client = new PatchloopClient(new Client({ connection: await Connection.connect({ address: temporalAddress() }) }), taskQueue);
-  cleanups.push(() => client.close(), () => fake.close());
+  const client = new PatchloopClient(
+    new Client({ connection: await Connection.connect({ address: temporalAddress() }) }),
+    taskQueue,
+  );
+  cleanups.push(
+    () => client.close(),
+    () => fake.close(),
+  );
   const startWorker = async () => {
     const worker = await spawnWorker({ address: temporalAddress(), taskQueue, modelUrl: fake.url, agents });
     workers.push(worker);
@@ -38,7 +51,9 @@ function expectNoDuplicates(transcript: Message[]): void {
 
 describe('crash survival (kill -9 of the worker process)', () => {
   it('during an LLM phase: a new worker retries the phase, the partial stream never reaches the transcript', async () => {
-    const fake = await FakeModelServer.start({ script: [{ kind: 'hang', chunks: ['partial '] }, reply('recovered answer')] });
+    const fake = await FakeModelServer.start({
+      script: [{ kind: 'hang', chunks: ['partial '] }, reply('recovered answer')],
+    });
     const { client, startWorker } = await setup(fake);
     const first = await startWorker();
     const run = await client.start({ agent: 'assistant', input: 'hello' });
@@ -96,7 +111,9 @@ describe('crash survival (kill -9 of the worker process)', () => {
   });
 
   it('SIGTERM shuts a worker down gracefully: the phase in flight is retried, not recorded half-done', async () => {
-    const fake = await FakeModelServer.start({ script: [{ kind: 'hang', chunks: ['half '] }, reply('complete answer')] });
+    const fake = await FakeModelServer.start({
+      script: [{ kind: 'hang', chunks: ['half '] }, reply('complete answer')],
+    });
     const { client, startWorker } = await setup(fake);
     const first = await startWorker();
     const run = await client.start({ agent: 'assistant', input: 'hello' });

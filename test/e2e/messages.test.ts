@@ -48,7 +48,9 @@ describe('no accepted user message is ever lost', () => {
   });
 
   it('a message accepted just before an abort, with no compile boundary between, is reported as unprocessed', async () => {
-    world = await startWorld({ fake: { script: [callTools([{ id: 'call_1', name: 'wait', arguments: '{"seconds": 5}' }])] } });
+    world = await startWorld({
+      fake: { script: [callTools([{ id: 'call_1', name: 'wait', arguments: '{"seconds": 5}' }])] },
+    });
     const run = await world.client.start({ agent: 'assistant', input: 'wait' });
     await eventOf(run, 'tool_call_start');
     await run.sendUserMessage('please also check the logs');
@@ -78,15 +80,20 @@ describe('no accepted user message is ever lost', () => {
 
 describe('signals and updates validate their input', () => {
   it('refuses bad and oversized user_message signals with a visible event; the run goes on unharmed', async () => {
-    world = await startWorld({ fake: { script: [callTools([{ id: 'call_1', name: 'wait', arguments: '{"seconds": 1.5}' }]), reply('done')] } });
+    world = await startWorld({
+      fake: { script: [callTools([{ id: 'call_1', name: 'wait', arguments: '{"seconds": 1.5}' }]), reply('done')] },
+    });
     const run = await world.client.start({ agent: 'assistant', input: 'wait' });
     await eventOf(run, 'tool_call_start');
     const megabyte = 'x'.repeat(1024 * 1024);
-    for (const payload of [{}, { content: 5 }, 'just text', { content: megabyte }, { content: megabyte }]) await run.workflow.signal('user_message', payload);
+    for (const payload of [{}, { content: 5 }, 'just text', { content: megabyte }, { content: megabyte }])
+      await run.workflow.signal('user_message', payload);
     await run.abort(42 as unknown as string);
     const result = await run.result();
     const status = await run.status();
-    const rejected = status.events.filter((event) => event.event_type === 'input_rejected').map((event) => (event.event_type === 'input_rejected' ? [event.input, event.via, event.reason] : []));
+    const rejected = status.events
+      .filter((event) => event.event_type === 'input_rejected')
+      .map((event) => (event.event_type === 'input_rejected' ? [event.input, event.via, event.reason] : []));
     expect(rejected).toEqual([
       ['user_message', 'signal', 'expected {"content": string}, got content of type undefined'],
       ['user_message', 'signal', 'expected {"content": string}, got content of type number'],
@@ -104,7 +111,9 @@ describe('signals and updates validate their input', () => {
   });
 
   it('offers user_message as an update: accepted messages are confirmed, bad ones refused before anything is recorded', async () => {
-    world = await startWorld({ fake: { script: [callTools([{ id: 'call_1', name: 'wait', arguments: '{"seconds": 2}' }]), reply('noted')] } });
+    world = await startWorld({
+      fake: { script: [callTools([{ id: 'call_1', name: 'wait', arguments: '{"seconds": 2}' }]), reply('noted')] },
+    });
     const run = await world.client.start({ agent: 'assistant', input: 'wait' });
     await eventOf(run, 'tool_call_start');
     expect(await run.submitUserMessage('first')).toEqual({ accepted: true, queued: 1, message_id: 1 });
@@ -114,7 +123,11 @@ describe('signals and updates validate their input', () => {
       expect(error).toBeInstanceOf(WorkflowUpdateFailedError);
       refusals.push(((error as WorkflowUpdateFailedError).cause as Error).message);
     }
-    expect(refusals).toEqual(['content is empty', 'expected {"content": string}, got content of type number', 'content is 307200 bytes; the limit is 262144 (max_user_message_bytes)']);
+    expect(refusals).toEqual([
+      'content is empty',
+      'expected {"content": string}, got content of type number',
+      'content is 307200 bytes; the limit is 262144 (max_user_message_bytes)',
+    ]);
     const result = await run.result();
     expect(result.transcript.at(-2)).toEqual({ role: 'user', content: 'first' });
     const history = JSON.stringify(await run.workflow.fetchHistory());
@@ -129,7 +142,14 @@ describe('signals and updates validate their input', () => {
   it('keeps the queue bounded: past max_queued_message_bytes, messages are refused until the run catches up', async () => {
     world = await startWorld({
       fake: { script: [callTools([{ id: 'call_1', name: 'wait', arguments: '{"seconds": 1.5}' }]), reply('ok')] },
-      agents: [{ name: 'small', instructions: 'Wait.', tools: ['wait'], limits: { max_user_message_bytes: 100, max_queued_message_bytes: 150 } }],
+      agents: [
+        {
+          name: 'small',
+          instructions: 'Wait.',
+          tools: ['wait'],
+          limits: { max_user_message_bytes: 100, max_queued_message_bytes: 150 },
+        },
+      ],
     });
     const run = await world.client.start({ agent: 'small', input: 'wait' });
     await eventOf(run, 'tool_call_start');
@@ -137,18 +157,32 @@ describe('signals and updates validate their input', () => {
     await expect(run.submitUserMessage('b'.repeat(60))).rejects.toThrow(WorkflowUpdateFailedError);
     await run.submitUserMessage('c'.repeat(50));
     const result = await run.result();
-    expect(result.transcript.filter((message) => message['role'] === 'user').map((message) => String(message['content'])[0])).toEqual(['w', 'a', 'c']);
+    expect(
+      result.transcript.filter((message) => message['role'] === 'user').map((message) => String(message['content'])[0]),
+    ).toEqual(['w', 'a', 'c']);
   });
 });
 
 describe('idempotency keys', () => {
   it('are unique per run chain: a new run reusing the workflow id and the provider’s call ids gets new keys', async () => {
     const keys: string[] = [];
-    const recordKey = defineTool({ name: 'record_key', description: 'Records its idempotency key.', parameters: z.object({}), execute: (_args, { idempotencyKey }) => void keys.push(idempotencyKey) });
+    const recordKey = defineTool({
+      name: 'record_key',
+      description: 'Records its idempotency key.',
+      parameters: z.object({}),
+      execute: (_args, { idempotencyKey }) => void keys.push(idempotencyKey),
+    });
     world = await startWorld({
       tools: [...exampleTools, recordKey],
       agents: [{ name: 'keys', instructions: 'Record.', tools: ['record_key'] }],
-      fake: { script: [callTools([{ id: 'call_0', name: 'record_key', arguments: '{}' }]), reply('one'), callTools([{ id: 'call_0', name: 'record_key', arguments: '{}' }]), reply('two')] },
+      fake: {
+        script: [
+          callTools([{ id: 'call_0', name: 'record_key', arguments: '{}' }]),
+          reply('one'),
+          callTools([{ id: 'call_0', name: 'record_key', arguments: '{}' }]),
+          reply('two'),
+        ],
+      },
     });
     const first = await world.client.start({ agent: 'keys', input: 'go' }, { workflowId: 'reused-id' });
     await first.result();
@@ -165,7 +199,12 @@ describe('sessions survive a bad turn', () => {
   it('a turn the provider rejects answers failed, is rolled back, and the session goes on', async () => {
     world = await startWorld({
       fake: {
-        script: [reply('hello!'), failWith(400, { message: 'Your message was flagged by the content filter' }), failWith(400, { code: 'context_length_exceeded', message: 'maximum context length exceeded' }), reply('still here')],
+        script: [
+          reply('hello!'),
+          failWith(400, { message: 'Your message was flagged by the content filter' }),
+          failWith(400, { code: 'context_length_exceeded', message: 'maximum context length exceeded' }),
+          reply('still here'),
+        ],
       },
     });
     const session = await world.client.startSession({ agent: 'assistant' });
@@ -187,7 +226,11 @@ describe('sessions survive a bad turn', () => {
     ]);
     const status = await session.status();
     expect(status.state).toBe('running');
-    expect(status.events.filter((event) => event.event_type === 'turn_failed').map((event) => (event.event_type === 'turn_failed' ? event.error_type : ''))).toEqual(['ProviderRejected', 'ContextTooLong']);
+    expect(
+      status.events
+        .filter((event) => event.event_type === 'turn_failed')
+        .map((event) => (event.event_type === 'turn_failed' ? event.error_type : '')),
+    ).toEqual(['ProviderRejected', 'ContextTooLong']);
     await session.close();
     await eventually(async () => ((await session.sessionResult()).turns === 4 ? true : undefined));
     world.fake.assertDone();

@@ -17,7 +17,10 @@ const WHOLE = ['The whole ', 'answer, ', 'every word ', 'of it.'];
 
 /** A run whose first attempt breaks as `broken` describes, then gets the whole answer. */
 async function recoversFrom(broken: FakeStep, history?: string) {
-  world = await startWorld({ fake: { script: [broken, reply(WHOLE)] }, agents: [{ name: 'plain', instructions: 'Answer.', tools: [] }] });
+  world = await startWorld({
+    fake: { script: [broken, reply(WHOLE)] },
+    agents: [{ name: 'plain', instructions: 'Answer.', tools: [] }],
+  });
   const run = await world.client.start({ agent: 'plain', input: 'hi' });
   const result = await run.result();
   // Only the complete reply reaches the transcript: nothing of the broken attempt.
@@ -40,7 +43,10 @@ describe('broken provider replies are failed attempts, never answers', () => {
   });
 
   it('a stream that ends cleanly without finish_reason is retried', async () => {
-    await recoversFrom(reply(['partial ', 'text'], { fault: { kind: 'eof', omit: 'finish_reason' } }), 'stream-incomplete-retry');
+    await recoversFrom(
+      reply(['partial ', 'text'], { fault: { kind: 'eof', omit: 'finish_reason' } }),
+      'stream-incomplete-retry',
+    );
   });
 
   it('a stream that ends cleanly without [DONE] is retried', async () => {
@@ -90,7 +96,11 @@ describe('broken provider replies are failed attempts, never answers', () => {
     const run = await world.client.start({ agent: 'assistant', input: 'add 15 and 27' });
     const result = await run.result();
     expect(result.transcript.slice(2)).toEqual([
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'add', arguments: args } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'add', arguments: args } }],
+      },
       { role: 'tool', tool_call_id: 'call_1', content: '42' },
       { role: 'assistant', content: '42' },
     ]);
@@ -103,18 +113,42 @@ describe('broken provider replies are failed attempts, never answers', () => {
 
   it('followers see the broken attempt marked failed, then the retry from chunk 0; the answer is the retry’s', async () => {
     world = await startWorld({
-      fake: { script: [reply(['partial ', 'text ', 'that ', 'breaks'], { chunkDelayMs: 150, fault: { kind: 'eof', omit: 'finish_reason' } }), reply(WHOLE, { chunkDelayMs: 100 })] },
+      fake: {
+        script: [
+          reply(['partial ', 'text ', 'that ', 'breaks'], {
+            chunkDelayMs: 150,
+            fault: { kind: 'eof', omit: 'finish_reason' },
+          }),
+          reply(WHOLE, { chunkDelayMs: 100 }),
+        ],
+      },
       agents: [{ name: 'plain', instructions: 'Answer.', tools: [] }],
     });
     const run = await world.client.start({ agent: 'plain', input: 'hi' });
     const lines: string[] = [];
-    const result = await followRun(run, jsonOutput((line) => lines.push(line)), 50);
-    const chunks = lines.map((line) => JSON.parse(line) as StreamEvent | { event_type: string }).filter((event): event is StreamEvent => ['llm_chunk_arrive', 'llm_stream_end'].includes(event.event_type));
+    const result = await followRun(
+      run,
+      jsonOutput((line) => lines.push(line)),
+      50,
+    );
+    const chunks = lines
+      .map((line) => JSON.parse(line) as StreamEvent | { event_type: string })
+      .filter((event): event is StreamEvent => ['llm_chunk_arrive', 'llm_stream_end'].includes(event.event_type));
     const failed = chunks.find((event) => event.event_type === 'llm_stream_end');
-    expect(failed).toMatchObject({ event_type: 'llm_stream_end', llm_call: 1, attempt: 1, outcome: 'failed', error: 'ProviderStreamIncomplete' });
+    expect(failed).toMatchObject({
+      event_type: 'llm_stream_end',
+      llm_call: 1,
+      attempt: 1,
+      outcome: 'failed',
+      error: 'ProviderStreamIncomplete',
+    });
     const retried = chunks.filter((event) => event.event_type === 'llm_chunk_arrive' && event.attempt === 2);
-    expect(retried.map((event) => (event.event_type === 'llm_chunk_arrive' ? event.chunk_index : -1))).toEqual([0, 1, 2, 3]);
-    expect(retried.map((event) => (event.event_type === 'llm_chunk_arrive' ? event.chunk : '')).join('')).toBe(result.answer);
+    expect(retried.map((event) => (event.event_type === 'llm_chunk_arrive' ? event.chunk_index : -1))).toEqual([
+      0, 1, 2, 3,
+    ]);
+    expect(retried.map((event) => (event.event_type === 'llm_chunk_arrive' ? event.chunk : '')).join('')).toBe(
+      result.answer,
+    );
     // Whatever of attempt 1 the follower saw comes before its failed marker, never after.
     const failedAt = chunks.indexOf(failed!);
     expect(chunks.slice(failedAt).every((event) => event.attempt === 2 || event === failed)).toBe(true);
@@ -124,7 +158,17 @@ describe('broken provider replies are failed attempts, never answers', () => {
 
 describe('retry budgets that fit a durable run', () => {
   it('exhausted quota (429 insufficient_quota) fails at once with its own type', async () => {
-    world = await startWorld({ fake: { script: [failWith(429, { code: 'insufficient_quota', type: 'insufficient_quota', message: 'You exceeded your current quota' })] } });
+    world = await startWorld({
+      fake: {
+        script: [
+          failWith(429, {
+            code: 'insufficient_quota',
+            type: 'insufficient_quota',
+            message: 'You exceeded your current quota',
+          }),
+        ],
+      },
+    });
     const run = await world.client.start({ agent: 'assistant', input: 'hi' });
     const error = (await run.result().catch((e: unknown) => e)) as RunFailedError;
     expect(error).toBeInstanceOf(RunFailedError);
@@ -135,7 +179,14 @@ describe('retry budgets that fit a durable run', () => {
   });
 
   it('x-should-retry: false stops at once, x-should-retry: true retries a status that would not be', async () => {
-    world = await startWorld({ fake: { script: [failWith(400, { message: 'overloaded', headers: { 'x-should-retry': 'true', 'retry-after-ms': '100' } }), reply('after the retry')] } });
+    world = await startWorld({
+      fake: {
+        script: [
+          failWith(400, { message: 'overloaded', headers: { 'x-should-retry': 'true', 'retry-after-ms': '100' } }),
+          reply('after the retry'),
+        ],
+      },
+    });
     const retried = await world.client.start({ agent: 'assistant', input: 'hi' });
     expect((await retried.result()).answer).toBe('after the retry');
     expect(world.fake.requests).toHaveLength(2);

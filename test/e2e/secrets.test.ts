@@ -35,7 +35,11 @@ describe('secrets never leave the worker', () => {
     const fake = await FakeModelServer.start({
       script: [
         // A retryable 429 and a broken stream line that both quote the key, then a real answer.
-        failWith(429, { message: `Rate limit reached for key (${canary}-429)`, echoKey: true, headers: { 'retry-after-ms': '100' } }),
+        failWith(429, {
+          message: `Rate limit reached for key (${canary}-429)`,
+          echoKey: true,
+          headers: { 'retry-after-ms': '100' },
+        }),
         reply(['fine'], { fault: { kind: 'junk', afterChunks: 0, line: `not json: key=${key} (${canary}-junk)` } }),
         reply('the answer'),
         // Then a 401 that echoes it: the run fails for good.
@@ -43,9 +47,21 @@ describe('secrets never leave the worker', () => {
       ],
     });
     const taskQueue = `secrets-${randomUUID()}`;
-    const client = new PatchloopClient(new Client({ connection: await Connection.connect({ address: temporalAddress() }) }), taskQueue);
-    cleanups.push(() => client.close(), () => fake.close());
-    const worker = await spawnWorker({ address: temporalAddress(), taskQueue, modelUrl: fake.url, agents: [{ name: 'plain', instructions: 'Answer.', tools: [] }], env: { OPENAI_API_KEY: key } });
+    const client = new PatchloopClient(
+      new Client({ connection: await Connection.connect({ address: temporalAddress() }) }),
+      taskQueue,
+    );
+    cleanups.push(
+      () => client.close(),
+      () => fake.close(),
+    );
+    const worker = await spawnWorker({
+      address: temporalAddress(),
+      taskQueue,
+      modelUrl: fake.url,
+      agents: [{ name: 'plain', instructions: 'Answer.', tools: [] }],
+      env: { OPENAI_API_KEY: key },
+    });
     workers.push(worker);
 
     const retried = await client.start({ agent: 'plain', input: 'hi' });

@@ -5,7 +5,12 @@ import type { AgentDefinitionInput } from '../../src/runtime';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { eventOf, recordHistory, replyReceived } from '../support/wait';
 
-const memo: AgentDefinitionInput = { name: 'memo', instructions: 'You remember things.', tools: ['add'], selfref: true };
+const memo: AgentDefinitionInput = {
+  name: 'memo',
+  instructions: 'You remember things.',
+  tools: ['add'],
+  selfref: true,
+};
 const agents = [memo, { name: 'assistant', instructions: 'plain', tools: ['add', 'wait', 'repeat'] }];
 
 let world: TestWorld | undefined;
@@ -43,31 +48,43 @@ describe('SelfRef primitives through the durable runtime', () => {
     expect(result.status).toBe('completed');
     const [first, second, third] = world.fake.requests.map((request) => request.body.messages);
     expect(systemOf(first!)).not.toContain('<experience>');
-    expect(systemOf(second!)).toContain('You remember things.\n\n<experience>\n- [exp_1] User prefers metric units\n</experience>');
-    expect(second!.find((m) => m['tool_call_id'] === 'r1')).toEqual({ role: 'tool', tool_call_id: 'r1', content: '{\n  "id": "pending::User prefers metric units",\n  "text": "User prefers metric units"\n}' });
+    expect(systemOf(second!)).toContain(
+      'You remember things.\n\n<experience>\n- [exp_1] User prefers metric units\n</experience>',
+    );
+    expect(second!.find((m) => m['tool_call_id'] === 'r1')).toEqual({
+      role: 'tool',
+      tool_call_id: 'r1',
+      content: '{\n  "id": "pending::User prefers metric units",\n  "text": "User prefers metric units"\n}',
+    });
     expect(systemOf(third!)).not.toContain('<experience>');
     expect(third!.find((m) => m['tool_call_id'] === 'f1')!['content']).toBe('true');
-    expect(world.fake.requests[0]!.body.tools!.map((tool) => (tool as { function: { name: string } }).function.name)).toEqual([
-      'add',
-      'selfref_remember',
-      'selfref_forget',
-      'selfref_compact',
-      'selfref_fork',
-    ]);
+    expect(
+      world.fake.requests[0]!.body.tools!.map((tool) => (tool as { function: { name: string } }).function.name),
+    ).toEqual(['add', 'selfref_remember', 'selfref_forget', 'selfref_compact', 'selfref_fork']);
     validateToolLinkage(result.transcript);
     world.fake.assertDone();
     await recordHistory(run, 'selfref-remember-forget');
   });
 
   it('compact: the next call sees only the system prompt with the new experience and the rendered summary', async () => {
-    world = await startWorld({ agents, fake: { script: [callTools([{ id: 'c1', name: 'selfref_compact', arguments: JSON.stringify(summaryArgs) }]), reply('compacted')] } });
+    world = await startWorld({
+      agents,
+      fake: {
+        script: [
+          callTools([{ id: 'c1', name: 'selfref_compact', arguments: JSON.stringify(summaryArgs) }]),
+          reply('compacted'),
+        ],
+      },
+    });
     const run = await world.client.start({ agent: 'memo', input: 'compact please' });
     const result = await run.result();
     const next = world.fake.requests[1]!.body.messages;
     const summary =
       '<context_compaction_summary>\n## Goal\nShip the parser\n\n## Instruction\nKeep tests green\n\n## Discoveries\n- Tokenizer is slow\n\n## Completed\n- Wrote lexer\n\n## Current Status\nParser half done\n\n## Likely next work\n- Write AST builder\n\n## Relevant files/directories\n- src/parser.py\n</context_compaction_summary>';
     expect(next).toHaveLength(2);
-    expect(systemOf(next)).toContain('You remember things.\n\n<experience>\n- [exp_1] Prefer small diffs\n</experience>');
+    expect(systemOf(next)).toContain(
+      'You remember things.\n\n<experience>\n- [exp_1] Prefer small diffs\n</experience>',
+    );
     expect(next[1]).toEqual({ role: 'assistant', content: summary });
     expect(result.transcript).toEqual([
       { role: 'system', content: 'You remember things.\n\n<experience>\n- [exp_1] Prefer small diffs\n</experience>' },
@@ -79,11 +96,21 @@ describe('SelfRef primitives through the durable runtime', () => {
   });
 
   it('compact with invalid fields fails the call with the spec message, and the run goes on', async () => {
-    world = await startWorld({ agents, fake: { script: [callTools([{ id: 'c1', name: 'selfref_compact', arguments: JSON.stringify({ ...summaryArgs, goal: '  ' }) }]), reply('ok')] } });
+    world = await startWorld({
+      agents,
+      fake: {
+        script: [
+          callTools([{ id: 'c1', name: 'selfref_compact', arguments: JSON.stringify({ ...summaryArgs, goal: '  ' }) }]),
+          reply('ok'),
+        ],
+      },
+    });
     const run = await world.client.start({ agent: 'memo', input: 'compact badly' });
     const result = await run.result();
     const content = JSON.parse(result.transcript.find((m) => m['tool_call_id'] === 'c1')!['content'] as string);
-    expect(content.error).toMatch(/^Tool 'selfref_compact' failed during execution or result parsing with arguments .*: goal must be a non-empty string$/);
+    expect(content.error).toMatch(
+      /^Tool 'selfref_compact' failed during execution or result parsing with arguments .*: goal must be a non-empty string$/,
+    );
     world.fake.assertDone();
   });
 
@@ -127,9 +154,15 @@ describe('SelfRef primitives through the durable runtime', () => {
     });
     const child = await world.client.run(childId).result();
     expect(child.transcript).toHaveLength(6);
-    expect(child.transcript.find((m) => m['role'] === 'tool')).toEqual({ role: 'tool', tool_call_id: 'child_add', content: '4' });
+    expect(child.transcript.find((m) => m['role'] === 'tool')).toEqual({
+      role: 'tool',
+      tool_call_id: 'child_add',
+      content: '4',
+    });
     validateToolLinkage(child.transcript);
-    const customs = (await run.status()).events.filter((event) => event.event_type === 'custom_event').map((event) => ('event_name' in event ? event.event_name : ''));
+    const customs = (await run.status()).events
+      .filter((event) => event.event_type === 'custom_event')
+      .map((event) => ('event_name' in event ? event.event_name : ''));
     expect(customs).toEqual(['selfref_fork_start', 'selfref_fork_end']);
     world.fake.assertDone();
     await recordHistory(run, 'selfref-fork');
@@ -138,7 +171,12 @@ describe('SelfRef primitives through the durable runtime', () => {
   it('aborting a parent aborts its running child; both transcripts stay valid', { timeout: 40_000 }, async () => {
     world = await startWorld({
       agents,
-      fake: { script: [callTools([{ id: 'fk', name: 'selfref_fork', arguments: '{"message": "think forever"}' }]), { kind: 'hang', chunks: ['thinking '] }] },
+      fake: {
+        script: [
+          callTools([{ id: 'fk', name: 'selfref_fork', arguments: '{"message": "think forever"}' }]),
+          { kind: 'hang', chunks: ['thinking '] },
+        ],
+      },
     });
     const run = await world.client.start({ agent: 'memo', input: 'delegate' });
     await eventOf(run, 'custom_event');
@@ -147,11 +185,18 @@ describe('SelfRef primitives through the durable runtime', () => {
     await run.abort('stop everything');
     const parent = await run.result();
     expect(parent.status).toBe('aborted');
-    expect(parent.transcript.at(-1)).toEqual({ role: 'tool', tool_call_id: 'fk', content: '<Tool execution cancelled by user. Tool: selfref_fork. Reason: stop everything>' });
+    expect(parent.transcript.at(-1)).toEqual({
+      role: 'tool',
+      tool_call_id: 'fk',
+      content: '<Tool execution cancelled by user. Tool: selfref_fork. Reason: stop everything>',
+    });
     validateToolLinkage(parent.transcript);
     const child = await world.client.run(`${run.workflowId}::fork::1`).result();
     expect(child.status).toBe('aborted');
-    expect(child.transcript.at(-1)).toEqual({ role: 'assistant', content: 'thinking <Truncated due to cancel from user. Reason: stop everything>' });
+    expect(child.transcript.at(-1)).toEqual({
+      role: 'assistant',
+      content: 'thinking <Truncated due to cancel from user. Reason: stop everything>',
+    });
     validateToolLinkage(child.transcript);
     world.fake.assertDone();
   });
@@ -159,10 +204,14 @@ describe('SelfRef primitives through the durable runtime', () => {
   it('a fork beyond the depth limit gets an error result', async () => {
     world = await startWorld({
       agents: [{ ...memo, limits: { max_fork_depth: 0 } }],
-      fake: { script: [callTools([{ id: 'fk', name: 'selfref_fork', arguments: '{"message": "x"}' }]), reply('no fork')] },
+      fake: {
+        script: [callTools([{ id: 'fk', name: 'selfref_fork', arguments: '{"message": "x"}' }]), reply('no fork')],
+      },
     });
     const result = await (await world.client.start({ agent: 'memo', input: 'fork' })).result();
-    expect(JSON.parse(result.transcript.find((m) => m['tool_call_id'] === 'fk')!['content'] as string).error).toMatch(/fork depth limit 0 reached$/);
+    expect(JSON.parse(result.transcript.find((m) => m['tool_call_id'] === 'fk')!['content'] as string).error).toMatch(
+      /fork depth limit 0 reached$/,
+    );
     world.fake.assertDone();
   });
 });

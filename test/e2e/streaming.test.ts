@@ -49,7 +49,13 @@ describe('event stream', () => {
       agents: [{ name: 'assistant', instructions: 'x', tools: ['add', 'note'] }],
       fake: {
         script: [
-          callTools([{ id: 'a', name: 'add', arguments: '{"a": 1, "b": 2}' }, { id: 'n', name: 'note', arguments: '{"thing": "x"}' }], { usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } }),
+          callTools(
+            [
+              { id: 'a', name: 'add', arguments: '{"a": 1, "b": 2}' },
+              { id: 'n', name: 'note', arguments: '{"thing": "x"}' },
+            ],
+            { usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } },
+          ),
           reply(['all ', 'done'], { usage: { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 } }),
         ],
       },
@@ -62,22 +68,44 @@ describe('event stream', () => {
     expect(types.at(-1)).toBe('react_end');
     expect(types.filter((type) => type === 'llm_call_start')).toHaveLength(2);
     expect(types.filter((type) => type === 'llm_call_end')).toHaveLength(2);
-    expect(types.slice(1, 6)).toEqual(['llm_call_start', 'llm_call_end', 'tool_calls_batch_start', 'tool_call_start', 'tool_call_start']);
+    expect(types.slice(1, 6)).toEqual([
+      'llm_call_start',
+      'llm_call_end',
+      'tool_calls_batch_start',
+      'tool_call_start',
+      'tool_call_start',
+    ]);
     const noteEnd = events.findIndex((event) => event.event_type === 'tool_call_end' && event.tool_call_id === 'n');
-    expect(events.slice(noteEnd - 2, noteEnd).map((event) => (event.event_type === 'custom_event' ? [event.event_name, event.data] : event.event_type))).toEqual([
+    expect(
+      events
+        .slice(noteEnd - 2, noteEnd)
+        .map((event) => (event.event_type === 'custom_event' ? [event.event_name, event.data] : event.event_type)),
+    ).toEqual([
       ['progress', { step: 1, of: 2 }],
       ['progress', { step: 2, of: 2 }],
     ]);
-    expect(types.slice(-6)).toEqual(['tool_calls_batch_end', 'react_iteration_end', 'react_iteration_start', 'llm_call_start', 'llm_call_end', 'react_end']);
+    expect(types.slice(-6)).toEqual([
+      'tool_calls_batch_end',
+      'react_iteration_end',
+      'react_iteration_start',
+      'llm_call_start',
+      'llm_call_end',
+      'react_end',
+    ]);
     expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
     expect(new Set(events.map((event) => event.run_id))).toEqual(new Set([run.workflowId]));
     // LLM events of iteration k carry k; batch events and the iteration end carry k + 1.
-    const byType = (type: string) => events.filter((event) => event.event_type === type).map((event) => event.iteration);
+    const byType = (type: string) =>
+      events.filter((event) => event.event_type === type).map((event) => event.iteration);
     expect(byType('llm_call_start')).toEqual([0, 1]);
     expect(byType('tool_calls_batch_start')).toEqual([1]);
     expect(byType('react_iteration_end')).toEqual([1]);
     const end = events.at(-1)!;
-    expect(end).toMatchObject({ total_llm_calls: 2, total_tool_calls: 2, total_token_usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 } });
+    expect(end).toMatchObject({
+      total_llm_calls: 2,
+      total_tool_calls: 2,
+      total_token_usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 },
+    });
     expect(events.every((event) => !Number.isNaN(Date.parse(event.timestamp)))).toBe(true);
     const page = await run.workflow.query(eventsQuery, { after: 3, limit: 2 });
     expect(page.events.map((event) => event.seq)).toEqual([4, 5]);
@@ -118,7 +146,12 @@ describe('event stream', () => {
     }
     // More chunks are written while this reader is away.
     await eventually(() => (world!.fake.requests[0]!.chunksWritten >= got.length + 5 ? true : undefined));
-    for await (const event of readChunks(source, run.workflowId, { llm_call: 1, chunk_index: got.length }, new AbortController().signal)) {
+    for await (const event of readChunks(
+      source,
+      run.workflowId,
+      { llm_call: 1, chunk_index: got.length },
+      new AbortController().signal,
+    )) {
       if (event.event_type !== 'llm_chunk_arrive') break;
       got.push(event);
     }
@@ -128,12 +161,24 @@ describe('event stream', () => {
   });
 
   it('streams tool-call argument deltas whose pieces add up to each argument', async () => {
-    world = await startWorld({ fake: { script: [callTools([{ id: 'r1', name: 'repeat', arguments: '{"text": "hello world, streamed", "times": 12}' }]), reply('ok')] } });
+    world = await startWorld({
+      fake: {
+        script: [
+          callTools([{ id: 'r1', name: 'repeat', arguments: '{"text": "hello world, streamed", "times": 12}' }]),
+          reply('ok'),
+        ],
+      },
+    });
     const id = `args-${Date.now()}`;
     const deltas: Array<{ argname: string; argcontent_delta: string; tool_call_id: string }> = [];
     const abort = new AbortController();
     const reading = (async () => {
-      for await (const event of readChunks({ url: world!.worker.streamUrl, token: world!.worker.streamToken(id) }, id, { llm_call: 1, chunk_index: 0 }, abort.signal)) {
+      for await (const event of readChunks(
+        { url: world!.worker.streamUrl, token: world!.worker.streamToken(id) },
+        id,
+        { llm_call: 1, chunk_index: 0 },
+        abort.signal,
+      )) {
         if (event.event_type === 'llm_stream_end') break;
         if (event.event_type === 'tool_call_arguments_delta') deltas.push(event);
       }
@@ -143,7 +188,11 @@ describe('event stream', () => {
     await reading;
     expect(deltas.length).toBeGreaterThanOrEqual(2);
     expect(new Set(deltas.map((delta) => delta.tool_call_id))).toEqual(new Set(['r1']));
-    const joined = (name: string) => deltas.filter((delta) => delta.argname === name).map((delta) => delta.argcontent_delta).join('');
+    const joined = (name: string) =>
+      deltas
+        .filter((delta) => delta.argname === name)
+        .map((delta) => delta.argcontent_delta)
+        .join('');
     expect(joined('text')).toBe('hello world, streamed');
     expect(joined('times')).toBe('12');
     world.fake.assertDone();
@@ -152,13 +201,19 @@ describe('event stream', () => {
   it('writes no chunk to history: a followed run has the same history as an unfollowed one', async () => {
     const sizes: Array<{ events: string[]; bytes: number; marker: number }> = [];
     for (const followed of [false, true]) {
-      world = await startWorld({ fake: { script: [reply(['uniq', 'ue-', 'chunk', '-marker ', ...words(20)], { chunkDelayMs: 30 })] } });
+      world = await startWorld({
+        fake: { script: [reply(['uniq', 'ue-', 'chunk', '-marker ', ...words(20)], { chunkDelayMs: 30 })] },
+      });
       const run = await world.client.start({ agent: 'assistant', input: 'talk' });
       if (followed) await followRun(run, collector().output);
       else await run.result();
       const history = await run.workflow.fetchHistory();
       const text = JSON.stringify(history);
-      sizes.push({ events: history.events!.map((event) => String(event.eventType)), bytes: (await run.historySize()).bytes, marker: text.split('unique-chunk-marker').length });
+      sizes.push({
+        events: history.events!.map((event) => String(event.eventType)),
+        bytes: (await run.historySize()).bytes,
+        marker: text.split('unique-chunk-marker').length,
+      });
       await world.close();
       world = undefined;
     }

@@ -29,13 +29,29 @@ afterEach(async () => {
 
 describe('the temporal CLI as a client', () => {
   it('starts a run, queries it and reads its result', async () => {
-    world = await startWorld({ fake: { script: [callTools([{ id: 'c1', name: 'add', arguments: '{"a": 20, "b": 22}' }]), reply('42')] } });
+    world = await startWorld({
+      fake: { script: [callTools([{ id: 'c1', name: 'add', arguments: '{"a": 20, "b": 22}' }]), reply('42')] },
+    });
     const id = `cli-${randomUUID()}`;
-    const start = await temporal('workflow', 'start', '--type', 'agentRun', '--task-queue', world.config.taskQueue, '--workflow-id', id, '--input', JSON.stringify({ agent: 'assistant', input: 'What is 20 + 22?' }));
+    const start = await temporal(
+      'workflow',
+      'start',
+      '--type',
+      'agentRun',
+      '--task-queue',
+      world.config.taskQueue,
+      '--workflow-id',
+      id,
+      '--input',
+      JSON.stringify({ agent: 'assistant', input: 'What is 20 + 22?' }),
+    );
     expect(start.status, start.stderr).toBe(0);
     const result = await temporal('workflow', 'result', '--workflow-id', id, '--output', 'json');
     expect(result.status, result.stderr).toBe(0);
-    const parsed = JSON.parse(result.stdout) as { status: string; result: { status: string; answer: string; transcript: unknown[] } };
+    const parsed = JSON.parse(result.stdout) as {
+      status: string;
+      result: { status: string; answer: string; transcript: unknown[] };
+    };
     expect(parsed.result.status).toBe('completed');
     expect(parsed.result.answer).toBe('42');
     const query = await temporal('workflow', 'query', '--workflow-id', id, '--name', 'status', '--output', 'json');
@@ -46,22 +62,58 @@ describe('the temporal CLI as a client', () => {
   it('aborts a run with `temporal workflow signal --name abort`', async () => {
     world = await startWorld({ fake: { script: [{ kind: 'hang', chunks: ['Working on '] }] } });
     const id = `cli-${randomUUID()}`;
-    const start = await temporal('workflow', 'start', '--type', 'agentRun', '--task-queue', world.config.taskQueue, '--workflow-id', id, '--input', JSON.stringify({ agent: 'assistant', input: 'long job' }));
+    const start = await temporal(
+      'workflow',
+      'start',
+      '--type',
+      'agentRun',
+      '--task-queue',
+      world.config.taskQueue,
+      '--workflow-id',
+      id,
+      '--input',
+      JSON.stringify({ agent: 'assistant', input: 'long job' }),
+    );
     expect(start.status, start.stderr).toBe(0);
     await world.fake.waitForRequests(1);
     await replyReceived(world.client.run(id), 'Working on '.length);
-    const signal = await temporal('workflow', 'signal', '--workflow-id', id, '--name', 'abort', '--input', JSON.stringify({ reason: 'ops' }));
+    const signal = await temporal(
+      'workflow',
+      'signal',
+      '--workflow-id',
+      id,
+      '--name',
+      'abort',
+      '--input',
+      JSON.stringify({ reason: 'ops' }),
+    );
     expect(signal.status, signal.stderr).toBe(0);
-    const result = JSON.parse((await temporal('workflow', 'result', '--workflow-id', id, '--output', 'json')).stdout) as { result: { status: string; transcript: Message[] } };
+    const result = JSON.parse(
+      (await temporal('workflow', 'result', '--workflow-id', id, '--output', 'json')).stdout,
+    ) as { result: { status: string; transcript: Message[] } };
     expect(result.result.status).toBe('aborted');
-    expect(result.result.transcript.at(-1)).toEqual({ role: 'assistant', content: 'Working on <Truncated due to cancel from user. Reason: ops>' });
+    expect(result.result.transcript.at(-1)).toEqual({
+      role: 'assistant',
+      content: 'Working on <Truncated due to cancel from user. Reason: ops>',
+    });
     validateToolLinkage(result.result.transcript);
   });
 
   it('reports invalid input through the CLI as a failed run with the readable message', async () => {
     world = await startWorld();
     const id = `cli-${randomUUID()}`;
-    await temporal('workflow', 'start', '--type', 'agentRun', '--task-queue', world.config.taskQueue, '--workflow-id', id, '--input', JSON.stringify({ agent: 'assistant', input: 42 }));
+    await temporal(
+      'workflow',
+      'start',
+      '--type',
+      'agentRun',
+      '--task-queue',
+      world.config.taskQueue,
+      '--workflow-id',
+      id,
+      '--input',
+      JSON.stringify({ agent: 'assistant', input: 42 }),
+    );
     const result = await temporal('workflow', 'result', '--workflow-id', id, '--output', 'json');
     expect(result.status).not.toBe(0);
     expect(result.stdout + result.stderr).toContain('invalid agentRun input');

@@ -17,14 +17,31 @@ import {
  */
 
 const odd = ['\u00a0', '\u2003', '\u3000', '\x1c', '\x1f', '\x85', '\ufeff', '\u200b', '\t', '\r\n', '\v'];
-const words = ['alpha', 'Beta', 'gamma.', 'Use `grep`', 'check', 'tests', 'x', 'ünïcödé', '日本', '😀', '[exp_9]', '-', 'exp_3', '##'];
+const words = [
+  'alpha',
+  'Beta',
+  'gamma.',
+  'Use `grep`',
+  'check',
+  'tests',
+  'x',
+  'ünïcödé',
+  '日本',
+  '😀',
+  '[exp_9]',
+  '-',
+  'exp_3',
+  '##',
+];
 
 export const whitespace = fc.constantFrom(' ', ' ', '  ', '\n', '\n\n', ...odd);
 export const word = fc.constantFrom(...words);
 export const phrase = fc
   .array(fc.tuple(word, whitespace), { minLength: 1, maxLength: 5 })
   .map((parts) => parts.map(([w, s]) => w + s).join(''));
-export const textWithEdges = fc.tuple(fc.option(whitespace, { nil: '' }), phrase, fc.option(whitespace, { nil: '' })).map(([a, b, c]) => a + b + c);
+export const textWithEdges = fc
+  .tuple(fc.option(whitespace, { nil: '' }), phrase, fc.option(whitespace, { nil: '' }))
+  .map(([a, b, c]) => a + b + c);
 
 export const experienceId = fc.oneof(
   fc.integer({ min: 1, max: 12 }).map((n) => `exp_${n}`),
@@ -74,7 +91,12 @@ export const summaryPayload: fc.Arbitrary<SummaryPayload> = fc.record({
 });
 
 export const summaryContent = fc.tuple(summaryPayload, fc.integer({ min: 0, max: 4 })).map(([payload, variant]) => {
-  const safe = { ...payload, goal: payload.goal.trim() || 'goal', instruction: payload.instruction.trim() || 'do', current_status: payload.current_status.trim() || 'ok' };
+  const safe = {
+    ...payload,
+    goal: payload.goal.trim() || 'goal',
+    instruction: payload.instruction.trim() || 'do',
+    current_status: payload.current_status.trim() || 'ok',
+  };
   let text: string;
   try {
     text = renderSummary({
@@ -119,16 +141,26 @@ const segment = fc.oneof(
   { weight: 3, arbitrary: userMessage.map((m) => [m]) },
   {
     weight: 3,
-    arbitrary: fc.tuple(textWithEdges, reasoning).map(([content, details]) => [
-      { role: 'assistant', content, ...(details ? { reasoning_details: details } : {}) },
-    ]),
+    arbitrary: fc
+      .tuple(textWithEdges, reasoning)
+      .map(([content, details]) => [
+        { role: 'assistant', content, ...(details ? { reasoning_details: details } : {}) },
+      ]),
   },
   {
     weight: 2,
     arbitrary: fc
-      .tuple(fc.uniqueArray(toolCall, { minLength: 1, maxLength: 3, selector: (c) => c.id }), fc.option(phrase, { nil: null }), fc.boolean())
+      .tuple(
+        fc.uniqueArray(toolCall, { minLength: 1, maxLength: 3, selector: (c) => c.id }),
+        fc.option(phrase, { nil: null }),
+        fc.boolean(),
+      )
       .map(([calls, content, reverse]) => {
-        const results = calls.map((call) => ({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(`result of ${call.id}`) }));
+        const results = calls.map((call) => ({
+          role: 'tool',
+          tool_call_id: call.id,
+          content: JSON.stringify(`result of ${call.id}`),
+        }));
         return [{ role: 'assistant', content, tool_calls: calls }, ...(reverse ? results.reverse() : results)];
       }),
   },
@@ -142,14 +174,17 @@ export const transcriptWithPending = fc
   .record({
     leadingSystem: fc.option(systemContent, { nil: undefined }),
     segments: fc.array(segment, { maxLength: 6 }),
-    pending: fc.option(fc.uniqueArray(toolCall, { minLength: 1, maxLength: 3, selector: (c) => c.id }), { nil: undefined }),
+    pending: fc.option(fc.uniqueArray(toolCall, { minLength: 1, maxLength: 3, selector: (c) => c.id }), {
+      nil: undefined,
+    }),
   })
   .map(({ leadingSystem, segments, pending }) => {
     const messages: Message[] = [];
     if (leadingSystem !== undefined) messages.push({ role: 'system', content: leadingSystem });
     for (const part of segments) messages.push(...part);
     if (pending) messages.push({ role: 'assistant', content: null, tool_calls: pending });
-    const pendingCalls = pending?.map((call) => ({ id: call.id, name: call.function.name, args: call.function.arguments })) ?? [];
+    const pendingCalls =
+      pending?.map((call) => ({ id: call.id, name: call.function.name, args: call.function.arguments })) ?? [];
     return { transcript: messages, pendingCalls };
   });
 
@@ -167,15 +202,34 @@ function batchResults(calls: PendingCall[], outcomes: number[], abortReason: str
   const multimodal: Mutation[] = [];
   calls.forEach((call, index) => {
     const outcome = outcomes[index] ?? 0;
-    if (outcome === 0) plain.push({ type: 'ToolResultMutation', tool_call_id: call.id, content: JSON.stringify({ ok: call.id }, null, 2) });
-    else if (outcome === 1) plain.push({ type: 'ToolCancelledMutation', tool_call_id: call.id, tool_name: call.name, abort_reason: abortReason });
+    if (outcome === 0)
+      plain.push({
+        type: 'ToolResultMutation',
+        tool_call_id: call.id,
+        content: JSON.stringify({ ok: call.id }, null, 2),
+      });
+    else if (outcome === 1)
+      plain.push({
+        type: 'ToolCancelledMutation',
+        tool_call_id: call.id,
+        tool_name: call.name,
+        abort_reason: abortReason,
+      });
     else
       multimodal.push({
         type: 'MultimodalToolResultMutation',
         tool_call_id: call.id,
         tool_name: call.name,
         arguments: call.args,
-        user_messages: [{ role: 'user', content: [{ type: 'text', text: `This is an image returned by tool '${call.name}':` }, { type: 'image_url', image_url: { url: 'https://example.com/i.png', detail: 'auto' } }] }],
+        user_messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: `This is an image returned by tool '${call.name}':` },
+              { type: 'image_url', image_url: { url: 'https://example.com/i.png', detail: 'auto' } },
+            ],
+          },
+        ],
       });
   });
   return [...plain, ...multimodal];
@@ -183,7 +237,9 @@ function batchResults(calls: PendingCall[], outcomes: number[], abortReason: str
 
 const experienceMutation: fc.Arbitrary<Mutation> = fc.oneof(
   textWithEdges.map((text) => ({ type: 'ExperienceRememberMutation' as const, text })),
-  fc.constantFrom('pref', 'Always cite sources', ' spaced   text ').map((text) => ({ type: 'ExperienceRememberMutation' as const, text })),
+  fc
+    .constantFrom('pref', 'Always cite sources', ' spaced   text ')
+    .map((text) => ({ type: 'ExperienceRememberMutation' as const, text })),
   experienceId.map((experience_id) => ({ type: 'ExperienceForgetMutation' as const, experience_id })),
 );
 
@@ -192,32 +248,80 @@ function runtimeStep(): fc.Arbitrary<Mutation[]> {
   return fc.oneof(
     { weight: 3, arbitrary: experienceMutation.map((m) => [m]) },
     { weight: 2, arbitrary: userMessage.map((message) => [{ type: 'UserMessageMutation' as const, message }]) },
-    { weight: 2, arbitrary: fc.tuple(fc.option(phrase, { nil: null }), reasoning).map(([content, details]) => [{ type: 'AssistantMessageMutation' as const, content, ...(details ? { reasoning_details: details } : {}) }]) },
-    { weight: 1, arbitrary: fc.tuple(phrase, reason).map(([partial_content, abort_reason]) => [{ type: 'AssistantTruncatedMutation' as const, partial_content, abort_reason }]) },
+    {
+      weight: 2,
+      arbitrary: fc
+        .tuple(fc.option(phrase, { nil: null }), reasoning)
+        .map(([content, details]) => [
+          { type: 'AssistantMessageMutation' as const, content, ...(details ? { reasoning_details: details } : {}) },
+        ]),
+    },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(phrase, reason)
+        .map(([partial_content, abort_reason]) => [
+          { type: 'AssistantTruncatedMutation' as const, partial_content, abort_reason },
+        ]),
+    },
     {
       weight: 3,
       arbitrary: fc
-        .tuple(fc.uniqueArray(toolCall, { minLength: 1, maxLength: 4, selector: (c) => c.id }), fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 4, maxLength: 4 }), reason, fc.option(phrase, { nil: null }))
+        .tuple(
+          fc.uniqueArray(toolCall, { minLength: 1, maxLength: 4, selector: (c) => c.id }),
+          fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 4, maxLength: 4 }),
+          reason,
+          fc.option(phrase, { nil: null }),
+        )
         .map(([calls, outcomes, abortReason, content]) => {
-          const pending = calls.map((call) => ({ id: call.id, name: call.function.name, args: call.function.arguments }));
-          return [{ type: 'AssistantMessageMutation' as const, content, tool_calls: calls }, ...batchResults(pending, outcomes, abortReason)];
+          const pending = calls.map((call) => ({
+            id: call.id,
+            name: call.function.name,
+            args: call.function.arguments,
+          }));
+          return [
+            { type: 'AssistantMessageMutation' as const, content, tool_calls: calls },
+            ...batchResults(pending, outcomes, abortReason),
+          ];
         }),
     },
     {
       weight: 1,
       arbitrary: fc
-        .tuple(summaryContent, fc.array(fc.oneof(fc.record({ text: textWithEdges }), fc.constant({ text: '   ' }), fc.constant({ note: 1 })), { maxLength: 2 }))
-        .map(([content, remember]) => [{ type: 'ContextSummaryMutation' as const, summary_message: { role: 'assistant', content }, remember }]),
+        .tuple(
+          summaryContent,
+          fc.array(
+            fc.oneof(fc.record({ text: textWithEdges }), fc.constant({ text: '   ' }), fc.constant({ note: 1 })),
+            { maxLength: 2 },
+          ),
+        )
+        .map(([content, remember]) => [
+          { type: 'ContextSummaryMutation' as const, summary_message: { role: 'assistant', content }, remember },
+        ]),
     },
-    { weight: 1, arbitrary: fc.tuple(toolName, reason).map(([tool_name, abort_reason]) => [{ type: 'ToolCancelledMutation' as const, tool_call_id: 'call_new', tool_name, abort_reason }]) },
-    { weight: 1, arbitrary: fc.array(userMessage, { maxLength: 2 }).map((messages) => [{ type: 'ContextReplaceMutation' as const, messages }]) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(toolName, reason)
+        .map(([tool_name, abort_reason]) => [
+          { type: 'ToolCancelledMutation' as const, tool_call_id: 'call_new', tool_name, abort_reason },
+        ]),
+    },
+    {
+      weight: 1,
+      arbitrary: fc
+        .array(userMessage, { maxLength: 2 })
+        .map((messages) => [{ type: 'ContextReplaceMutation' as const, messages }]),
+    },
   );
 }
 
 function withIdSuffix(mutation: Mutation, suffix: string): Mutation {
   switch (mutation.type) {
     case 'AssistantMessageMutation':
-      return mutation.tool_calls ? { ...mutation, tool_calls: mutation.tool_calls.map((call) => ({ ...call, id: call.id + suffix })) } : mutation;
+      return mutation.tool_calls
+        ? { ...mutation, tool_calls: mutation.tool_calls.map((call) => ({ ...call, id: call.id + suffix })) }
+        : mutation;
     case 'ToolResultMutation':
     case 'ToolCancelledMutation':
     case 'MultimodalToolResultMutation':
@@ -229,22 +333,47 @@ function withIdSuffix(mutation: Mutation, suffix: string): Mutation {
 
 /** A base transcript and a mutation list that the runtime could produce: must always apply cleanly. */
 export const runtimeCase = fc
-  .tuple(transcriptWithPending, fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 3, maxLength: 3 }), reason, fc.array(runtimeStep(), { maxLength: 6 }))
+  .tuple(
+    transcriptWithPending,
+    fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 3, maxLength: 3 }),
+    reason,
+    fc.array(runtimeStep(), { maxLength: 6 }),
+  )
   .map(([{ transcript, pendingCalls }, outcomes, abortReason, steps]) => ({
     transcript,
     // Fresh ids per step: a provider may reuse ids across turns, never inside one batch.
-    mutations: [...batchResults(pendingCalls, outcomes, abortReason), ...steps.flatMap((step, index) => step.map((m) => withIdSuffix(m, `_s${index}`)))],
+    mutations: [
+      ...batchResults(pendingCalls, outcomes, abortReason),
+      ...steps.flatMap((step, index) => step.map((m) => withIdSuffix(m, `_s${index}`))),
+    ],
   }));
 
 /** Any mutation at all, including ones that break linkage or carry ill-typed experience texts. */
 export const anyMutation: fc.Arbitrary<Mutation> = fc.oneof(
   experienceMutation,
   fc.constantFrom(42, '   ', '').map((text) => ({ type: 'ExperienceRememberMutation' as const, text })),
-  fc.tuple(callId, fc.constantFrom('"x"', '{}')).map(([tool_call_id, content]) => ({ type: 'ToolResultMutation' as const, tool_call_id, content })),
-  fc.tuple(callId, toolName, reason).map(([tool_call_id, tool_name, abort_reason]) => ({ type: 'ToolCancelledMutation' as const, tool_call_id, tool_name, abort_reason })),
-  fc.tuple(callId, toolName).map(([tool_call_id, tool_name]) => ({ type: 'MultimodalToolResultMutation' as const, tool_call_id, tool_name, arguments: '{}', user_messages: [{ role: 'user', content: 'img' }] })),
-  fc.uniqueArray(toolCall, { minLength: 1, maxLength: 2, selector: (c) => c.id }).map((tool_calls) => ({ type: 'AssistantMessageMutation' as const, content: null, tool_calls })),
-  fc.option(phrase, { nil: null }).map((content) => ({ type: 'AssistantMessageMutation' as const, content: content ?? '' })),
+  fc
+    .tuple(callId, fc.constantFrom('"x"', '{}'))
+    .map(([tool_call_id, content]) => ({ type: 'ToolResultMutation' as const, tool_call_id, content })),
+  fc.tuple(callId, toolName, reason).map(([tool_call_id, tool_name, abort_reason]) => ({
+    type: 'ToolCancelledMutation' as const,
+    tool_call_id,
+    tool_name,
+    abort_reason,
+  })),
+  fc.tuple(callId, toolName).map(([tool_call_id, tool_name]) => ({
+    type: 'MultimodalToolResultMutation' as const,
+    tool_call_id,
+    tool_name,
+    arguments: '{}',
+    user_messages: [{ role: 'user', content: 'img' }],
+  })),
+  fc
+    .uniqueArray(toolCall, { minLength: 1, maxLength: 2, selector: (c) => c.id })
+    .map((tool_calls) => ({ type: 'AssistantMessageMutation' as const, content: null, tool_calls })),
+  fc
+    .option(phrase, { nil: null })
+    .map((content) => ({ type: 'AssistantMessageMutation' as const, content: content ?? '' })),
   userMessage.map((message) => ({ type: 'UserMessageMutation' as const, message })),
 );
 
@@ -252,7 +381,9 @@ export const mixedCase = fc.oneof(
   { weight: 3, arbitrary: runtimeCase },
   {
     weight: 1,
-    arbitrary: fc.tuple(transcriptWithPending, fc.array(anyMutation, { maxLength: 5 })).map(([{ transcript }, mutations]) => ({ transcript, mutations })),
+    arbitrary: fc
+      .tuple(transcriptWithPending, fc.array(anyMutation, { maxLength: 5 }))
+      .map(([{ transcript }, mutations]) => ({ transcript, mutations })),
   },
 );
 
@@ -260,8 +391,14 @@ export const toolPromptSpec = fc.record(
   {
     name: fc.oneof(fc.constantFrom('lookup', '  grep ', '', 'zeta', 'Alpha', '😀tool'), fc.constant(7)),
     description: fc.oneof(phrase, fc.constant(''), fc.constant(3)),
-    best_practices: fc.oneof(fc.array(fc.oneof(phrase, fc.constantFrom('Search files', 'search FILES.', '`x`', '  ', 5)), { maxLength: 4 }), fc.constant('nope')),
-    prompt_injections: fc.array(fc.oneof(fc.constantFrom('<note>ro</note>', '<note>ro</note>', ' ', 'line1\nline2'), fc.constant(1)), { maxLength: 3 }),
+    best_practices: fc.oneof(
+      fc.array(fc.oneof(phrase, fc.constantFrom('Search files', 'search FILES.', '`x`', '  ', 5)), { maxLength: 4 }),
+      fc.constant('nope'),
+    ),
+    prompt_injections: fc.array(
+      fc.oneof(fc.constantFrom('<note>ro</note>', '<note>ro</note>', ' ', 'line1\nline2'), fc.constant(1)),
+      { maxLength: 3 },
+    ),
   },
   { requiredKeys: [] },
 );
@@ -280,7 +417,10 @@ export const snapshot = fc.oneof(
     arbitrary: fc.record({
       base_system_prompt: fc.oneof(fc.constant(''), textWithEdges),
       experiences: fc.array(
-        fc.record({ id: fc.integer({ min: 1, max: 9 }).map((n) => `exp_${n}`), text: phrase.map((p) => p.replace(/\s+/g, ' ').trim() || 'x') }),
+        fc.record({
+          id: fc.integer({ min: 1, max: 9 }).map((n) => `exp_${n}`),
+          text: phrase.map((p) => p.replace(/\s+/g, ' ').trim() || 'x'),
+        }),
         { maxLength: 3 },
       ),
       summary: fc.constant(null),

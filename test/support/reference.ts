@@ -13,7 +13,9 @@ export type ReferenceResult = Record<ReferenceVariant, ReferenceOutcome>;
 /** Runs the reference (SimpleLLMFunc 0.8.4) on many cases in one Python process. Never skips: a missing venv fails. */
 export function runReference(cases: unknown[]): ReferenceResult[] {
   if (!existsSync(referencePython)) {
-    throw new Error(`reference venv missing at ${referencePython}: run "bash scripts/setup.sh" (the test command does this)`);
+    throw new Error(
+      `reference venv missing at ${referencePython}: run "bash scripts/setup.sh" (the test command does this)`,
+    );
   }
   const input = cases.map((item) => JSON.stringify(item)).join('\n') + '\n';
   const result = spawnSync(referencePython, [referenceDriver], { input, encoding: 'utf8', maxBuffer: 1 << 30 });

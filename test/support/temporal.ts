@@ -64,7 +64,10 @@ export async function startWorld(options: WorldOptions = {}): Promise<TestWorld>
     ...(options.tools ? { tools: options.tools } : {}),
   });
   const running = worker.run();
-  const client = new PatchloopClient(new Client({ connection: await Connection.connect({ address: config.temporalAddress }) }), config.taskQueue);
+  const client = new PatchloopClient(
+    new Client({ connection: await Connection.connect({ address: config.temporalAddress }) }),
+    config.taskQueue,
+  );
   let stopped = false;
   const stopWorker = async () => {
     if (stopped) return;

@@ -6,7 +6,11 @@ import type { RunHandle } from '../../src/client/patchloop-client';
 import type { RunEvent, RunEventType } from '../../src/runtime';
 
 /** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 30_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
@@ -22,26 +26,45 @@ export async function eventually<T>(check: () => Promise<T | undefined> | T | un
 }
 
 /** Waits until the run has logged an event of this type (through the status query). */
-export function eventOf(run: RunHandle, type: RunEventType, matches: (event: RunEvent) => boolean = () => true): Promise<RunEvent> {
-  return eventually(async () => (await run.status()).events.find((event) => event.event_type === type && matches(event)), 30_000, `event ${type}`);
+export function eventOf(
+  run: RunHandle,
+  type: RunEventType,
+  matches: (event: RunEvent) => boolean = () => true,
+): Promise<RunEvent> {
+  return eventually(
+    async () => (await run.status()).events.find((event) => event.event_type === type && matches(event)),
+    30_000,
+    `event ${type}`,
+  );
 }
 
 /** The latest heartbeat details of the run's pending activities (heartbeats are throttled to 1 s). */
 async function heartbeats(run: RunHandle): Promise<Array<Record<string, unknown>>> {
   const description = await run.workflow.describe();
   return (description.raw.pendingActivities ?? []).flatMap((activity) =>
-    (activity.heartbeatDetails?.payloads ?? []).map((payload) => (defaultPayloadConverter.fromPayload(payload) ?? {}) as Record<string, unknown>),
+    (activity.heartbeatDetails?.payloads ?? []).map(
+      (payload) => (defaultPayloadConverter.fromPayload(payload) ?? {}) as Record<string, unknown>,
+    ),
   );
 }
 
 /** Waits until the run's LLM activity reports holding at least `chars` characters of the reply. */
 export function replyReceived(run: RunHandle, chars: number): Promise<true> {
-  return eventually(async () => ((await heartbeats(run)).some((details) => Number(details['chars'] ?? -1) >= chars) ? true : undefined), 30_000, `${chars} characters received`);
+  return eventually(
+    async () => ((await heartbeats(run)).some((details) => Number(details['chars'] ?? -1) >= chars) ? true : undefined),
+    30_000,
+    `${chars} characters received`,
+  );
 }
 
 /** Waits until the run's tool batch reports at least `count` finished calls. */
 export function callsFinished(run: RunHandle, count: number): Promise<true> {
-  return eventually(async () => ((await heartbeats(run)).some((details) => Number(details['finished'] ?? -1) >= count) ? true : undefined), 30_000, `${count} finished call(s)`);
+  return eventually(
+    async () =>
+      (await heartbeats(run)).some((details) => Number(details['finished'] ?? -1) >= count) ? true : undefined,
+    30_000,
+    `${count} finished call(s)`,
+  );
 }
 
 /**

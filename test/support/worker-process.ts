@@ -12,24 +12,34 @@ export interface WorkerProcess {
 }
 
 /** `patchloop worker` as a real child process (the CLI), ready once it reports it is polling. */
-export async function spawnWorker(options: { address: string; taskQueue: string; modelUrl: string; agents: AgentDefinitionInput[]; env?: Record<string, string> }): Promise<WorkerProcess> {
+export async function spawnWorker(options: {
+  address: string;
+  taskQueue: string;
+  modelUrl: string;
+  agents: AgentDefinitionInput[];
+  env?: Record<string, string>;
+}): Promise<WorkerProcess> {
   const folder = mkdtempSync(join(tmpdir(), 'patchloop-worker-'));
   const agentsFile = join(folder, 'agents.json');
   writeFileSync(agentsFile, JSON.stringify(options.agents));
-  const child = spawn(process.execPath, ['--import', 'tsx', join(repositoryRoot, 'src', 'client', 'cli.ts'), 'worker', '--agents', agentsFile], {
-    cwd: repositoryRoot,
-    env: {
-      ...process.env,
-      TEMPORAL_ADDRESS: options.address,
-      PATCHLOOP_TASK_QUEUE: options.taskQueue,
-      OPENAI_BASE_URL: options.modelUrl,
-      OPENAI_API_KEY: 'test-key',
-      PATCHLOOP_MODEL: 'fake-model',
-      PATCHLOOP_STICKY_QUEUE_TIMEOUT: '1s',
-      ...options.env,
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(repositoryRoot, 'src', 'client', 'cli.ts'), 'worker', '--agents', agentsFile],
+    {
+      cwd: repositoryRoot,
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: options.address,
+        PATCHLOOP_TASK_QUEUE: options.taskQueue,
+        OPENAI_BASE_URL: options.modelUrl,
+        OPENAI_API_KEY: 'test-key',
+        PATCHLOOP_MODEL: 'fake-model',
+        PATCHLOOP_STICKY_QUEUE_TIMEOUT: '1s',
+        ...options.env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  );
   let output = '';
   child.stdout!.on('data', (data: Buffer) => (output += data.toString()));
   child.stderr!.on('data', (data: Buffer) => (output += data.toString()));

@@ -12,10 +12,19 @@ const chunk = (llm_call: number, attempt: number, chunk_index: number): StreamEv
   chunk: `c${llm_call}.${attempt}.${chunk_index} `,
   timestamp: '2026-01-01T00:00:00.000Z',
 });
-const end = (llm_call: number, attempt: number, chunks: number, outcome: 'completed' | 'failed' = 'completed'): StreamEvent => ({ event_type: 'llm_stream_end', run_id: 'r', llm_call, attempt, chunks, outcome });
+const end = (
+  llm_call: number,
+  attempt: number,
+  chunks: number,
+  outcome: 'completed' | 'failed' = 'completed',
+): StreamEvent => ({ event_type: 'llm_stream_end', run_id: 'r', llm_call, attempt, chunks, outcome });
 
 const label = (event: StreamEvent) =>
-  event.event_type === 'llm_chunk_arrive' ? event.chunk.trim() : event.event_type === 'llm_stream_end' ? `${event.outcome === 'failed' ? 'failed' : 'end'}${event.llm_call}.${event.attempt}` : 'delta';
+  event.event_type === 'llm_chunk_arrive'
+    ? event.chunk.trim()
+    : event.event_type === 'llm_stream_end'
+      ? `${event.outcome === 'failed' ? 'failed' : 'end'}${event.llm_call}.${event.attempt}`
+      : 'delta';
 
 /** Reads one event at a time, so a test knows exactly what the subscriber has consumed. */
 function reader(iterable: AsyncIterable<StreamEvent>): (count: number) => Promise<string[]> {
@@ -60,7 +69,11 @@ describe('ChunkHub (the embedded side channel)', () => {
     expect(await read(3)).toEqual(['c1.2.0', 'c1.2.1', 'end1.2']);
     // A late chunk of the older attempt is dropped.
     hub.publish(chunk(1, 1, 2));
-    expect(await take(hub.subscribe('r', { llm_call: 1, chunk_index: 0 }, new AbortController().signal), 3)).toEqual(['c1.2.0', 'c1.2.1', 'end1.2']);
+    expect(await take(hub.subscribe('r', { llm_call: 1, chunk_index: 0 }, new AbortController().signal), 3)).toEqual([
+      'c1.2.0',
+      'c1.2.1',
+      'end1.2',
+    ]);
   });
 
   it('keeps only the last calls of a run and stops a subscriber on abort', async () => {
@@ -69,7 +82,10 @@ describe('ChunkHub (the embedded side channel)', () => {
       hub.publish(chunk(call, 1, 0));
       hub.publish(end(call, 1, 1));
     }
-    expect(await take(hub.subscribe('r', { llm_call: 1, chunk_index: 0 }, new AbortController().signal), 2)).toEqual(['c2.1.0', 'end2.1']);
+    expect(await take(hub.subscribe('r', { llm_call: 1, chunk_index: 0 }, new AbortController().signal), 2)).toEqual([
+      'c2.1.0',
+      'end2.1',
+    ]);
     const abort = new AbortController();
     const reading = take(hub.subscribe('r', { llm_call: 4, chunk_index: 0 }, abort.signal), 1);
     abort.abort();
@@ -94,14 +110,19 @@ describe('ChunkHub (the embedded side channel)', () => {
     hub.publish(chunk(1, 1, 0));
     hub.publish(end(1, 1, 1, 'failed'));
     // Resuming after the failed end: attempt 1 is not read again.
-    const reading = take(hub.subscribe('r', { llm_call: 1, chunk_index: 0, attempt: 2 }, new AbortController().signal), 2);
+    const reading = take(
+      hub.subscribe('r', { llm_call: 1, chunk_index: 0, attempt: 2 }, new AbortController().signal),
+      2,
+    );
     await expect.poll(() => hub.size.listeners).toBe(1);
     hub.publish(chunk(1, 2, 0));
     hub.publish(chunk(1, 2, 1));
     expect(await reading).toEqual(['c1.2.0', 'c1.2.1']);
     // An offset inside attempt 2 when attempt 3 has replaced it: attempt 3 from its start.
     hub.publish(chunk(1, 3, 0));
-    expect(await take(hub.subscribe('r', { llm_call: 1, chunk_index: 5, attempt: 2 }, new AbortController().signal), 1)).toEqual(['c1.3.0']);
+    expect(
+      await take(hub.subscribe('r', { llm_call: 1, chunk_index: 5, attempt: 2 }, new AbortController().signal), 1),
+    ).toEqual(['c1.3.0']);
   });
 
   it('waiting for an unknown run allocates nothing once the follower leaves', async () => {

@@ -20,7 +20,16 @@ const RULES: Record<Exclude<ReferenceVariant, 'reference'>, string> = {
 
 function patchloopOutcome(input: (typeof cases)[number]): ReferenceOutcome {
   try {
-    return { ok: { ...compileInvocationTurn(input.prompt_contract, input.input.transcript, input.input.mutations, input.selfref_snapshot) } };
+    return {
+      ok: {
+        ...compileInvocationTurn(
+          input.prompt_contract,
+          input.input.transcript,
+          input.input.mutations,
+          input.selfref_snapshot,
+        ),
+      },
+    };
   } catch (error) {
     if (error instanceof ContextError) return { error: error.message };
     throw error;
@@ -52,7 +61,8 @@ describe('differential test against SimpleLLMFunc 0.8.4', () => {
       }
       const rule = (['a', 'b', 'ab'] as const).find((variant) => isDeepStrictEqual(ours, theirs[variant]));
       if (rule) explained[RULES[rule]] = (explained[RULES[rule]] ?? 0) + 1;
-      else unexplained.push(JSON.stringify({ case: wire[index], patchloop: ours, reference: theirs.reference }, null, 1));
+      else
+        unexplained.push(JSON.stringify({ case: wire[index], patchloop: ours, reference: theirs.reference }, null, 1));
     });
     console.log(`differential: ${identical} identical, ${errors} error outcomes, explained by deviation:`, explained);
     expect(unexplained.slice(0, 3)).toEqual([]);

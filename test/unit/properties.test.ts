@@ -70,12 +70,19 @@ describe('invariant 1: purity', () => {
       fc.property(arb.compileCase, ({ input, prompt_contract, selfref_snapshot }) => {
         const before = JSON.stringify([input, prompt_contract, selfref_snapshot]);
         const inputs = [input, prompt_contract, selfref_snapshot];
-        const compiled = attempt(() => compileInvocationTurn(prompt_contract, input.transcript, input.mutations, selfref_snapshot));
+        const compiled = attempt(() =>
+          compileInvocationTurn(prompt_contract, input.transcript, input.mutations, selfref_snapshot),
+        );
         const applied = attempt(() => applyMutations(input.transcript, input.mutations));
         const reduced = attempt(() => reduceTurnContext(input.transcript, input.mutations, selfref_snapshot));
-        const rendered = renderLlmInputMessages(input.transcript, prompt_contract.tool_prompt_specs, prompt_contract.include_must_principles);
+        const rendered = renderLlmInputMessages(
+          input.transcript,
+          prompt_contract.tool_prompt_specs,
+          prompt_contract.include_must_principles,
+        );
         expect(JSON.stringify([input, prompt_contract, selfref_snapshot])).toBe(before);
-        for (const output of [compiled, applied, reduced, rendered]) if (!(output instanceof ContextError)) expectNoSharing(inputs, output);
+        for (const output of [compiled, applied, reduced, rendered])
+          if (!(output instanceof ContextError)) expectNoSharing(inputs, output);
         if (!(reduced instanceof ContextError)) {
           const reducedBefore = JSON.stringify(reduced);
           const converted = convertToLlmRequest(reduced, prompt_contract);
@@ -92,8 +99,12 @@ describe('invariant 2: determinism', () => {
   it('the same inputs give deep-equal outputs', () => {
     fc.assert(
       fc.property(arb.compileCase, ({ input, prompt_contract, selfref_snapshot }) => {
-        const first = attempt(() => compileInvocationTurn(prompt_contract, input.transcript, input.mutations, selfref_snapshot));
-        const second = attempt(() => compileInvocationTurn(prompt_contract, input.transcript, input.mutations, selfref_snapshot));
+        const first = attempt(() =>
+          compileInvocationTurn(prompt_contract, input.transcript, input.mutations, selfref_snapshot),
+        );
+        const second = attempt(() =>
+          compileInvocationTurn(prompt_contract, input.transcript, input.mutations, selfref_snapshot),
+        );
         expect(second).toStrictEqual(first);
       }),
       runs,
@@ -117,7 +128,12 @@ describe('invariants 3 and 17: validity after every apply, also after aborts ins
     fc.assert(
       fc.property(arb.runtimeCase, fc.integer({ min: 1, max: 4 }), ({ transcript, mutations }, chunk) => {
         // The first chunk must cover the results of calls pending in the base transcript.
-        const pendingAnswers = mutations.findIndex((m) => m.type !== 'ToolResultMutation' && m.type !== 'ToolCancelledMutation' && m.type !== 'MultimodalToolResultMutation');
+        const pendingAnswers = mutations.findIndex(
+          (m) =>
+            m.type !== 'ToolResultMutation' &&
+            m.type !== 'ToolCancelledMutation' &&
+            m.type !== 'MultimodalToolResultMutation',
+        );
         let state = transcript;
         let index = 0;
         let first = pendingAnswers < 0 ? mutations.length : Math.max(pendingAnswers, 0);
@@ -150,7 +166,9 @@ describe('invariants 3 and 17: validity after every apply, also after aborts ins
     fc.assert(
       fc.property(arb.runtimeCase, (runtime) => {
         const once = attempt(() => applyMutations(runtime.transcript, runtime.mutations));
-        const doubled = runtime.mutations.flatMap((m): Mutation[] => (m.type === 'ToolCancelledMutation' ? [m, m] : [m]));
+        const doubled = runtime.mutations.flatMap((m): Mutation[] =>
+          m.type === 'ToolCancelledMutation' ? [m, m] : [m],
+        );
         const twice = attempt(() => applyMutations(runtime.transcript, doubled));
         expect(twice).toStrictEqual(once);
       }),
@@ -160,7 +178,11 @@ describe('invariants 3 and 17: validity after every apply, also after aborts ins
 });
 
 function isBatchResult(mutation: Mutation): boolean {
-  return mutation.type === 'ToolResultMutation' || mutation.type === 'ToolCancelledMutation' || mutation.type === 'MultimodalToolResultMutation';
+  return (
+    mutation.type === 'ToolResultMutation' ||
+    mutation.type === 'ToolCancelledMutation' ||
+    mutation.type === 'MultimodalToolResultMutation'
+  );
 }
 
 describe('invariant 4: order', () => {
@@ -179,7 +201,8 @@ describe('invariant 4: order', () => {
         tail.forEach((mutation, offset) => {
           const message = result[base.length + offset]!;
           if (mutation.type === 'UserMessageMutation') expect(message).toStrictEqual(mutation.message);
-          else if (mutation.type === 'AssistantMessageMutation') expect(message).toStrictEqual({ role: 'assistant', content: mutation.content });
+          else if (mutation.type === 'AssistantMessageMutation')
+            expect(message).toStrictEqual({ role: 'assistant', content: mutation.content });
           else expect(message['content']).toMatch(/^[\s\S]*<Truncated due to cancel from user\.>$/);
         });
       }),
@@ -214,7 +237,10 @@ describe('invariants 5 and 6: experience batching and ids', () => {
     fc.assert(
       fc.property(arb.runtimeCase, batch, (runtime, experiences) => {
         const base = applyMutations(runtime.transcript, runtime.mutations);
-        const forgetsFirst = [...experiences.filter((m) => m.type === 'ExperienceForgetMutation'), ...experiences.filter((m) => m.type !== 'ExperienceForgetMutation')];
+        const forgetsFirst = [
+          ...experiences.filter((m) => m.type === 'ExperienceForgetMutation'),
+          ...experiences.filter((m) => m.type !== 'ExperienceForgetMutation'),
+        ];
         expect(applyMutations(base, experiences)).toStrictEqual(applyMutations(base, forgetsFirst));
       }),
       runs,
@@ -227,7 +253,9 @@ describe('invariants 5 and 6: experience batching and ids', () => {
         const base = applyMutations(runtime.transcript, runtime.mutations);
         const before = parseSelfRefSnapshot(base).experiences;
         const after = parseSelfRefSnapshot(applyMutations(base, experiences)).experiences;
-        const forgotten = new Set(experiences.flatMap((m) => (m.type === 'ExperienceForgetMutation' ? [trim(m.experience_id)] : [])));
+        const forgotten = new Set(
+          experiences.flatMap((m) => (m.type === 'ExperienceForgetMutation' ? [trim(m.experience_id)] : [])),
+        );
         const survivors = before.filter((e) => !forgotten.has(e.id));
         expect(after.slice(0, survivors.length)).toStrictEqual(survivors);
         const added = after.slice(survivors.length);
@@ -240,7 +268,8 @@ describe('invariants 5 and 6: experience batching and ids', () => {
           if (match && BigInt(match[1]!) > largest) largest = BigInt(match[1]!);
         }
         added.forEach((experience, index) => {
-          if (survivors.every((s) => /^exp_\d+$/.test(s.id) || !s.id.startsWith('exp_'))) expect(experience.id).toBe(`exp_${largest + BigInt(index) + 1n}`);
+          if (survivors.every((s) => /^exp_\d+$/.test(s.id) || !s.id.startsWith('exp_')))
+            expect(experience.id).toBe(`exp_${largest + BigInt(index) + 1n}`);
         });
       }),
       runs,
@@ -252,12 +281,16 @@ describe('invariant 7: canonical system message after a commit', () => {
   it('after an experience commit there is at most one system message, at index 0, rendered from the parsed state', () => {
     fc.assert(
       fc.property(arb.runtimeCase, arb.textWithEdges, (runtime, text) => {
-        const result = attempt(() => applyMutations(runtime.transcript, [...runtime.mutations, { type: 'ExperienceRememberMutation', text }]));
+        const result = attempt(() =>
+          applyMutations(runtime.transcript, [...runtime.mutations, { type: 'ExperienceRememberMutation', text }]),
+        );
         if (result instanceof ContextError) return;
         const systems = result.flatMap((message, index) => (message['role'] === 'system' ? [index] : []));
         expect(systems).toEqual([0]);
         const parsed = parseSelfRefSnapshot(result);
-        expect(result[0]!['content']).toBe(renderSystemPromptWithExperiences(parsed.base_system_prompt, parsed.experiences));
+        expect(result[0]!['content']).toBe(
+          renderSystemPromptWithExperiences(parsed.base_system_prompt, parsed.experiences),
+        );
         expect(result.some((message) => 'reasoning_details' in message)).toBe(false);
       }),
       runs,
@@ -270,10 +303,31 @@ describe('invariant 13: round trips', () => {
     // A section's lines are split at every line boundary and trimmed, so a round trip holds for lines
     // that are already trimmed and do not start a section.
     const boundary = /[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/g;
-    const line = fc.oneof(arb.phrase, fc.string({ unit: 'binary', maxLength: 12 })).map((text) => trim(text.replace(boundary, ' '))).filter((text) => !text.startsWith('## '));
-    const text = fc.array(line.filter((l) => l !== ''), { minLength: 1, maxLength: 3 }).map((parts) => parts.join('\n'));
-    const list = fc.array(fc.tuple(line, arb.whitespace).map(([item, pad]) => (item === '' ? pad : item + (pad.match(boundary) ? '' : pad))), { maxLength: 3 });
-    const payload = fc.record({ goal: text, instruction: text, discoveries: list, completed: list, current_status: text, likely_next_work: list, relevant_files_directories: list });
+    const line = fc
+      .oneof(arb.phrase, fc.string({ unit: 'binary', maxLength: 12 }))
+      .map((text) => trim(text.replace(boundary, ' ')))
+      .filter((text) => !text.startsWith('## '));
+    const text = fc
+      .array(
+        line.filter((l) => l !== ''),
+        { minLength: 1, maxLength: 3 },
+      )
+      .map((parts) => parts.join('\n'));
+    const list = fc.array(
+      fc
+        .tuple(line, arb.whitespace)
+        .map(([item, pad]) => (item === '' ? pad : item + (pad.match(boundary) ? '' : pad))),
+      { maxLength: 3 },
+    );
+    const payload = fc.record({
+      goal: text,
+      instruction: text,
+      discoveries: list,
+      completed: list,
+      current_status: text,
+      likely_next_work: list,
+      relevant_files_directories: list,
+    });
     fc.assert(
       fc.property(payload, (raw) => {
         const normalized = normalizeSummary(raw);
@@ -285,12 +339,21 @@ describe('invariant 13: round trips', () => {
 
   it('split(render(base, experiences)) == (trim(base), experiences) for collapsed texts and ids without ]', () => {
     const lineBreak = /[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029\]]/;
-    const id = fc.string({ minLength: 1, maxLength: 8, unit: 'binary' }).map(trim).filter((s) => s !== '' && !lineBreak.test(s));
-    const text = fc.string({ minLength: 1, maxLength: 20, unit: 'binary' }).map(collapse).filter((s) => s !== '');
+    const id = fc
+      .string({ minLength: 1, maxLength: 8, unit: 'binary' })
+      .map(trim)
+      .filter((s) => s !== '' && !lineBreak.test(s));
+    const text = fc
+      .string({ minLength: 1, maxLength: 20, unit: 'binary' })
+      .map(collapse)
+      .filter((s) => s !== '');
     const base = fc.oneof(arb.textWithEdges, fc.string({ unit: 'binary' })).filter((s) => !s.includes('<experience>'));
     fc.assert(
       fc.property(base, fc.array(fc.record({ id, text }), { maxLength: 4 }), (prompt, experiences) => {
-        expect(splitSystemPromptExperiences(renderSystemPromptWithExperiences(prompt, experiences))).toEqual({ base: trim(prompt), experiences });
+        expect(splitSystemPromptExperiences(renderSystemPromptWithExperiences(prompt, experiences))).toEqual({
+          base: trim(prompt),
+          experiences,
+        });
       }),
       runs,
     );
@@ -301,7 +364,9 @@ describe('invariants 10 to 12: rendered requests', () => {
   it('a non-empty request has a system message; rendered content has the block layout with at most one must-principles block', () => {
     fc.assert(
       fc.property(arb.compileCase, ({ input, prompt_contract, selfref_snapshot }) => {
-        const compiled = attempt(() => compileInvocationTurn(prompt_contract, input.transcript, input.mutations, selfref_snapshot));
+        const compiled = attempt(() =>
+          compileInvocationTurn(prompt_contract, input.transcript, input.mutations, selfref_snapshot),
+        );
         if (compiled instanceof ContextError || compiled.transcript.length === 0) return;
         const system = compiled.llm_messages.find((m) => m['role'] === 'system' && typeof m['content'] === 'string');
         expect(system).toBeDefined();
@@ -309,7 +374,10 @@ describe('invariants 10 to 12: rendered requests', () => {
         const content = system!['content'] as string;
         expect(content.split('<must_principles>').length).toBeLessThanOrEqual(2);
         if (prompt_contract.include_must_principles) expect(content.endsWith('</must_principles>')).toBe(true);
-        if (content.includes('<tool_best_practices>') && !compiled.transcript.some((m) => String(m['content']).includes('<tool_best_practices>'))) {
+        if (
+          content.includes('<tool_best_practices>') &&
+          !compiled.transcript.some((m) => String(m['content']).includes('<tool_best_practices>'))
+        ) {
           expect(content.startsWith('<tool_best_practices>')).toBe(true);
         }
       }),
@@ -320,12 +388,19 @@ describe('invariants 10 to 12: rendered requests', () => {
   it('resolution order: snapshot, explicit, first transcript system, base instruction, null', () => {
     fc.assert(
       fc.property(arb.compileCase, ({ input, prompt_contract, selfref_snapshot }) => {
-        const compiled = attempt(() => compileInvocationTurn(prompt_contract, input.transcript, input.mutations, selfref_snapshot));
+        const compiled = attempt(() =>
+          compileInvocationTurn(prompt_contract, input.transcript, input.mutations, selfref_snapshot),
+        );
         if (compiled instanceof ContextError) return;
-        const firstSystem = compiled.reduced_transcript.find((m) => m['role'] === 'system' && typeof m['content'] === 'string');
+        const firstSystem = compiled.reduced_transcript.find(
+          (m) => m['role'] === 'system' && typeof m['content'] === 'string',
+        );
         const expected =
           compiled.selfref_snapshot !== null
-            ? renderSystemPromptWithExperiences(compiled.selfref_snapshot.base_system_prompt, compiled.selfref_snapshot.experiences)
+            ? renderSystemPromptWithExperiences(
+                compiled.selfref_snapshot.base_system_prompt,
+                compiled.selfref_snapshot.experiences,
+              )
             : prompt_contract.system_prompt !== null
               ? prompt_contract.system_prompt
               : firstSystem
@@ -342,9 +417,22 @@ describe('invariant 19: fresh snapshot with experiences', () => {
   it('a compile with a snapshot and experience patches returns the parse of the reduced transcript', () => {
     fc.assert(
       fc.property(arb.runtimeCase, arb.textWithEdges, (runtime, text) => {
-        const snapshot = { base_system_prompt: 'stale', experiences: [], summary: null, summary_message: null, working_messages: [] };
+        const snapshot = {
+          base_system_prompt: 'stale',
+          experiences: [],
+          summary: null,
+          summary_message: null,
+          working_messages: [],
+        };
         const mutations: Mutation[] = [...runtime.mutations, { type: 'ExperienceRememberMutation', text }];
-        const compiled = attempt(() => compileInvocationTurn({ base_instruction: '', system_prompt: null, tool_prompt_specs: [], include_must_principles: false }, runtime.transcript, mutations, snapshot));
+        const compiled = attempt(() =>
+          compileInvocationTurn(
+            { base_instruction: '', system_prompt: null, tool_prompt_specs: [], include_must_principles: false },
+            runtime.transcript,
+            mutations,
+            snapshot,
+          ),
+        );
         if (compiled instanceof ContextError) return;
         expect(compiled.selfref_snapshot).toStrictEqual(parseSelfRefSnapshot(compiled.reduced_transcript));
       }),

@@ -3,8 +3,19 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { classifyProviderError, retryAfterMs } from '../../src/activities/provider-errors';
 
-const apiError = (status: number, message = 'boom', headers: Record<string, string> = {}, code?: string, type?: string) =>
-  OpenAI.APIError.generate(status, { error: { message, ...(code ? { code } : {}), ...(type ? { type } : {}) } }, message, new Headers(headers));
+const apiError = (
+  status: number,
+  message = 'boom',
+  headers: Record<string, string> = {},
+  code?: string,
+  type?: string,
+) =>
+  OpenAI.APIError.generate(
+    status,
+    { error: { message, ...(code ? { code } : {}), ...(type ? { type } : {}) } },
+    message,
+    new Headers(headers),
+  );
 
 describe('provider error classification', () => {
   it.each([
@@ -40,7 +51,10 @@ describe('provider error classification', () => {
   });
 
   it('fails at once on exhausted quota, which no retry can fix', () => {
-    for (const failure of [classifyProviderError(apiError(429, 'You exceeded your current quota', {}, 'insufficient_quota')), classifyProviderError(apiError(429, 'quota', {}, undefined, 'insufficient_quota'))]) {
+    for (const failure of [
+      classifyProviderError(apiError(429, 'You exceeded your current quota', {}, 'insufficient_quota')),
+      classifyProviderError(apiError(429, 'quota', {}, undefined, 'insufficient_quota')),
+    ]) {
       expect(failure.type).toBe('ProviderQuotaExceeded');
       expect(failure.nonRetryable).toBe(true);
     }
@@ -53,7 +67,9 @@ describe('provider error classification', () => {
     const retry = classifyProviderError(apiError(400, 'busy', { 'x-should-retry': 'true', 'retry-after-ms': '300' }));
     expect([retry.type, retry.nonRetryable, retry.nextRetryDelay]).toEqual(['ProviderUnavailable', false, 300]);
     // Quota exhaustion stays final even if a proxy says to retry.
-    expect(classifyProviderError(apiError(429, 'quota', { 'x-should-retry': 'true' }, 'insufficient_quota')).nonRetryable).toBe(true);
+    expect(
+      classifyProviderError(apiError(429, 'quota', { 'x-should-retry': 'true' }, 'insufficient_quota')).nonRetryable,
+    ).toBe(true);
   });
 
   it('classifies undecodable data as a retryable malformed reply', () => {

@@ -19,13 +19,19 @@ describe('purity lint rules', () => {
     });
 
     it(`rejects sandbox-missing globals and randomness in ${folder}`, async () => {
-      const ids = await ruleIds('export const x = [Buffer.from("a"), structuredClone({}), Math.random()];\n', `${folder}/probe.ts`);
+      const ids = await ruleIds(
+        'export const x = [Buffer.from("a"), structuredClone({}), Math.random()];\n',
+        `${folder}/probe.ts`,
+      );
       expect(ids).toContain('no-restricted-globals');
       expect(ids).toContain('no-restricted-properties');
     });
 
     it(`allows type-only imports of activities in ${folder}`, async () => {
-      const ids = await ruleIds("import type * as acts from '../activities';\nexport type X = typeof acts;\n", `${folder}/probe.ts`);
+      const ids = await ruleIds(
+        "import type * as acts from '../activities';\nexport type X = typeof acts;\n",
+        `${folder}/probe.ts`,
+      );
       expect(ids).toEqual([]);
     });
   }
@@ -36,7 +42,10 @@ describe('purity lint rules', () => {
   });
 
   it('does not restrict activity code', async () => {
-    const ids = await ruleIds("import { readFileSync } from 'node:fs';\nexport const x = [readFileSync, Buffer.from('a')];\n", 'src/activities/probe.ts');
+    const ids = await ruleIds(
+      "import { readFileSync } from 'node:fs';\nexport const x = [readFileSync, Buffer.from('a')];\n",
+      'src/activities/probe.ts',
+    );
     expect(ids).toEqual([]);
   });
 });

@@ -24,7 +24,11 @@ const recorded = readdirSync(folder)
   .sort()
   .map((name) => {
     const scenario = name.replace(/\.json$/, '');
-    return { scenario, workflowId: workflowIds[scenario] ?? scenario, history: JSON.parse(readFileSync(join(folder, name), 'utf8')) as { events: HistoryEvent[] } };
+    return {
+      scenario,
+      workflowId: workflowIds[scenario] ?? scenario,
+      history: JSON.parse(readFileSync(join(folder, name), 'utf8')) as { events: HistoryEvent[] },
+    };
   });
 
 /** The digest of the result the original run returned, as recorded in its completion event. */
@@ -67,7 +71,14 @@ describe('replay of recorded histories', () => {
     const replay = Worker.runReplayHistories(
       {
         workflowBundle: await workflowBundle(),
-        sinks: { patchloop: { runEnded: { fn: (info, summary: RunEndedSummary) => void summaries.set(info.workflowId, summary), callDuringReplay: true } } },
+        sinks: {
+          patchloop: {
+            runEnded: {
+              fn: (info, summary: RunEndedSummary) => void summaries.set(info.workflowId, summary),
+              callDuringReplay: true,
+            },
+          },
+        },
       },
       recorded.map(({ workflowId, history }) => ({ workflowId, history })),
     );
@@ -84,7 +95,9 @@ describe('replay of recorded histories', () => {
     const edited = structuredClone(original.history);
     const scheduled = edited.events.filter((event) => event.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED');
     scheduled[1]!.activityTaskScheduledEventAttributes!.activityType.name = 'toolBatch';
-    const replay = Worker.runReplayHistories({ workflowBundle: await workflowBundle() }, [{ workflowId: 'edited', history: edited }]);
+    const replay = Worker.runReplayHistories({ workflowBundle: await workflowBundle() }, [
+      { workflowId: 'edited', history: edited },
+    ]);
     const results = [];
     for await (const result of replay) results.push(result);
     expect(results).toHaveLength(1);

@@ -8,7 +8,14 @@ import { StreamTokens } from '../../src/streaming/stream-token';
 
 const RUN = 'run-1';
 const base = { run_id: RUN, iteration: 0, timestamp: '2026-01-01T00:00:00.000Z' };
-const text = (llm_call: number, attempt: number, chunk_index: number): StreamEvent => ({ ...base, event_type: 'llm_chunk_arrive', llm_call, attempt, chunk_index, chunk: `t${llm_call}.${attempt}.${chunk_index}` });
+const text = (llm_call: number, attempt: number, chunk_index: number): StreamEvent => ({
+  ...base,
+  event_type: 'llm_chunk_arrive',
+  llm_call,
+  attempt,
+  chunk_index,
+  chunk: `t${llm_call}.${attempt}.${chunk_index}`,
+});
 const delta = (llm_call: number, attempt: number, chunk_index: number): StreamEvent => ({
   ...base,
   event_type: 'tool_call_arguments_delta',
@@ -20,7 +27,14 @@ const delta = (llm_call: number, attempt: number, chunk_index: number): StreamEv
   argname: 'a',
   argcontent_delta: `d${llm_call}.${attempt}.${chunk_index}`,
 });
-const end = (llm_call: number, attempt: number, chunks: number, outcome: 'completed' | 'failed'): StreamEvent => ({ event_type: 'llm_stream_end', run_id: RUN, llm_call, attempt, chunks, outcome });
+const end = (llm_call: number, attempt: number, chunks: number, outcome: 'completed' | 'failed'): StreamEvent => ({
+  event_type: 'llm_stream_end',
+  run_id: RUN,
+  llm_call,
+  attempt,
+  chunks,
+  outcome,
+});
 
 let hub: ChunkHub;
 let tokens: StreamTokens;
@@ -33,7 +47,12 @@ afterEach(async () => {
 async function start(maxFollowers?: number): Promise<StreamServer> {
   hub = new ChunkHub();
   tokens = new StreamTokens('unit-test-secret');
-  server = await startStreamServer(hub, { port: 0, host: '127.0.0.1', tokens, ...(maxFollowers ? { maxFollowers } : {}) });
+  server = await startStreamServer(hub, {
+    port: 0,
+    host: '127.0.0.1',
+    tokens,
+    ...(maxFollowers ? { maxFollowers } : {}),
+  });
   return server;
 }
 
@@ -74,16 +93,24 @@ describe('the token-stream endpoint', () => {
     // The request that used to stop the worker: a lone byte of a UTF-8 sequence in the path.
     const invalidPath = await fetch(`${url}/v1/runs/%E0/chunks`, { headers: auth });
     expect(invalidPath.status).toBe(400);
-    expect(await invalidPath.json()).toEqual({ error: { type: 'BadRequest', message: 'the run id is not valid percent-encoded UTF-8' } });
+    expect(await invalidPath.json()).toEqual({
+      error: { type: 'BadRequest', message: 'the run id is not valid percent-encoded UTF-8' },
+    });
     expect((await fetch(`${url}/v1/runs/${'x'.repeat(1001)}/chunks`, { headers: auth })).status).toBe(400);
     expect((await fetch(`${url}/v1/runs/${RUN}/chunks?llm_call=abc`, { headers: auth })).status).toBe(400);
     expect((await fetch(`${url}/v1/runs/${RUN}/chunks?chunk_index=-1`, { headers: auth })).status).toBe(400);
-    expect((await fetch(`${url}/v1/runs/${RUN}/chunks?llm_call=99999999999999999999`, { headers: auth })).status).toBe(400);
-    expect((await fetch(`${url}/v1/runs/${RUN}/chunks`, { headers: { ...auth, 'last-event-id': 'nonsense' } })).status).toBe(400);
+    expect((await fetch(`${url}/v1/runs/${RUN}/chunks?llm_call=99999999999999999999`, { headers: auth })).status).toBe(
+      400,
+    );
+    expect(
+      (await fetch(`${url}/v1/runs/${RUN}/chunks`, { headers: { ...auth, 'last-event-id': 'nonsense' } })).status,
+    ).toBe(400);
     expect((await fetch(`${url}/v1/other`, { headers: auth })).status).toBe(404);
     expect((await fetch(`${url}/v1/runs/${RUN}/chunks`, { method: 'POST', headers: auth })).status).toBe(405);
     expect(await raw(url, 'GARBAGE\r\n\r\n')).toBe('HTTP/1.1 400 Bad Request');
-    expect(await raw(url, `GET /v1/runs/${RUN}/chunks HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(100_000)}\r\n\r\n`)).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+    expect(
+      await raw(url, `GET /v1/runs/${RUN}/chunks HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(100_000)}\r\n\r\n`),
+    ).toBe('HTTP/1.1 431 Request Header Fields Too Large');
     // Still serving.
     hub.publish(text(1, 1, 0));
     expect((await firstFrame(`${url}/v1/runs/${RUN}/chunks`, auth)).id).toBe('1:1:0');
@@ -92,27 +119,54 @@ describe('the token-stream endpoint', () => {
   it('gives no data without the run’s credential', async () => {
     const { url } = await start();
     hub.publish(text(1, 1, 0));
-    for (const headers of [{} as Record<string, string>, { authorization: 'Bearer wrong' }, { authorization: `Bearer ${tokens.tokenFor('another-run')}` }, { authorization: tokens.tokenFor(RUN) }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { authorization: 'Bearer wrong' },
+      { authorization: `Bearer ${tokens.tokenFor('another-run')}` },
+      { authorization: tokens.tokenFor(RUN) },
+    ]) {
       const response = await fetch(`${url}/v1/runs/${RUN}/chunks`, { headers });
       expect(response.status).toBe(401);
       expect(response.headers.get('www-authenticate')).toBe('Bearer');
       expect(await response.text()).not.toContain('t1.1.0');
     }
     // A token minted by a worker with another secret is worthless here.
-    expect((await fetch(`${url}/v1/runs/${RUN}/chunks`, { headers: { authorization: `Bearer ${new StreamTokens('other').tokenFor(RUN)}` } })).status).toBe(401);
+    expect(
+      (
+        await fetch(`${url}/v1/runs/${RUN}/chunks`, {
+          headers: { authorization: `Bearer ${new StreamTokens('other').tokenFor(RUN)}` },
+        })
+      ).status,
+    ).toBe(401);
     // EventSource cannot set headers: the token may come as a query parameter.
-    expect((await firstFrame(`${url}/v1/runs/${RUN}/chunks?token=${tokens.tokenFor(RUN)}`, {})).event).toEqual(text(1, 1, 0));
+    expect((await firstFrame(`${url}/v1/runs/${RUN}/chunks?token=${tokens.tokenFor(RUN)}`, {})).event).toEqual(
+      text(1, 1, 0),
+    );
   });
 
   it('resumes exactly after every kind of event id (chunk, argument delta, failed attempt, end)', async () => {
     const { url } = await start();
     const auth = { authorization: `Bearer ${tokens.tokenFor(RUN)}` };
-    const sequence = [text(1, 1, 0), delta(1, 1, 1), end(1, 1, 2, 'failed'), text(1, 2, 0), delta(1, 2, 1), end(1, 2, 2, 'completed'), text(2, 1, 0), delta(2, 1, 1)];
+    const sequence = [
+      text(1, 1, 0),
+      delta(1, 1, 1),
+      end(1, 1, 2, 'failed'),
+      text(1, 2, 0),
+      delta(1, 2, 1),
+      end(1, 2, 2, 'completed'),
+      text(2, 1, 0),
+      delta(2, 1, 1),
+    ];
     for (const event of sequence) hub.publish(event);
     // The failed attempt was replaced: a follower that starts now reads attempt 2 directly.
     const seen: string[] = [];
     const abort = new AbortController();
-    for await (const event of readChunks({ url, token: tokens.tokenFor(RUN) }, RUN, { llm_call: 1, chunk_index: 0 }, abort.signal)) {
+    for await (const event of readChunks(
+      { url, token: tokens.tokenFor(RUN) },
+      RUN,
+      { llm_call: 1, chunk_index: 0 },
+      abort.signal,
+    )) {
       seen.push(JSON.stringify(event));
       if (seen.length === 5) abort.abort();
     }
@@ -139,9 +193,14 @@ describe('the token-stream endpoint', () => {
   it('limits concurrent followers and frees everything an unknown run id took', async () => {
     const { url } = await start(1);
     const abort = new AbortController();
-    const first = await fetch(`${url}/v1/runs/nobody/chunks`, { headers: { authorization: `Bearer ${tokens.tokenFor('nobody')}` }, signal: abort.signal });
+    const first = await fetch(`${url}/v1/runs/nobody/chunks`, {
+      headers: { authorization: `Bearer ${tokens.tokenFor('nobody')}` },
+      signal: abort.signal,
+    });
     expect(first.status).toBe(200);
-    const second = await fetch(`${url}/v1/runs/nobody/chunks`, { headers: { authorization: `Bearer ${tokens.tokenFor('nobody')}` } });
+    const second = await fetch(`${url}/v1/runs/nobody/chunks`, {
+      headers: { authorization: `Bearer ${tokens.tokenFor('nobody')}` },
+    });
     expect(second.status).toBe(503);
     expect(hub.size).toEqual({ runs: 0, listeners: 1 });
     abort.abort();

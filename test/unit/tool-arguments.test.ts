@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { repairCandidates, repairToolArguments, serializeToolResult, toolFailureContent, toolStepErrorContent, unknownToolContent } from '../../src/context';
+import {
+  repairCandidates,
+  repairToolArguments,
+  serializeToolResult,
+  toolFailureContent,
+  toolStepErrorContent,
+  unknownToolContent,
+} from '../../src/context';
 import { buildToolPromptSpecs } from '../../src/context/tool-prompt-specs';
 import { referenceDriver, referencePython } from '../support/reference';
 
@@ -31,15 +38,44 @@ describe('tool argument repair (spec 7.6)', () => {
   });
 
   it('agrees with the reference repair on 500 seeded broken argument strings', () => {
-    const fragment = fc.constantFrom('{', '}', '[', ']', '"', '\\', ':', ',', ' ', 'a', '1', '{{', '}}', '"k"', '\u00a0', '\x1c', 'null', 'NaN', '-');
+    const fragment = fc.constantFrom(
+      '{',
+      '}',
+      '[',
+      ']',
+      '"',
+      '\\',
+      ':',
+      ',',
+      ' ',
+      'a',
+      '1',
+      '{{',
+      '}}',
+      '"k"',
+      '\u00a0',
+      '\x1c',
+      'null',
+      'NaN',
+      '-',
+    );
     const broken = fc.oneof(
       fc.array(fragment, { maxLength: 12 }).map((parts) => parts.join('')),
-      fc.jsonValue().map((value) => JSON.stringify({ k: value })).chain((text) => fc.nat(text.length).map((cut) => text.slice(0, cut))),
+      fc
+        .jsonValue()
+        .map((value) => JSON.stringify({ k: value }))
+        .chain((text) => fc.nat(text.length).map((cut) => text.slice(0, cut))),
     );
     const cases = fc.sample(broken, { seed: 77, numRuns: 500 });
-    const result = spawnSync(referencePython, [referenceDriver], { input: cases.map((text) => JSON.stringify({ repair_arguments: text })).join('\n') + '\n', encoding: 'utf8' });
+    const result = spawnSync(referencePython, [referenceDriver], {
+      input: cases.map((text) => JSON.stringify({ repair_arguments: text })).join('\n') + '\n',
+      encoding: 'utf8',
+    });
     expect(result.status, result.stderr).toBe(0);
-    const reference = result.stdout.trim().split('\n').map((line) => (JSON.parse(line) as { repaired: string }).repaired);
+    const reference = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { repaired: string }).repaired);
     const disagreements = cases.flatMap((text, index) => {
       const ours = repairToolArguments(text).text;
       return ours === reference[index] ? [] : [{ text, ours, reference: reference[index] }];

@@ -12,13 +12,23 @@ const USAGE = 'patchloop chat <agent> [--id SESSION_ID]';
  * An interactive chat on a `chatSession` workflow. With --id it reconnects to that session (or starts
  * it). Ctrl-C during a turn aborts the turn only; /quit leaves the session running; /close ends it.
  */
-export async function chatCommand(client: PatchloopClient, args: string[], print: (line: string) => void): Promise<undefined> {
+export async function chatCommand(
+  client: PatchloopClient,
+  args: string[],
+  print: (line: string) => void,
+): Promise<undefined> {
   const { values, positionals } = parseCommandArgs(args, { id: { type: 'string' } }, USAGE);
   const agent = requirePositional(positionals, 0, 'agent', USAGE);
   const session = await openSession(client, agent, values.id ?? `session-${randomUUID()}`);
   const status = await session.status().catch(() => undefined);
-  print(`session ${session.workflowId} (agent ${agent}${status ? `, ${String(status['turns' as keyof typeof status] ?? 0)} turns so far` : ''}). /quit leaves it running, /close ends it, Ctrl-C aborts a turn.`);
-  const input = createInterface({ input: process.stdin, output: process.stdout, terminal: process.stdin.isTTY === true });
+  print(
+    `session ${session.workflowId} (agent ${agent}${status ? `, ${String(status['turns' as keyof typeof status] ?? 0)} turns so far` : ''}). /quit leaves it running, /close ends it, Ctrl-C aborts a turn.`,
+  );
+  const input = createInterface({
+    input: process.stdin,
+    output: process.stdout,
+    terminal: process.stdin.isTTY === true,
+  });
   let turnRunning = false;
   input.on('SIGINT', () => {
     if (turnRunning) void session.abort('interrupted from chat');
@@ -50,7 +60,8 @@ export async function chatCommand(client: PatchloopClient, args: string[], print
 
 function replyLine(reply: TurnReply): string {
   if (reply.status === 'completed') return `assistant> ${reply.reply}`;
-  if (reply.status === 'failed') return `assistant> (turn failed, nothing of it was kept: ${reply.error?.message ?? 'unknown error'})`;
+  if (reply.status === 'failed')
+    return `assistant> (turn failed, nothing of it was kept: ${reply.error?.message ?? 'unknown error'})`;
   return `assistant> (turn aborted${reply.abort_reason ? `: ${reply.abort_reason}` : ''})`;
 }
 

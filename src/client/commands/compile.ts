@@ -11,7 +11,12 @@ export async function compileCommand(path: string | undefined): Promise<Compiled
 
 export function compileText(text: string): CompiledTurn {
   const request = CompileRequest.parse(JSON.parse(text));
-  const compiled = compileInvocationTurn(request.prompt_contract, request.transcript, request.mutations, request.selfref_snapshot);
+  const compiled = compileInvocationTurn(
+    request.prompt_contract,
+    request.transcript,
+    request.mutations,
+    request.selfref_snapshot,
+  );
   return {
     reduced_transcript: compiled.reduced_transcript,
     transcript: compiled.transcript,

@@ -26,16 +26,33 @@ export async function demoCommand(_args: string[], print: Print): Promise<undefi
   mkdirSync('.patchloop', { recursive: true });
   const env = configFromEnvironment();
   const port = await freePort();
-  const server = await startDevServer({ port, uiPort: await freePort(), headless: false, dbFile: join('.patchloop', 'demo.db') });
+  const server = await startDevServer({
+    port,
+    uiPort: await freePort(),
+    headless: false,
+    dbFile: join('.patchloop', 'demo.db'),
+  });
   print(`Temporal dev server: ${server.address}, web UI: ${server.uiUrl}`);
   const offline = !env.openaiApiKey && !env.openaiBaseUrl;
   const fake = offline ? await FakeModelServer.start({ responder: demoModel }) : undefined;
-  print(offline ? 'No OPENAI_API_KEY or OPENAI_BASE_URL set: using the built-in offline fake model.' : `Provider: ${env.openaiBaseUrl ?? 'api.openai.com'}, model ${env.model}`);
-  const config = { ...env, temporalAddress: server.address, taskQueue: 'patchloop-demo', ...(fake ? { openaiBaseUrl: fake.url, openaiApiKey: 'offline', model: 'patchloop-demo-model' } : {}) };
+  print(
+    offline
+      ? 'No OPENAI_API_KEY or OPENAI_BASE_URL set: using the built-in offline fake model.'
+      : `Provider: ${env.openaiBaseUrl ?? 'api.openai.com'}, model ${env.model}`,
+  );
+  const config = {
+    ...env,
+    temporalAddress: server.address,
+    taskQueue: 'patchloop-demo',
+    ...(fake ? { openaiBaseUrl: fake.url, openaiApiKey: 'offline', model: 'patchloop-demo-model' } : {}),
+  };
   const connection = await NativeConnection.connect({ address: server.address });
   const worker = await createPatchloopWorker({ connection, config });
   const running = worker.run();
-  const client = new PatchloopClient(new Client({ connection: await Connection.connect({ address: server.address }) }), config.taskQueue);
+  const client = new PatchloopClient(
+    new Client({ connection: await Connection.connect({ address: server.address }) }),
+    config.taskQueue,
+  );
   try {
     print('\n== run 1: tools in parallel ==');
     const first = await client.start({ agent: 'assistant', input: "What is 2 + 3, and repeat 'ha' 3 times?" });
@@ -44,19 +61,32 @@ export async function demoCommand(_args: string[], print: Print): Promise<undefi
     print('\n== run 2: aborted while a tool runs ==');
     const second = await client.start({ agent: 'assistant', input: 'Please wait 30 s, then tell me you are done.' });
     const following = followRun(second, textOutput(write));
-    await waitUntil(async () => (await second.status()).events.some((event) => event.event_type === 'tool_call_start' || event.event_type === 'react_end'));
+    await waitUntil(async () =>
+      (await second.status()).events.some(
+        (event) => event.event_type === 'tool_call_start' || event.event_type === 'react_end',
+      ),
+    );
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const abortedAt = Date.now();
     await second.abort('demo: operator abort');
     const result = await following;
     printOutcome(result, print);
     validateToolLinkage(result.transcript);
-    print(`ended ${Date.now() - abortedAt} ms after the abort signal; the transcript is structurally valid (every tool call has its result)`);
+    print(
+      `ended ${Date.now() - abortedAt} ms after the abort signal; the transcript is structurally valid (every tool call has its result)`,
+    );
 
     print('\nSee both runs in the Temporal web UI:');
-    for (const run of [first, second]) print(`  ${server.uiUrl}/namespaces/${config.namespace}/workflows/${run.workflowId}`);
+    for (const run of [first, second])
+      print(`  ${server.uiUrl}/namespaces/${config.namespace}/workflows/${run.workflowId}`);
     if (process.stdout.isTTY) {
-      print('\nServer, worker and UI stay up: try `patchloop run assistant "add 4 and 5" --follow` with TEMPORAL_ADDRESS=' + server.address + ' PATCHLOOP_TASK_QUEUE=' + config.taskQueue + '. Ctrl-C stops the demo.');
+      print(
+        '\nServer, worker and UI stay up: try `patchloop run assistant "add 4 and 5" --follow` with TEMPORAL_ADDRESS=' +
+          server.address +
+          ' PATCHLOOP_TASK_QUEUE=' +
+          config.taskQueue +
+          '. Ctrl-C stops the demo.',
+      );
       await new Promise<void>((resolve) => {
         process.once('SIGINT', () => resolve());
         process.once('SIGTERM', () => resolve());
@@ -81,4 +111,3 @@ async function waitUntil(check: () => Promise<boolean>, timeoutMs = 60_000): Pro
   }
   throw new Error('timed out waiting for the run');
 }
-

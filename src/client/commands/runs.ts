@@ -11,11 +11,21 @@ const RUN_USAGE = 'patchloop run <agent> <text> [--id ID] [--follow [--json]] [-
 const write = (text: string) => void process.stdout.write(text);
 
 export async function runCommand(client: PatchloopClient, args: string[], print: Print): Promise<unknown> {
-  const { values, positionals } = parseCommandArgs(args, { id: { type: 'string' }, follow: { type: 'boolean' }, json: { type: 'boolean' }, 'max-tool-calls': { type: 'string' } }, RUN_USAGE);
+  const { values, positionals } = parseCommandArgs(
+    args,
+    {
+      id: { type: 'string' },
+      follow: { type: 'boolean' },
+      json: { type: 'boolean' },
+      'max-tool-calls': { type: 'string' },
+    },
+    RUN_USAGE,
+  );
   const agent = requirePositional(positionals, 0, 'agent', RUN_USAGE);
   const text = requirePositional(positionals, 1, 'text', RUN_USAGE);
   const maxToolCalls = values['max-tool-calls'] === undefined ? undefined : Number(values['max-tool-calls']);
-  if (maxToolCalls !== undefined && !(Number.isInteger(maxToolCalls) && maxToolCalls >= 0)) throw new UsageError(`--max-tool-calls must be a whole number >= 0\nusage: ${RUN_USAGE}`);
+  if (maxToolCalls !== undefined && !(Number.isInteger(maxToolCalls) && maxToolCalls >= 0))
+    throw new UsageError(`--max-tool-calls must be a whole number >= 0\nusage: ${RUN_USAGE}`);
   const run = await client.start(
     { agent, input: text, ...(maxToolCalls !== undefined ? { max_tool_calls: maxToolCalls } : {}) },
     { workflowId: values.id ?? `run-${randomUUID()}` },
@@ -43,8 +53,14 @@ async function follow(run: RunHandle, json: boolean, print: Print): Promise<unde
 
 export function printOutcome(result: AgentRunResult, print: Print): void {
   if (result.status === 'completed') print(`answer: ${result.answer}`);
-  else print(`aborted${result.abort_reason ? ` (${result.abort_reason})` : ''}; the transcript ends with: ${JSON.stringify(result.transcript.at(-1)?.['content'])}`);
-  if (result.usage) print(`usage: ${result.usage.prompt_tokens} prompt + ${result.usage.completion_tokens} completion = ${result.usage.total_tokens} tokens`);
+  else
+    print(
+      `aborted${result.abort_reason ? ` (${result.abort_reason})` : ''}; the transcript ends with: ${JSON.stringify(result.transcript.at(-1)?.['content'])}`,
+    );
+  if (result.usage)
+    print(
+      `usage: ${result.usage.prompt_tokens} prompt + ${result.usage.completion_tokens} completion = ${result.usage.total_tokens} tokens`,
+    );
 }
 
 const ABORT_USAGE = 'patchloop abort <id> [--reason TEXT]';
@@ -75,11 +91,17 @@ export async function showCommand(client: PatchloopClient, args: string[], print
   const run = client.run(id);
   const [status, transcript] = await Promise.all([run.status(), run.transcript()]);
   if (values.json) return { workflow_id: id, status, transcript };
-  print(`run ${id}: ${status.state}, iteration ${status.iteration}, ${status.llm_calls} model call(s), ${status.tool_calls} tool call(s)`);
+  print(
+    `run ${id}: ${status.state}, iteration ${status.iteration}, ${status.llm_calls} model call(s), ${status.tool_calls} tool call(s)`,
+  );
   print(`history: ${status.history.events} events, ${status.history.bytes} bytes`);
   for (const message of transcript) {
-    const calls = Array.isArray(message['tool_calls']) ? ` [calls ${(message['tool_calls'] as Array<{ function: { name: string } }>).map((call) => call.function.name).join(', ')}]` : '';
-    print(`${String(message['role']).padEnd(9)} ${typeof message['content'] === 'string' ? message['content'] : JSON.stringify(message['content'])}${calls}`);
+    const calls = Array.isArray(message['tool_calls'])
+      ? ` [calls ${(message['tool_calls'] as Array<{ function: { name: string } }>).map((call) => call.function.name).join(', ')}]`
+      : '';
+    print(
+      `${String(message['role']).padEnd(9)} ${typeof message['content'] === 'string' ? message['content'] : JSON.stringify(message['content'])}${calls}`,
+    );
   }
   return undefined;
 }

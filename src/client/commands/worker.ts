@@ -19,7 +19,9 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   const config = configFromEnvironment();
   // Worker log lines (activity failures among them) pass through the same redaction as failures.
   Runtime.install({ logger: new RedactingLogger(new DefaultLogger('INFO'), workerRedactor(config)) });
-  const agents = values.agents ? z.array(AgentDefinition).parse(JSON.parse(await readFile(values.agents, 'utf8'))) : [assistantAgent];
+  const agents = values.agents
+    ? z.array(AgentDefinition).parse(JSON.parse(await readFile(values.agents, 'utf8')))
+    : [assistantAgent];
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   try {
     const worker = await createPatchloopWorker({ connection, config, agents });
