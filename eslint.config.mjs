@@ -69,7 +69,12 @@ export default tseslint.config(
     files: ['**/*.ts', '**/*.mts'],
     plugins: { 'import-x': importX },
     // Probe files of the lint tests are not in tsconfig: they get a default project.
-    languageOptions: { parserOptions: { projectService: { allowDefaultProject: ['src/*/probe.ts', 'test/*/probe.ts'] }, tsconfigRootDir: import.meta.dirname } },
+    languageOptions: {
+      parserOptions: {
+        projectService: { allowDefaultProject: ['src/*/probe.ts', 'test/*/probe.ts'] },
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
     settings: { 'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })] },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
