@@ -61,6 +61,51 @@ const pureRestrictions = {
   ],
 };
 
+/**
+ * The layers of src/ (ARCHITECTURE.md): each may import the layers listed and nothing else of ours.
+ * Anything else is an import against the layers, reported by import-x/no-restricted-paths.
+ */
+const layers = {
+  context: [],
+  runtime: ['context'],
+  common: ['runtime', 'context'],
+  workflows: ['common', 'runtime', 'context'],
+  tools: ['runtime', 'context'],
+  functions: ['runtime', 'context'],
+  agents: ['tools', 'functions', 'runtime', 'context'],
+  streaming: ['runtime', 'context'],
+  'fake-model': [],
+  config: [],
+  activities: ['agents', 'tools', 'functions', 'streaming', 'common', 'runtime', 'context'],
+  client: ['functions', 'streaming', 'config', 'common', 'runtime', 'context'],
+  worker: ['activities', 'agents', 'tools', 'functions', 'streaming', 'config', 'common', 'runtime', 'context'],
+  cli: [
+    'client',
+    'worker',
+    'fake-model',
+    'agents',
+    'tools',
+    'functions',
+    'streaming',
+    'config',
+    'common',
+    'runtime',
+    'context',
+  ],
+};
+const layerZones = Object.entries(layers).flatMap(([layer, allowed]) =>
+  Object.keys(layers)
+    .filter((other) => other !== layer && !allowed.includes(other))
+    .map((other) => ({
+      target: `./src/${layer}`,
+      from: `./src/${other}`,
+      // Workflows name their activities' type (proxyActivities<Activities>); the purity rules below
+      // allow that import as a type only.
+      ...(layer === 'workflows' && other === 'activities' ? { except: ['./index.ts'] } : {}),
+      message: `${layer} may import only ${allowed.length > 0 ? allowed.join(', ') : 'nothing of ours'} (see ARCHITECTURE.md).`,
+    })),
+);
+
 export default tseslint.config(
   { ignores: ['dist/**', 'scratch/**', 'node_modules/**', '.venv/**', '.patchloop/**', 'coverage/**'] },
   js.configs.recommended,
@@ -82,6 +127,7 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       'import-x/no-cycle': 'error',
+      'import-x/no-restricted-paths': ['error', { zones: layerZones }],
     },
   },
   // Tests use Python's line-boundary control characters on purpose.

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { PatchloopClient } from '../src/client/patchloop-client';
 import { FakeModelServer, type Responder } from '../src/fake-model/server';
 import type { AgentDefinitionInput } from '../src/runtime';
-import { configFromEnvironment } from '../src/worker/config';
+import { configFromEnvironment } from '../src/config/environment';
 import { createPatchloopWorker, type PatchloopWorker } from '../src/worker/create-worker';
 import { startDevServer, type DevServer } from '../src/worker/temporal-cli';
 import { freePort } from '../src/worker/free-port';

@@ -3,10 +3,10 @@
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 
-const compiled = join(__dirname, '..', 'dist', 'src', 'client', 'cli.js');
+const compiled = join(__dirname, '..', 'dist', 'src', 'cli', 'cli.js');
 if (existsSync(compiled)) {
   require(compiled);
 } else {
   require('tsx/cjs');
-  require(join(__dirname, '..', 'src', 'client', 'cli.ts'));
+  require(join(__dirname, '..', 'src', 'cli', 'cli.ts'));
 }

@@ -1,12 +1,58 @@
-/** patchloop: durable ReAct agents on Temporal with a compiled, patch-based context model. */
-export * from './context';
-export * from './runtime';
+/**
+ * patchloop: durable ReAct agents on Temporal with a compiled, patch-based context model. The root
+ * entry is for worker and client code (Node). Workflow code imports `patchloop/workflows`; the pure
+ * context model is `patchloop/context`; the scriptable fake model for tests is `patchloop/testing`.
+ */
+
+// Running agents: the client, following runs, and the worker.
+export { PatchloopClient, RunFailedError, RunHandle, SessionHandle } from './client/patchloop-client';
+export { followRun, jsonOutput, textOutput, type FollowOutput } from './client/follow';
+export {
+  createPatchloopWorker,
+  workflowsPath,
+  type PatchloopWorker,
+  type PatchloopWorkerOptions,
+} from './worker/create-worker';
+export { configFromEnvironment, type PatchloopConfig } from './config/environment';
+
+// Defining agents, tools and typed functions.
 export { defineTool, type Tool, type ToolContext, type ToolDefinition } from './tools/define-tool';
 export { describedImages, imageFile, imageUrl } from './tools/images';
 export { defineLlmFunction, type LlmFunction, type LlmFunctionDefinition } from './functions/define-llm-function';
-export { PatchloopClient, RunFailedError, RunHandle, SessionHandle } from './client/patchloop-client';
-export { followRun, jsonOutput, textOutput, type FollowOutput } from './client/follow';
-export { createPatchloopWorker, type PatchloopWorker, type PatchloopWorkerOptions } from './worker/create-worker';
-export { configFromEnvironment, type PatchloopConfig } from './worker/config';
-export { FakeModelServer } from './fake-model/server';
-export type { ChunkEvent, ChunkTransport, StreamEvent } from './streaming/chunk';
+export { AgentDefinition, AgentLimits, type AgentDefinitionInput } from './runtime';
+
+// The Temporal contract any service can use (also through the `temporal` CLI).
+export {
+  abortSignal,
+  closeSignal,
+  eventsQuery,
+  nextRequestQuery,
+  sendUpdate,
+  statusQuery,
+  transcriptQuery,
+  userMessageSignal,
+  userMessageUpdate,
+  type AbortSignalInput,
+  type EventsQueryInput,
+  type StatusQueryInput,
+  type UserMessageAccepted,
+  type UserMessageInput,
+} from './common';
+export {
+  AgentRunInput,
+  AgentRunResult,
+  ChatSessionInput,
+  ChatSessionResult,
+  TurnReply,
+  UnprocessedMessage,
+  type AgentRunInputWire,
+  type ChatSessionInputWire,
+  type EventPage,
+  type RunEvent,
+  type RunEventType,
+  type RunState,
+  type RunStatus,
+  type TokenUsage,
+} from './runtime';
+export type { Message, Mutation } from './context';
+export type { ChunkEvent, ChunkStreamEnd, ChunkTransport, StreamEvent } from './streaming/chunk';

@@ -1,5 +1,7 @@
 import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import type { LlmFunction } from '../functions/define-llm-function';
 import type { Message } from '../context';
 import type {
   AgentRunInputWire,
@@ -20,8 +22,8 @@ import {
   userMessageSignal,
   userMessageUpdate,
   type UserMessageAccepted,
-} from '../workflows/definitions';
-import type { PatchloopConfig } from '../worker/config';
+} from '../common/definitions';
+import type { PatchloopConfig } from '../config/environment';
 
 /** A typed client for patchloop runs; anything it does can also be done with the `temporal` CLI. */
 export class PatchloopClient {
@@ -69,6 +71,16 @@ export class PatchloopClient {
   }
 
   /** Runs workflow `llmFunction` and returns its validated output (see `defineLlmFunction` for the typed call). */
+  /** Runs a typed LLM function durably: arguments and output are checked with its zod schemas. */
+  async call<Input extends z.ZodObject, Output extends z.ZodType>(
+    fn: LlmFunction<Input, Output>,
+    args: z.input<Input>,
+    options: { workflowId?: string } = {},
+  ): Promise<z.output<Output>> {
+    const value = await this.runFunction(fn.name, fn.definition.input.parse(args), options);
+    return fn.definition.output.parse(value);
+  }
+
   async runFunction(
     name: string,
     args: Record<string, unknown>,

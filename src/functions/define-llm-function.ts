@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import type { JsonObject } from '../context';
-import type { PatchloopClient } from '../client/patchloop-client';
 
 export interface LlmFunctionDefinition<Input extends z.ZodObject, Output extends z.ZodType> {
   name: string;
@@ -26,8 +25,6 @@ export interface LlmFunction<Input extends z.ZodObject = z.ZodObject, Output ext
   readonly outputSchema: JsonObject;
   renderPrompt(args: z.output<Input>): string;
   checkOutput(raw: string): OutputCheck;
-  /** Runs the function durably (workflow `llmFunction`) and returns its validated output. */
-  run(client: PatchloopClient, args: z.input<Input>, options?: { workflowId?: string }): Promise<z.output<Output>>;
 }
 
 const PLACEHOLDER = /\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
@@ -56,10 +53,6 @@ export function defineLlmFunction<Input extends z.ZodObject, Output extends z.Zo
         return typeof value === 'string' ? value : JSON.stringify(value);
       }),
     checkOutput: (raw) => checkOutput(definition.output, raw),
-    run: async (client, args, options = {}) => {
-      const value = await client.runFunction(definition.name, definition.input.parse(args), options);
-      return definition.output.parse(value);
-    },
   };
 }
 

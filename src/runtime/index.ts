@@ -1,7 +1,6 @@
 export * from './agent';
 export * from './digest';
 export * from './events';
-export * from './failure-types';
 export * from './phases';
 export * from './run-input';
 export * from './agent-prompt';

@@ -1,5 +1,6 @@
 import { ActivityCancellationType, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { NON_RETRYABLE_PROVIDER_ERRORS } from '../common';
 import {
   argumentsForEvents,
   compileInvocationTurn,
@@ -13,7 +14,6 @@ import {
   addUsage,
   collectSelfRefMutations,
   digestText,
-  NON_RETRYABLE_PROVIDER_ERRORS,
   promptContractFor,
   providerTools,
   queueIntent,

@@ -4,7 +4,7 @@ import type { Activities } from '../activities';
 import { asMessages, cloneJson, validateToolLinkage, type Message } from '../context';
 import { AgentRunInput, AgentSpec, digestText, seedTranscript, type AgentRunResult } from '../runtime';
 import { AgentLoop } from './agent-loop';
-import { nextRequestQuery } from './definitions';
+import { nextRequestQuery } from '../common/definitions';
 import { asRunFailure, withUnprocessedMessages } from './failures';
 import { registerRunHandlers } from './handlers';
 import { applyAgentLimits, commit, emit, newRun, unprocessedMessages } from './run-state';

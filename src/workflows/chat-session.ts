@@ -18,7 +18,7 @@ import {
 } from '../runtime';
 import { AgentLoop } from './agent-loop';
 import { checkedSeed, resolveAgent } from './agent-run';
-import { abortSignal, closeSignal, nextRequestQuery, sendUpdate } from './definitions';
+import { abortSignal, closeSignal, nextRequestQuery, sendUpdate } from '../common/definitions';
 import { asRunFailure, turnFailure } from './failures';
 import { registerRunHandlers } from './handlers';
 import {

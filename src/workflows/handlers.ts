@@ -8,7 +8,7 @@ import {
   transcriptQuery,
   userMessageSignal,
   userMessageUpdate,
-} from './definitions';
+} from '../common/definitions';
 import { checkMessage, enqueueMessage, rejectInput, requestAbort, type Run } from './run-state';
 
 /** Signals, updates and queries every run and session answers. */

@@ -1,4 +1,4 @@
+/** The workflows a patchloop worker bundles and registers. */
 export { agentRun } from './agent-run';
-export * from './definitions';
 export { chatSession } from './chat-session';
 export { llmFunction } from './llm-function';

@@ -4,7 +4,7 @@ import type { Activities } from '../activities';
 import type { JsonValue } from '../context';
 import { digestText, LlmFunctionInput, PreparedFunction } from '../runtime';
 import { AgentLoop } from './agent-loop';
-import { nextRequestQuery } from './definitions';
+import { nextRequestQuery } from '../common/definitions';
 import { asRunFailure } from './failures';
 import { registerRunHandlers } from './handlers';
 import { commit, newRun, userMessageMutation } from './run-state';

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { validateToolLinkage } from '../../src/context';
 import type { Responder } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
-import { nextRequestQuery } from '../../src/workflows/definitions';
+import { nextRequestQuery } from '../../src/common/definitions';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { eventually, recordHistory, replyReceived } from '../support/wait';
 

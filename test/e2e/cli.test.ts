@@ -14,18 +14,14 @@ afterEach(async () => {
 /** Runs the CLI as a user would, against the test's server and worker. */
 function cli(args: string[], stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', join(repositoryRoot, 'src', 'client', 'cli.ts'), ...args],
-      {
-        cwd: repositoryRoot,
-        env: {
-          ...process.env,
-          TEMPORAL_ADDRESS: world!.config.temporalAddress,
-          PATCHLOOP_TASK_QUEUE: world!.config.taskQueue,
-        },
+    const child = spawn(process.execPath, ['--import', 'tsx', join(repositoryRoot, 'src', 'cli', 'cli.ts'), ...args], {
+      cwd: repositoryRoot,
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: world!.config.temporalAddress,
+        PATCHLOOP_TASK_QUEUE: world!.config.taskQueue,
       },
-    );
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));

@@ -15,7 +15,7 @@ afterEach(async () => {
 describe('typed LLM functions (workflow llmFunction)', () => {
   it('sends the rendered prompt with the output schema as structured output and returns the typed value', async () => {
     world = await startWorld({ fake: { script: [reply('{"summary": "Cats nap.", "keywords": ["cats", "naps"]}')] } });
-    const output = await summarize.run(world.client, { text: 'Cats sleep a lot during the day.', words: 5 });
+    const output = await world.client.call(summarize, { text: 'Cats sleep a lot during the day.', words: 5 });
     // The inferred type: { summary: string; keywords: string[] }.
     const keywords: string[] = output.keywords;
     expect(output).toEqual({ summary: 'Cats nap.', keywords: ['cats', 'naps'] });
@@ -67,8 +67,8 @@ describe('typed LLM functions (workflow llmFunction)', () => {
 
   it('fails readably and non-retryably when repairs are exhausted, with the last raw output', async () => {
     world = await startWorld({ fake: { script: [reply('nope'), reply('still nope'), reply('{"sentiment": "meh"}')] } });
-    const error = (await classifySentiment
-      .run(world.client, { text: 'hm' })
+    const error = (await world.client
+      .call(classifySentiment, { text: 'hm' })
       .catch((e: unknown) => e)) as RunFailedError;
     expect(error).toBeInstanceOf(RunFailedError);
     expect(error.type).toBe('InvalidFunctionOutput');

@@ -7,7 +7,7 @@ import type { ChunkEvent, StreamEvent } from '../../src/streaming/chunk';
 import { findStreamSource, readChunks } from '../../src/streaming/chunk-client';
 import { defineTool } from '../../src/tools/define-tool';
 import { addTool } from '../../src/tools/examples';
-import { eventsQuery } from '../../src/workflows/definitions';
+import { eventsQuery } from '../../src/common/definitions';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
 

@@ -6,7 +6,7 @@ import { PatchloopClient } from '../../src/client/patchloop-client';
 import { FakeModelServer, type FakeModelOptions } from '../../src/fake-model/server';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import type { Tool } from '../../src/tools/define-tool';
-import { configFromEnvironment, type PatchloopConfig } from '../../src/worker/config';
+import { configFromEnvironment, type PatchloopConfig } from '../../src/config/environment';
 import { createPatchloopWorker, workflowsPath, type PatchloopWorker } from '../../src/worker/create-worker';
 
 let runtimeInstalled = false;

@@ -24,7 +24,7 @@ export async function spawnWorker(options: {
   writeFileSync(agentsFile, JSON.stringify(options.agents));
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(repositoryRoot, 'src', 'client', 'cli.ts'), 'worker', '--agents', agentsFile],
+    ['--import', 'tsx', join(repositoryRoot, 'src', 'cli', 'cli.ts'), 'worker', '--agents', agentsFile],
     {
       cwd: repositoryRoot,
       env: {

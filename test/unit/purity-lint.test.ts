@@ -26,15 +26,15 @@ describe('purity lint rules', () => {
       expect(ids).toContain('no-restricted-globals');
       expect(ids).toContain('no-restricted-properties');
     });
-
-    it(`allows type-only imports of activities in ${folder}`, async () => {
-      const ids = await ruleIds(
-        "import type * as acts from '../activities';\nexport type X = typeof acts;\n",
-        `${folder}/probe.ts`,
-      );
-      expect(ids).toEqual([]);
-    });
   }
+
+  it('allows workflows a type-only import of the activities (proxyActivities<Activities>)', async () => {
+    const ids = await ruleIds(
+      "import type * as acts from '../activities';\nexport type X = typeof acts;\n",
+      'src/workflows/probe.ts',
+    );
+    expect(ids).toEqual([]);
+  });
 
   it('rejects the clock in the pure context core', async () => {
     const ids = await ruleIds('export const x = [Date.now(), new Date()];\n', 'src/context/probe.ts');
@@ -47,5 +47,38 @@ describe('purity lint rules', () => {
       'src/activities/probe.ts',
     );
     expect(ids).toEqual([]);
+  });
+});
+
+describe('layer rules (ARCHITECTURE.md)', () => {
+  it.each([
+    ['src/activities/probe.ts', "import { agentRun } from '../workflows/agent-run';\nexport const x = agentRun;\n"],
+    [
+      'src/client/probe.ts',
+      "import { createPatchloopWorker } from '../worker/create-worker';\nexport const x = createPatchloopWorker;\n",
+    ],
+    ['src/common/probe.ts', "import { sinks } from '../workflows/sinks';\nexport const x = sinks;\n"],
+    ['src/runtime/probe.ts', "import { abortSignal } from '../common';\nexport const x = abortSignal;\n"],
+    ['src/context/probe.ts', "import type { AgentSpec } from '../runtime';\nexport type X = AgentSpec;\n"],
+    [
+      'src/workflows/probe.ts',
+      "import { SecretRedactor } from '../activities/redact';\nexport const x = SecretRedactor;\n",
+    ],
+  ])('rejects an import against the layers in %s', async (file, code) => {
+    expect(await ruleIds(code, file)).toContain('import-x/no-restricted-paths');
+  });
+
+  it.each([
+    ['src/activities/probe.ts', "import { abortSignal } from '../common';\nexport const x = abortSignal;\n"],
+    [
+      'src/client/probe.ts',
+      "import { configFromEnvironment } from '../config/environment';\nexport const x = configFromEnvironment;\n",
+    ],
+    [
+      'src/cli/probe.ts',
+      "import { createPatchloopWorker } from '../worker/create-worker';\nexport const x = createPatchloopWorker;\n",
+    ],
+  ])('allows an import down the layers in %s', async (file, code) => {
+    expect(await ruleIds(code, file)).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { digestText } from '../../src/runtime';
-import type { RunEndedSummary } from '../../src/workflows/sinks';
+import type { RunEndedSummary } from '../../src/common';
 import { workflowBundle } from '../support/temporal';
 
 /**

@@ -2,9 +2,9 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { parseCommandArgs, requirePositional } from '../arguments';
-import { describeEvent } from '../follow';
+import { describeEvent } from '../../client/follow';
 import type { TurnReply } from '../../runtime';
-import type { PatchloopClient, SessionHandle } from '../patchloop-client';
+import type { PatchloopClient, SessionHandle } from '../../client/patchloop-client';
 
 const USAGE = 'patchloop chat <agent> [--id SESSION_ID]';
 

@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { demoModel } from '../../fake-model/demo-model';
 import { FakeModelServer } from '../../fake-model/server';
 import { validateToolLinkage } from '../../context';
-import { configFromEnvironment } from '../../worker/config';
+import { configFromEnvironment } from '../../config/environment';
 import { createPatchloopWorker } from '../../worker/create-worker';
 import { startDevServer } from '../../worker/temporal-cli';
-import { followRun, textOutput } from '../follow';
-import { PatchloopClient } from '../patchloop-client';
+import { followRun, textOutput } from '../../client/follow';
+import { PatchloopClient } from '../../client/patchloop-client';
 import { printOutcome } from './runs';
 import { freePort } from '../../worker/free-port';
 

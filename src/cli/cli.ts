@@ -6,8 +6,8 @@ import { abortCommand, followCommand, runCommand, sendCommand, showCommand } fro
 import { serverCommand } from './commands/server';
 import { workerCommand } from './commands/worker';
 import { toErrorReport, UsageError } from './errors';
-import { PatchloopClient } from './patchloop-client';
-import { configFromEnvironment } from '../worker/config';
+import { PatchloopClient } from '../client/patchloop-client';
+import { configFromEnvironment } from '../config/environment';
 
 const USAGE = `patchloop <command>
 

@@ -2,7 +2,7 @@ import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { AgentDefinition } from '../../runtime';
-import { configFromEnvironment } from '../../worker/config';
+import { configFromEnvironment } from '../../config/environment';
 import { createPatchloopWorker, workerRedactor } from '../../worker/create-worker';
 import { RedactingLogger } from '../../worker/redaction';
 import { assistantAgent } from '../../agents/assistant';

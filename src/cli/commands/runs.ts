@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentRunResult } from '../../runtime';
 import { parseCommandArgs, requirePositional } from '../arguments';
-import { followRun, jsonOutput, textOutput } from '../follow';
-import type { PatchloopClient, RunHandle } from '../patchloop-client';
+import { followRun, jsonOutput, textOutput } from '../../client/follow';
+import type { PatchloopClient, RunHandle } from '../../client/patchloop-client';
 import { UsageError } from '../errors';
 
 type Print = (line: string) => void;
