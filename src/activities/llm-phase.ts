@@ -1,4 +1,6 @@
 import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { createParser } from 'eventsource-parser';
 import OpenAI from 'openai';
 import type { JsonValue, Mutation, ToolCall } from '../context';
 import type { LlmPhaseInput, LlmPhaseResult, LlmRequest, TokenUsage } from '../runtime';
@@ -75,7 +77,15 @@ export function createLlmPhase(
     const signal = context.cancellationSignal;
     let reply: Reply;
     try {
-      const request = await loadRequest(input, cache);
+      const request = await loadRequest(input, cache).catch((error: unknown) => {
+        // Not the provider's fault: the workflow did not hand out its request (evicted, no worker up).
+        throw error instanceof ApplicationFailure
+          ? error
+          : ApplicationFailure.create({
+              type: 'RequestUnavailable',
+              message: `could not load the compiled request: ${(error as Error).message}`,
+            });
+      });
       if (signal.aborted) throw signal.reason;
       const body = new BodyObserver();
       // One attempt's HTTP timeout stays below the attempt's own start-to-close timeout.
@@ -88,7 +98,7 @@ export function createLlmPhase(
       // An abort before the first byte throws (APIUserAbortError): that is the abort path, not a failure.
       if (!signal.aborted) {
         const failure = classifyProviderError(error);
-        publisher.end('failed', failure.type ?? 'Error');
+        publisher.end('failed', { error: failure.type ?? 'Error', retrying: !failure.nonRetryable });
         throw failure;
       }
       if (!isUserAbort(context)) throw cancellationError(context);
@@ -123,21 +133,16 @@ class BodyObserver {
     const response = await fetch(url, init);
     if (!response.body) return response;
     const decoder = new TextDecoder();
-    let tail = '';
-    const scan = (lines: string[]) => {
-      for (const line of lines) if (/^data:\s*\[DONE\]/.test(line)) this.sawDone = true;
-    };
+    const parser = createParser({ onEvent: (event) => void (event.data === '[DONE]' && (this.sawDone = true)) });
     const ended = () => (this.ended = true);
     const body = response.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, controller) {
-          const lines = (tail + decoder.decode(chunk, { stream: true })).split('\n');
-          tail = lines.pop() ?? '';
-          scan(lines);
+          parser.feed(decoder.decode(chunk, { stream: true }));
           controller.enqueue(chunk);
         },
         flush() {
-          scan([tail + decoder.decode()]);
+          parser.feed(decoder.decode());
           ended();
         },
       }),
@@ -250,8 +255,11 @@ function chunkPublisher(sink: ChunkSink | undefined, context: Context, input: Ll
       });
       index += 1;
     },
-    /** `failed`: this attempt's chunks are superseded; the next attempt streams the call again from 0. */
-    end(outcome: 'completed' | 'aborted' | 'failed', error?: string) {
+    /**
+     * `failed`: this attempt's chunks are superseded; unless the failure is final (`retrying: false`),
+     * the next attempt streams the call again from 0.
+     */
+    end(outcome: 'completed' | 'aborted' | 'failed', failure?: { error: string; retrying: boolean }) {
       if (!enabled) return;
       sink.transport.publish({
         event_type: 'llm_stream_end',
@@ -260,7 +268,7 @@ function chunkPublisher(sink: ChunkSink | undefined, context: Context, input: Ll
         attempt,
         chunks: index,
         outcome,
-        ...(error ? { error } : {}),
+        ...failure,
       });
     },
   };

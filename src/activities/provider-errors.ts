@@ -11,6 +11,7 @@ export function classifyProviderError(error: unknown): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
   if (error instanceof OpenAI.APIError && error.status !== undefined)
     return withRetryHint(classifyStatus(error), error.headers);
+  if (error instanceof OpenAI.APIError) return classifyStreamedError(error);
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof SyntaxError)
     return ApplicationFailure.create({
@@ -29,6 +30,31 @@ export function incompleteReply(what: string): ApplicationFailure {
     type: 'ProviderStreamIncomplete',
     message: `the provider's reply is incomplete: ${what}`,
   });
+}
+
+/**
+ * An error the provider sent inside a stream (`data: {"error": ...}`) has no HTTP status: its code and
+ * type say what it is. Unknown ones count as unavailability.
+ */
+function classifyStreamedError(error: InstanceType<typeof OpenAI.APIError>): ApplicationFailure {
+  const body = (error.error ?? {}) as { type?: unknown; code?: unknown };
+  const kind = `${String(body.code ?? error.code ?? '')} ${String(body.type ?? error.type ?? '')}`;
+  const detail = providerMessage(error);
+  if (isQuotaExhausted(error))
+    return ApplicationFailure.nonRetryable(
+      `the provider account has no quota left: ${detail}`,
+      'ProviderQuotaExceeded',
+    );
+  if (/context_length_exceeded/.test(kind))
+    return ApplicationFailure.nonRetryable(
+      `the request is longer than the model's context: ${detail}`,
+      'ContextTooLong',
+    );
+  if (/invalid_api_key|authentication|permission/.test(kind))
+    return ApplicationFailure.nonRetryable(`provider refused the credentials: ${detail}`, 'ProviderAuthFailed');
+  if (/invalid_request|content_filter|content_policy/.test(kind))
+    return ApplicationFailure.nonRetryable(`provider rejected the request: ${detail}`, 'ProviderRejected');
+  return ApplicationFailure.create({ type: 'ProviderUnavailable', message: `provider error in the stream: ${detail}` });
 }
 
 function classifyStatus(error: InstanceType<typeof OpenAI.APIError>): ApplicationFailure {
@@ -109,19 +135,28 @@ function providerMessage(error: InstanceType<typeof OpenAI.APIError>): string {
   return typeof body?.message === 'string' ? body.message : error.message;
 }
 
-/** `retry-after-ms`, or `retry-after` in seconds or as an HTTP date. */
+/** The longest provider-requested pause honoured; longer ones fall back to the retry policy's backoff. */
+const MAX_RETRY_AFTER_MS = 10 * 60 * 1000;
+
+/**
+ * `retry-after-ms`, or `retry-after` in seconds or as an HTTP date. Only a positive delay up to 10
+ * minutes counts: an empty or zero header must not turn the backoff into a hot loop.
+ */
 export function retryAfterMs(
   headers: Headers | Record<string, string> | undefined,
   now = Date.now(),
 ): number | undefined {
   if (!headers) return undefined;
-  const read = (name: string) => (headers instanceof Headers ? headers.get(name) : headers[name]) ?? undefined;
-  const milliseconds = Number(read('retry-after-ms'));
-  if (Number.isFinite(milliseconds) && milliseconds >= 0 && read('retry-after-ms') !== undefined) return milliseconds;
+  const read = (name: string) => {
+    const value = (headers instanceof Headers ? headers.get(name) : headers[name])?.trim();
+    return value === '' ? undefined : value;
+  };
+  const usable = (ms: number) => (Number.isFinite(ms) && ms > 0 && ms <= MAX_RETRY_AFTER_MS ? ms : undefined);
+  const milliseconds = read('retry-after-ms');
+  if (milliseconds !== undefined) return usable(Number(milliseconds));
   const value = read('retry-after');
   if (value === undefined) return undefined;
   const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+  if (!Number.isNaN(seconds)) return usable(seconds * 1000);
+  return usable(Date.parse(value) - now);
 }

@@ -22,6 +22,7 @@ import {
   type ToolBatchResult,
   type ToolCallReport,
   type ToolCallRequest,
+  utf8Bytes,
 } from '../runtime';
 import type { AgentRegistry } from '../agents/registry';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
@@ -174,7 +175,7 @@ async function runCall(
       }
     }
     const content = serializeToolResult(value);
-    const bytes = new TextEncoder().encode(content).length;
+    const bytes = utf8Bytes(content);
     if (bytes > limits.maxResultBytes) {
       return finish(
         toolFailureContent(

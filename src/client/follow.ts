@@ -70,8 +70,9 @@ export function textOutput(write: (text: string) => void): FollowOutput {
     },
     chunk(event) {
       if (event.event_type === 'llm_stream_end' && event.outcome === 'failed') {
-        // The broken attempt's text never reaches the transcript; the retry streams the reply again.
-        write(`${midLine ? '\n' : ''}    (attempt ${event.attempt} broke off: ${event.error ?? 'failed'}; retrying)\n`);
+        // The broken attempt's text never reaches the transcript; a retry streams the reply again.
+        const next = event.retrying === false ? 'no retry' : 'retrying';
+        write(`${midLine ? '\n' : ''}    (attempt ${event.attempt} failed: ${event.error ?? 'error'}; ${next})\n`);
         midLine = false;
         return;
       }
@@ -176,6 +177,7 @@ class TokenFollower {
           if (event.event_type === 'llm_stream_end') {
             if (event.outcome !== 'failed') return;
             this.output.chunk(event);
+            if (event.retrying === false) return;
             attempt = event.attempt + 1;
             next = 0;
             // The retry may run on another worker: look for its source again.

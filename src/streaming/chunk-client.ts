@@ -42,28 +42,25 @@ export async function* readChunks(
   }
 }
 
+/** The latest heartbeat details of a workflow's pending activities (heartbeats are not history). */
+export async function pendingHeartbeatDetails(handle: WorkflowHandle): Promise<Array<Record<string, unknown>>> {
+  const description = await handle.describe();
+  return (description.raw.pendingActivities ?? []).flatMap((activity) =>
+    (activity.heartbeatDetails?.payloads ?? []).map(
+      (payload) => (defaultPayloadConverter.fromPayload(payload) ?? {}) as Record<string, unknown>,
+    ),
+  );
+}
+
 /**
  * Where the run's current LLM call streams from: the LLM activity announces it in its heartbeat
- * details, which `describe()` shows for pending activities (heartbeats are not written to history).
+ * details, which `describe()` shows for pending activities.
  */
 export async function findStreamSource(handle: WorkflowHandle): Promise<StreamSource | undefined> {
-  const description = await handle.describe();
-  for (const activity of description.raw.pendingActivities ?? []) {
-    for (const payload of activity.heartbeatDetails?.payloads ?? []) {
-      const details = defaultPayloadConverter.fromPayload(payload) as
-        { stream_url?: unknown; stream_token?: unknown; llm_call?: unknown; attempt?: unknown } | undefined;
-      if (
-        typeof details?.stream_url === 'string' &&
-        typeof details.stream_token === 'string' &&
-        typeof details.llm_call === 'number'
-      ) {
-        return {
-          url: details.stream_url,
-          token: details.stream_token,
-          llm_call: details.llm_call,
-          attempt: Number(details.attempt ?? 1),
-        };
-      }
+  for (const details of await pendingHeartbeatDetails(handle)) {
+    const { stream_url: url, stream_token: token, llm_call: llmCall, attempt } = details;
+    if (typeof url === 'string' && typeof token === 'string' && typeof llmCall === 'number') {
+      return { url, token, llm_call: llmCall, attempt: Number(attempt ?? 1) };
     }
   }
   return undefined;

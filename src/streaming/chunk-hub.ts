@@ -44,9 +44,9 @@ export class ChunkHub implements ChunkTransport {
   }
 
   /**
-   * Events from the offset on, live, until aborted. Chunk i of an attempt sits at position i of its
-   * buffer and the end marker after the last chunk. After a `failed` end the same call is read again
-   * once a newer attempt streams it.
+   * Events from the offset on, live, until aborted or the run has been silent for `idleMs`. Chunk i of
+   * an attempt sits at position i of its buffer and the end marker after the last chunk. After a
+   * `failed` end that is `retrying`, the same call is read again once a newer attempt streams it.
    */
   async *subscribe(runId: string, from: StreamOffset, signal: AbortSignal): AsyncIterable<StreamEvent> {
     let call = from.llm_call;
@@ -67,7 +67,7 @@ export class ChunkHub implements ChunkTransport {
         position += 1;
         yield event;
         if (event.event_type === 'llm_stream_end') {
-          if (event.outcome === 'failed') {
+          if (event.outcome === 'failed' && event.retrying !== false) {
             attempt = event.attempt + 1;
           } else {
             call += 1;
@@ -77,34 +77,42 @@ export class ChunkHub implements ChunkTransport {
         }
         continue;
       }
-      // A later call already started (this one was evicted or never streamed): move on to it.
+      // A later call already started (this one was evicted, never streamed here, or its retry runs on
+      // another worker): move on to it.
       const later = run ? [...run.calls.keys()].filter((key) => key > call) : [];
-      if (!buffer && later.length > 0) {
+      if ((!buffer || (attempt !== undefined && buffer.attempt < attempt)) && later.length > 0) {
         call = Math.min(...later);
         attempt = undefined;
         position = 0;
         continue;
       }
-      await this.nextPublish(runId, signal);
+      if (!(await this.nextPublish(runId, signal))) return;
     }
   }
 
-  private nextPublish(runId: string, signal: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve) => {
+  /** False when nothing was published for the run within `idleMs`: the follower is let go. */
+  private nextPublish(runId: string, signal: AbortSignal): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const idle = setTimeout(() => finish(false), this.idleMs);
+      const finish = (published: boolean) => {
+        clearTimeout(idle);
+        wake(published);
+      };
       let waiting = this.listeners.get(runId);
       if (!waiting) {
         waiting = new Set();
         this.listeners.set(runId, waiting);
       }
       const set = waiting;
-      const wake = () => {
-        set.delete(wake);
+      const onPublish = () => finish(true);
+      const wake = (published: boolean) => {
+        set.delete(onPublish);
         if (set.size === 0 && this.listeners.get(runId) === set) this.listeners.delete(runId);
-        signal.removeEventListener('abort', wake);
-        resolve();
+        signal.removeEventListener('abort', onPublish);
+        resolve(published);
       };
-      set.add(wake);
-      signal.addEventListener('abort', wake, { once: true });
+      set.add(onPublish);
+      signal.addEventListener('abort', onPublish, { once: true });
     });
   }
 

@@ -32,7 +32,8 @@ export interface ArgumentsDeltaEvent {
 
 /**
  * Marks the end of one attempt's stream. `completed` and `aborted` end the call; `failed` means the
- * attempt broke (its chunks never reach the transcript) and a later attempt streams the call again.
+ * attempt broke and its chunks never reach the transcript: with `retrying`, a later attempt streams the
+ * call again (unless the retry budget has run out: the run's events say so); without, the call is over.
  */
 export interface ChunkStreamEnd {
   event_type: 'llm_stream_end';
@@ -43,6 +44,8 @@ export interface ChunkStreamEnd {
   outcome: 'completed' | 'aborted' | 'failed';
   /** The failure type of a failed attempt (e.g. `ProviderStreamIncomplete`). */
   error?: string;
+  /** A failed attempt: whether the failure is retryable, so another attempt follows. */
+  retrying?: boolean;
 }
 
 export type StreamEvent = ChunkEvent | ArgumentsDeltaEvent | ChunkStreamEnd;

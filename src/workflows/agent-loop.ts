@@ -1,4 +1,4 @@
-import { ActivityCancellationType, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { ActivityCancellationType, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { NON_RETRYABLE_PROVIDER_ERRORS } from '../common';
 import {
@@ -116,7 +116,8 @@ export class AgentLoop {
       if (this.options.maxToolCalls !== null && toolCalls + calls.length > this.options.maxToolCalls) {
         // Spec 7.5: the batch and its tool-call message are dropped; one last call without tools.
         const last = await this.llmPhase({ withTools: false, stream: false }, it + 1);
-        if (last.outcome !== 'aborted' && this.goesOnWithInbox()) {
+        // Runs recorded before this ended here with the message unread: they replay as they ran.
+        if (last.outcome !== 'aborted' && this.goesOnWithInbox() && patched('budget-call-goes-on-with-inbox')) {
           // A message that arrived meanwhile gets an iteration of its own, as after any final answer.
           commit(run, last.mutations);
           run.iteration = it + 2;

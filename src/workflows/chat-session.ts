@@ -3,6 +3,7 @@ import {
   ApplicationFailure,
   condition,
   continueAsNew,
+  patched,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -15,11 +16,12 @@ import {
   type ChatSessionResult,
   type SessionState,
   type TurnReply,
+  utf8Bytes,
 } from '../runtime';
 import { AgentLoop } from './agent-loop';
 import { checkedSeed, resolveAgent } from './agent-run';
 import { abortSignal, closeSignal, nextRequestQuery, sendUpdate } from '../common/definitions';
-import { asRunFailure, turnFailure } from './failures';
+import { asRunFailure, turnFailure, withUnprocessedMessages } from './failures';
 import { registerRunHandlers } from './handlers';
 import {
   applyAgentLimits,
@@ -29,8 +31,9 @@ import {
   enqueueMessage,
   newRun,
   requestAbort,
-  userMessageMutation,
   type Run,
+  unprocessedMessages,
+  userMessageMutation,
 } from './run-state';
 import { sinks } from './sinks';
 
@@ -114,15 +117,23 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     for (;;) {
       await condition(() => run.inbox.length > 0 || session.closing);
       const entry = run.inbox.shift();
-      if (!entry) break;
+      if (!entry) {
+        // Closing: running handlers finish first, and a message accepted meanwhile still gets its turn.
+        await condition(() => allHandlersFinished() || run.inbox.length > 0);
+        if (run.inbox.length === 0) break;
+        continue;
+      }
       const checkpoint = turnCheckpoint(run);
       run.pending.push(userMessageMutation(entry.content));
       run.abort = { requested: false, reason: '' };
       session.turnActive = true;
       const reply = await runTurn(run, loop, checkpoint);
       session.turnActive = false;
+      // An abort ends its turn only: the next messages are accepted as usual.
+      run.abort = { requested: false, reason: '' };
       session.turns += 1;
-      replies.set(entry.id, { ...reply, turn: session.turns });
+      // Only a `send` waits for its reply; messages queued by signal or by `user_message` do not.
+      if (waiting.has(entry.id)) replies.set(entry.id, { ...reply, turn: session.turns });
       if (continueAsNewDue(input) && (await continueAsNewNow(run, session, waiting))) {
         return await continueAsNew<typeof chatSession>(carriedInput(run, input, session, agent));
       }
@@ -139,7 +150,7 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     return result;
   } catch (error) {
     run.state = 'failed';
-    throw asRunFailure(error);
+    throw withUnprocessedMessages(asRunFailure(error), unprocessedMessages(run));
   }
 }
 
@@ -176,7 +187,8 @@ async function runTurn(run: Run, loop: AgentLoop, checkpoint: TurnCheckpoint): P
     };
   } catch (error) {
     const failure = turnFailure(error);
-    if (!failure) throw error;
+    // Sessions recorded before failed turns were answered failed with the whole session: replay them so.
+    if (!failure || !patched('session-failed-turn-rolls-back')) throw error;
     run.transcript = checkpoint.transcript;
     run.snapshot = checkpoint.snapshot;
     run.pending = checkpoint.pending;
@@ -228,7 +240,7 @@ async function continueAsNewNow(run: Run, session: { continued: number }, waitin
   if (hasUpdateMessages) return false;
   await condition(() => allHandlersFinished() || run.inbox.some((entry) => waiting.has(entry.id)));
   if (!allHandlersFinished()) return false;
-  const size = new TextEncoder().encode(JSON.stringify(run.transcript)).length;
+  const size = utf8Bytes(JSON.stringify(run.transcript));
   if (size > MAX_CARRIED_BYTES) {
     // Carrying this state would break Temporal's payload limit: the agent has to compact (selfref_compact).
     emit(run, {

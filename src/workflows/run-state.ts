@@ -161,8 +161,8 @@ export function checkMessage(run: Run, payload: unknown): ReturnType<typeof chec
 }
 
 /**
- * Applies the agent's own limits once it is known. Messages queued before that were checked against
- * the defaults; any the agent's limits refuse leave the inbox with a recorded reason.
+ * Applies the agent's own limits once it is known, to the messages that come after. Messages accepted
+ * before (against the defaults) stay accepted: an update may already have confirmed them.
  */
 export function applyAgentLimits(
   run: Run,
@@ -172,17 +172,6 @@ export function applyAgentLimits(
     maxMessageBytes: limits.max_user_message_bytes,
     maxQueuedBytes: limits.max_queued_message_bytes,
   };
-  const queued = run.inbox.splice(0);
-  let bytes = 0;
-  for (const entry of queued) {
-    const check = checkUserMessage({ content: entry.content }, run.messageLimits, bytes);
-    if (!check.ok) {
-      rejectInput(run, 'user_message', 'signal', check.reason);
-      continue;
-    }
-    bytes += check.bytes;
-    run.inbox.push(entry);
-  }
 }
 
 /** A refused signal or update leaves a visible trace: an event and a count in `status`. */

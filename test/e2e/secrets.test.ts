@@ -30,7 +30,8 @@ function occurrencesInDatabase(needle: string): number {
 
 describe('secrets never leave the worker', () => {
   it('a provider that echoes the API key (401, a retried 429, a junk stream line) leaves it in neither history nor worker output', async () => {
-    const key = `sk-canary-${randomUUID().replaceAll('-', '')}`;
+    // Shaped like no provider key: only the configured-key redaction can remove it.
+    const key = `canary-key-${randomUUID()}`;
     const canary = `canary-${randomUUID()}`;
     const fake = await FakeModelServer.start({
       script: [

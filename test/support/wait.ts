@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { defaultPayloadConverter } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import type { RunHandle } from '../../src/client/patchloop-client';
+import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
 import type { RunEvent, RunEventType } from '../../src/runtime';
 
 /** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */
@@ -38,20 +38,13 @@ export function eventOf(
   );
 }
 
-/** The latest heartbeat details of the run's pending activities (heartbeats are throttled to 1 s). */
-async function heartbeats(run: RunHandle): Promise<Array<Record<string, unknown>>> {
-  const description = await run.workflow.describe();
-  return (description.raw.pendingActivities ?? []).flatMap((activity) =>
-    (activity.heartbeatDetails?.payloads ?? []).map(
-      (payload) => (defaultPayloadConverter.fromPayload(payload) ?? {}) as Record<string, unknown>,
-    ),
-  );
-}
-
 /** Waits until the run's LLM activity reports holding at least `chars` characters of the reply. */
 export function replyReceived(run: RunHandle, chars: number): Promise<true> {
   return eventually(
-    async () => ((await heartbeats(run)).some((details) => Number(details['chars'] ?? -1) >= chars) ? true : undefined),
+    async () =>
+      (await pendingHeartbeatDetails(run.workflow)).some((details) => Number(details['chars'] ?? -1) >= chars)
+        ? true
+        : undefined,
     30_000,
     `${chars} characters received`,
   );
@@ -61,7 +54,9 @@ export function replyReceived(run: RunHandle, chars: number): Promise<true> {
 export function callsFinished(run: RunHandle, count: number): Promise<true> {
   return eventually(
     async () =>
-      (await heartbeats(run)).some((details) => Number(details['finished'] ?? -1) >= count) ? true : undefined,
+      (await pendingHeartbeatDetails(run.workflow)).some((details) => Number(details['finished'] ?? -1) >= count)
+        ? true
+        : undefined,
     30_000,
     `${count} finished call(s)`,
   );

@@ -134,4 +134,25 @@ describe('ChunkHub (the embedded side channel)', () => {
     expect(await reading).toEqual([]);
     expect(hub.size).toEqual({ runs: 0, listeners: 0 });
   });
+
+  it('a final failure (not retrying) ends the call; a retry that streams elsewhere does not hold the follower', async () => {
+    const hub = new ChunkHub();
+    const read = reader(hub.subscribe('r', { llm_call: 1, chunk_index: 0 }, new AbortController().signal));
+    hub.publish(chunk(1, 1, 0));
+    hub.publish({ ...end(1, 1, 1, 'failed'), retrying: false } as StreamEvent);
+    hub.publish(chunk(2, 1, 0));
+    expect(await read(3)).toEqual(['c1.1.0', 'failed1.1', 'c2.1.0']);
+    // Call 2 fails retrying, its retry runs on another worker; call 3 shows up here: move on to it.
+    hub.publish(end(2, 1, 1, 'failed'));
+    hub.publish(chunk(3, 1, 0));
+    expect(await read(2)).toEqual(['failed2.1', 'c3.1.0']);
+  });
+
+  it('lets a follower go when the run has been silent for the idle time', async () => {
+    const hub = new ChunkHub(4, 50);
+    expect(
+      await take(hub.subscribe('quiet', { llm_call: 1, chunk_index: 0 }, new AbortController().signal), 1),
+    ).toEqual([]);
+    expect(hub.size.listeners).toBe(0);
+  });
 });

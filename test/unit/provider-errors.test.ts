@@ -83,4 +83,34 @@ describe('provider error classification', () => {
     expect(retryAfterMs({ 'retry-after': 'soon' })).toBeUndefined();
     expect(retryAfterMs(undefined)).toBeUndefined();
   });
+
+  it('ignores empty, zero, negative and huge delays, which would hot-loop or stall the run', () => {
+    const cases: Array<Record<string, string>> = [
+      { 'retry-after': '' },
+      { 'retry-after': '0' },
+      { 'retry-after-ms': '' },
+      { 'retry-after-ms': '0' },
+      { 'retry-after': '-3' },
+      { 'retry-after': '86400' },
+    ];
+    for (const headers of cases) {
+      expect([headers, retryAfterMs(headers)]).toEqual([headers, undefined]);
+    }
+    expect(classifyProviderError(apiError(429, 'slow down', { 'retry-after': '0' })).nextRetryDelay).toBeUndefined();
+  });
+
+  it('classifies errors the provider sends inside a stream by their code and type', () => {
+    const streamed = (error: Record<string, unknown>) => new OpenAI.APIError(undefined, error, undefined, undefined);
+    const cases: Array<[Record<string, unknown>, string, boolean]> = [
+      [{ message: 'quota', type: 'insufficient_quota', code: 'insufficient_quota' }, 'ProviderQuotaExceeded', true],
+      [{ message: 'bad key', type: 'invalid_request_error', code: 'invalid_api_key' }, 'ProviderAuthFailed', true],
+      [{ message: 'too long', type: 'invalid_request_error', code: 'context_length_exceeded' }, 'ContextTooLong', true],
+      [{ message: 'flagged', type: 'invalid_request_error', code: 'content_filter' }, 'ProviderRejected', true],
+      [{ message: 'overloaded', type: 'server_error' }, 'ProviderUnavailable', false],
+    ];
+    for (const [error, type, nonRetryable] of cases) {
+      const failure = classifyProviderError(streamed(error));
+      expect([error.message, failure.type, failure.nonRetryable]).toEqual([error.message, type, nonRetryable]);
+    }
+  });
 });

@@ -138,6 +138,11 @@ describe('the token-stream endpoint', () => {
         })
       ).status,
     ).toBe(401);
+    // A token expires an hour after it was minted.
+    const minted = new StreamTokens('unit-test-secret', () => Date.now() - 61 * 60 * 1000).tokenFor(RUN);
+    expect(
+      (await fetch(`${url}/v1/runs/${RUN}/chunks`, { headers: { authorization: `Bearer ${minted}` } })).status,
+    ).toBe(401);
     // EventSource cannot set headers: the token may come as a query parameter.
     expect((await firstFrame(`${url}/v1/runs/${RUN}/chunks?token=${tokens.tokenFor(RUN)}`, {})).event).toEqual(
       text(1, 1, 0),
