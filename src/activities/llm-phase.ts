@@ -3,7 +3,13 @@ import { ApplicationFailure } from '@temporalio/common';
 import { createParser } from 'eventsource-parser';
 import OpenAI from 'openai';
 import type { JsonValue, Mutation, ToolCall } from '../context';
-import type { LlmPhaseInput, LlmPhaseResult, LlmRequest, TokenUsage } from '../runtime';
+import {
+  truncatedReplyMutation,
+  type LlmPhaseInput,
+  type LlmPhaseResult,
+  type LlmRequest,
+  type TokenUsage,
+} from '../runtime';
 import type { AgentRegistry } from '../agents/registry';
 import type { ChunkTransport } from '../streaming/chunk';
 import type { StreamTokens } from '../streaming/stream-token';
@@ -309,7 +315,7 @@ function completedResult(reply: Reply, started: number): LlmPhaseResult {
 function abortedResult(stream: StreamAccumulator, started: number): LlmPhaseResult {
   return {
     outcome: 'aborted',
-    mutations: [{ type: 'AssistantTruncatedMutation', partial_content: stream.content, abort_reason: '' }],
+    mutations: [truncatedReplyMutation(stream.content)],
     partial_tool_calls: stream.toolCalls().map((call) => ({ id: call.id, name: call.function.name })),
     usage: stream.usage,
     finish_reason: null,

@@ -13,6 +13,7 @@ import {
 import { isMultimodalResult } from '../tools/images';
 import { ImageError, multimodalMutation } from './multimodal-result';
 import {
+  cancelledCallMutation,
   isSelfRefTool,
   runSelfRefTool,
   SELFREF_FORK,
@@ -246,7 +247,7 @@ function batchResult(
       if (done.intent) intents.push({ tool_call_id: call.id, intent: done.intent });
     } else {
       unfinished.push(call.id);
-      mutations.push({ type: 'ToolCancelledMutation', tool_call_id: call.id, tool_name: call.name, abort_reason: '' });
+      mutations.push(cancelledCallMutation(call));
     }
   }
   return {

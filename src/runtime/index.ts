@@ -7,3 +7,5 @@ export * from './agent-prompt';
 export * from './selfref-tools';
 export * from './session';
 export * from './user-message';
+export * from './next-step';
+export * from './abort-mutations';

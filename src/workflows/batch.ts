@@ -1,17 +1,12 @@
 import { ActivityFailure } from '@temporalio/workflow';
 import { toolStepErrorContent, type Mutation } from '../context';
-import type { ToolBatchResult, ToolCallReport, ToolCallRequest } from '../runtime';
+import { cancelledCallMutation, type ToolBatchResult, type ToolCallReport, type ToolCallRequest } from '../runtime';
 
 /** Spec 8.2: an abort before the batch starts runs nothing; every call gets a cancellation result. */
 export function cancelledBatch(calls: readonly ToolCallRequest[]): ToolBatchResult {
   return {
     outcome: 'aborted',
-    mutations: calls.map((call) => ({
-      type: 'ToolCancelledMutation',
-      tool_call_id: call.id,
-      tool_name: call.name,
-      abort_reason: '',
-    })),
+    mutations: calls.map(cancelledCallMutation),
     reports: [],
     unfinished: calls.map((call) => call.id),
     intents: [],
@@ -45,15 +40,6 @@ export function failedBatch(calls: readonly ToolCallRequest[], error: unknown): 
   };
 }
 
-export function withCancelReason(batch: ToolBatchResult, reason: string): ToolBatchResult {
-  return {
-    ...batch,
-    mutations: batch.mutations.map((mutation) =>
-      mutation.type === 'ToolCancelledMutation' ? { ...mutation, abort_reason: reason } : mutation,
-    ),
-  };
-}
-
 /** A finished call handled by the workflow itself (a fork). */
 export interface WorkflowCallResult {
   call: ToolCallRequest;
@@ -83,12 +69,7 @@ export function mergeBatches(
   const multimodal: Mutation[] = [];
   const unfinished: string[] = [];
   for (const call of calls) {
-    const mutation: Mutation = byId.get(call.id)?.shift() ?? {
-      type: 'ToolCancelledMutation',
-      tool_call_id: call.id,
-      tool_name: call.name,
-      abort_reason: '',
-    };
+    const mutation: Mutation = byId.get(call.id)?.shift() ?? cancelledCallMutation(call);
     if (mutation.type === 'ToolCancelledMutation') unfinished.push(call.id);
     (mutation.type === 'MultimodalToolResultMutation' ? multimodal : plain).push(mutation);
   }

@@ -1,0 +1,42 @@
+import type { JsonObject, PromptContract } from '../context';
+import type { AgentSpec, LlmPhaseResult } from '../runtime';
+import type { PhaseActivities } from './phase-activities';
+import type { Run } from './run-state';
+
+export interface LoopOptions {
+  transport: 'query' | 'inline';
+  /** Budget of tool calls per turn (spec 7.5); null is unlimited. */
+  maxToolCalls: number | null;
+  /**
+   * Whether queued user messages join this turn at its compile boundaries (a run), or wait for turns of
+   * their own (a session).
+   */
+  foldInbox: boolean;
+  /** Overrides the chat-agent prompt contract (typed functions use the function preset). */
+  contract?: PromptContract;
+  /** A typed LLM function whose output schema checks final replies. */
+  outputCheck?: string;
+}
+
+/** What the steps of a turn share: the durable run, the agent and how its requests are built. */
+export interface LoopContext {
+  run: Run;
+  agent: AgentSpec;
+  options: LoopOptions;
+  contract: PromptContract;
+  /** The agent's tools in the provider's shape. */
+  tools: JsonObject[];
+  activities: PhaseActivities;
+}
+
+export type LlmMode = { withTools: boolean; stream: boolean };
+
+export interface TurnResult {
+  status: 'completed' | 'aborted';
+  /** The final answer; null when aborted. */
+  answer: string | null;
+  /** Spec 7.10: the text of the turn's last LLM call (the partial text after an abort). */
+  finalResponse: string;
+  /** For typed functions: the final reply checked against the output schema. */
+  outputCheck?: LlmPhaseResult['output_check'];
+}

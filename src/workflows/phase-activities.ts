@@ -1,0 +1,40 @@
+import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { NON_RETRYABLE_PROVIDER_ERRORS } from '../common';
+import type { AgentSpec } from '../runtime';
+
+export type PhaseActivities = Pick<Activities, 'llmPhase' | 'toolBatch'>;
+
+/** The two phase activities with the agent's timeouts and retry budgets. */
+export function phaseActivities(agent: AgentSpec): PhaseActivities {
+  const limits = agent.limits;
+  const common = {
+    heartbeatTimeout: `${limits.heartbeat_timeout_seconds}s`,
+    // Omitted, this silently means TRY_CANCEL and the partial results of an abort are lost.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  } as const;
+  // Provider unavailability retries for a time budget, not a handful of attempts: a durable run outlasts
+  // an outage. The budget covers every attempt and the backoff between them.
+  const { llmPhase } = proxyActivities<Activities>({
+    ...common,
+    startToCloseTimeout: `${limits.llm_timeout_seconds}s`,
+    scheduleToCloseTimeout: `${limits.llm_retry_budget_seconds}s`,
+    retry: {
+      initialInterval: '1s',
+      backoffCoefficient: 2,
+      maximumInterval: '60s',
+      ...(limits.llm_max_attempts !== null ? { maximumAttempts: limits.llm_max_attempts } : {}),
+      nonRetryableErrorTypes: NON_RETRYABLE_PROVIDER_ERRORS,
+    },
+  });
+  const slowestTool = Math.max(
+    limits.tool_timeout_seconds,
+    ...agent.tool_descriptors.map((tool) => tool.timeout_seconds ?? 0),
+  );
+  const { toolBatch } = proxyActivities<Activities>({
+    ...common,
+    startToCloseTimeout: `${slowestTool + 30}s`,
+    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: limits.tool_batch_max_attempts },
+  });
+  return { llmPhase, toolBatch };
+}

@@ -1,0 +1,96 @@
+import { workflowInfo } from '@temporalio/workflow';
+import {
+  queueIntent,
+  SELFREF_FORK,
+  withAbortReason,
+  type ToolBatchResult,
+  type ToolCallReport,
+  type ToolCallRequest,
+} from '../runtime';
+import { cancelledBatch, EMPTY_BATCH, failedBatch, mergeBatches, type WorkflowCallResult } from './batch';
+import { runFork } from './forks';
+import type { LoopContext } from './loop-context';
+import { inPhaseScope } from './phase-scope';
+import * as events from './run-events';
+import { deliverChildSignals, emit } from './run-state';
+
+/**
+ * One tool batch (spec 7.6): the calls run concurrently, results come back in declared order. After an
+ * abort nothing runs and every call gets a cancellation. SelfRef intents of finished calls queue for
+ * the next compile boundary (6.2).
+ */
+export async function toolStep(
+  loop: LoopContext,
+  calls: ToolCallRequest[],
+  eventIteration: number,
+): Promise<ToolBatchResult> {
+  const run = loop.run;
+  for (const event of events.batchStart(calls)) emit(run, event, eventIteration);
+  const raw = run.abort.requested ? cancelledBatch(calls) : await runBatch(loop, calls, eventIteration);
+  const batch = { ...raw, mutations: withAbortReason(raw.mutations, run.abort.reason) };
+  for (const event of events.batchOutcome(calls, batch)) emit(run, event, eventIteration);
+  // Intents of finished calls queue in declared order; cancelled calls queue nothing (6.2).
+  for (const record of batch.intents) {
+    if (!batch.unfinished.includes(record.tool_call_id)) queueIntent(run.selfrefQueue, record.intent);
+  }
+  return batch;
+}
+
+/** The activity runs the tools; the workflow runs forks as child workflows, concurrently with it. */
+async function runBatch(loop: LoopContext, calls: ToolCallRequest[], eventIteration: number): Promise<ToolBatchResult> {
+  const run = loop.run;
+  const isFork = (call: ToolCallRequest) => loop.agent.selfref && call.name === SELFREF_FORK;
+  // Reports in completion order, across the activity and the forks.
+  const reports: ToolCallReport[] = [];
+  try {
+    const [activity, ...forks] = await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, () =>
+      Promise.all([
+        activityBatch(
+          loop,
+          calls.filter((call) => !isFork(call)),
+          eventIteration,
+          reports,
+        ),
+        ...calls.filter(isFork).map((call) =>
+          runFork(run, loop.agent, call, eventIteration).then(
+            (result) => {
+              reports.push(result.report);
+              return result;
+            },
+            () => null,
+          ),
+        ),
+      ]),
+    );
+    await deliverChildSignals(run);
+    const own = (forks as Array<WorkflowCallResult | null>).filter((fork): fork is WorkflowCallResult => fork !== null);
+    return mergeBatches(calls, activity as ToolBatchResult, own, reports);
+  } catch (error) {
+    await deliverChildSignals(run);
+    if (run.abort.requested) return cancelledBatch(calls);
+    throw error;
+  }
+}
+
+/** A failed batch (all attempts) becomes error results the model sees, unless the run was aborted. */
+async function activityBatch(
+  loop: LoopContext,
+  calls: ToolCallRequest[],
+  eventIteration: number,
+  reports: ToolCallReport[],
+): Promise<ToolBatchResult> {
+  if (calls.length === 0) return EMPTY_BATCH;
+  const input = {
+    agent: loop.agent.name,
+    iteration: eventIteration,
+    calls,
+    run_chain_id: workflowInfo().firstExecutionRunId,
+  };
+  try {
+    const result = await loop.activities.toolBatch(input);
+    reports.push(...result.reports);
+    return result;
+  } catch (error) {
+    return loop.run.abort.requested ? cancelledBatch(calls) : failedBatch(calls, error);
+  }
+}
