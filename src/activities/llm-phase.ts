@@ -83,15 +83,7 @@ export function createLlmPhase(
     const signal = context.cancellationSignal;
     let reply: Reply;
     try {
-      const request = await loadRequest(input, cache).catch((error: unknown) => {
-        // Not the provider's fault: the workflow did not hand out its request (evicted, no worker up).
-        throw error instanceof ApplicationFailure
-          ? error
-          : ApplicationFailure.create({
-              type: 'RequestUnavailable',
-              message: `could not load the compiled request: ${(error as Error).message}`,
-            });
-      });
+      const request = await loadCompiledRequest(input, cache);
       if (signal.aborted) throw signal.reason;
       const body = new BodyObserver();
       // One attempt's HTTP timeout stays below the attempt's own start-to-close timeout.
@@ -102,14 +94,10 @@ export function createLlmPhase(
         : await plainReply(attemptClient, request, shutdownOnly(context));
     } catch (error) {
       // An abort before the first byte throws (APIUserAbortError): that is the abort path, not a failure.
-      if (!signal.aborted) {
-        const failure = classifyProviderError(error);
-        publisher.end('failed', { error: failure.type ?? 'Error', retrying: !failure.nonRetryable });
-        throw failure;
-      }
-      if (!isUserAbort(context)) throw cancellationError(context);
-      publisher.end('aborted');
-      return abortedResult(stream, started);
+      if (signal.aborted) return abortPath(context, publisher, stream, started);
+      const failure = classifyProviderError(error);
+      publisher.end('failed', { error: failure.type ?? 'Error', retrying: !failure.nonRetryable });
+      throw failure;
     } finally {
       stopHeartbeat();
     }
@@ -126,6 +114,30 @@ export function createLlmPhase(
       };
     return result;
   };
+}
+
+/** The workflow's compiled request; failing to get it is not the provider's fault. */
+async function loadCompiledRequest(input: LlmPhaseInput, cache: RequestCache): Promise<LlmRequest> {
+  try {
+    return await loadRequest(input, cache);
+  } catch (error) {
+    // The workflow did not hand out its request (evicted and replaying too slowly, no worker up).
+    if (error instanceof ApplicationFailure) throw error;
+    const message = `could not load the compiled request: ${(error as Error).message}`;
+    throw ApplicationFailure.create({ type: 'RequestUnavailable', message });
+  }
+}
+
+/** A user abort returns the partial reply; any other cancel (shutdown) throws, so the phase runs again. */
+function abortPath(
+  context: Context,
+  publisher: ReturnType<typeof chunkPublisher>,
+  stream: StreamAccumulator,
+  started: number,
+): LlmPhaseResult {
+  if (!isUserAbort(context)) throw cancellationError(context);
+  publisher.end('aborted');
+  return abortedResult(stream, started);
 }
 
 /**

@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import type { LlmPhaseInput, LlmRequest } from '../runtime';
-import { compiledRequestQuery } from '../common/definitions';
+import { compiledRequestQuery } from '../common';
 
 /** A small LRU of compiled requests by digest: a retried attempt on the same worker skips the query. */
 export class RequestCache {

@@ -28,6 +28,7 @@ import {
 import type { AgentRegistry } from '../agents/registry';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
 import type { SecretRedactor } from './redact';
+import type { Tool } from '../tools/define-tool';
 
 export interface ToolBatchSettings {
   /** After an abort, how long calls may still finish and keep their results. */
@@ -80,16 +81,18 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
     try {
       if (!signal.aborted) {
         const runs = input.calls.map(async (call, index) => {
-          const outcome = await runCall(
+          const outcome = await runCall({
             registry,
             limits,
             input,
             call,
             workflowId,
-            signal,
-            settings.redactor,
-            (event_name, data) => customEvents.push({ tool_call_id: call.id, tool_name: call.name, event_name, data }),
-          );
+            batchSignal: signal,
+            redactor: settings.redactor,
+            emit: (event_name, data) =>
+              customEvents.push({ tool_call_id: call.id, tool_name: call.name, event_name, data }),
+            started: Date.now(),
+          });
           if (outcome === null) return;
           finished.set(index, outcome);
           order.push(index);
@@ -105,18 +108,22 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
   };
 }
 
-async function runCall(
-  registry: AgentRegistry,
-  limits: CallLimits,
-  input: ToolBatchInput,
-  call: ToolCallRequest,
-  workflowId: string,
-  batchSignal: AbortSignal,
-  redactor: SecretRedactor | undefined,
-  emit: (eventName: string, data: JsonObject) => void,
-): Promise<Finished | null> {
-  const started = Date.now();
-  const finish = (content: string, success = true, error?: string): Finished => ({
+/** One call of a batch and what it may use. */
+interface CallScope {
+  registry: AgentRegistry;
+  limits: CallLimits;
+  input: ToolBatchInput;
+  call: ToolCallRequest;
+  workflowId: string;
+  batchSignal: AbortSignal;
+  redactor: SecretRedactor | undefined;
+  emit: (eventName: string, data: JsonObject) => void;
+  started: number;
+}
+
+function callResult(scope: CallScope, content: string, success = true, error?: string): Finished {
+  const { call, started } = scope;
+  return {
     content,
     report: {
       tool_call_id: call.id,
@@ -125,77 +132,93 @@ async function runCall(
       ...(error !== undefined ? { error } : {}),
       duration_ms: Date.now() - started,
     },
-  });
+  };
+}
+
+/**
+ * One call (spec 7.6): unknown tools, arguments that do not parse or validate, and tools that throw
+ * become error results the model sees. Null when the batch was aborted before it finished.
+ */
+async function runCall(scope: CallScope): Promise<Finished | null> {
+  const { registry, input, call } = scope;
   const selfref = registry.selfref(input.agent) && isSelfRefTool(call.name) && call.name !== SELFREF_FORK;
   const tool = selfref ? undefined : registry.toolFor(input.agent, call.name);
-  if (!tool && !selfref) return finish(unknownToolContent(call.name));
+  if (!tool && !selfref) return callResult(scope, unknownToolContent(call.name));
   const args = repairToolArguments(call.arguments);
-  if (!args.ok) return finish(toolFailureContent(call.name, args.text, 'Tool arguments are not a valid JSON object'));
-  if (selfref) {
-    // The memory key of a run is its workflow id (a fork child's id is its fork memory key).
-    try {
-      const outcome = runSelfRefTool(call.name, args.value, workflowId);
-      return { ...finish(serializeToolResult(outcome.value)), ...(outcome.intent ? { intent: outcome.intent } : {}) };
-    } catch (error) {
-      return finish(toolFailureContent(call.name, args.text, (error as Error).message));
-    }
-  }
-  if (!tool) return finish(unknownToolContent(call.name));
+  if (!args.ok)
+    return callResult(scope, toolFailureContent(call.name, args.text, 'Tool arguments are not a valid JSON object'));
+  if (!tool) return runSelfRef(scope, args.value, args.text);
   const parsed = tool.parameters.safeParse(args.value);
-  if (!parsed.success)
-    return finish(
-      toolFailureContent(
-        call.name,
-        args.text,
-        `invalid arguments: ${z.prettifyError(parsed.error).replaceAll('\n', ' ')}`,
-      ),
-    );
+  if (!parsed.success) {
+    const reason = `invalid arguments: ${z.prettifyError(parsed.error).replaceAll('\n', ' ')}`;
+    return callResult(scope, toolFailureContent(call.name, args.text, reason));
+  }
+  return runTool(scope, tool, parsed.data, args.text);
+}
+
+/** SelfRef tools run here and leave an intent the workflow applies (the memory key is the workflow id). */
+function runSelfRef(scope: CallScope, args: JsonObject, argumentText: string): Finished {
+  try {
+    const outcome = runSelfRefTool(scope.call.name, args, scope.workflowId);
+    return {
+      ...callResult(scope, serializeToolResult(outcome.value)),
+      ...(outcome.intent ? { intent: outcome.intent } : {}),
+    };
+  } catch (error) {
+    return callResult(scope, toolFailureContent(scope.call.name, argumentText, (error as Error).message));
+  }
+}
+
+/** A registered tool, under its timeout and the batch's abort signal. */
+async function runTool(scope: CallScope, tool: Tool, args: unknown, argumentText: string): Promise<Finished | null> {
+  const { call, input, workflowId, limits } = scope;
   const timeoutSeconds = tool.descriptor.timeout_seconds ?? limits.timeoutSeconds;
   const timeout = AbortSignal.timeout(timeoutSeconds * 1000);
-  const signal = AbortSignal.any([batchSignal, timeout]);
+  const signal = AbortSignal.any([scope.batchSignal, timeout]);
+  const context = {
+    signal,
+    idempotencyKey: idempotencyKey(workflowId, input, call),
+    toolCallId: call.id,
+    workflowId,
+    iteration: input.iteration,
+    emit: (eventName: string, data: JsonObject = {}) => scope.emit(eventName, data),
+  };
   try {
     const value = await raceAbort(
-      Promise.resolve().then(() =>
-        tool.execute(parsed.data, {
-          signal,
-          idempotencyKey: idempotencyKey(workflowId, input, call),
-          toolCallId: call.id,
-          workflowId,
-          iteration: input.iteration,
-          emit: (eventName, data = {}) => emit(eventName, data),
-        }),
-      ),
+      Promise.resolve().then(() => tool.execute(args, context)),
       signal,
     );
-    if (isMultimodalResult(value)) {
-      try {
-        return { ...finish(''), multimodal: await multimodalMutation(call, value, limits.maxImageBytes) };
-      } catch (error) {
-        if (error instanceof ImageError) return finish(toolFailureContent(call.name, args.text, error.message));
-        throw error;
-      }
-    }
-    const content = serializeToolResult(value);
-    const bytes = utf8Bytes(content);
-    if (bytes > limits.maxResultBytes) {
-      return finish(
-        toolFailureContent(
-          call.name,
-          args.text,
-          `result is too large: ${bytes} bytes (limit ${limits.maxResultBytes})`,
-        ),
-      );
-    }
-    return finish(content);
+    return await toolOutcome(scope, value, argumentText);
   } catch (error) {
-    if (batchSignal.aborted) return null;
+    if (scope.batchSignal.aborted) return null;
     if (timeout.aborted) {
       const message = `Tool '${call.name}' timed out after ${timeoutSeconds} s`;
-      return finish(toolStepErrorContent(message), false, message);
+      return callResult(scope, toolStepErrorContent(message), false, message);
     }
     const message = error instanceof Error ? error.message : String(error);
-    return finish(toolFailureContent(call.name, args.text, redactor ? redactor.redact(message) : message));
+    return callResult(scope, toolFailureContent(call.name, argumentText, scope.redactor?.redact(message) ?? message));
   }
+}
+
+/** A tool's value as its result: images become a multimodal patch; text above the size limit an error. */
+async function toolOutcome(scope: CallScope, value: unknown, argumentText: string): Promise<Finished> {
+  const { call, limits } = scope;
+  if (isMultimodalResult(value)) {
+    try {
+      return { ...callResult(scope, ''), multimodal: await multimodalMutation(call, value, limits.maxImageBytes) };
+    } catch (error) {
+      if (error instanceof ImageError)
+        return callResult(scope, toolFailureContent(call.name, argumentText, error.message));
+      throw error;
+    }
+  }
+  const content = serializeToolResult(value);
+  const bytes = utf8Bytes(content);
+  if (bytes > limits.maxResultBytes) {
+    const reason = `result is too large: ${bytes} bytes (limit ${limits.maxResultBytes})`;
+    return callResult(scope, toolFailureContent(call.name, argumentText, reason));
+  }
+  return callResult(scope, content);
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { AgentRunResult, RunEvent } from '../runtime';
 import type { StreamEvent } from '../streaming/chunk';
 import { findStreamSource, readChunks } from '../streaming/chunk-client';
-import { eventsQuery } from '../common/definitions';
+import { eventsQuery } from '../common';
 import type { RunHandle } from './patchloop-client';
 
 /** One human-readable line per coarse event, or null for events not worth a line. */

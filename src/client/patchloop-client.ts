@@ -22,7 +22,7 @@ import {
   userMessageSignal,
   userMessageUpdate,
   type UserMessageAccepted,
-} from '../common/definitions';
+} from '../common';
 import type { PatchloopConfig } from '../config/environment';
 
 /** A typed client for patchloop runs; anything it does can also be done with the `temporal` CLI. */
@@ -41,13 +41,7 @@ export class PatchloopClient {
 
   /** Starts workflow `agentRun`; the id defaults to `run-<uuid>`. */
   async start(input: AgentRunInputWire, options: { workflowId?: string } = {}): Promise<RunHandle> {
-    const workflowId = options.workflowId ?? `run-${randomUUID()}`;
-    const handle = await this.temporal.workflow.start('agentRun', {
-      taskQueue: this.taskQueue,
-      workflowId,
-      args: [input],
-    });
-    return new RunHandle(handle as WorkflowHandle);
+    return new RunHandle(await this.startWorkflow('agentRun', options.workflowId ?? `run-${randomUUID()}`, input));
   }
 
   run(workflowId: string): RunHandle {
@@ -56,13 +50,17 @@ export class PatchloopClient {
 
   /** Starts workflow `chatSession`; the id defaults to `session-<uuid>`. */
   async startSession(input: ChatSessionInputWire, options: { sessionId?: string } = {}): Promise<SessionHandle> {
-    const workflowId = options.sessionId ?? `session-${randomUUID()}`;
-    const handle = await this.temporal.workflow.start('chatSession', {
+    return new SessionHandle(
+      await this.startWorkflow('chatSession', options.sessionId ?? `session-${randomUUID()}`, input),
+    );
+  }
+
+  private async startWorkflow(type: string, workflowId: string, input: unknown): Promise<WorkflowHandle> {
+    return (await this.temporal.workflow.start(type, {
       taskQueue: this.taskQueue,
       workflowId,
       args: [input],
-    });
-    return new SessionHandle(handle as WorkflowHandle);
+    })) as WorkflowHandle;
   }
 
   /** A handle on a session, whatever run of its continue-as-new chain is current. */
@@ -87,11 +85,7 @@ export class PatchloopClient {
     options: { workflowId?: string } = {},
   ): Promise<unknown> {
     const workflowId = options.workflowId ?? `fn-${name}-${randomUUID()}`;
-    const handle = await this.temporal.workflow.start('llmFunction', {
-      taskQueue: this.taskQueue,
-      workflowId,
-      args: [{ function: name, args }],
-    });
+    const handle = await this.startWorkflow('llmFunction', workflowId, { function: name, args });
     try {
       return await handle.result();
     } catch (error) {

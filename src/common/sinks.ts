@@ -12,8 +12,11 @@ export interface PatchloopSinks extends Sinks {
 
 export interface RunEndedSummary {
   status: string;
-  /** SHA-256 of the workflow result's JSON text: a replay must compute the very same result. */
-  resultDigest: string;
+  /**
+   * The workflow's result, handed over as is: the replay test checks that a replay computes the very
+   * same result; the worker's own sink ignores it (no hashing in the sandbox for it).
+   */
+  result: unknown;
   llmCalls: number;
   toolCalls: number;
 }

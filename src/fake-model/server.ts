@@ -226,24 +226,16 @@ export class FakeModelServer {
     record: RecordedRequest,
   ): Promise<void> {
     startStream(response);
-    const out = new BodyWriter(response, step.fault?.kind === 'reset' ? step.fault.afterBytes : undefined);
-    const resetAfterChunks = step.fault?.kind === 'reset' ? step.fault.afterChunks : undefined;
     const fault = step.fault;
-    const contents = typeof step.content === 'string' ? [step.content] : (step.content ?? []);
-    let first = true;
+    const out = new BodyWriter(response, fault?.kind === 'reset' ? fault.afterBytes : undefined);
     let written = 0;
-    const delay = () => {
-      const ms = first ? (step.firstChunkDelayMs ?? step.chunkDelayMs ?? 0) : (step.chunkDelayMs ?? 0);
-      first = false;
-      return pause(ms);
-    };
     // False once the client left or the connection was reset on purpose: stop writing.
     const send = (data: unknown): boolean => {
       if (closed() || out.broken) return false;
       if (fault?.kind === 'junk' && written === fault.afterChunks)
         out.write(`data: ${fault.line ?? '{"choices": [ this is not JSON'}\n\n`);
       const event = `data: ${JSON.stringify(data)}\n\n`;
-      if (written === resetAfterChunks) {
+      if (fault?.kind === 'reset' && written === fault.afterChunks) {
         out.resetAfter(event.slice(0, Math.floor(event.length / 2)));
         return false;
       }
@@ -251,50 +243,67 @@ export class FakeModelServer {
       record.chunksWritten += 1;
       return out.write(event);
     };
-    for (const text of contents) {
-      await delay();
-      if (!send(chunk(body, { role: 'assistant', content: text }))) return;
-      record.firstChunkAt ??= performance.timeOrigin + performance.now();
-      record.lastChunkAt = performance.timeOrigin + performance.now();
-    }
-    for (const [index, call] of (step.toolCalls ?? []).entries()) {
-      // Arguments arrive in two fragments, as real providers split them.
-      const half = Math.ceil(call.arguments.length / 2);
-      await delay();
-      if (
-        !send(
-          chunk(body, {
-            tool_calls: [
-              {
-                index,
-                id: call.id,
-                type: 'function',
-                function: { name: call.name, arguments: call.arguments.slice(0, half) },
-              },
-            ],
-          }),
-        )
-      )
-        return;
-      if (!send(chunk(body, { tool_calls: [{ index, function: { arguments: call.arguments.slice(half) } }] }))) return;
+    for (const event of streamedEvents(step, body)) {
+      await pause(event.delayMs);
+      if (!send(event.data)) return;
+      if (event.content) {
+        record.firstChunkAt ??= performance.timeOrigin + performance.now();
+        record.lastChunkAt = performance.timeOrigin + performance.now();
+      }
     }
     const omit = fault?.kind === 'eof' ? fault.omit : undefined;
-    if (omit !== 'finish_reason' && omit !== 'both') {
-      if (
-        !send({
-          ...chunk(body, {}),
-          choices: [{ index: 0, delta: {}, finish_reason: step.toolCalls?.length ? 'tool_calls' : 'stop' }],
-        })
-      )
-        return;
-    }
-    const usage = step.usage === undefined ? defaultUsage(body, contents.join('')) : step.usage;
-    if (usage && (body['stream_options'] as { include_usage?: boolean } | undefined)?.include_usage) {
-      if (!send({ ...chunk(body, {}), choices: [], usage })) return;
-    }
     if (omit !== 'done' && omit !== 'both' && !out.write('data: [DONE]\n\n')) return;
     if (!closed()) response.end();
   }
+}
+
+/**
+ * The chunks of a streamed reply, in order, each with the pause before it: content, tool calls (their
+ * arguments in two fragments, as real providers split them), the finish reason (unless a fault leaves
+ * it out) and the usage-only tail when the request asked for usage.
+ */
+function streamedEvents(
+  step: FakeReply,
+  body: ChatRequestBody,
+): Array<{ data: unknown; delayMs: number; content?: true }> {
+  const contents = typeof step.content === 'string' ? [step.content] : (step.content ?? []);
+  const first = step.firstChunkDelayMs ?? step.chunkDelayMs ?? 0;
+  let paused = false;
+  const delay = () => {
+    const ms = paused ? (step.chunkDelayMs ?? 0) : first;
+    paused = true;
+    return ms;
+  };
+  const events: Array<{ data: unknown; delayMs: number; content?: true }> = [];
+  for (const text of contents)
+    events.push({ data: chunk(body, { role: 'assistant', content: text }), delayMs: delay(), content: true });
+  for (const [index, call] of (step.toolCalls ?? []).entries()) {
+    const half = Math.ceil(call.arguments.length / 2);
+    const opening = {
+      index,
+      id: call.id,
+      type: 'function',
+      function: { name: call.name, arguments: call.arguments.slice(0, half) },
+    };
+    events.push({ data: chunk(body, { tool_calls: [opening] }), delayMs: delay() });
+    events.push({
+      data: chunk(body, { tool_calls: [{ index, function: { arguments: call.arguments.slice(half) } }] }),
+      delayMs: 0,
+    });
+  }
+  const omit = step.fault?.kind === 'eof' ? step.fault.omit : undefined;
+  if (omit !== 'finish_reason' && omit !== 'both') {
+    const finish = step.toolCalls?.length ? 'tool_calls' : 'stop';
+    events.push({
+      data: { ...chunk(body, {}), choices: [{ index: 0, delta: {}, finish_reason: finish }] },
+      delayMs: 0,
+    });
+  }
+  const usage = step.usage === undefined ? defaultUsage(body, contents.join('')) : step.usage;
+  if (usage && (body['stream_options'] as { include_usage?: boolean } | undefined)?.include_usage) {
+    events.push({ data: { ...chunk(body, {}), choices: [], usage }, delayMs: 0 });
+  }
+  return events;
 }
 
 /**

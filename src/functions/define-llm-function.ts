@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { JsonObject } from '../context';
+import { providerJsonSchema } from '../runtime';
 
 export interface LlmFunctionDefinition<Input extends z.ZodObject, Output extends z.ZodType> {
   name: string;
@@ -40,7 +41,7 @@ export function defineLlmFunction<Input extends z.ZodObject, Output extends z.Zo
       );
     }
   }
-  const { $schema: _marker, ...outputSchema } = z.toJSONSchema(definition.output, { io: 'input' }) as JsonObject;
+  const outputSchema = providerJsonSchema(definition.output);
   return {
     name: definition.name,
     definition,

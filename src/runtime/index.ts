@@ -9,3 +9,4 @@ export * from './session';
 export * from './user-message';
 export * from './next-step';
 export * from './abort-mutations';
+export { providerJsonSchema } from './json-schemas';

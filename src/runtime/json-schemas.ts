@@ -1,8 +1,17 @@
 import { z } from 'zod';
-import { Mutation } from '../context';
+import { Mutation, type JsonObject } from '../context';
 import { AgentDefinition } from './agent';
 import { AgentRunInput, AgentRunResult } from './run-input';
 import { ChatSessionInput, TurnReply } from './session';
+
+/**
+ * The JSON Schema zod produces for what a caller sends (a tool's arguments, a function's output),
+ * without the `$schema` marker providers reject.
+ */
+export function providerJsonSchema(schema: z.ZodType): JsonObject {
+  const { $schema: _marker, ...jsonSchema } = z.toJSONSchema(schema, { io: 'input' }) as JsonObject;
+  return jsonSchema;
+}
 
 /** The wire contracts other services use, as JSON Schema files under schemas/ (kept in sync by a test). */
 export function publishedSchemas(): Record<string, unknown> {

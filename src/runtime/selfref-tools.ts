@@ -10,6 +10,7 @@ import {
   type SummaryPayload,
 } from '../context';
 import type { ToolDescriptor } from './agent';
+import { providerJsonSchema } from './json-schemas';
 
 /**
  * The SelfRef primitives as ordinary tools (spec section 6). Remember, forget and compact only queue
@@ -124,8 +125,7 @@ const summaryFields = {
 };
 
 function descriptor(name: string, description: string, parameters: z.ZodType, bestPractices: string[]): ToolDescriptor {
-  const { $schema: _marker, ...schema } = z.toJSONSchema(parameters, { io: 'input' }) as JsonObject;
-  return { name, description, parameters: schema, best_practices: bestPractices };
+  return { name, description, parameters: providerJsonSchema(parameters), best_practices: bestPractices };
 }
 
 /** The descriptors an agent with SelfRef enabled offers the model, alongside its own tools. */

@@ -44,9 +44,8 @@ export async function startStreamServer(
   options: StreamServerOptions,
 ): Promise<StreamServer> {
   const followers = new Set<AbortController>();
-  const maxFollowers = options.maxFollowers ?? 1000;
   const server: Server = createServer((request, response) => {
-    serve(request, response).catch((error: unknown) => {
+    serve(request, response, transport, options, followers).catch((error: unknown) => {
       // A failure after the headers went out: end the stream; the follower resumes from its last id.
       if (response.headersSent) response.destroy();
       else
@@ -63,43 +62,6 @@ export async function startStreamServer(
     socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
   });
 
-  async function serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const { runId, offset, token } = parseRequest(request);
-    if (!options.tokens.verify(runId, token)) {
-      throw new HttpError(
-        401,
-        'Unauthorized',
-        "a valid stream token is required (the run's stream_token, as 'Authorization: Bearer <token>')",
-        { 'www-authenticate': 'Bearer' },
-      );
-    }
-    if (followers.size >= maxFollowers)
-      throw new HttpError(503, 'TooManyFollowers', `this worker serves at most ${maxFollowers} followers at once`, {
-        'retry-after': '1',
-      });
-    const abort = new AbortController();
-    followers.add(abort);
-    response.on('close', () => abort.abort());
-    response.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-    });
-    response.flushHeaders();
-    const keepAlive = setInterval(() => response.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
-    try {
-      for await (const event of transport.subscribe(runId, offset, abort.signal)) {
-        // Backpressure: a slow follower is not buffered without bound; wait until its socket drains.
-        if (!response.write(`id: ${eventId(event)}\ndata: ${JSON.stringify(event)}\n\n`))
-          await drained(response, abort.signal);
-      }
-    } finally {
-      clearInterval(keepAlive);
-      followers.delete(abort);
-      response.end();
-    }
-  }
-
   await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -110,6 +72,47 @@ export async function startStreamServer(
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** One follower: authorised, within the cap, then the run's events from its offset until it leaves. */
+async function serve(
+  request: IncomingMessage,
+  response: ServerResponse,
+  transport: ChunkTransport,
+  options: StreamServerOptions,
+  followers: Set<AbortController>,
+): Promise<void> {
+  const { runId, offset, token } = parseRequest(request);
+  if (!options.tokens.verify(runId, token)) {
+    const message = "a valid stream token is required (the run's stream_token, as 'Authorization: Bearer <token>')";
+    throw new HttpError(401, 'Unauthorized', message, { 'www-authenticate': 'Bearer' });
+  }
+  const maxFollowers = options.maxFollowers ?? 1000;
+  if (followers.size >= maxFollowers) {
+    const message = `this worker serves at most ${maxFollowers} followers at once`;
+    throw new HttpError(503, 'TooManyFollowers', message, { 'retry-after': '1' });
+  }
+  const abort = new AbortController();
+  followers.add(abort);
+  response.on('close', () => abort.abort());
+  response.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
+  response.flushHeaders();
+  const keepAlive = setInterval(() => response.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
+  try {
+    for await (const event of transport.subscribe(runId, offset, abort.signal)) {
+      // Backpressure: a slow follower is not buffered without bound; wait until its socket drains.
+      if (!response.write(`id: ${eventId(event)}\ndata: ${JSON.stringify(event)}\n\n`))
+        await drained(response, abort.signal);
+    }
+  } finally {
+    clearInterval(keepAlive);
+    followers.delete(abort);
+    response.end();
+  }
 }
 
 function parseRequest(request: IncomingMessage): { runId: string; offset: StreamOffset; token: string | undefined } {

@@ -1,6 +1,6 @@
-import { z } from 'zod';
+import { type z } from 'zod';
 import type { JsonObject } from '../context';
-import type { ToolDescriptor } from '../runtime';
+import { providerJsonSchema, type ToolDescriptor } from '../runtime';
 
 /** What a running tool gets besides its arguments. */
 export interface ToolContext {
@@ -44,17 +44,11 @@ export function defineTool<Parameters extends z.ZodType>(definition: ToolDefinit
     descriptor: {
       name: definition.name,
       description: definition.description,
-      parameters: toolParametersSchema(definition.parameters),
+      parameters: providerJsonSchema(definition.parameters),
       best_practices: definition.bestPractices ?? [],
       ...(definition.promptInjection !== undefined ? { prompt_injection: definition.promptInjection } : {}),
       ...(definition.timeoutSeconds !== undefined ? { timeout_seconds: definition.timeoutSeconds } : {}),
     },
     execute: (args, context) => definition.execute(args as z.output<Parameters>, context),
   };
-}
-
-/** The JSON Schema zod produces for the tool's input, without the `$schema` marker providers reject. */
-export function toolParametersSchema(schema: z.ZodType): JsonObject {
-  const { $schema: _ignored, ...jsonSchema } = z.toJSONSchema(schema, { io: 'input' }) as JsonObject;
-  return jsonSchema;
 }

@@ -94,8 +94,8 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     sinks: {
       patchloop: {
         runEnded: {
-          fn: (info, summary: RunEndedSummary) =>
-            Runtime.instance().logger.debug('run ended', { workflowId: info.workflowId, ...summary }),
+          fn: (info, { status, llmCalls, toolCalls }: RunEndedSummary) =>
+            Runtime.instance().logger.debug('run ended', { workflowId: info.workflowId, status, llmCalls, toolCalls }),
         },
       },
     },

@@ -1,10 +1,10 @@
 import { ApplicationFailure, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import { z } from 'zod';
 import type { Activities } from '../activities';
 import { asMessages, cloneJson, validateToolLinkage, type Message } from '../context';
-import { AgentRunInput, AgentSpec, digestText, seedTranscript, type AgentRunResult } from '../runtime';
+import { AgentRunInput, AgentSpec, seedTranscript, type AgentRunResult } from '../runtime';
 import { AgentLoop } from './agent-loop';
-import { nextRequestQuery } from '../common/definitions';
+import { nextRequestQuery } from '../common';
+import { parseWorkflowInput } from './input';
 import { asRunFailure, withUnprocessedMessages } from './failures';
 import { registerRunHandlers } from './handlers';
 import { applyAgentLimits, commit, emit, newRun, unprocessedMessages } from './run-state';
@@ -17,7 +17,7 @@ import { sinks } from './sinks';
  * valid however the run ends.
  */
 export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
-  const input = parseInput(rawInput);
+  const input = parseWorkflowInput(AgentRunInput, rawInput, 'agentRun');
   const run = newRun(input.agent, workflowInfo().workflowId);
   registerRunHandlers(run);
   try {
@@ -57,7 +57,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     };
     sinks.patchloop.runEnded({
       status: turn.status,
-      resultDigest: digestText(JSON.stringify(result)),
+      result,
       llmCalls: run.llmCalls,
       toolCalls: run.toolCalls,
     });
@@ -66,16 +66,6 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     run.state = 'failed';
     throw withUnprocessedMessages(asRunFailure(error), unprocessedMessages(run));
   }
-}
-
-function parseInput(raw: unknown): AgentRunInput {
-  const parsed = AgentRunInput.safeParse(raw);
-  if (!parsed.success)
-    throw ApplicationFailure.nonRetryable(
-      `invalid agentRun input: ${z.prettifyError(parsed.error)}`,
-      'InvalidRunInput',
-    );
-  return parsed.data;
 }
 
 export function checkedSeed(

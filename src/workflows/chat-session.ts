@@ -7,11 +7,9 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import { z } from 'zod';
 import { cloneJson, type Message } from '../context';
 import {
   ChatSessionInput,
-  digestText,
   SESSION_SCHEMA_VERSION,
   type ChatSessionResult,
   type SessionState,
@@ -20,7 +18,8 @@ import {
 } from '../runtime';
 import { AgentLoop } from './agent-loop';
 import { checkedSeed, resolveAgent } from './agent-run';
-import { abortSignal, closeSignal, nextRequestQuery, sendUpdate } from '../common/definitions';
+import { abortSignal, closeSignal, nextRequestQuery, sendUpdate } from '../common';
+import { parseWorkflowInput } from './input';
 import { asRunFailure, turnFailure, withUnprocessedMessages } from './failures';
 import { registerRunHandlers } from './handlers';
 import {
@@ -31,6 +30,7 @@ import {
   enqueueMessage,
   newRun,
   requestAbort,
+  type InboxEntry,
   type Run,
   unprocessedMessages,
   userMessageMutation,
@@ -40,11 +40,26 @@ import { sinks } from './sinks';
 /** Continue-as-new input must stay well under Temporal's 2 MB payload limit. */
 const MAX_CARRIED_BYTES = 1_500_000;
 
+/** A session's own state beside its durable run. */
+interface Session {
+  run: Run;
+  input: ChatSessionInput;
+  turns: number;
+  continued: number;
+  turnActive: boolean;
+  closing: boolean;
+  /** Replies for `send` updates, by message id, until their handler returns them. */
+  replies: Map<number, TurnReply>;
+  /** Messages whose `send` waits for the reply. */
+  waiting: Set<number>;
+  loop?: AgentLoop;
+}
+
 /**
  * A long-lived conversation: one workflow per session, one turn per user message, in arrival order.
- * `send` (update) answers with the turn's reply; `user_message` (signal) queues without waiting;
- * `abort` ends the current turn only. At a turn boundary, when Temporal suggests it or the history
- * passes the configured size, the session continues as new carrying its context state itself.
+ * `send` (update) answers with the turn's reply; `user_message` (signal or update) queues without
+ * waiting; `abort` ends the current turn only. At a turn boundary, when Temporal suggests it or the
+ * history passes the configured size, the session continues as new carrying its context state itself.
  */
 export async function chatSession(rawInput: unknown): Promise<ChatSessionResult> {
   const input = parseInput(rawInput);
@@ -52,15 +67,39 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
   // Restore before any handler runs: updates and signals buffered for the new run are delivered as soon
   // as their handlers are registered, and must land in the carried inbox.
   if (input.state) restore(run, input.state);
-  const replies = new Map<number, TurnReply>();
-  const waiting = new Set<number>();
-  const session = {
+  const session: Session = {
+    run,
+    input,
     turns: input.state?.turns ?? 0,
     continued: input.state?.continued ?? 0,
     turnActive: false,
     closing: false,
+    replies: new Map(),
+    waiting: new Set(),
   };
-  let loop: AgentLoop | undefined;
+  registerSessionHandlers(session);
+  try {
+    const agent = await openSession(session);
+    for (let entry = await nextMessage(session); entry; entry = await nextMessage(session)) {
+      await serveTurn(session, entry);
+      if (continueAsNewDue(input) && (await continueAsNewNow(run, session, session.waiting))) {
+        return await continueAsNew<typeof chatSession>(carriedInput(run, input, session, agent));
+      }
+    }
+    await condition(allHandlersFinished);
+    run.state = 'completed';
+    const result: ChatSessionResult = { turns: session.turns, transcript: cloneJson(run.transcript), usage: run.usage };
+    sinks.patchloop.runEnded({ status: 'completed', result, llmCalls: run.llmCalls, toolCalls: run.toolCalls });
+    return result;
+  } catch (error) {
+    run.state = 'failed';
+    throw withUnprocessedMessages(asRunFailure(error), unprocessedMessages(run));
+  }
+}
+
+/** The handlers every run has, plus the session's own: a turn-only abort, close, and `send`. */
+function registerSessionHandlers(session: Session): void {
+  const { run } = session;
   registerRunHandlers(run, () => ({
     turns: session.turns,
     continued_as_new: session.continued,
@@ -71,18 +110,18 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
   });
   setHandler(closeSignal, () => void (session.closing = true));
   setHandler(nextRequestQuery, () => {
-    if (!loop) throw new Error('the session is starting');
-    return loop.previewRequest();
+    if (!session.loop) throw new Error('the session is starting');
+    return session.loop.previewRequest();
   });
   setHandler(
     sendUpdate,
     async (message) => {
       const entry = enqueueMessage(run, message.content);
-      waiting.add(entry.id);
-      await condition(() => replies.has(entry.id));
-      const reply = replies.get(entry.id)!;
-      replies.delete(entry.id);
-      waiting.delete(entry.id);
+      session.waiting.add(entry.id);
+      await condition(() => session.replies.has(entry.id));
+      const reply = session.replies.get(entry.id)!;
+      session.replies.delete(entry.id);
+      session.waiting.delete(entry.id);
       return reply;
     },
     {
@@ -94,64 +133,57 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
       },
     },
   );
+}
 
-  try {
-    const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
-    run.selfref = agent.selfref;
-    applyAgentLimits(run, agent.limits);
-    if (!input.state)
-      commit(run, [
-        {
-          type: 'ContextReplaceMutation',
-          messages: seedWithoutInput(checkedSeed(agent, { history: input.history ?? [], input: '' }, 'chatSession')),
-        },
-      ]);
-    loop = new AgentLoop(run, agent, {
-      transport: 'query',
-      maxToolCalls: input.max_tool_calls ?? agent.max_tool_calls,
-      foldInbox: false,
-    });
-    if (!input.state)
-      emit(run, { event_type: 'react_start', agent: agent.name, user_task_prompt: '', available_tools: agent.tools });
-
-    for (;;) {
-      await condition(() => run.inbox.length > 0 || session.closing);
-      const entry = run.inbox.shift();
-      if (!entry) {
-        // Closing: running handlers finish first, and a message accepted meanwhile still gets its turn.
-        await condition(() => allHandlersFinished() || run.inbox.length > 0);
-        if (run.inbox.length === 0) break;
-        continue;
-      }
-      const checkpoint = turnCheckpoint(run);
-      run.pending.push(userMessageMutation(entry.content));
-      run.abort = { requested: false, reason: '' };
-      session.turnActive = true;
-      const reply = await runTurn(run, loop, checkpoint);
-      session.turnActive = false;
-      // An abort ends its turn only: the next messages are accepted as usual.
-      run.abort = { requested: false, reason: '' };
-      session.turns += 1;
-      // Only a `send` waits for its reply; messages queued by signal or by `user_message` do not.
-      if (waiting.has(entry.id)) replies.set(entry.id, { ...reply, turn: session.turns });
-      if (continueAsNewDue(input) && (await continueAsNewNow(run, session, waiting))) {
-        return await continueAsNew<typeof chatSession>(carriedInput(run, input, session, agent));
-      }
-    }
-    await condition(allHandlersFinished);
-    run.state = 'completed';
-    const result: ChatSessionResult = { turns: session.turns, transcript: cloneJson(run.transcript), usage: run.usage };
-    sinks.patchloop.runEnded({
-      status: 'completed',
-      resultDigest: digestText(JSON.stringify(result)),
-      llmCalls: run.llmCalls,
-      toolCalls: run.toolCalls,
-    });
-    return result;
-  } catch (error) {
-    run.state = 'failed';
-    throw withUnprocessedMessages(asRunFailure(error), unprocessedMessages(run));
+/** The agent (carried, or resolved for a new session), the seed context and the loop. */
+async function openSession(session: Session): Promise<SessionState['agent']> {
+  const { run, input } = session;
+  const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
+  run.selfref = agent.selfref;
+  applyAgentLimits(run, agent.limits);
+  if (!input.state) {
+    const seed = seedWithoutInput(checkedSeed(agent, { history: input.history ?? [], input: '' }, 'chatSession'));
+    commit(run, [{ type: 'ContextReplaceMutation', messages: seed }]);
   }
+  session.loop = new AgentLoop(run, agent, {
+    transport: 'query',
+    maxToolCalls: input.max_tool_calls ?? agent.max_tool_calls,
+    foldInbox: false,
+  });
+  if (!input.state)
+    emit(run, { event_type: 'react_start', agent: agent.name, user_task_prompt: '', available_tools: agent.tools });
+  return agent;
+}
+
+/**
+ * The next message to answer, in arrival order; undefined once the session closes with nothing left.
+ * Closing lets running handlers finish first, and a message accepted meanwhile still gets its turn.
+ */
+async function nextMessage(session: Session): Promise<InboxEntry | undefined> {
+  const { run } = session;
+  for (;;) {
+    await condition(() => run.inbox.length > 0 || session.closing);
+    const entry = run.inbox.shift();
+    if (entry) return entry;
+    await condition(() => allHandlersFinished() || run.inbox.length > 0);
+    if (run.inbox.length === 0) return undefined;
+  }
+}
+
+/** One message's turn; its reply goes to the `send` that waits for it, if one does. */
+async function serveTurn(session: Session, entry: InboxEntry): Promise<void> {
+  const { run } = session;
+  const checkpoint = turnCheckpoint(run);
+  run.pending.push(userMessageMutation(entry.content));
+  run.abort = { requested: false, reason: '' };
+  session.turnActive = true;
+  const reply = await runTurn(run, session.loop!, checkpoint);
+  session.turnActive = false;
+  // An abort ends its turn only: the next messages are accepted as usual.
+  run.abort = { requested: false, reason: '' };
+  session.turns += 1;
+  // Only a `send` waits for its reply; messages queued by signal or by `user_message` do not.
+  if (session.waiting.has(entry.id)) session.replies.set(entry.id, { ...reply, turn: session.turns });
 }
 
 /** The context state a failed turn rolls back to: as it was before the turn's message. */
@@ -207,13 +239,7 @@ function parseInput(raw: unknown): ChatSessionInput {
       'UnsupportedStateVersion',
     );
   }
-  const parsed = ChatSessionInput.safeParse(raw);
-  if (!parsed.success)
-    throw ApplicationFailure.nonRetryable(
-      `invalid chatSession input: ${z.prettifyError(parsed.error)}`,
-      'InvalidRunInput',
-    );
-  return parsed.data;
+  return parseWorkflowInput(ChatSessionInput, raw, 'chatSession');
 }
 
 /** The chat seed without the empty user message `seedTranscript` appends. */

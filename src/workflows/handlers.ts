@@ -8,7 +8,7 @@ import {
   transcriptQuery,
   userMessageSignal,
   userMessageUpdate,
-} from '../common/definitions';
+} from '../common';
 import { checkMessage, enqueueMessage, rejectInput, requestAbort, type Run } from './run-state';
 
 /** Signals, updates and queries every run and session answers. */

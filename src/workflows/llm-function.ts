@@ -1,10 +1,10 @@
 import { ApplicationFailure, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import { z } from 'zod';
 import type { Activities } from '../activities';
 import type { JsonValue } from '../context';
-import { digestText, LlmFunctionInput, PreparedFunction } from '../runtime';
+import { LlmFunctionInput, PreparedFunction } from '../runtime';
 import { AgentLoop } from './agent-loop';
-import { nextRequestQuery } from '../common/definitions';
+import { nextRequestQuery } from '../common';
+import { parseWorkflowInput } from './input';
 import { asRunFailure } from './failures';
 import { registerRunHandlers } from './handlers';
 import { commit, newRun, userMessageMutation } from './run-state';
@@ -16,13 +16,7 @@ import { sinks } from './sinks';
  * model with the validation error, a bounded number of times. Returns the validated output.
  */
 export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
-  const parsed = LlmFunctionInput.safeParse(rawInput);
-  if (!parsed.success)
-    throw ApplicationFailure.nonRetryable(
-      `invalid llmFunction input: ${z.prettifyError(parsed.error)}`,
-      'InvalidRunInput',
-    );
-  const input = parsed.data;
+  const input = parseWorkflowInput(LlmFunctionInput, rawInput, 'llmFunction');
   const run = newRun(input.function, workflowInfo().workflowId);
   run.acceptsMessages = false;
   registerRunHandlers(run);
@@ -55,7 +49,7 @@ export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
         run.state = 'completed';
         sinks.patchloop.runEnded({
           status: 'completed',
-          resultDigest: digestText(JSON.stringify(check.value)),
+          result: check.value,
           llmCalls: run.llmCalls,
           toolCalls: run.toolCalls,
         });

@@ -1,7 +1,19 @@
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { workflowBundle } from '../support/temporal';
 
 describe('workflow bundle', () => {
+  it('bundles the workflow-safe entry (patchloop/workflows) with nothing the sandbox lacks', async () => {
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: join(__dirname, '..', '..', 'src', 'workflow.ts'),
+      logger: new DefaultLogger('WARN'),
+    });
+    expect(code).toContain('userMessageUpdate');
+    expect(code).not.toMatch(/node_modules\/openai\//);
+    expect(code).not.toMatch(/src\/(activities|client|worker|cli|config|streaming)\//);
+  });
+
   it('bundles src/workflows for the sandbox without provider clients or Node built-ins', async () => {
     const { code } = await workflowBundle();
     expect(code.length).toBeGreaterThan(10_000);
