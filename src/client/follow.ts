@@ -23,7 +23,7 @@ export function describeEvent(event: RunEvent): string | null {
           ? `aborted after ${event.content.length} chars`
           : calls
             ? `asks for ${calls}`
-            : `answered ${event.content.length} chars`;
+            : `answered ${event.content_chars ?? event.content.length} chars`;
       return `  model call ${event.llm_call} ${what} (${event.duration_ms} ms${tokens})`;
     }
     case 'tool_call_start':

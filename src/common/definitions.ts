@@ -44,4 +44,6 @@ export interface EventsQueryInput {
 export interface StatusQueryInput {
   /** Only events with a larger `seq`. */
   after?: number;
+  /** At most this many events (default 500; the page also stays under about 1 MB). */
+  limit?: number;
 }

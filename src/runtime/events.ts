@@ -1,5 +1,5 @@
 import type { JsonObject, JsonValue } from '../context';
-import type { TokenUsage } from './run-input';
+import type { TokenUsage } from './usage';
 
 /**
  * The coarse event log a run keeps in its state (spec 7.8 vocabulary, compact fields: no message
@@ -12,6 +12,8 @@ export interface EventPage {
   events: RunEvent[];
   next_after: number;
   state: RunState;
+  /** Events that already left the run's in-memory window (a follower that fell that far behind misses them). */
+  events_dropped: number;
 }
 
 export type ToolCallRef = { id: string; name: string };
@@ -19,13 +21,16 @@ export type ToolCallRef = { id: string; name: string };
 export type RunEventBody =
   | { event_type: 'react_start'; agent: string; user_task_prompt: string; available_tools: string[] }
   | { event_type: 'react_iteration_start' }
-  | { event_type: 'user_message_received'; content: string }
+  /** `content` is the first 1,024 characters of a longer message, whose length `content_chars` gives. */
+  | { event_type: 'user_message_received'; content: string; content_chars?: number }
   | { event_type: 'llm_call_start'; llm_call: number; stream: boolean; message_count: number; with_tools: boolean }
   | {
       event_type: 'llm_call_end';
       llm_call: number;
       outcome: 'completed' | 'aborted' | 'skipped';
+      /** The reply's text; its first 16 KB when longer (`content_chars` then gives its length). */
       content: string;
+      content_chars?: number;
       tool_calls: ToolCallRef[];
       usage: TokenUsage | null;
       duration_ms: number;
@@ -88,6 +93,9 @@ export interface RunStatus {
   rejected_inputs: number;
   /** Temporal's own figures, refreshed at each workflow task. */
   history: { events: number; bytes: number };
-  /** Events with `seq > after` (all of them by default). */
+  /** A page of the event log: events with `seq > after`, at most `limit` (default 500) and about 1 MB. */
   events: RunEvent[];
+  /** Where the next page starts (`after` of the next call). */
+  next_after: number;
+  events_dropped: number;
 }

@@ -3,6 +3,8 @@ export * from './digest';
 export * from './events';
 export * from './phases';
 export * from './run-input';
+export * from './usage';
+export * from './carried-state';
 export * from './agent-prompt';
 export * from './selfref-tools';
 export * from './session';

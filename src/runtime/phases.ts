@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { JsonObject, JsonValue, Message, Mutation, SummaryPayload, type ToolCall } from '../context';
 import { AgentSpec } from './agent';
-import { TokenUsage } from './run-input';
+import { TokenUsage } from './usage';
 
 /**
  * Wire types between the workflow and its activities. Inputs stay O(new content): the LLM phase gets
@@ -80,18 +80,21 @@ export const ToolCallReport = z.strictObject({
 });
 export type ToolCallReport = z.infer<typeof ToolCallReport>;
 
+/** What a SelfRef tool asks the workflow to apply at the next compile boundary (spec 6.2). */
+export const MemoryIntent = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('remember'), text: z.string() }),
+  z.strictObject({ kind: z.literal('forget'), experience_id: z.string() }),
+]);
+export const CompactionIntent = z.strictObject({
+  kind: z.literal('compact'),
+  summary: SummaryPayload,
+  rendered: z.string(),
+  remember: z.array(z.string()),
+});
+
 export const SelfRefIntentRecord = z.strictObject({
   tool_call_id: z.string(),
-  intent: z.discriminatedUnion('kind', [
-    z.strictObject({ kind: z.literal('remember'), text: z.string() }),
-    z.strictObject({ kind: z.literal('forget'), experience_id: z.string() }),
-    z.strictObject({
-      kind: z.literal('compact'),
-      summary: SummaryPayload,
-      rendered: z.string(),
-      remember: z.array(z.string()),
-    }),
-  ]),
+  intent: z.discriminatedUnion('kind', [...MemoryIntent.options, CompactionIntent]),
 });
 export type SelfRefIntentRecord = z.infer<typeof SelfRefIntentRecord>;
 

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { ChatMessages, Message } from '../context';
+import { AgentRunState, ContinueAsNewPolicy } from './carried-state';
+import { TokenUsage } from './usage';
 
 /** Where a fork child comes from (spec 6.6): its ids and the parent's context it starts from. */
 export const ForkOrigin = z.strictObject({
@@ -34,16 +36,13 @@ export const AgentRunInput = z.strictObject({
     .default('query')
     .describe('query (default): O(new content) history; inline: for comparison benchmarks only.'),
   fork: ForkOrigin.optional().describe('Set by a parent run for a selfref_fork child; not for callers.'),
+  continue_as_new: ContinueAsNewPolicy.default(ContinueAsNewPolicy.parse({})).describe(
+    'When the run continues as new at an iteration boundary (besides Temporal suggesting it).',
+  ),
+  state: AgentRunState.optional().describe('Carried by continue-as-new; not for callers.'),
 });
 export type AgentRunInput = z.infer<typeof AgentRunInput>;
 export type AgentRunInputWire = z.input<typeof AgentRunInput>;
-
-export const TokenUsage = z.strictObject({
-  prompt_tokens: z.number(),
-  completion_tokens: z.number(),
-  total_tokens: z.number(),
-});
-export type TokenUsage = z.infer<typeof TokenUsage>;
 
 /** A user message the run accepted but the model never saw (the run ended first). */
 export const UnprocessedMessage = z.strictObject({
@@ -66,14 +65,3 @@ export const AgentRunResult = z.strictObject({
   unprocessed_messages: z.array(UnprocessedMessage).optional(),
 });
 export type AgentRunResult = z.infer<typeof AgentRunResult>;
-
-/** Field-by-field sum of non-null usages (spec 7.9, deviation 10.d). */
-export function addUsage(total: TokenUsage | null, usage: TokenUsage | null | undefined): TokenUsage | null {
-  if (!usage) return total;
-  if (!total) return { ...usage };
-  return {
-    prompt_tokens: total.prompt_tokens + usage.prompt_tokens,
-    completion_tokens: total.completion_tokens + usage.completion_tokens,
-    total_tokens: total.total_tokens + usage.total_tokens,
-  };
-}

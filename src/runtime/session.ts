@@ -1,18 +1,8 @@
 import { z } from 'zod';
 import { ChatMessages, Message, Mutation } from '../context';
 import { AgentSpec } from './agent';
-import { TokenUsage } from './run-input';
-
-/** When a session continues as new (besides Temporal's own suggestion), at a turn boundary. */
-export const ContinueAsNewPolicy = z.strictObject({
-  max_history_events: z.number().int().positive().default(4000),
-  max_history_bytes: z
-    .number()
-    .int()
-    .positive()
-    .default(8 * 1024 * 1024),
-});
-export type ContinueAsNewPolicy = z.infer<typeof ContinueAsNewPolicy>;
+import { CarriedInboxEntry, ContinueAsNewPolicy } from './carried-state';
+import { TokenUsage } from './usage';
 
 export const SESSION_SCHEMA_VERSION = 1;
 
@@ -25,7 +15,7 @@ export const SessionState = z.strictObject({
   agent: AgentSpec,
   transcript: z.array(Message),
   pending: z.array(Mutation),
-  inbox: z.array(z.strictObject({ id: z.number().int(), content: z.string() })),
+  inbox: z.array(CarriedInboxEntry),
   next_inbox_id: z.number().int(),
   iteration: z.number().int().nonnegative(),
   llm_calls: z.number().int().nonnegative(),

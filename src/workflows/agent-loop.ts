@@ -20,6 +20,12 @@ import { toolStep } from './tool-step';
 
 export type { LoopOptions, TurnResult } from './loop-context';
 
+/** How far a turn has come, at an iteration boundary. */
+export interface TurnProgress {
+  /** Tool calls of this turn so far (the tool budget counts them). */
+  toolCalls: number;
+}
+
 /**
  * The ReAct loop (spec 7.3) over a durable `Run`: each iteration commits pending patches, compiles the
  * request with the pure core, runs the LLM phase, and carries out what `decideNext` says: finish, go on
@@ -38,11 +44,16 @@ export class AgentLoop {
     return JSON.stringify(buildRequest(this.loop, this.mode()));
   }
 
-  /** One turn: until a final answer, the tool budget or an abort. */
-  async turn(): Promise<TurnResult> {
+  /**
+   * One turn: until a final answer, the tool budget or an abort. `boundary` runs at every iteration
+   * boundary after the first (where a run may continue as new: it throws then); `resume` carries on a
+   * turn that an earlier run of the chain began.
+   */
+  async turn(boundary?: (progress: TurnProgress) => Promise<void>, resume?: TurnProgress): Promise<TurnResult> {
     const run = this.loop.run;
-    let toolCalls = 0;
-    for (let first = true; ; first = false) {
+    let toolCalls = resume?.toolCalls ?? 0;
+    for (let first = resume === undefined; ; first = false) {
+      if (!first && boundary) await boundary({ toolCalls });
       const it = run.iteration;
       commit(run, [...run.pending.splice(0), ...this.collectHooks()]);
       if (!first) emit(run, { event_type: 'react_iteration_start' });

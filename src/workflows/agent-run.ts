@@ -1,50 +1,66 @@
-import { ApplicationFailure, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  ContinueAsNew,
+  continueAsNew,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { asMessages, cloneJson, validateToolLinkage, type Message } from '../context';
-import { AgentRunInput, AgentSpec, seedTranscript, type AgentRunResult } from '../runtime';
-import { AgentLoop } from './agent-loop';
+import {
+  AgentRunInput,
+  AgentSpec,
+  RUN_STATE_SCHEMA_VERSION,
+  seedTranscript,
+  type AgentRunResult,
+  type AgentRunState,
+  type RunEvent,
+} from '../runtime';
+import { AgentLoop, type TurnProgress } from './agent-loop';
+import { carriedInputFits, continueAsNewDue, recentEvents, restoreEvents } from './continue-as-new';
 import { nextRequestQuery } from '../common';
 import { parseWorkflowInput } from './input';
 import { asRunFailure, withUnprocessedMessages } from './failures';
 import { registerRunHandlers } from './handlers';
-import { applyAgentLimits, commit, emit, newRun, unprocessedMessages } from './run-state';
+import { applyAgentLimits, commit, emit, newRun, unprocessedMessages, type Run } from './run-state';
 import { sinks } from './sinks';
 
 /**
  * A durable ReAct run (spec section 7). Each iteration commits pending patches, compiles the request
  * with the pure core, runs the LLM phase and, when the model asked for tools, the tool batch; both are
  * activities that return patches. An `abort` signal turns into abort patches, so the transcript stays
- * valid however the run ends.
+ * valid however the run ends. At an iteration boundary, when Temporal suggests it or the history
+ * passes `continue_as_new`, the run continues as new carrying its whole state: a run of any length.
  */
 export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
-  const input = parseWorkflowInput(AgentRunInput, rawInput, 'agentRun');
+  const input = parseRunInput(rawInput);
   const run = newRun(input.agent, workflowInfo().workflowId);
-  registerRunHandlers(run);
+  // Restore before any handler runs: signals and updates buffered for this run land in the carried inbox.
+  if (input.state) restoreRun(run, input.state);
+  const chain = { continued: input.state?.continued ?? 0, skipped: false };
+  registerRunHandlers(run, () => ({ continued_as_new: chain.continued }));
   try {
-    const agent = await resolveAgent(input.agent);
+    const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
     run.selfref = agent.selfref;
     applyAgentLimits(run, agent.limits);
     if (input.fork) {
-      // A fork child starts from [] with the parent's context as its first patch (spec 6.6 step 3).
       run.forkDepth = input.fork.depth;
       run.forkId = input.fork.fork_id;
-      run.pending = [{ type: 'ContextReplaceMutation', messages: input.fork.context }];
-    } else {
-      commit(run, [{ type: 'ContextReplaceMutation', messages: checkedSeed(agent, input) }]);
     }
-    emit(run, {
-      event_type: 'react_start',
-      agent: agent.name,
-      user_task_prompt: input.input,
-      available_tools: agent.tools,
-    });
+    if (!input.state) seedRun(run, agent, input);
     const loop = new AgentLoop(run, agent, {
       transport: input.request_transport,
       maxToolCalls: input.max_tool_calls !== undefined ? input.max_tool_calls : agent.max_tool_calls,
       foldInbox: true,
     });
     setHandler(nextRequestQuery, () => loop.previewRequest());
-    const turn = await loop.turn();
+    const turn = await loop.turn(
+      (progress) => continueIfDue(run, input, agent, progress, chain),
+      input.state ? { toolCalls: input.state.turn_tool_calls } : undefined,
+    );
     run.state = turn.status;
     const unprocessed = unprocessedMessages(run);
     const result: AgentRunResult = {
@@ -55,17 +71,99 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}),
       ...(unprocessed.length > 0 ? { unprocessed_messages: unprocessed } : {}),
     };
-    sinks.patchloop.runEnded({
-      status: turn.status,
-      result,
-      llmCalls: run.llmCalls,
-      toolCalls: run.toolCalls,
-    });
+    sinks.patchloop.runEnded({ status: turn.status, result, llmCalls: run.llmCalls, toolCalls: run.toolCalls });
     return result;
   } catch (error) {
+    if (error instanceof ContinueAsNew) throw error;
     run.state = 'failed';
     throw withUnprocessedMessages(asRunFailure(error), unprocessedMessages(run));
   }
+}
+
+function parseRunInput(raw: unknown): AgentRunInput {
+  const version = (raw as { state?: { schema_version?: unknown } } | null)?.state?.schema_version;
+  if (version !== undefined && version !== RUN_STATE_SCHEMA_VERSION) {
+    throw ApplicationFailure.nonRetryable(
+      `agentRun state schema_version ${String(version)} is not supported by this worker (supports ${RUN_STATE_SCHEMA_VERSION})`,
+      'UnsupportedStateVersion',
+    );
+  }
+  return parseWorkflowInput(AgentRunInput, raw, 'agentRun');
+}
+
+/** The first run of a chain: the seed context, or a fork child's parent context (spec 6.6 step 3). */
+function seedRun(run: Run, agent: AgentSpec, input: AgentRunInput): void {
+  if (input.fork) run.pending = [{ type: 'ContextReplaceMutation', messages: input.fork.context }];
+  else commit(run, [{ type: 'ContextReplaceMutation', messages: checkedSeed(agent, input) }]);
+  emit(run, {
+    event_type: 'react_start',
+    agent: agent.name,
+    user_task_prompt: input.input,
+    available_tools: agent.tools,
+  });
+}
+
+/**
+ * At an iteration boundary: continue as new when due, with no abort pending and every handler done.
+ * The next run carries the whole state and resumes the turn exactly here, so every request the model
+ * receives is the one it would have received without the boundary.
+ */
+async function continueIfDue(
+  run: Run,
+  input: AgentRunInput,
+  agent: AgentSpec,
+  progress: TurnProgress,
+  chain: { continued: number; skipped: boolean },
+): Promise<void> {
+  if (run.abort.requested || !continueAsNewDue(input.continue_as_new)) return;
+  await condition(allHandlersFinished);
+  if (run.abort.requested) return;
+  const info = workflowInfo();
+  const next = (): AgentRunInput => ({ ...input, state: carriedState(run, agent, progress, chain.continued + 1) });
+  if (!carriedInputFits(run, next(), chain)) return;
+  emit(run, { event_type: 'continued_as_new', history_events: info.historyLength, history_bytes: info.historySize });
+  await continueAsNew<typeof agentRun>(next());
+}
+
+function carriedState(run: Run, agent: AgentSpec, progress: TurnProgress, continued: number): AgentRunState {
+  return {
+    schema_version: RUN_STATE_SCHEMA_VERSION,
+    agent,
+    transcript: run.transcript,
+    pending: run.pending,
+    inbox: run.inbox,
+    next_inbox_id: run.nextInboxId,
+    selfref_queue: run.selfrefQueue,
+    iteration: run.iteration,
+    llm_calls: run.llmCalls,
+    tool_calls: run.toolCalls,
+    turn_tool_calls: progress.toolCalls,
+    usage: run.usage,
+    fork_count: run.forkCount,
+    event_seq: run.eventSeq,
+    events_dropped: run.eventsDropped,
+    recent_events: recentEvents(run),
+    rejected_inputs: run.rejectedInputs,
+    continued,
+  };
+}
+
+function restoreRun(run: Run, state: AgentRunState): void {
+  run.selfref = state.agent.selfref;
+  run.transcript = state.transcript;
+  run.pending = state.pending;
+  run.inbox = state.inbox;
+  run.nextInboxId = state.next_inbox_id;
+  run.selfrefQueue = state.selfref_queue;
+  run.iteration = state.iteration;
+  run.llmCalls = state.llm_calls;
+  run.toolCalls = state.tool_calls;
+  run.usage = state.usage;
+  run.forkCount = state.fork_count;
+  run.rejectedInputs = state.rejected_inputs;
+  restoreEvents(run, state.recent_events as RunEvent[], state.event_seq, state.events_dropped);
+  // The snapshot is derived from the transcript: recompute it rather than carry it.
+  commit(run, []);
 }
 
 export function checkedSeed(

@@ -309,7 +309,7 @@ function carriedInput(
       tool_calls: run.toolCalls,
       usage: run.usage,
       fork_count: run.forkCount,
-      event_seq: run.eventSeqBase + run.events.length,
+      event_seq: run.eventSeq,
       turns: session.turns,
       continued: session.continued,
     },
@@ -327,6 +327,6 @@ function restore(run: Run, state: SessionState): void {
   run.toolCalls = state.tool_calls;
   run.usage = state.usage;
   run.forkCount = state.fork_count;
-  run.eventSeqBase = state.event_seq;
+  run.eventSeq = state.event_seq;
   commit(run, []);
 }

@@ -1,5 +1,5 @@
 import { setHandler, workflowInfo } from '@temporalio/workflow';
-import { REQUEST_PAGE_CHARS } from '../runtime';
+import { REQUEST_PAGE_CHARS, type RunEvent } from '../runtime';
 import {
   abortSignal,
   compiledRequestQuery,
@@ -10,6 +10,27 @@ import {
   userMessageUpdate,
 } from '../common';
 import { checkMessage, enqueueMessage, rejectInput, requestAbort, type Run } from './run-state';
+
+/** Query answers stay far below the 4 MB gRPC limit whatever the events hold. */
+const PAGE_CHARS = 1_000_000;
+
+/** Events after `after`, at most `limit` (1 to 5,000) and about 1 MB of JSON. */
+function eventPage(
+  run: Run,
+  after = 0,
+  limit = 1000,
+): { events: RunEvent[]; next_after: number; events_dropped: number } {
+  const most = Math.max(1, Math.min(limit, 5000));
+  const events: RunEvent[] = [];
+  let chars = 0;
+  for (const event of run.events) {
+    if (event.seq <= after) continue;
+    chars += JSON.stringify(event).length;
+    if (events.length >= most || (chars > PAGE_CHARS && events.length > 0)) break;
+    events.push(event);
+  }
+  return { events, next_after: events.at(-1)?.seq ?? after, events_dropped: run.eventsDropped };
+}
 
 /** Signals, updates and queries every run and session answers. */
 export function registerRunHandlers(run: Run, extraStatus: () => Record<string, unknown> = () => ({})): void {
@@ -54,15 +75,13 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
     queued_user_messages: run.inbox.length,
     rejected_inputs: run.rejectedInputs,
     history: { events: workflowInfo().historyLength, bytes: workflowInfo().historySize },
-    events: run.events.filter((event) => event.seq > (options?.after ?? 0)),
+    ...eventPage(run, options?.after, options?.limit ?? 500),
     ...extraStatus(),
   }));
-  setHandler(eventsQuery, (options) => {
-    const after = options?.after ?? 0;
-    const limit = Math.max(1, Math.min(options?.limit ?? 1000, 5000));
-    const events = run.events.filter((event) => event.seq > after).slice(0, limit);
-    return { events, next_after: events.at(-1)?.seq ?? after, state: run.state };
-  });
+  setHandler(eventsQuery, (options) => ({
+    ...eventPage(run, options?.after, options?.limit ?? 1000),
+    state: run.state,
+  }));
   setHandler(compiledRequestQuery, (digest, page) => {
     if (run.request?.digest !== digest) throw new Error(`no compiled request with digest ${digest}`);
     const pages = Math.max(1, Math.ceil(run.request.text.length / REQUEST_PAGE_CHARS));

@@ -15,6 +15,7 @@ import type { Run } from './run-state';
  */
 
 const EVENT_RESULT_CHARS = 1024;
+const EVENT_REPLY_CHARS = 16 * 1024;
 
 export function llmCallStart(
   llmCall: number,
@@ -31,11 +32,15 @@ export function llmCallStart(
 }
 
 export function llmCallEnd(llmCall: number, result: LlmPhaseResult): RunEventBody {
+  const content = replyContent(result);
   return {
     event_type: 'llm_call_end',
     llm_call: llmCall,
     outcome: result.outcome,
-    content: replyContent(result),
+    // The whole reply is in the transcript; the event keeps up to 16 KB of it.
+    ...(content.length <= EVENT_REPLY_CHARS
+      ? { content }
+      : { content: content.slice(0, EVENT_REPLY_CHARS), content_chars: content.length }),
     tool_calls:
       result.partial_tool_calls ?? replyToolCalls(result).map((call) => ({ id: call.id, name: call.function.name })),
     usage: result.usage,

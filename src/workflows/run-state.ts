@@ -54,9 +54,14 @@ export interface Run {
   forkDepth: number;
   forkId: string | null;
   request: { digest: string; text: string } | null;
+  /** The most recent events (a bounded window: the log lives in workflow memory). */
   events: RunEvent[];
-  /** Events emitted by earlier runs of this workflow id (before continue-as-new). */
-  eventSeqBase: number;
+  /** JSON characters of the events in the window. */
+  eventChars: number;
+  /** The last event's `seq`: it counts on across continue-as-new. */
+  eventSeq: number;
+  /** Events that left the window (read them live with the `events` query, or not at all). */
+  eventsDropped: number;
   state: RunState;
 }
 
@@ -87,7 +92,9 @@ export function newRun(agent: string, memoryKey: string): Run {
     forkId: null,
     request: null,
     events: [],
-    eventSeqBase: 0,
+    eventChars: 0,
+    eventSeq: 0,
+    eventsDropped: 0,
     state: 'running',
   };
 }
@@ -102,15 +109,28 @@ export function commit(run: Run, mutations: readonly Mutation[]): void {
   run.snapshot = next.selfref_snapshot;
 }
 
+/** The event log's window: the newest events up to these bounds stay in memory. */
+export const EVENT_WINDOW = { maxEvents: 2000, maxChars: 2_000_000 };
+
 export function emit(run: Run, body: RunEventBody, iteration = run.iteration): void {
+  run.eventSeq += 1;
   // Date.now() in a workflow is the task's start time from history: deterministic under replay.
-  run.events.push({
+  const event = {
     ...body,
-    seq: run.eventSeqBase + run.events.length + 1,
+    seq: run.eventSeq,
     run_id: run.memoryKey,
     iteration,
     timestamp: new Date(Date.now()).toISOString(),
-  });
+  };
+  run.events.push(event);
+  run.eventChars += JSON.stringify(event).length;
+  while (
+    run.events.length > EVENT_WINDOW.maxEvents ||
+    (run.eventChars > EVENT_WINDOW.maxChars && run.events.length > 1)
+  ) {
+    run.eventChars -= JSON.stringify(run.events.shift()).length;
+    run.eventsDropped += 1;
+  }
 }
 
 /**
@@ -145,7 +165,7 @@ export function enqueueMessage(run: Run, content: string): InboxEntry {
   const entry = { id: run.nextInboxId, content };
   run.nextInboxId += 1;
   run.inbox.push(entry);
-  emit(run, { event_type: 'user_message_received', content });
+  emit(run, { event_type: 'user_message_received', ...preview(content) });
   return entry;
 }
 
@@ -183,6 +203,15 @@ export function rejectInput(run: Run, input: string, via: 'signal' | 'update', r
 /** Accepted messages the model has not seen, for the result (or the failure) of a run that ends. */
 export function unprocessedMessages(run: Run): UnprocessedMessage[] {
   return run.inbox.map((entry) => ({ content: entry.content }));
+}
+
+const EVENT_TEXT_CHARS = 1024;
+
+/** Text as events keep it: whole when short, else its start and its full length. */
+export function preview(content: string): { content: string; content_chars?: number } {
+  return content.length <= EVENT_TEXT_CHARS
+    ? { content }
+    : { content: content.slice(0, EVENT_TEXT_CHARS), content_chars: content.length };
 }
 
 export function userMessageMutation(content: string): Mutation {

@@ -5,7 +5,7 @@ import type { Responder } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { nextRequestQuery } from '../../src/common/definitions';
 import { startWorld, type TestWorld } from '../support/temporal';
-import { eventually, recordHistory, replyReceived } from '../support/wait';
+import { eventually, recordCarriedState, recordHistory, replyReceived } from '../support/wait';
 
 let world: TestWorld | undefined;
 afterEach(async () => {
@@ -146,6 +146,7 @@ describe('chatSession', () => {
       expect(status['continued_as_new' as keyof typeof status]).toBe(boundaries);
       if (maxEvents === 25) expect(boundaries).toBeGreaterThanOrEqual(2);
       else expect(boundaries).toBe(0);
+      if (maxEvents === 25) await recordCarriedState(session, 'chat-session-v1');
       bodies.push(world.fake.requests.map((request) => JSON.stringify(request.body)));
       await world.close();
       world = undefined;

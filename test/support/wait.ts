@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
@@ -68,13 +69,40 @@ export function callsFinished(run: RunHandle, count: number): Promise<true> {
  */
 export async function recordHistory(run: RunHandle, name: string): Promise<void> {
   if (process.env['RECORD_HISTORIES'] !== '1') return;
-  const history = await run.workflow.fetchHistory();
   const folder = join(__dirname, '..', 'histories');
+  const file = join(folder, `${name}.json`);
+  // The corpus is a compatibility gate: a history, once recorded, is never recorded again.
+  if (existsSync(file)) return;
+  const text = historyToJSON(await run.workflow.fetchHistory());
   mkdirSync(folder, { recursive: true });
-  writeFileSync(join(folder, `${name}.json`), historyToJSON(history));
-  // Replay needs the original workflow id: fork children's ids derive from it.
-  const indexFile = join(folder, 'workflow-ids.json');
-  const index = existsSync(indexFile) ? (JSON.parse(readFileSync(indexFile, 'utf8')) as Record<string, string>) : {};
-  index[name] = run.workflowId;
-  writeFileSync(indexFile, `${JSON.stringify(Object.fromEntries(Object.entries(index).sort()), null, 2)}\n`);
+  writeFileSync(file, text);
+  // Replay needs the original workflow id (fork children's ids derive from it); the manifest pins the bytes.
+  updateJson(join(folder, 'workflow-ids.json'), name, run.workflowId);
+  updateJson(join(folder, 'manifest.json'), name, createHash('sha256').update(text).digest('hex'));
+}
+
+function updateJson(file: string, key: string, value: string): void {
+  const index = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>) : {};
+  index[key] = value;
+  writeFileSync(file, `${JSON.stringify(Object.fromEntries(Object.entries(index).sort()), null, 2)}\n`);
+}
+
+/**
+ * Saves the input the run's current execution started with (the state a continue-as-new carried) under
+ * test/fixtures/carried-state/ when RECORD_HISTORIES=1. Each schema version keeps a fixture that later
+ * builds must still load (test/unit/carried-state.test.ts); never re-record an existing version.
+ */
+export async function recordCarriedState(run: RunHandle, name: string): Promise<void> {
+  if (process.env['RECORD_HISTORIES'] !== '1') return;
+  const history = await run.workflow.fetchHistory();
+  const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+  const payload = started?.input?.payloads?.[0];
+  if (!payload?.data) throw new Error('the run has no input to record');
+  const input = JSON.parse(Buffer.from(payload.data).toString('utf8')) as { state?: unknown };
+  if (!input.state) throw new Error('this execution carries no state: it did not continue as new yet');
+  const folder = join(__dirname, '..', 'fixtures', 'carried-state');
+  mkdirSync(folder, { recursive: true });
+  const file = join(folder, `${name}.json`);
+  if (existsSync(file)) return;
+  writeFileSync(file, `${JSON.stringify(input, null, 2)}\n`);
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,8 +20,9 @@ interface HistoryEvent {
 
 const folder = join(__dirname, '..', 'histories');
 const workflowIds = JSON.parse(readFileSync(join(folder, 'workflow-ids.json'), 'utf8')) as Record<string, string>;
+const manifest = JSON.parse(readFileSync(join(folder, 'manifest.json'), 'utf8')) as Record<string, string>;
 const recorded = readdirSync(folder)
-  .filter((name) => name.endsWith('.json') && name !== 'workflow-ids.json')
+  .filter((name) => name.endsWith('.json') && name !== 'workflow-ids.json' && name !== 'manifest.json')
   .sort()
   .map((name) => {
     const scenario = name.replace(/\.json$/, '');
@@ -39,6 +41,16 @@ function recordedResultDigest(history: { events: HistoryEvent[] }): string {
 }
 
 describe('replay of recorded histories', () => {
+  it('keeps every history as it was recorded: the corpus is a compatibility gate, never re-recorded', () => {
+    const sha256 = (name: string) =>
+      createHash('sha256')
+        .update(readFileSync(join(folder, `${name}.json`)))
+        .digest('hex');
+    for (const { scenario } of recorded) expect([scenario, manifest[scenario]]).toEqual([scenario, sha256(scenario)]);
+    // A history the manifest lists may not disappear either.
+    expect(Object.keys(manifest).sort()).toEqual(recorded.map((item) => item.scenario).sort());
+  });
+
   it('covers the scenarios of the runtime tests', () => {
     expect(recorded.map((item) => item.scenario)).toEqual(
       expect.arrayContaining([

@@ -1,0 +1,50 @@
+import { z } from 'zod';
+import { JsonObject, Message, Mutation } from '../context';
+import { AgentSpec } from './agent';
+import { CompactionIntent, MemoryIntent } from './phases';
+import { TokenUsage } from './usage';
+
+/** When a run or session continues as new (besides Temporal's own suggestion), at a boundary. */
+export const ContinueAsNewPolicy = z.strictObject({
+  max_history_events: z.number().int().positive().default(4000),
+  max_history_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(8 * 1024 * 1024),
+});
+export type ContinueAsNewPolicy = z.infer<typeof ContinueAsNewPolicy>;
+
+export const CarriedInboxEntry = z.strictObject({ id: z.number().int(), content: z.string() });
+
+export const RUN_STATE_SCHEMA_VERSION = 1;
+
+/**
+ * What `agentRun` carries across continue-as-new, at an iteration boundary: the context state itself
+ * (transcript, pending patches, queued messages, the SelfRef queue), the counters ids and keys depend
+ * on, and the tail of the event log. Versioned: a new build reads every older version (fixtures in
+ * test/fixtures/carried-state keep them loadable).
+ */
+export const AgentRunState = z.strictObject({
+  schema_version: z.literal(RUN_STATE_SCHEMA_VERSION),
+  agent: AgentSpec,
+  transcript: z.array(Message),
+  pending: z.array(Mutation),
+  inbox: z.array(CarriedInboxEntry),
+  next_inbox_id: z.number().int(),
+  selfref_queue: z.strictObject({ intents: z.array(MemoryIntent), compaction: CompactionIntent.nullable() }),
+  iteration: z.number().int().nonnegative(),
+  llm_calls: z.number().int().nonnegative(),
+  tool_calls: z.number().int().nonnegative(),
+  /** Tool calls of the turn so far: the tool budget counts them. */
+  turn_tool_calls: z.number().int().nonnegative(),
+  usage: TokenUsage.nullable(),
+  fork_count: z.number().int().nonnegative(),
+  event_seq: z.number().int().nonnegative(),
+  events_dropped: z.number().int().nonnegative(),
+  /** The newest events, so `status` and `show` still tell the run's story. */
+  recent_events: z.array(JsonObject),
+  rejected_inputs: z.number().int().nonnegative(),
+  continued: z.number().int().nonnegative(),
+});
+export type AgentRunState = z.infer<typeof AgentRunState>;

@@ -1,0 +1,56 @@
+import { workflowInfo } from '@temporalio/workflow';
+import { utf8Bytes, type ContinueAsNewPolicy, type RunEvent } from '../runtime';
+import { emit, EVENT_WINDOW, type Run } from './run-state';
+
+/** Continue-as-new input must stay well under Temporal's 2 MB payload limit when it travels inline. */
+export const MAX_CARRIED_BYTES = 1_500_000;
+
+/** Temporal suggests it, or the history passed the policy's size. */
+export function continueAsNewDue(policy: ContinueAsNewPolicy): boolean {
+  const info = workflowInfo();
+  return (
+    info.continueAsNewSuggested ||
+    info.historyLength >= policy.max_history_events ||
+    info.historySize >= policy.max_history_bytes
+  );
+}
+
+/**
+ * Whether the carried input fits the payload limit. When it does not, the run goes on in this run
+ * (an event says so, once) and the agent has to compact (`selfref_compact`).
+ */
+export function carriedInputFits(run: Run, carried: unknown, warned: { skipped: boolean }): boolean {
+  const bytes = utf8Bytes(JSON.stringify(carried));
+  if (bytes <= MAX_CARRIED_BYTES) return true;
+  if (!warned.skipped) {
+    warned.skipped = true;
+    emit(run, {
+      event_type: 'custom_event',
+      event_name: 'continue_as_new_skipped',
+      data: { carried_bytes: bytes, limit_bytes: MAX_CARRIED_BYTES },
+      tool_name: '',
+      tool_call_id: '',
+    });
+  }
+  return false;
+}
+
+/** The newest events, for the next run's log (`status` and `show` still tell the story). */
+export function recentEvents(run: Run, most = 200, maxChars = 256 * 1024): RunEvent[] {
+  const kept: RunEvent[] = [];
+  let chars = 0;
+  for (let index = run.events.length - 1; index >= 0 && kept.length < most; index -= 1) {
+    chars += JSON.stringify(run.events[index]).length;
+    if (chars > maxChars) break;
+    kept.unshift(run.events[index]!);
+  }
+  return kept;
+}
+
+/** Puts carried events back in the window. */
+export function restoreEvents(run: Run, events: RunEvent[], seq: number, dropped: number): void {
+  run.events = events.slice(-EVENT_WINDOW.maxEvents);
+  run.eventChars = run.events.reduce((total, event) => total + JSON.stringify(event).length, 0);
+  run.eventSeq = seq;
+  run.eventsDropped = dropped + (events.length - run.events.length);
+}
