@@ -1,4 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
+import { Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,10 +46,7 @@ export async function startBenchWorld(
     ...(options.agents ? { agents: options.agents } : {}),
   });
   const running = worker.run();
-  const client = new PatchloopClient(
-    new Client({ connection: await Connection.connect({ address: server.address }) }),
-    config.taskQueue,
-  );
+  const client = PatchloopClient.on(await Connection.connect({ address: server.address }), config);
   return {
     server,
     fake,

@@ -15,17 +15,21 @@ export interface ActivitySettings {
   chunks?: ChunkSink;
   /** Removes the configured keys (and key-shaped values) from tool errors. */
   redactor?: SecretRedactor;
+  /** The worker's data converter sends large payloads by reference (External Storage). */
+  payloadsByReference?: boolean;
 }
 
 /** The activities a patchloop worker registers. Workflows import their type only. */
 export function createActivities(settings: ActivitySettings) {
   return {
-    describeAgent: createDescribeAgent(settings.registry, settings.defaultModel),
+    describeAgent: createDescribeAgent(settings.registry, settings.defaultModel, settings.payloadsByReference ?? false),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
     llmPhase: createLlmPhase(settings.provider, new RequestCache(), settings.registry, settings.chunks),
     toolBatch: createToolBatch(settings.registry, {
       abortGraceMs: 200,
       ...(settings.redactor ? { redactor: settings.redactor } : {}),
+      // Inline payloads: the batch result keeps to the same budget as everything a workflow sends.
+      ...(settings.payloadsByReference ? {} : { maxBatchBytes: 1_500_000 }),
       ...settings.tools,
     }),
   };

@@ -35,6 +35,11 @@ export interface ToolBatchSettings {
   abortGraceMs: number;
   /** Tool error messages go to the model and into history: secrets are removed first. */
   redactor?: SecretRedactor;
+  /**
+   * Without payloads by reference, the whole batch result must fit one payload: past this budget the
+   * largest results become error results (the calls ran; the model learns their output was too large).
+   */
+  maxBatchBytes?: number;
 }
 
 interface CallLimits {
@@ -104,7 +109,8 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
       stopHeartbeat();
     }
     if (signal.aborted && !isUserAbort(context)) throw cancellationError(context);
-    return { ...batchResult(input.calls, finished, order, signal.aborted), custom_events: customEvents };
+    const result = { ...batchResult(input.calls, finished, order, signal.aborted), custom_events: customEvents };
+    return settings.maxBatchBytes === undefined ? result : withinBudget(result, input.calls, settings.maxBatchBytes);
   };
 }
 
@@ -248,6 +254,46 @@ function aborted(signal: AbortSignal): Promise<void> {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * The batch result within the budget: its largest results, one by one, become error results. Declared
+ * order is kept: plain results first, multimodal ones last (a replaced multimodal result is plain now).
+ */
+function withinBudget(result: ToolBatchResult, calls: readonly ToolCallRequest[], budget: number): ToolBatchResult {
+  const replaced = new Map<string, Mutation>();
+  const current = () => {
+    const mutations = result.mutations.map(
+      (mutation) => ('tool_call_id' in mutation && replaced.get(mutation.tool_call_id)) || mutation,
+    );
+    const order = new Map(calls.map((call, index) => [call.id, index]));
+    const position = (mutation: Mutation) => ('tool_call_id' in mutation ? (order.get(mutation.tool_call_id) ?? 0) : 0);
+    const plain = mutations
+      .filter((mutation) => mutation.type !== 'MultimodalToolResultMutation')
+      .sort((a, b) => position(a) - position(b));
+    return {
+      ...result,
+      mutations: [...plain, ...mutations.filter((mutation) => mutation.type === 'MultimodalToolResultMutation')],
+    };
+  };
+  for (let batch = current(), bytes = utf8Bytes(JSON.stringify(batch)); bytes > budget;) {
+    const candidates = batch.mutations.filter(
+      (mutation) =>
+        (mutation.type === 'ToolResultMutation' || mutation.type === 'MultimodalToolResultMutation') &&
+        !replaced.has(mutation.tool_call_id),
+    );
+    const largest = candidates.sort((a, b) => JSON.stringify(b).length - JSON.stringify(a).length)[0];
+    if (!largest || !('tool_call_id' in largest)) break;
+    const message = `the batch's results are ${bytes} bytes together, over the ${budget}-byte budget of one payload; this result was the largest`;
+    replaced.set(largest.tool_call_id, {
+      type: 'ToolResultMutation',
+      tool_call_id: largest.tool_call_id,
+      content: toolStepErrorContent(message),
+    });
+    batch = current();
+    bytes = utf8Bytes(JSON.stringify(batch));
+  }
+  return current();
 }
 
 /** Declared order: plain results and cancellations, then multimodal results (spec 7.6 step 5). */

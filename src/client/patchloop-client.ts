@@ -24,6 +24,7 @@ import {
   type UserMessageAccepted,
 } from '../common';
 import type { PatchloopConfig } from '../config/environment';
+import { patchloopDataConverter } from '../storage/data-converter';
 
 /** A typed client for patchloop runs; anything it does can also be done with the `temporal` CLI. */
 export class PatchloopClient {
@@ -33,10 +34,21 @@ export class PatchloopClient {
   ) {}
 
   static async connect(
-    config: Pick<PatchloopConfig, 'temporalAddress' | 'namespace' | 'taskQueue'>,
+    config: Pick<PatchloopConfig, 'temporalAddress' | 'namespace' | 'taskQueue' | 'payloadStorage'>,
   ): Promise<PatchloopClient> {
-    const connection = await Connection.connect({ address: config.temporalAddress });
-    return new PatchloopClient(new Client({ connection, namespace: config.namespace }), config.taskQueue);
+    return PatchloopClient.on(await Connection.connect({ address: config.temporalAddress }), config);
+  }
+
+  /** A client on an open connection, with the data converter every party of a deployment shares. */
+  static on(
+    connection: Connection,
+    config: Pick<PatchloopConfig, 'namespace' | 'taskQueue' | 'payloadStorage'>,
+  ): PatchloopClient {
+    const dataConverter = patchloopDataConverter(config.payloadStorage);
+    return new PatchloopClient(
+      new Client({ connection, namespace: config.namespace, dataConverter }),
+      config.taskQueue,
+    );
   }
 
   /** Starts workflow `agentRun`; the id defaults to `run-<uuid>`. */

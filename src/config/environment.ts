@@ -1,3 +1,19 @@
+import { join, resolve } from 'node:path';
+
+/** Where payloads above the threshold go instead of into Temporal's history. */
+export type PayloadStorageSettings =
+  | { kind: 'off' }
+  | { kind: 'local'; directory: string; thresholdBytes: number }
+  | {
+      kind: 's3';
+      bucket: string;
+      prefix: string;
+      endpoint: string | undefined;
+      region: string;
+      forcePathStyle: boolean;
+      thresholdBytes: number;
+    };
+
 /** Settings a worker and the CLI read from the environment, with their defaults. */
 export interface PatchloopConfig {
   temporalAddress: string;
@@ -20,6 +36,8 @@ export interface PatchloopConfig {
    * every worker behind one stream URL.
    */
   streamSecret: string | undefined;
+  /** Payloads by reference (External Storage): where they go, for workers and clients alike. */
+  payloadStorage: PayloadStorageSettings;
 }
 
 export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): PatchloopConfig {
@@ -35,5 +53,34 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Pat
     streamHost: env['PATCHLOOP_STREAM_HOST'] || '127.0.0.1',
     streamUrl: env['PATCHLOOP_STREAM_URL'] || undefined,
     streamSecret: env['PATCHLOOP_STREAM_SECRET'] || undefined,
+    payloadStorage: payloadStorageFromEnvironment(env),
+  };
+}
+
+/**
+ * `PATCHLOOP_PAYLOAD_STORAGE`: `local` (default: `PATCHLOOP_PAYLOAD_DIR`, `.patchloop/payloads`), `s3`
+ * (`PATCHLOOP_S3_BUCKET`, `PATCHLOOP_S3_PREFIX`, `PATCHLOOP_S3_ENDPOINT` or `AWS_ENDPOINT_URL_S3`,
+ * `AWS_REGION`; credentials from the AWS SDK's usual chain) or `off` (every payload inline: the 2 MB
+ * limit applies). Payloads above `PATCHLOOP_PAYLOAD_THRESHOLD_BYTES` (256 KiB) go by reference.
+ */
+function payloadStorageFromEnvironment(env: NodeJS.ProcessEnv): PayloadStorageSettings {
+  const kind = env['PATCHLOOP_PAYLOAD_STORAGE'] || 'local';
+  const thresholdBytes = Number(env['PATCHLOOP_PAYLOAD_THRESHOLD_BYTES'] || 256 * 1024);
+  if (kind === 'off') return { kind: 'off' };
+  if (kind === 'local')
+    return { kind, directory: resolve(env['PATCHLOOP_PAYLOAD_DIR'] || join('.patchloop', 'payloads')), thresholdBytes };
+  if (kind !== 's3') throw new Error(`PATCHLOOP_PAYLOAD_STORAGE must be local, s3 or off, not '${kind}'`);
+  const bucket = env['PATCHLOOP_S3_BUCKET'];
+  if (!bucket) throw new Error('PATCHLOOP_PAYLOAD_STORAGE=s3 needs PATCHLOOP_S3_BUCKET');
+  const endpoint = env['PATCHLOOP_S3_ENDPOINT'] || env['AWS_ENDPOINT_URL_S3'] || env['AWS_ENDPOINT_URL'] || undefined;
+  return {
+    kind,
+    bucket,
+    prefix: env['PATCHLOOP_S3_PREFIX'] ?? 'patchloop/payloads/',
+    endpoint,
+    region: env['AWS_REGION'] || env['AWS_DEFAULT_REGION'] || 'us-east-1',
+    // Self-hosted stores (MinIO, moto) address buckets by path, not by host name.
+    forcePathStyle: (env['PATCHLOOP_S3_FORCE_PATH_STYLE'] ?? (endpoint ? 'true' : 'false')) === 'true',
+    thresholdBytes,
   };
 }

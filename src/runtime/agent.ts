@@ -85,5 +85,11 @@ export type ToolDescriptor = z.infer<typeof ToolDescriptor>;
 export const AgentSpec = AgentDefinition.extend({
   model: z.string().min(1),
   tool_descriptors: z.array(ToolDescriptor),
+  /**
+   * The worker sends payloads over its threshold by reference (External Storage): no result, batch,
+   * fork context or continue-as-new state meets Temporal's 2 MB payload limit. Without it, workflows
+   * keep what they send under a budget instead.
+   */
+  payloads_by_reference: z.boolean().default(false),
 });
 export type AgentSpec = z.infer<typeof AgentSpec>;

@@ -6,5 +6,8 @@ export function digestText(text: string): string {
   return bytesToHex(sha256(new TextEncoder().encode(text)));
 }
 
-/** Characters per page of the `compiledRequest` query (well under the 4 MB gRPC limit, even in UTF-8). */
-export const REQUEST_PAGE_CHARS = 512 * 1024;
+/**
+ * Characters per page of the `compiledRequest` query: well under the 4 MB gRPC limit even in UTF-8, and
+ * (in ASCII) under External Storage's 256 KiB threshold, so a page is answered inline, never stored.
+ */
+export const REQUEST_PAGE_CHARS = 200 * 1024;

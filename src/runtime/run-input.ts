@@ -63,5 +63,8 @@ export const AgentRunResult = z.strictObject({
    * compile boundary (an abort, for example), in arrival order. Absent when there are none.
    */
   unprocessed_messages: z.array(UnprocessedMessage).optional(),
+  /** A fork child's result leaves its transcript out (the parent uses its length only). */
+  transcript_omitted: z.literal(true).optional(),
+  transcript_length: z.number().int().nonnegative().optional(),
 });
 export type AgentRunResult = z.infer<typeof AgentRunResult>;

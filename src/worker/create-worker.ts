@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createActivities, SecretRedactor } from '../activities';
 import { redactionInterceptor } from './redaction';
+import { patchloopDataConverter } from '../storage/data-converter';
 import { AgentRegistry } from '../agents/registry';
 import { assistantAgent } from '../agents/assistant';
 import { exampleTools } from '../tools/examples';
@@ -75,6 +76,8 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
   const worker = await Worker.create({
     connection: options.connection,
     namespace: config.namespace,
+    // Payloads over the threshold go by reference; the worker's own client (activities' queries) too.
+    dataConverter: patchloopDataConverter(config.payloadStorage),
     taskQueue: config.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath() }),
     activities: createActivities({
@@ -83,6 +86,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
       provider: { baseURL: config.openaiBaseUrl, apiKey: config.openaiApiKey, timeoutMs: 10 * 60 * 1000 },
       chunks: { transport, url: stream.url, tokens },
       redactor,
+      payloadsByReference: config.payloadStorage.kind !== 'off',
     }),
     interceptors: {
       ...options.workerOptions?.interceptors,

@@ -24,6 +24,7 @@ import { carriedInputFits, continueAsNewDue, recentEvents, restoreEvents } from 
 import { nextRequestQuery } from '../common';
 import { parseWorkflowInput } from './input';
 import { asRunFailure, withUnprocessedMessages } from './failures';
+import { checkedResult } from './payload-budget';
 import { registerRunHandlers } from './handlers';
 import { applyAgentLimits, commit, emit, newRun, unprocessedMessages, type Run } from './run-state';
 import { sinks } from './sinks';
@@ -63,14 +64,21 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     );
     run.state = turn.status;
     const unprocessed = unprocessedMessages(run);
-    const result: AgentRunResult = {
-      status: turn.status,
-      answer: turn.answer,
-      transcript: cloneJson(run.transcript),
-      usage: run.usage,
-      ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}),
-      ...(unprocessed.length > 0 ? { unprocessed_messages: unprocessed } : {}),
-    };
+    const result = checkedResult(
+      agent,
+      {
+        status: turn.status,
+        answer: turn.answer,
+        // A fork child returns only what its parent uses; its transcript stays its own (spec 6.6).
+        ...(input.fork
+          ? { transcript: [], transcript_length: run.transcript.length, transcript_omitted: true as const }
+          : { transcript: cloneJson(run.transcript) }),
+        usage: run.usage,
+        ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}),
+        ...(unprocessed.length > 0 ? { unprocessed_messages: unprocessed } : {}),
+      } satisfies AgentRunResult,
+      "run's result",
+    );
     sinks.patchloop.runEnded({ status: turn.status, result, llmCalls: run.llmCalls, toolCalls: run.toolCalls });
     return result;
   } catch (error) {
@@ -120,7 +128,7 @@ async function continueIfDue(
   if (run.abort.requested) return;
   const info = workflowInfo();
   const next = (): AgentRunInput => ({ ...input, state: carriedState(run, agent, progress, chain.continued + 1) });
-  if (!carriedInputFits(run, next(), chain)) return;
+  if (!carriedInputFits(run, agent, next(), chain)) return;
   emit(run, { event_type: 'continued_as_new', history_events: info.historyLength, history_bytes: info.historySize });
   await continueAsNew<typeof agentRun>(next());
 }

@@ -14,9 +14,10 @@ import {
   type ChatSessionResult,
   type SessionState,
   type TurnReply,
-  utf8Bytes,
 } from '../runtime';
 import { AgentLoop } from './agent-loop';
+import { carriedInputFits, continueAsNewDue } from './continue-as-new';
+import { checkedResult } from './payload-budget';
 import { checkedSeed, resolveAgent } from './agent-run';
 import { abortSignal, closeSignal, nextRequestQuery, sendUpdate } from '../common';
 import { parseWorkflowInput } from './input';
@@ -37,9 +38,6 @@ import {
 } from './run-state';
 import { sinks } from './sinks';
 
-/** Continue-as-new input must stay well under Temporal's 2 MB payload limit. */
-const MAX_CARRIED_BYTES = 1_500_000;
-
 /** A session's own state beside its durable run. */
 interface Session {
   run: Run;
@@ -53,6 +51,8 @@ interface Session {
   /** Messages whose `send` waits for the reply. */
   waiting: Set<number>;
   loop?: AgentLoop;
+  /** A continue-as-new the payload limit stopped was reported (once). */
+  skipped: boolean;
 }
 
 /**
@@ -76,19 +76,36 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     closing: false,
     replies: new Map(),
     waiting: new Set(),
+    skipped: false,
   };
   registerSessionHandlers(session);
   try {
     const agent = await openSession(session);
     for (let entry = await nextMessage(session); entry; entry = await nextMessage(session)) {
       await serveTurn(session, entry);
-      if (continueAsNewDue(input) && (await continueAsNewNow(run, session, session.waiting))) {
-        return await continueAsNew<typeof chatSession>(carriedInput(run, input, session, agent));
+      if (continueAsNewDue(input.continue_as_new) && (await readyToContinue(run, session.waiting))) {
+        const next = () => carriedInput(run, input, { ...session, continued: session.continued + 1 }, agent);
+        if (carriedInputFits(run, agent, next(), session)) {
+          const info = workflowInfo();
+          emit(run, {
+            event_type: 'continued_as_new',
+            history_events: info.historyLength,
+            history_bytes: info.historySize,
+          });
+          // Built after the event, so the next run's events count on from it.
+          const carried = next();
+          session.continued += 1;
+          return await continueAsNew<typeof chatSession>(carried);
+        }
       }
     }
     await condition(allHandlersFinished);
     run.state = 'completed';
-    const result: ChatSessionResult = { turns: session.turns, transcript: cloneJson(run.transcript), usage: run.usage };
+    const result: ChatSessionResult = checkedResult(
+      agent,
+      { turns: session.turns, transcript: cloneJson(run.transcript), usage: run.usage },
+      "session's result",
+    );
     sinks.patchloop.runEnded({ status: 'completed', result, llmCalls: run.llmCalls, toolCalls: run.toolCalls });
     return result;
   } catch (error) {
@@ -247,44 +264,16 @@ function seedWithoutInput(seed: Message[]): Message[] {
   return seed.slice(0, -1);
 }
 
-function continueAsNewDue(input: ChatSessionInput): boolean {
-  const info = workflowInfo();
-  return (
-    info.continueAsNewSuggested ||
-    info.historyLength >= input.continue_as_new.max_history_events ||
-    info.historySize >= input.continue_as_new.max_history_bytes
-  );
-}
-
 /**
  * After a turn: continue as new once every accepted update has its reply and its
  * handler has finished. Messages queued by signal travel in the carried state; messages queued by
  * `send` are answered first, because an update cannot be carried over.
  */
-async function continueAsNewNow(run: Run, session: { continued: number }, waiting: Set<number>): Promise<boolean> {
+async function readyToContinue(run: Run, waiting: Set<number>): Promise<boolean> {
   const hasUpdateMessages = run.inbox.some((entry) => waiting.has(entry.id));
   if (hasUpdateMessages) return false;
   await condition(() => allHandlersFinished() || run.inbox.some((entry) => waiting.has(entry.id)));
-  if (!allHandlersFinished()) return false;
-  const size = utf8Bytes(JSON.stringify(run.transcript));
-  if (size > MAX_CARRIED_BYTES) {
-    // Carrying this state would break Temporal's payload limit: the agent has to compact (selfref_compact).
-    emit(run, {
-      event_type: 'custom_event',
-      event_name: 'continue_as_new_skipped',
-      data: { transcript_bytes: size, limit_bytes: MAX_CARRIED_BYTES },
-      tool_name: '',
-      tool_call_id: '',
-    });
-    return false;
-  }
-  session.continued += 1;
-  emit(run, {
-    event_type: 'continued_as_new',
-    history_events: workflowInfo().historyLength,
-    history_bytes: workflowInfo().historySize,
-  });
-  return true;
+  return allHandlersFinished();
 }
 
 function carriedInput(

@@ -1,9 +1,7 @@
 import { workflowInfo } from '@temporalio/workflow';
-import { utf8Bytes, type ContinueAsNewPolicy, type RunEvent } from '../runtime';
+import type { AgentSpec, ContinueAsNewPolicy, RunEvent } from '../runtime';
+import { INLINE_PAYLOAD_BUDGET, payloadFits } from './payload-budget';
 import { emit, EVENT_WINDOW, type Run } from './run-state';
-
-/** Continue-as-new input must stay well under Temporal's 2 MB payload limit when it travels inline. */
-export const MAX_CARRIED_BYTES = 1_500_000;
 
 /** Temporal suggests it, or the history passed the policy's size. */
 export function continueAsNewDue(policy: ContinueAsNewPolicy): boolean {
@@ -16,18 +14,24 @@ export function continueAsNewDue(policy: ContinueAsNewPolicy): boolean {
 }
 
 /**
- * Whether the carried input fits the payload limit. When it does not, the run goes on in this run
- * (an event says so, once) and the agent has to compact (`selfref_compact`).
+ * Whether the carried input may be sent: always with payloads by reference, else within the inline
+ * budget. When it may not, the run goes on in this run (an event says so, once) and the agent has to
+ * compact (`selfref_compact`).
  */
-export function carriedInputFits(run: Run, carried: unknown, warned: { skipped: boolean }): boolean {
-  const bytes = utf8Bytes(JSON.stringify(carried));
-  if (bytes <= MAX_CARRIED_BYTES) return true;
+export function carriedInputFits(
+  run: Run,
+  agent: Pick<AgentSpec, 'payloads_by_reference'>,
+  carried: unknown,
+  warned: { skipped: boolean },
+): boolean {
+  const { fits, bytes } = payloadFits(agent, carried);
+  if (fits) return true;
   if (!warned.skipped) {
     warned.skipped = true;
     emit(run, {
       event_type: 'custom_event',
       event_name: 'continue_as_new_skipped',
-      data: { carried_bytes: bytes, limit_bytes: MAX_CARRIED_BYTES },
+      data: { carried_bytes: bytes, limit_bytes: INLINE_PAYLOAD_BUDGET },
       tool_name: '',
       tool_call_id: '',
     });

@@ -17,6 +17,7 @@ import {
   type ToolCallRequest,
 } from '../runtime';
 import type { WorkflowCallResult } from './batch';
+import { payloadFits } from './payload-budget';
 import { abortChild, emit, type Run } from './run-state';
 
 /**
@@ -50,6 +51,9 @@ export async function runFork(
   if (depth > agent.limits.max_fork_depth) return fail(`fork depth limit ${agent.limits.max_fork_depth} reached`);
 
   const context = inheritedContext(run.transcript);
+  // Without payloads by reference, the child's input (the parent's context) must fit a payload.
+  const size = payloadFits(agent, context);
+  if (!size.fits) return fail(`the context is ${size.bytes} bytes: too large to fork without payload storage`);
   const { child, meta } = await startForkChild(run, agent, message, context, depth);
   const custom = (event_name: string, data: JsonObject) =>
     emit(
@@ -68,7 +72,7 @@ export async function runFork(
       status: result.status,
       response: result.answer,
       result: result.answer,
-      history_count: result.transcript.length,
+      history_count: result.transcript_length ?? result.transcript.length,
       history_included: false,
     });
   } catch (error) {

@@ -82,12 +82,18 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
     ...eventPage(run, options?.after, options?.limit ?? 1000),
     state: run.state,
   }));
-  setHandler(compiledRequestQuery, (digest, page) => {
-    if (run.request?.digest !== digest) throw new Error(`no compiled request with digest ${digest}`);
-    const pages = Math.max(1, Math.ceil(run.request.text.length / REQUEST_PAGE_CHARS));
+  setHandler(compiledRequestQuery, (digest, page, llmCall) => {
+    const request = run.request;
+    // The same call recompiled by a newer build answers too: its own digest guards the text.
+    if (!request || (request.digest !== digest && (llmCall === undefined || request.llmCall !== llmCall))) {
+      throw new Error(
+        `no compiled request with digest ${digest}${llmCall !== undefined ? ` for LLM call ${llmCall}` : ''}`,
+      );
+    }
+    const pages = Math.max(1, Math.ceil(request.text.length / REQUEST_PAGE_CHARS));
     if (!Number.isInteger(page) || page < 0 || page >= pages)
       throw new Error(`page ${page} out of range (0..${pages - 1})`);
-    const text = run.request.text.slice(page * REQUEST_PAGE_CHARS, (page + 1) * REQUEST_PAGE_CHARS);
-    return { digest, page, pages, text };
+    const text = request.text.slice(page * REQUEST_PAGE_CHARS, (page + 1) * REQUEST_PAGE_CHARS);
+    return { digest: request.digest, page, pages, text };
   });
 }

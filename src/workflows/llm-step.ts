@@ -31,7 +31,7 @@ export async function llmStep(loop: LoopContext, mode: LlmMode, eventIteration: 
   const llmCall = run.llmCalls;
   const request = buildRequest(loop, mode);
   const text = JSON.stringify(request);
-  run.request = { digest: digestText(text), text };
+  run.request = { digest: digestText(text), text, llmCall };
   emit(run, events.llmCallStart(llmCall, mode, request.messages.length), eventIteration);
   const raw = run.abort.requested ? abortedPhase() : await callActivity(loop, llmCall, eventIteration, request);
   run.request = null;

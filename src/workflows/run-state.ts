@@ -53,7 +53,8 @@ export interface Run {
   forkCount: number;
   forkDepth: number;
   forkId: string | null;
-  request: { digest: string; text: string } | null;
+  /** The request of the LLM phase in flight, for the activity to load by query. */
+  request: { digest: string; text: string; llmCall: number } | null;
   /** The most recent events (a bounded window: the log lives in workflow memory). */
   events: RunEvent[];
   /** JSON characters of the events in the window. */

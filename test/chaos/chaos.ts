@@ -1,5 +1,4 @@
 import {
-  Client,
   Connection,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
@@ -20,6 +19,7 @@ import {
   type ReplyFault,
 } from '../../src/fake-model/steps';
 import type { AgentRunResult } from '../../src/runtime';
+import { configFromEnvironment } from '../../src/config/environment';
 import { freePort } from '../../src/worker/free-port';
 import { startDevServer, type DevServer } from '../../src/worker/temporal-cli';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
@@ -290,7 +290,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const spawn = () => spawnWorker({ address: server.address, taskQueue, modelUrl: fake.url, agents });
   const workers: Array<WorkerProcess | null> = [await spawn(), await spawn()];
   const connection = await Connection.connect({ address: server.address });
-  const client = new PatchloopClient(new Client({ connection }), taskQueue);
+  const client = PatchloopClient.on(connection, { ...configFromEnvironment({}), taskQueue });
   const chaosRandom = random(options.seed);
   const counts = { kills: 0, terms: 0, restarts: 0, aborts: 0 };
   let finished = false;

@@ -1,4 +1,5 @@
-import { Client, Connection } from '@temporalio/client';
+import { Connection } from '@temporalio/client';
+import { configFromEnvironment } from '../../src/config/environment';
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PatchloopClient } from '../../src/client/patchloop-client';
@@ -27,10 +28,10 @@ afterEach(async () => {
 
 async function setup(fake: FakeModelServer) {
   const taskQueue = `crash-${randomUUID()}`;
-  const client = new PatchloopClient(
-    new Client({ connection: await Connection.connect({ address: temporalAddress() }) }),
+  const client = PatchloopClient.on(await Connection.connect({ address: temporalAddress() }), {
+    ...configFromEnvironment({}),
     taskQueue,
-  );
+  });
   cleanups.push(
     () => client.close(),
     () => fake.close(),

@@ -1,4 +1,5 @@
-import { Client, Connection } from '@temporalio/client';
+import { Connection } from '@temporalio/client';
+import { configFromEnvironment } from '../../src/config/environment';
 import { existsSync, readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, inject, it } from 'vitest';
@@ -48,10 +49,10 @@ describe('secrets never leave the worker', () => {
       ],
     });
     const taskQueue = `secrets-${randomUUID()}`;
-    const client = new PatchloopClient(
-      new Client({ connection: await Connection.connect({ address: temporalAddress() }) }),
+    const client = PatchloopClient.on(await Connection.connect({ address: temporalAddress() }), {
+      ...configFromEnvironment({}),
       taskQueue,
-    );
+    });
     cleanups.push(
       () => client.close(),
       () => fake.close(),

@@ -1,4 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
+import { Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
@@ -39,6 +39,8 @@ export interface TestWorld {
 
 export interface WorldOptions {
   fake?: FakeModelOptions;
+  /** Settings beyond the defaults (payload storage, ...). */
+  config?: Partial<PatchloopConfig>;
   agents?: AgentDefinitionInput[];
   tools?: Tool[];
 }
@@ -54,6 +56,7 @@ export async function startWorld(options: WorldOptions = {}): Promise<TestWorld>
     openaiBaseUrl: fake.url,
     openaiApiKey: 'test-key',
     model: 'fake-model',
+    ...options.config,
   };
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const worker = await createPatchloopWorker({
@@ -64,10 +67,7 @@ export async function startWorld(options: WorldOptions = {}): Promise<TestWorld>
     ...(options.tools ? { tools: options.tools } : {}),
   });
   const running = worker.run();
-  const client = new PatchloopClient(
-    new Client({ connection: await Connection.connect({ address: config.temporalAddress }) }),
-    config.taskQueue,
-  );
+  const client = PatchloopClient.on(await Connection.connect({ address: config.temporalAddress }), config);
   let stopped = false;
   const stopWorker = async () => {
     if (stopped) return;

@@ -1,4 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
+import { Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -49,10 +49,7 @@ export async function demoCommand(_args: string[], print: Print): Promise<undefi
   const connection = await NativeConnection.connect({ address: server.address });
   const worker = await createPatchloopWorker({ connection, config });
   const running = worker.run();
-  const client = new PatchloopClient(
-    new Client({ connection: await Connection.connect({ address: server.address }) }),
-    config.taskQueue,
-  );
+  const client = PatchloopClient.on(await Connection.connect({ address: server.address }), config);
   try {
     print('\n== run 1: tools in parallel ==');
     const first = await client.start({ agent: 'assistant', input: "What is 2 + 3, and repeat 'ha' 3 times?" });

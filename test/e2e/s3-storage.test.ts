@@ -1,0 +1,87 @@
+import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validateToolLinkage } from '../../src/context';
+import { callTools, reply } from '../../src/fake-model/steps';
+import { freePort } from '../../src/worker/free-port';
+import { repositoryRoot } from '../support/reference';
+import { startWorld, type TestWorld } from '../support/temporal';
+import { eventually } from '../support/wait';
+
+/**
+ * Payloads by reference in an S3-compatible store: moto's S3 API server (from PyPI, installed by
+ * scripts/setup.sh), started here on a free port. A missing binary fails the test, it does not skip.
+ */
+let moto: ChildProcess | undefined;
+let endpoint = '';
+const bucket = 'patchloop-test';
+const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+
+beforeAll(async () => {
+  const binary = join(repositoryRoot, '.venv', 'bin', 'moto_server');
+  if (!existsSync(binary)) throw new Error(`moto_server not found at ${binary}: run "bash scripts/setup.sh"`);
+  const port = await freePort();
+  endpoint = `http://127.0.0.1:${port}`;
+  moto = spawn(binary, ['-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
+  const s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials });
+  await eventually(() => s3.send(new CreateBucketCommand({ Bucket: bucket })).then(() => true), 30_000, 'moto S3 up');
+  // The worker's S3 driver finds its credentials the usual AWS SDK way.
+  process.env['AWS_ACCESS_KEY_ID'] = credentials.accessKeyId;
+  process.env['AWS_SECRET_ACCESS_KEY'] = credentials.secretAccessKey;
+});
+
+afterAll(() => {
+  moto?.kill('SIGTERM');
+});
+
+let world: TestWorld | undefined;
+
+describe('payloads by reference in S3 (moto)', () => {
+  it('a batch of 2.2 MB and the run result go to the bucket, content-addressed; the history holds references', async () => {
+    const storage = {
+      kind: 's3' as const,
+      bucket,
+      prefix: 'runs/',
+      endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      thresholdBytes: 256 * 1024,
+    };
+    world = await startWorld({
+      config: { payloadStorage: storage },
+      fake: {
+        script: [
+          callTools(
+            Array.from({ length: 17 }, (_, index) => ({
+              id: `r${index}`,
+              name: 'repeat',
+              arguments: JSON.stringify({ text: 'abcdefghijklmnop', times: 8192 }),
+            })),
+          ),
+          reply('stored'),
+        ],
+      },
+    });
+    try {
+      const run = await world.client.start({ agent: 'assistant', input: 'repeat a lot' });
+      const result = await run.result();
+      expect(result.answer).toBe('stored');
+      expect(result.transcript.filter((message) => message['role'] === 'tool')).toHaveLength(17);
+      validateToolLinkage(result.transcript);
+      const s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials });
+      const listed = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'runs/' }));
+      const keys = (listed.Contents ?? []).map((object) => object.Key!);
+      expect(keys.length).toBeGreaterThanOrEqual(2);
+      expect(keys.every((key) => /^runs\/[0-9a-f]{64}$/.test(key))).toBe(true);
+      expect((listed.Contents ?? []).some((object) => (object.Size ?? 0) > 2 * 1024 * 1024)).toBe(true);
+      // The 2.2 MB batch result and the result are references in history, not content.
+      expect((await run.historySize()).bytes).toBeLessThan(256 * 1024);
+      world.fake.assertDone();
+    } finally {
+      await world.close();
+      world = undefined;
+    }
+  });
+});
