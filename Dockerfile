@@ -15,4 +15,4 @@ COPY --from=build /app/dist ./dist
 COPY --from=build /app/bin ./bin
 USER node
 # Temporal's runtime turns SIGINT/SIGTERM into a graceful worker shutdown.
-CMD ["node", "dist/src/client/cli.js", "worker"]
+CMD ["node", "dist/src/cli/cli.js", "worker"]

@@ -6,10 +6,13 @@ import { join } from 'node:path';
 import { PatchloopClient } from '../src/client/patchloop-client';
 import { FakeModelServer, type Responder } from '../src/fake-model/server';
 import type { AgentDefinitionInput } from '../src/runtime';
-import { configFromEnvironment } from '../src/config/environment';
+import { configFromEnvironment, type PatchloopConfig } from '../src/config/environment';
+import type { Tool } from '../src/tools/define-tool';
 import { createPatchloopWorker, type PatchloopWorker } from '../src/worker/create-worker';
 import { startDevServer, type DevServer } from '../src/worker/temporal-cli';
 import { freePort } from '../src/worker/free-port';
+
+let runtimeInstalled = false;
 
 /** A dev server, a fake model and an in-process worker for a benchmark run. */
 export interface BenchWorld {
@@ -22,9 +25,17 @@ export interface BenchWorld {
 
 export async function startBenchWorld(
   responder: Responder,
-  options: { agents?: AgentDefinitionInput[]; dynamicConfig?: Record<string, number>; keepBodies?: boolean } = {},
+  options: {
+    agents?: AgentDefinitionInput[];
+    tools?: Tool[];
+    dynamicConfig?: Record<string, number>;
+    keepBodies?: boolean;
+    config?: Partial<PatchloopConfig>;
+  } = {},
 ): Promise<BenchWorld> {
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  // One runtime per process: several worlds may run one after the other.
+  if (!runtimeInstalled) Runtime.install({ logger: new DefaultLogger('ERROR') });
+  runtimeInstalled = true;
   const server = await startDevServer({
     port: await freePort(),
     dbFile: join(mkdtempSync(join(tmpdir(), 'patchloop-bench-')), 'temporal.db'),
@@ -38,12 +49,14 @@ export async function startBenchWorld(
     openaiBaseUrl: fake.url,
     openaiApiKey: 'bench',
     model: 'fake-model',
+    ...options.config,
   };
   const connection = await NativeConnection.connect({ address: server.address });
   const worker = await createPatchloopWorker({
     connection,
     config,
     ...(options.agents ? { agents: options.agents } : {}),
+    ...(options.tools ? { tools: options.tools } : {}),
   });
   const running = worker.run();
   const client = PatchloopClient.on(await Connection.connect({ address: server.address }), config);

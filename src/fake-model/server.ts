@@ -46,6 +46,8 @@ export interface FakeModelOptions {
  */
 export class FakeModelServer {
   readonly requests: RecordedRequest[] = [];
+  /** The body of the latest request, kept even when `keepBodies` is off. */
+  lastBody: ChatRequestBody | undefined;
   readonly problems: string[] = [];
   private readonly script: FakeStep[];
   private readonly waiters: Array<{ count: number; resolve: () => void }> = [];
@@ -127,6 +129,7 @@ export class FakeModelServer {
       return;
     }
     const index = this.requests.length;
+    this.lastBody = body;
     this.requests.push({
       body: this.keepBodies ? body : { model: body.model, messages: [] },
       headers: request.headers,

@@ -1,12 +1,14 @@
 import { StorageDriverClaim, type Payload, type StorageDriver } from '@temporalio/common';
-import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { decodePayload, encodePayload, isPayloadKey } from './payload-bytes';
 
 /**
  * The embedded default for payloads by reference: a directory every worker and client on the machine
  * shares (`.patchloop/payloads`). Content-addressed, so retries and replays store nothing twice;
- * written atomically (a temporary file renamed into place), so a reader never sees half a payload.
+ * written atomically (a temporary file renamed into place), so a reader never sees half a payload. A
+ * payload stored again has its modification time renewed: deleting files older than the retention
+ * period never removes one a recent history still refers to.
  */
 export class LocalDirectoryDriver implements StorageDriver {
   readonly name = 'patchloop-local';
@@ -19,7 +21,10 @@ export class LocalDirectoryDriver implements StorageDriver {
       payloads.map(async (payload) => {
         const { key, bytes } = encodePayload(payload);
         const file = this.file(key);
-        if (!(await exists(file))) {
+        if (await exists(file)) {
+          const now = new Date();
+          await utimes(file, now, now);
+        } else {
           await mkdir(join(this.directory, key.slice(0, 2)), { recursive: true });
           const temporary = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
           await writeFile(temporary, bytes);

@@ -1,4 +1,5 @@
 import {
+  CopyObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
@@ -18,7 +19,8 @@ export interface S3DriverOptions {
 
 /**
  * Payloads by reference in any S3-compatible store. Objects are named by the SHA-256 of the payload's
- * bytes: an object that exists already is not uploaded again, and a retrieved one is checked.
+ * bytes: an object that exists already is not uploaded again (it is copied onto itself instead, which
+ * renews its age for lifecycle expiry rules), and a retrieved one is checked.
  */
 export class S3Driver implements StorageDriver {
   readonly name = 'patchloop-s3';
@@ -34,9 +36,18 @@ export class S3Driver implements StorageDriver {
     return Promise.all(
       payloads.map(async (payload) => {
         const { key, bytes } = encodePayload(payload);
-        if (!(await this.has(key, abortSignal))) {
-          const put = new PutObjectCommand({ Bucket: this.options.bucket, Key: this.objectKey(key), Body: bytes });
-          await this.s3.send(put, { abortSignal });
+        const Key = this.objectKey(key);
+        if (await this.has(key, abortSignal)) {
+          const source = `${this.options.bucket}/${Key}`;
+          const renew = new CopyObjectCommand({
+            Bucket: this.options.bucket,
+            Key,
+            CopySource: source,
+            MetadataDirective: 'REPLACE',
+          });
+          await this.s3.send(renew, { abortSignal });
+        } else {
+          await this.s3.send(new PutObjectCommand({ Bucket: this.options.bucket, Key, Body: bytes }), { abortSignal });
         }
         return new StorageDriverClaim({ key });
       }),

@@ -1,5 +1,5 @@
 import { StorageDriverClaim, type Payload } from '@temporalio/common';
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -24,6 +24,11 @@ describe('the local payload store', () => {
     expect(again!.claimData).toEqual(first!.claimData);
     expect(other!.claimData['key']).not.toBe(first!.claimData['key']);
     expect(files(folder)).toHaveLength(2);
+    // Stored again, the file's age starts over (so age-based cleanup keeps what recent histories use).
+    const file = join(folder, first!.claimData['key']!.slice(0, 2), first!.claimData['key']!);
+    utimesSync(file, new Date(0), new Date(0));
+    await driver.store({}, [big]);
+    expect(statSync(file).mtimeMs).toBeGreaterThan(Date.now() - 60_000);
     const [back] = await driver.retrieve({}, [first!]);
     expect(Buffer.from(back!.data!).toString()).toBe(JSON.stringify('x'.repeat(300_000)));
     expect(Buffer.from(back!.metadata!['encoding']!).toString()).toBe('json/plain');

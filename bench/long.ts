@@ -1,0 +1,273 @@
+/**
+ * `npm run bench:long`: runs and sessions of any length and size, side by side in one run.
+ *
+ * 1. A long `agentRun` (BENCH_ITERATIONS, default 10,000; fast fake model, 1 KB tool output): completes,
+ *    continue-as-new count, the largest run of the chain (history events and bytes), worker heap at the
+ *    start and the end, ms per iteration around iteration 100 and at the end.
+ * 2. Large payloads: 20 MB of tool output in 128 KB results, and ten 1 MiB images, with payloads by
+ *    reference (the 256 KiB default threshold, and 64 KiB) and inline (storage off): completes or how it
+ *    fails, history bytes per iteration.
+ * 3. A session of BENCH_TURNS turns (default 2,000) of 4 KB messages growing to 8 MB of context:
+ *    continue-as-new count, its requests checked byte for byte against the conversation, turn overhead
+ *    at turn 10 and at the end.
+ *
+ * BENCH_SCALE (default 1) scales all three: 0.1 runs a tenth of each.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { PayloadStorageSettings } from '../src/config/environment';
+import type { ChatRequestBody, Responder } from '../src/fake-model/server';
+import { callTools, reply, type FakeStep } from '../src/fake-model/steps';
+import { defineTool } from '../src/tools/define-tool';
+import { exampleTools } from '../src/tools/examples';
+import { imageFile } from '../src/tools/images';
+import { median, table } from './report';
+import { startBenchWorld, type BenchWorld } from './world';
+
+const SCALE = Number(process.env['BENCH_SCALE'] ?? 1);
+const ITERATIONS = Math.round(Number(process.env['BENCH_ITERATIONS'] ?? 10_000) * SCALE);
+const TURNS = Math.round(Number(process.env['BENCH_TURNS'] ?? 2_000) * SCALE);
+const KB = 1024;
+
+const gc = () => (globalThis as { gc?: () => void }).gc?.();
+const heapMb = () => (gc(), process.memoryUsage().heapUsed / 2 ** 20);
+/** Batches the model asked for so far (images come back as user messages, not tool messages). */
+const toolResults = (body: ChatRequestBody) =>
+  body.messages.filter((message) => message['role'] === 'assistant' && Array.isArray(message['tool_calls'])).length;
+
+/** Calls `repeat` (`bytes` of output) until `iterations` results are in, then answers. */
+function repeater(iterations: number, bytes: number): Responder {
+  return (body) => {
+    const done = toolResults(body);
+    if (done >= iterations) return reply('done');
+    const args = JSON.stringify({ text: 'abcdefghijklmnop', times: bytes / 16 });
+    return callTools([{ id: `call_${done}`, name: 'repeat', arguments: args }]);
+  };
+}
+
+/** The runs of a workflow id's continue-as-new chain, with their history sizes. */
+async function chain(world: BenchWorld, workflowId: string) {
+  const runs: Array<{ events: number; bytes: number }> = [];
+  for await (const execution of world.client.temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
+    const description = await world.client.temporal.workflow.getHandle(workflowId, execution.runId).describe();
+    runs.push({ events: description.historyLength, bytes: description.historySize ?? 0 });
+  }
+  return runs;
+}
+
+/** Mean ms between consecutive model requests in [from, to). */
+function msPerIteration(world: BenchWorld, from: number, to: number): number {
+  const times = world.fake.requests.slice(from, to).map((request) => request.receivedAt);
+  return times.length < 2 ? NaN : (times.at(-1)! - times[0]!) / (times.length - 1);
+}
+
+async function longRun(): Promise<string> {
+  const world = await startBenchWorld(repeater(ITERATIONS, KB), { keepBodies: false });
+  try {
+    const heapStart = heapMb();
+    const started = Date.now();
+    const run = await world.client.start(
+      { agent: 'assistant', input: 'repeat forever' },
+      { workflowId: `long-${started}` },
+    );
+    const progress = setInterval(
+      () => process.stderr.write(`long run: ${world.fake.requests.length}/${ITERATIONS + 1} calls\n`),
+      30_000,
+    );
+    const result = await run.result().finally(() => clearInterval(progress));
+    const heapEnd = heapMb();
+    const runs = await chain(world, run.workflowId);
+    const largest = runs.reduce((a, b) => (b.bytes > a.bytes ? b : a));
+    const results = result.transcript.filter((message) => message['role'] === 'tool').length;
+    return table(
+      [
+        'iterations',
+        'completed',
+        'tool results',
+        'continued as new',
+        'largest run events',
+        'largest run bytes',
+        'heap start MB',
+        'heap end MB',
+        'ms/iter @100',
+        `ms/iter @${ITERATIONS}`,
+        'total s',
+      ],
+      [
+        [
+          String(ITERATIONS),
+          String(result.status === 'completed'),
+          String(results),
+          String(runs.length - 1),
+          String(largest.events),
+          String(largest.bytes),
+          heapStart.toFixed(0),
+          heapEnd.toFixed(0),
+          msPerIteration(world, 90, 110).toFixed(1),
+          msPerIteration(world, Math.max(0, ITERATIONS - 20), ITERATIONS).toFixed(1),
+          ((Date.now() - started) / 1000).toFixed(0),
+        ],
+      ],
+    );
+  } finally {
+    await world.close();
+  }
+}
+
+interface PayloadCase {
+  name: string;
+  iterations: number;
+  responder: Responder;
+  agent: string;
+}
+
+async function payloadCase(scenario: PayloadCase, storage: PayloadStorageSettings, label: string): Promise<string[]> {
+  const folder = mkdtempSync(join(tmpdir(), 'patchloop-bench-images-'));
+  const file = join(folder, 'photo.png');
+  writeFileSync(file, randomBytes(1024 * KB));
+  const photo = defineTool({
+    name: 'photo',
+    description: 'A 1 MiB photo.',
+    parameters: z.object({}),
+    execute: () => imageFile(file),
+  });
+  const world = await startBenchWorld(scenario.responder, {
+    keepBodies: false,
+    config: { payloadStorage: storage },
+    tools: [...exampleTools, photo],
+    agents: [
+      { name: 'assistant', instructions: 'Repeat.', tools: ['repeat'] },
+      {
+        name: 'photographer',
+        instructions: 'Photograph.',
+        tools: ['photo'],
+        limits: { max_image_bytes: 2 * 1024 * KB },
+      },
+    ],
+  });
+  try {
+    const run = await world.client.start({ agent: scenario.agent, input: 'go' });
+    const outcome = await run.result().then(
+      (result) => result.status,
+      (error: Error & { type?: string }) => `failed: ${error.type ?? error.name}`,
+    );
+    const runs = await chain(world, run.workflowId);
+    const bytes = runs.reduce((total, entry) => total + entry.bytes, 0);
+    return [
+      scenario.name,
+      label,
+      outcome,
+      String(runs.length - 1),
+      String(bytes),
+      (bytes / scenario.iterations).toFixed(0),
+    ];
+  } finally {
+    await world.close();
+  }
+}
+
+async function payloads(): Promise<string> {
+  const results = Math.max(2, Math.round(160 * SCALE));
+  const images = Math.max(2, Math.round(10 * SCALE));
+  const imageResponder: Responder = (body) =>
+    toolResults(body) >= images
+      ? reply('seen')
+      : callTools([{ id: `photo_${toolResults(body)}`, name: 'photo', arguments: '{}' }]);
+  const scenarios: PayloadCase[] = [
+    {
+      name: `${results} x 128 KB results`,
+      iterations: results,
+      responder: repeater(results, 128 * KB),
+      agent: 'assistant',
+    },
+    { name: `${images} x 1 MiB images`, iterations: images, responder: imageResponder, agent: 'photographer' },
+  ];
+  const directory = mkdtempSync(join(tmpdir(), 'patchloop-bench-payloads-'));
+  const rows: string[][] = [];
+  for (const scenario of scenarios) {
+    rows.push(
+      await payloadCase(scenario, { kind: 'local', directory, thresholdBytes: 256 * KB }, 'by reference, 256 KiB'),
+    );
+    rows.push(
+      await payloadCase(scenario, { kind: 'local', directory, thresholdBytes: 64 * KB }, 'by reference, 64 KiB'),
+    );
+    rows.push(await payloadCase(scenario, { kind: 'off' }, 'inline'));
+  }
+  return table(
+    ['scenario', 'payloads', 'outcome', 'continued as new', 'history bytes (chain)', 'bytes/iteration'],
+    rows,
+  );
+}
+
+async function session(): Promise<string> {
+  const message = (turn: number) => `turn ${turn}: ${'z'.repeat(4 * KB - 16)}`;
+  const world = await startBenchWorld(() => reply('ok') as FakeStep, { keepBodies: false });
+  const overhead: number[] = [];
+  let mismatches = 0;
+  try {
+    const handle = await world.client.startSession({ agent: 'assistant' });
+    // What every request must hold: the conversation so far, in order.
+    const expected: Array<Record<string, unknown>> = [];
+    const checkLast = () => {
+      const body = world.fake.lastBody;
+      if (!body) return;
+      if (JSON.stringify(body.messages.slice(1)) !== JSON.stringify(expected)) mismatches += 1;
+    };
+    for (let turn = 1; turn <= TURNS; turn += 1) {
+      const before = world.fake.requests.length;
+      const started = performance.now();
+      expected.push({ role: 'user', content: message(turn) });
+      await handle.send(message(turn));
+      const wall = performance.now() - started;
+      const model = world.fake.requests
+        .slice(before)
+        .reduce((sum, request) => sum + ((request.completedAt ?? request.receivedAt) - request.receivedAt), 0);
+      overhead.push(wall - model);
+      checkLast();
+      expected.push({ role: 'assistant', content: 'ok' });
+      if (turn % 200 === 0) process.stderr.write(`session: turn ${turn}/${TURNS}\n`);
+    }
+    const status = await handle.status(Number.MAX_SAFE_INTEGER);
+    const continued = Number(status['continued_as_new' as keyof typeof status] ?? 0);
+    const contextMb = JSON.stringify(await handle.transcript()).length / 2 ** 20;
+    const at = (turn: number) => median(overhead.slice(Math.max(0, turn - 10), turn)).toFixed(1);
+    return table(
+      [
+        'turns',
+        'context MB',
+        'continued as new',
+        'requests not matching the conversation',
+        'overhead ms @10',
+        `overhead ms @${TURNS}`,
+      ],
+      [[String(TURNS), contextMb.toFixed(1), String(continued), String(mismatches), at(10), at(TURNS)]],
+    );
+  } finally {
+    await world.close();
+  }
+}
+
+async function main() {
+  const sections: Array<[string, () => Promise<string>]> = [
+    ['long run', longRun],
+    ['large payloads', payloads],
+    ['long session', session],
+  ];
+  const only = process.env['BENCH_ONLY'];
+  for (const [name, section] of sections) {
+    if (only && !name.includes(only)) continue;
+    process.stderr.write(`== ${name} ==\n`);
+    console.log(`\n${name} (scale ${SCALE})\n${await section()}`);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
