@@ -34,9 +34,10 @@ const KB = 1024;
 
 const gc = () => (globalThis as { gc?: () => void }).gc?.();
 const heapMb = () => (gc(), process.memoryUsage().heapUsed / 2 ** 20);
-/** Batches the model asked for so far (images come back as user messages, not tool messages). */
-const toolResults = (body: ChatRequestBody) =>
-  body.messages.filter((message) => message['role'] === 'assistant' && Array.isArray(message['tool_calls'])).length;
+const toolResults = (body: ChatRequestBody) => body.messages.filter((message) => message['role'] === 'tool').length;
+/** Images come back as user messages with image parts (spec 10.c), not as tool messages. */
+const imagesSeen = (body: ChatRequestBody) =>
+  body.messages.filter((message) => message['role'] === 'user' && Array.isArray(message['content'])).length;
 
 /** Calls `repeat` (`bytes` of output) until `iterations` results are in, then answers. */
 function repeater(iterations: number, bytes: number): Responder {
@@ -173,9 +174,9 @@ async function payloads(): Promise<string> {
   const results = Math.max(2, Math.round(160 * SCALE));
   const images = Math.max(2, Math.round(10 * SCALE));
   const imageResponder: Responder = (body) =>
-    toolResults(body) >= images
+    imagesSeen(body) >= images
       ? reply('seen')
-      : callTools([{ id: `photo_${toolResults(body)}`, name: 'photo', arguments: '{}' }]);
+      : callTools([{ id: `photo_${imagesSeen(body)}`, name: 'photo', arguments: '{}' }]);
   const scenarios: PayloadCase[] = [
     {
       name: `${results} x 128 KB results`,

@@ -1,3 +1,4 @@
+import { Client, Connection } from '@temporalio/client';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +29,32 @@ export async function setup(project: TestProject): Promise<void> {
   project.provide('temporalDbFile', dbFile);
 }
 
+/** No history of the whole suite may pass this: payloads go by reference, runs continue as new. */
+const HISTORY_BUDGET_BYTES = 5 * 1024 * 1024;
+
 export async function teardown(): Promise<void> {
-  await server?.stop();
+  try {
+    if (server) await checkHistoryBudget(server.address);
+  } finally {
+    await server?.stop();
+  }
+}
+
+/** Fails the run when any workflow the suite ran has a history over the budget (Temporal's own figure). */
+async function checkHistoryBudget(address: string): Promise<void> {
+  const connection = await Connection.connect({ address });
+  try {
+    const client = new Client({ connection });
+    const over: string[] = [];
+    for await (const execution of client.workflow.list({ query: `HistorySizeBytes > ${HISTORY_BUDGET_BYTES}` })) {
+      over.push(`${execution.workflowId} (${execution.historySize ?? '?'} bytes)`);
+    }
+    let listed = 0;
+    for await (const _execution of client.workflow.list()) listed += 1;
+    if (listed === 0) throw new Error('the history budget check saw no workflows at all');
+    if (over.length > 0) throw new Error(`histories over ${HISTORY_BUDGET_BYTES} bytes: ${over.join(', ')}`);
+    console.log(`history budget: ${listed} workflows, none over ${HISTORY_BUDGET_BYTES} bytes`);
+  } finally {
+    await connection.close();
+  }
 }
