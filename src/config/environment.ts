@@ -66,6 +66,12 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Pat
 function payloadStorageFromEnvironment(env: NodeJS.ProcessEnv): PayloadStorageSettings {
   const kind = env['PATCHLOOP_PAYLOAD_STORAGE'] || 'local';
   const thresholdBytes = Number(env['PATCHLOOP_PAYLOAD_THRESHOLD_BYTES'] || 256 * 1024);
+  // Above about 1.5 MB a payload under the threshold could still break Temporal's 2 MB limit.
+  if (!Number.isInteger(thresholdBytes) || thresholdBytes < 0 || thresholdBytes > 1024 * 1024) {
+    throw new Error(
+      `PATCHLOOP_PAYLOAD_THRESHOLD_BYTES must be a whole number of bytes from 0 to 1048576, not '${env['PATCHLOOP_PAYLOAD_THRESHOLD_BYTES']}'`,
+    );
+  }
   if (kind === 'off') return { kind: 'off' };
   if (kind === 'local')
     return { kind, directory: resolve(env['PATCHLOOP_PAYLOAD_DIR'] || join('.patchloop', 'payloads')), thresholdBytes };

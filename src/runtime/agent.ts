@@ -90,6 +90,7 @@ export const AgentSpec = AgentDefinition.extend({
    * fork context or continue-as-new state meets Temporal's 2 MB payload limit. Without it, workflows
    * keep what they send under a budget instead.
    */
-  payloads_by_reference: z.boolean().default(false),
+  // Absent in specs recorded by workers that predate it: those runs keep their old behaviour, unchecked.
+  payloads_by_reference: z.boolean().optional(),
 });
 export type AgentSpec = z.infer<typeof AgentSpec>;

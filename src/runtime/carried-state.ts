@@ -6,11 +6,12 @@ import { TokenUsage } from './usage';
 
 /** When a run or session continues as new (besides Temporal's own suggestion), at a boundary. */
 export const ContinueAsNewPolicy = z.strictObject({
-  max_history_events: z.number().int().positive().default(4000),
+  // Lower bounds keep a chain from continuing again and again on its own carried state.
+  max_history_events: z.number().int().min(10).default(4000),
   max_history_bytes: z
     .number()
     .int()
-    .positive()
+    .min(64 * 1024)
     .default(8 * 1024 * 1024),
 });
 export type ContinueAsNewPolicy = z.infer<typeof ContinueAsNewPolicy>;

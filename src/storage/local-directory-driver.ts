@@ -21,13 +21,12 @@ export class LocalDirectoryDriver implements StorageDriver {
       payloads.map(async (payload) => {
         const { key, bytes } = encodePayload(payload);
         const file = this.file(key);
-        if (await exists(file)) {
-          const now = new Date();
-          await utimes(file, now, now);
-        } else {
+        // A file of the right size is this payload (its name is its hash): renew its age. One of another
+        // size (a crash mid-write on a disk without rename atomicity) or one gone meanwhile is rewritten.
+        if (!(await renewed(file, bytes.length))) {
           await mkdir(join(this.directory, key.slice(0, 2)), { recursive: true });
           const temporary = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-          await writeFile(temporary, bytes);
+          await writeFile(temporary, bytes, { flush: true });
           await rename(temporary, file);
         }
         return new StorageDriverClaim({ key });
@@ -51,9 +50,11 @@ export class LocalDirectoryDriver implements StorageDriver {
   }
 }
 
-async function exists(file: string): Promise<boolean> {
+async function renewed(file: string, size: number): Promise<boolean> {
   try {
-    await stat(file);
+    if ((await stat(file)).size !== size) return false;
+    const now = new Date();
+    await utimes(file, now, now);
     return true;
   } catch {
     return false;

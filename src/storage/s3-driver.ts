@@ -33,23 +33,26 @@ export class S3Driver implements StorageDriver {
 
   async store(context: { abortSignal?: AbortSignal }, payloads: Payload[]): Promise<StorageDriverClaim[]> {
     const abortSignal = context.abortSignal;
+    const { bucket } = this.options;
     return Promise.all(
       payloads.map(async (payload) => {
         const { key, bytes } = encodePayload(payload);
         const Key = this.objectKey(key);
-        if (await this.has(key, abortSignal)) {
-          const source = `${this.options.bucket}/${Key}`;
+        if (await this.has(Key, abortSignal)) {
+          // CopySource is a URL path: each segment of the key encoded, the slashes kept.
+          const source = `${encodeURIComponent(bucket)}/${Key.split('/').map(encodeURIComponent).join('/')}`;
           const renew = new CopyObjectCommand({
-            Bucket: this.options.bucket,
+            Bucket: bucket,
             Key,
             CopySource: source,
             MetadataDirective: 'REPLACE',
           });
           await this.s3.send(renew, { abortSignal });
         } else {
-          await this.s3.send(new PutObjectCommand({ Bucket: this.options.bucket, Key, Body: bytes }), { abortSignal });
+          await this.s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body: bytes }), { abortSignal });
         }
-        return new StorageDriverClaim({ key });
+        // The claim names the object itself: a later change of bucket or prefix leaves old references readable.
+        return new StorageDriverClaim({ key, bucket, object: Key });
       }),
     );
   }
@@ -57,24 +60,24 @@ export class S3Driver implements StorageDriver {
   async retrieve(context: { abortSignal?: AbortSignal }, claims: StorageDriverClaim[]): Promise<Payload[]> {
     return Promise.all(
       claims.map(async (claim) => {
-        const key = claim.claimData['key'];
-        if (!isPayloadKey(key))
+        const { key, bucket = this.options.bucket, object = this.objectKey(key ?? '') } = claim.claimData;
+        if (!isPayloadKey(key) || !object.endsWith(key))
           throw new Error(`not a payload claim of ${this.name}: ${JSON.stringify(claim.claimData)}`);
-        const get = new GetObjectCommand({ Bucket: this.options.bucket, Key: this.objectKey(key) });
-        const object = await this.s3.send(get, { abortSignal: context.abortSignal });
-        return decodePayload(key, await object.Body!.transformToByteArray());
+        const get = new GetObjectCommand({ Bucket: bucket, Key: object });
+        const stored = await this.s3.send(get, { abortSignal: context.abortSignal });
+        return decodePayload(key, await stored.Body!.transformToByteArray());
       }),
     );
   }
 
-  private async has(key: string, abortSignal: AbortSignal | undefined): Promise<boolean> {
+  /** Whether the object exists. Without permission to tell (403 without s3:ListBucket), write it. */
+  private async has(objectKey: string, abortSignal: AbortSignal | undefined): Promise<boolean> {
     try {
-      await this.s3.send(new HeadObjectCommand({ Bucket: this.options.bucket, Key: this.objectKey(key) }), {
-        abortSignal,
-      });
+      await this.s3.send(new HeadObjectCommand({ Bucket: this.options.bucket, Key: objectKey }), { abortSignal });
       return true;
     } catch (error) {
-      if ((error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return false;
+      const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      if (status === 404 || status === 403) return false;
       throw error;
     }
   }

@@ -4,6 +4,7 @@ import {
   condition,
   ContinueAsNew,
   continueAsNew,
+  patched,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -41,7 +42,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const run = newRun(input.agent, workflowInfo().workflowId);
   // Restore before any handler runs: signals and updates buffered for this run land in the carried inbox.
   if (input.state) restoreRun(run, input.state);
-  const chain = { continued: input.state?.continued ?? 0, skipped: false };
+  const chain = { continued: input.state?.continued ?? 0, skipped: false, llmCallsAtStart: run.llmCalls };
   registerRunHandlers(run, () => ({ continued_as_new: chain.continued }));
   try {
     const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
@@ -88,7 +89,8 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   }
 }
 
-function parseRunInput(raw: unknown): AgentRunInput {
+/** The input of a run, carried state included (its schema version checked first). */
+export function parseRunInput(raw: unknown): AgentRunInput {
   const version = (raw as { state?: { schema_version?: unknown } } | null)?.state?.schema_version;
   if (version !== undefined && version !== RUN_STATE_SCHEMA_VERSION) {
     throw ApplicationFailure.nonRetryable(
@@ -121,19 +123,32 @@ async function continueIfDue(
   input: AgentRunInput,
   agent: AgentSpec,
   progress: TurnProgress,
-  chain: { continued: number; skipped: boolean },
+  chain: { continued: number; skipped: boolean; llmCallsAtStart: number },
 ): Promise<void> {
-  if (run.abort.requested || !continueAsNewDue(input.continue_as_new)) return;
+  // A run continues only after a step of its own: a carried state larger than the policy cannot loop.
+  if (run.abort.requested || run.llmCalls === chain.llmCallsAtStart || !continueAsNewDue(input.continue_as_new)) return;
+  // Runs started before runs could continue as new replay as they ran.
+  if (!patched('agent-run-continue-as-new')) return;
   await condition(allHandlersFinished);
   if (run.abort.requested) return;
   const info = workflowInfo();
-  const next = (): AgentRunInput => ({ ...input, state: carriedState(run, agent, progress, chain.continued + 1) });
+  const next = (): AgentRunInput => ({
+    ...withoutSeed(input),
+    state: carriedState(run, agent, progress, chain.continued + 1),
+  });
   if (!carriedInputFits(run, agent, next(), chain)) return;
   emit(run, { event_type: 'continued_as_new', history_events: info.historyLength, history_bytes: info.historySize });
   await continueAsNew<typeof agentRun>(next());
 }
 
+/** The input without what the carried transcript already holds (the seed history, a fork's context). */
+function withoutSeed(input: AgentRunInput): AgentRunInput {
+  const { history: _history, ...rest } = input;
+  return { ...rest, ...(input.fork ? { fork: { ...input.fork, context: [] } } : {}) };
+}
+
 function carriedState(run: Run, agent: AgentSpec, progress: TurnProgress, continued: number): AgentRunState {
+  const recent = recentEvents(run);
   return {
     schema_version: RUN_STATE_SCHEMA_VERSION,
     agent,
@@ -149,8 +164,9 @@ function carriedState(run: Run, agent: AgentSpec, progress: TurnProgress, contin
     usage: run.usage,
     fork_count: run.forkCount,
     event_seq: run.eventSeq,
-    events_dropped: run.eventsDropped,
-    recent_events: recentEvents(run),
+    // The events of the window that do not travel count as dropped too.
+    events_dropped: run.eventsDropped + run.events.length - recent.length,
+    recent_events: recent,
     rejected_inputs: run.rejectedInputs,
     continued,
   };

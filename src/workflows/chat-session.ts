@@ -62,7 +62,7 @@ interface Session {
  * history passes the configured size, the session continues as new carrying its context state itself.
  */
 export async function chatSession(rawInput: unknown): Promise<ChatSessionResult> {
-  const input = parseInput(rawInput);
+  const input = parseSessionInput(rawInput);
   const run = newRun(input.agent, workflowInfo().workflowId);
   // Restore before any handler runs: updates and signals buffered for the new run are delivered as soon
   // as their handlers are registered, and must land in the carried inbox.
@@ -248,7 +248,8 @@ async function runTurn(run: Run, loop: AgentLoop, checkpoint: TurnCheckpoint): P
   }
 }
 
-function parseInput(raw: unknown): ChatSessionInput {
+/** The input of a session, carried state included (its schema version checked first). */
+export function parseSessionInput(raw: unknown): ChatSessionInput {
   const version = (raw as { state?: { schema_version?: unknown } } | null)?.state?.schema_version;
   if (version !== undefined && version !== SESSION_SCHEMA_VERSION) {
     throw ApplicationFailure.nonRetryable(

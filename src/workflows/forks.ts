@@ -1,5 +1,11 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { ChildWorkflowCancellationType, isCancellation, ParentClosePolicy, startChild } from '@temporalio/workflow';
+import {
+  ChildWorkflowCancellationType,
+  isCancellation,
+  ParentClosePolicy,
+  patched,
+  startChild,
+} from '@temporalio/workflow';
 import {
   cloneJson,
   forkTaskContent,
@@ -53,7 +59,9 @@ export async function runFork(
   const context = inheritedContext(run.transcript);
   // Without payloads by reference, the child's input (the parent's context) must fit a payload.
   const size = payloadFits(agent, context);
-  if (!size.fits) return fail(`the context is ${size.bytes} bytes: too large to fork without payload storage`);
+  if (!size.fits && patched('fork-context-budget')) {
+    return fail(`the context is ${size.bytes} bytes: too large to fork without payload storage`);
+  }
   const { child, meta } = await startForkChild(run, agent, message, context, depth);
   const custom = (event_name: string, data: JsonObject) =>
     emit(

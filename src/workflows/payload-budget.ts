@@ -12,7 +12,8 @@ export function payloadFits(
   agent: Pick<AgentSpec, 'payloads_by_reference'>,
   value: unknown,
 ): { fits: boolean; bytes: number } {
-  if (agent.payloads_by_reference) return { fits: true, bytes: 0 };
+  // Only a worker that says it sends everything inline gets the budget; older specs say nothing.
+  if (agent.payloads_by_reference !== false) return { fits: true, bytes: 0 };
   const bytes = utf8Bytes(JSON.stringify(value));
   return { fits: bytes <= INLINE_PAYLOAD_BUDGET, bytes };
 }

@@ -54,6 +54,12 @@ describe('agentRun continues as new', () => {
       world.fake.assertDone();
       if (maxEvents === 40) {
         await recordHistory(run, 'run-continued-as-new');
+        // The first run of the chain: the one whose code decided to continue as new.
+        await recordHistory(
+          run,
+          'run-continues-as-new',
+          (run.workflow as { firstExecutionRunId?: string }).firstExecutionRunId,
+        );
         await recordCarriedState(run, 'agent-run-v1');
       }
       await world.close();

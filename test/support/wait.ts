@@ -67,13 +67,15 @@ export function callsFinished(run: RunHandle, count: number): Promise<true> {
  * Saves the run's history under test/histories/ when RECORD_HISTORIES=1, so the replay test can check
  * that today's workflow code still replays it.
  */
-export async function recordHistory(run: RunHandle, name: string): Promise<void> {
+export async function recordHistory(run: RunHandle, name: string, runId?: string): Promise<void> {
   if (process.env['RECORD_HISTORIES'] !== '1') return;
   const folder = join(__dirname, '..', 'histories');
   const file = join(folder, `${name}.json`);
   // The corpus is a compatibility gate: a history, once recorded, is never recorded again.
   if (existsSync(file)) return;
-  const text = historyToJSON(await run.workflow.fetchHistory());
+  // By default the workflow's latest run; with a run id, that run of a continue-as-new chain.
+  const handle = runId ? run.workflow.client.getHandle(run.workflowId, runId) : run.workflow;
+  const text = historyToJSON(await handle.fetchHistory());
   mkdirSync(folder, { recursive: true });
   writeFileSync(file, text);
   // Replay needs the original workflow id (fork children's ids derive from it); the manifest pins the bytes.

@@ -1,7 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AgentRunInput, ChatSessionInput, RUN_STATE_SCHEMA_VERSION, SESSION_SCHEMA_VERSION } from '../../src/runtime';
+import { RUN_STATE_SCHEMA_VERSION, SESSION_SCHEMA_VERSION } from '../../src/runtime';
+import { parseRunInput } from '../../src/workflows/agent-run';
+import { parseSessionInput } from '../../src/workflows/chat-session';
 
 /**
  * State that continue-as-new carried, recorded by earlier builds (one fixture per schema version,
@@ -20,13 +22,20 @@ describe('carried continue-as-new state of every schema version still loads', ()
       expect(fixtures).toContain(`chat-session-v${version}.json`);
   });
 
+  // Through the workflows' own parsing, schema-version gate included.
   it.each(fixtures.filter((name) => name.startsWith('agent-run-')))('%s parses as agentRun input', (name) => {
-    const input = AgentRunInput.parse(load(name));
+    const input = parseRunInput(load(name));
     expect(input.state?.transcript.length).toBeGreaterThan(0);
   });
 
   it.each(fixtures.filter((name) => name.startsWith('chat-session-')))('%s parses as chatSession input', (name) => {
-    const input = ChatSessionInput.parse(load(name));
+    const input = parseSessionInput(load(name));
     expect(input.state?.transcript.length).toBeGreaterThan(0);
+  });
+
+  it('refuses a state of a schema version this build does not know, clearly', () => {
+    const future = { ...(load('agent-run-v1.json') as Record<string, unknown>) };
+    future['state'] = { ...(future['state'] as Record<string, unknown>), schema_version: RUN_STATE_SCHEMA_VERSION + 1 };
+    expect(() => parseRunInput(future)).toThrow(/schema_version 2 is not supported by this worker \(supports 1\)/);
   });
 });

@@ -41,6 +41,10 @@ describe('the local payload store', () => {
     const key = claim!.claimData['key']!;
     writeFileSync(join(folder, key.slice(0, 2), key), 'tampered');
     await expect(driver.retrieve({}, [claim!])).rejects.toThrow(/is corrupt/);
+    // Storing the payload again repairs the file (its size gave it away).
+    await driver.store({}, [payload('intact')]);
+    const [back] = await driver.retrieve({}, [claim!]);
+    expect(Buffer.from(back!.data!).toString()).toBe('"intact"');
     await expect(driver.retrieve({}, [new StorageDriverClaim({ key: '../../etc/passwd' })])).rejects.toThrow(
       /not a payload claim/,
     );

@@ -33,9 +33,13 @@ const recorded = readdirSync(folder)
     };
   });
 
-/** The digest of the result the original run returned, as recorded in its completion event. */
-function recordedResultDigest(history: { events: HistoryEvent[] }): string {
+/**
+ * The digest of the result the original run returned, as recorded in its completion event; undefined
+ * for a run that continued as new (it returned nothing, and reports no result to the sink either).
+ */
+function recordedResultDigest(history: { events: HistoryEvent[] }): string | undefined {
   const completed = history.events.find((event) => event.eventType === 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
+  if (!completed) return undefined;
   const payload = completed!.workflowExecutionCompletedEventAttributes!.result.payloads[0]!.data;
   return digestText(JSON.stringify(JSON.parse(Buffer.from(payload, 'base64').toString('utf8'))));
 }
