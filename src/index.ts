@@ -5,7 +5,13 @@
  */
 
 // Running agents: the client, following runs, and the worker.
-export { PatchloopClient, RunFailedError, RunHandle, SessionHandle } from './client/patchloop-client';
+export {
+  ApprovalRefusedError,
+  PatchloopClient,
+  RunFailedError,
+  RunHandle,
+  SessionHandle,
+} from './client/patchloop-client';
 export { followRun, jsonOutput, textOutput, type FollowOutput } from './client/follow';
 export {
   createPatchloopWorker,
@@ -16,7 +22,14 @@ export {
 export { configFromEnvironment, type PatchloopConfig } from './config/environment';
 
 // Defining agents, tools and typed functions.
-export { defineTool, type Tool, type ToolContext, type ToolDefinition } from './tools/define-tool';
+export {
+  defineTool,
+  type ApprovalContext,
+  type NeedsApproval,
+  type Tool,
+  type ToolContext,
+  type ToolDefinition,
+} from './tools/define-tool';
 export { describedImages, imageFile, imageUrl } from './tools/images';
 export { defineLlmFunction, type LlmFunction, type LlmFunctionDefinition } from './functions/define-llm-function';
 export { AgentDefinition, AgentLimits, type AgentDefinitionInput } from './runtime';
@@ -24,9 +37,11 @@ export { AgentDefinition, AgentLimits, type AgentDefinitionInput } from './runti
 // The Temporal contract any service can use (also through the `temporal` CLI).
 export {
   abortSignal,
+  approveUpdate,
   closeSignal,
   eventsQuery,
   nextRequestQuery,
+  pendingApprovalsQuery,
   sendUpdate,
   statusQuery,
   transcriptQuery,
@@ -41,6 +56,9 @@ export {
 export {
   AgentRunInput,
   AgentRunResult,
+  ApprovalDecision,
+  PendingApproval,
+  type ApprovalAccepted,
   ChatSessionInput,
   ChatSessionResult,
   TurnReply,

@@ -5,6 +5,7 @@ import { createLlmPhase, type ChunkSink, type ProviderSettings } from './llm-pha
 import { createPrepareFunction } from './prepare-function';
 import { RequestCache } from './request-source';
 import { createToolBatch, type ToolBatchSettings } from './tool-batch';
+import { createReviewToolCalls } from './tool-review';
 
 export interface ActivitySettings {
   registry: AgentRegistry;
@@ -25,6 +26,7 @@ export function createActivities(settings: ActivitySettings) {
     describeAgent: createDescribeAgent(settings.registry, settings.defaultModel, settings.payloadsByReference ?? false),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
     llmPhase: createLlmPhase(settings.provider, new RequestCache(), settings.registry, settings.chunks),
+    reviewToolCalls: createReviewToolCalls(settings.registry),
     toolBatch: createToolBatch(settings.registry, {
       abortGraceMs: 200,
       ...(settings.redactor ? { redactor: settings.redactor } : {}),

@@ -154,12 +154,19 @@ async function runCall(scope: CallScope): Promise<Finished | null> {
   if (!args.ok)
     return callResult(scope, toolFailureContent(call.name, args.text, 'Tool arguments are not a valid JSON object'));
   if (!tool) return runSelfRef(scope, args.value, args.text);
-  const parsed = tool.parameters.safeParse(args.value);
-  if (!parsed.success) {
-    const reason = `invalid arguments: ${z.prettifyError(parsed.error).replaceAll('\n', ' ')}`;
-    return callResult(scope, toolFailureContent(call.name, args.text, reason));
-  }
-  return runTool(scope, tool, parsed.data, args.text);
+  const parsed = validateArguments(tool, args.value);
+  if (!parsed.ok) return callResult(scope, toolFailureContent(call.name, args.text, parsed.reason));
+  return runTool(scope, tool, parsed.value, args.text);
+}
+
+/** Arguments checked against the tool's schema: the value the tool runs with, or why not. */
+export function validateArguments(
+  tool: Tool,
+  value: JsonObject,
+): { ok: true; value: unknown } | { ok: false; reason: string } {
+  const parsed = tool.parameters.safeParse(value);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  return { ok: false, reason: `invalid arguments: ${z.prettifyError(parsed.error).replaceAll('\n', ' ')}` };
 }
 
 /** SelfRef tools run here and leave an intent the workflow applies (the memory key is the workflow id). */

@@ -30,6 +30,11 @@ export class AgentRegistry {
         throw new Error(`agent '${agent.name}' lists ${reserved.join(', ')}: set "selfref": true instead`);
       const missing = agent.tools.filter((name) => !this.tools.has(name));
       if (missing.length > 0) throw new Error(`agent '${agent.name}' uses unregistered tool(s): ${missing.join(', ')}`);
+      const ungated = agent.needs_approval.filter((name) => !agent.tools.includes(name));
+      if (ungated.length > 0)
+        throw new Error(
+          `agent '${agent.name}': needs_approval lists ${ungated.join(', ')}, which ${ungated.length === 1 ? 'is' : 'are'} not among its tools (${agent.tools.join(', ') || 'none'})`,
+        );
       this.agents.set(agent.name, agent);
     }
     for (const fn of functions) {
@@ -75,8 +80,14 @@ export class AgentRegistry {
     }
     const own = agent.tools.map((toolName) => this.tools.get(toolName)!.descriptor);
     const selfref = agent.selfref ? selfRefToolDescriptors() : [];
+    // Tools gated in code join the agent's list; the reviewToolCalls activity decides per call.
+    const gated = agent.tools.filter((toolName) => {
+      const flag = this.tools.get(toolName)!.needsApproval;
+      return agent.needs_approval.includes(toolName) || (flag !== undefined && flag !== false);
+    });
     return AgentSpec.parse({
       ...agent,
+      needs_approval: gated,
       tools: [...agent.tools, ...selfref.map((tool) => tool.name)],
       model: agent.model ?? defaultModel,
       tool_descriptors: [...own, ...selfref],
@@ -90,6 +101,11 @@ export class AgentRegistry {
   /** Whether the agent has the SelfRef tools. */
   selfref(agentName: string): boolean {
     return this.agents.get(agentName)?.selfref ?? false;
+  }
+
+  /** Whether the agent's definition gates the tool (beyond what the tool itself says). */
+  gatedByAgent(agentName: string, toolName: string): boolean {
+    return this.agents.get(agentName)?.needs_approval.includes(toolName) ?? false;
   }
 
   /** A tool the agent may call, or undefined (the model then sees "not found"). */

@@ -1,10 +1,18 @@
-import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  WorkflowFailedError,
+  WorkflowUpdateFailedError,
+  type WorkflowHandle,
+} from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { LlmFunction } from '../functions/define-llm-function';
 import type { Message } from '../context';
 import type {
   AgentRunInputWire,
+  ApprovalAccepted,
+  PendingApproval,
   AgentRunResult,
   ChatSessionInputWire,
   ChatSessionResult,
@@ -14,8 +22,10 @@ import type {
 } from '../runtime';
 import {
   abortSignal,
+  approveUpdate,
   closeSignal,
   nextRequestQuery,
+  pendingApprovalsQuery,
   sendUpdate,
   statusQuery,
   transcriptQuery,
@@ -141,6 +151,34 @@ export class RunHandle {
     return this.workflow.query(transcriptQuery);
   }
 
+  /** Gated tool calls waiting for a decision, in their batch's order. */
+  pendingApprovals(): Promise<PendingApproval[]> {
+    return this.workflow.query(pendingApprovalsQuery);
+  }
+
+  /** Approves a waiting tool call (update `approve`); rejects if the id does not wait for a decision. */
+  approve(toolCallId: string, reason?: string): Promise<ApprovalAccepted> {
+    return this.decide(toolCallId, true, reason);
+  }
+
+  /** Rejects a waiting tool call: the model gets a result saying so, with the reason, and the run goes on. */
+  reject(toolCallId: string, reason: string): Promise<ApprovalAccepted> {
+    return this.decide(toolCallId, false, reason);
+  }
+
+  private async decide(toolCallId: string, approved: boolean, reason: string | undefined): Promise<ApprovalAccepted> {
+    try {
+      return await this.workflow.executeUpdate(approveUpdate, {
+        args: [{ tool_call_id: toolCallId, approved, ...(reason !== undefined ? { reason } : {}) }],
+      });
+    } catch (error) {
+      // The validator's reason, not Temporal's generic "Workflow Update failed".
+      if (error instanceof WorkflowUpdateFailedError && error.cause)
+        throw new ApprovalRefusedError(error.cause.message);
+      throw error;
+    }
+  }
+
   status(after = 0): Promise<RunStatus> {
     return this.workflow.query(statusQuery, { after });
   }
@@ -205,4 +243,9 @@ export class RunFailedError extends Error {
     );
     this.unprocessedMessages = carried?.unprocessed_messages ?? [];
   }
+}
+
+/** A decision the run refused: the id does not wait for one (unknown, decided already) or the run ended. */
+export class ApprovalRefusedError extends Error {
+  override readonly name = 'ApprovalRefusedError';
 }

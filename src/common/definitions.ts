@@ -1,6 +1,14 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Message } from '../context';
-import type { EventPage, RequestPage, RunStatus, TurnReply } from '../runtime';
+import type {
+  ApprovalAccepted,
+  ApprovalDecision,
+  EventPage,
+  PendingApproval,
+  RequestPage,
+  RunStatus,
+  TurnReply,
+} from '../runtime';
 
 /** Messages every patchloop run understands. Safe to import from clients: definitions only. */
 
@@ -23,6 +31,14 @@ export const eventsQuery = defineQuery<EventPage, [EventsQueryInput?]>('events')
 
 /** The request the next LLM call would receive now, as JSON text: what exactly will the model see? */
 export const nextRequestQuery = defineQuery<string>('nextRequest');
+
+/**
+ * A decision on a gated tool call: `{"tool_call_id", "approved", "reason"?}`. The validator refuses an
+ * id that does not wait (unknown, or already decided) before anything is recorded.
+ */
+export const approveUpdate = defineUpdate<ApprovalAccepted, [ApprovalDecision]>('approve');
+/** The gated tool calls waiting for a decision (also in `status`). */
+export const pendingApprovalsQuery = defineQuery<PendingApproval[]>('pendingApprovals');
 
 /** Sessions: a user message whose update returns the assistant's reply when that turn ends. */
 export const sendUpdate = defineUpdate<TurnReply, [UserMessageInput]>('send');

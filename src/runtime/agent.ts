@@ -46,6 +46,8 @@ export const AgentLimits = z.strictObject({
     .default(1024 * 1024),
   /** How deep `selfref_fork` may nest (a top-level run has depth 0). */
   max_fork_depth: z.number().int().nonnegative().default(3),
+  /** Gated tool calls undecided for this long are rejected with reason `approval timed out`; null waits forever. */
+  approval_timeout_seconds: z.number().positive().nullable().default(null),
 });
 export type AgentLimits = z.infer<typeof AgentLimits>;
 
@@ -57,6 +59,8 @@ export const AgentDefinition = z.strictObject({
   model: z.string().min(1).optional(),
   /** Names of registered tools. */
   tools: z.array(z.string().min(1)).default([]),
+  /** Tools (of `tools`) whose calls wait for a person's decision before they run (the `approve` update). */
+  needs_approval: z.array(z.string().min(1)).default([]),
   /** SelfRef memory tools and snapshot-driven prompts (spec sections 5 and 6). */
   selfref: z.boolean().default(false),
   stream: z.boolean().default(true),

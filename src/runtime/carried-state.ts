@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { JsonObject, Message, Mutation } from '../context';
 import { AgentSpec } from './agent';
-import { CompactionIntent, MemoryIntent } from './phases';
+import { ApprovalRecord } from './approvals';
+import { CompactionIntent, MemoryIntent, ToolCallRequest } from './phases';
 import { TokenUsage } from './usage';
 
 /** When a run or session continues as new (besides Temporal's own suggestion), at a boundary. */
@@ -18,7 +19,24 @@ export type ContinueAsNewPolicy = z.infer<typeof ContinueAsNewPolicy>;
 
 export const CarriedInboxEntry = z.strictObject({ id: z.number().int(), content: z.string() });
 
-export const RUN_STATE_SCHEMA_VERSION = 1;
+/** Version 2 added `awaiting_batch`; version 1 states still load. */
+export const RUN_STATE_SCHEMA_VERSION = 2;
+export const RUN_STATE_SCHEMA_VERSIONS: readonly number[] = [1, 2];
+
+/**
+ * A tool batch waiting for approval decisions when the run continued as new: the next run resumes the
+ * wait with the same requests (decided or not), then runs the batch and commits it with its reply.
+ */
+export const AwaitingBatch = z.strictObject({
+  /** The iteration whose LLM reply asked for the batch. */
+  iteration: z.number().int().nonnegative(),
+  calls: z.array(ToolCallRequest),
+  /** The reply's patches, committed with the batch's results. */
+  llm_mutations: z.array(Mutation),
+  reply_content: z.string(),
+  approvals: z.array(ApprovalRecord),
+});
+export type AwaitingBatch = z.infer<typeof AwaitingBatch>;
 
 /**
  * What `agentRun` carries across continue-as-new, at an iteration boundary: the context state itself
@@ -27,7 +45,7 @@ export const RUN_STATE_SCHEMA_VERSION = 1;
  * test/fixtures/carried-state keep them loadable).
  */
 export const AgentRunState = z.strictObject({
-  schema_version: z.literal(RUN_STATE_SCHEMA_VERSION),
+  schema_version: z.union([z.literal(1), z.literal(2)]),
   agent: AgentSpec,
   transcript: z.array(Message),
   pending: z.array(Mutation),
@@ -47,5 +65,7 @@ export const AgentRunState = z.strictObject({
   recent_events: z.array(JsonObject),
   rejected_inputs: z.number().int().nonnegative(),
   continued: z.number().int().nonnegative(),
+  /** Version 2: the batch that waited for approval decisions at the boundary, if one did. */
+  awaiting_batch: AwaitingBatch.optional(),
 });
 export type AgentRunState = z.infer<typeof AgentRunState>;

@@ -1,4 +1,5 @@
 import type { JsonObject, JsonValue } from '../context';
+import type { PendingApproval } from './approvals';
 import type { TokenUsage } from './usage';
 
 /**
@@ -11,7 +12,7 @@ export type RunEvent = RunEventBody & { seq: number; run_id: string; iteration: 
 export interface EventPage {
   events: RunEvent[];
   next_after: number;
-  state: RunState;
+  state: ReportedState;
   /** Events that already left the run's in-memory window (a follower that fell that far behind misses them). */
   events_dropped: number;
 }
@@ -56,6 +57,17 @@ export type RunEventBody =
       cancelled: string[];
     }
   | { event_type: 'react_iteration_end'; tool_calls_count: number }
+  /** A gated call waits for the `approve` update; nothing of its batch runs until every gated call is decided. */
+  | ({ event_type: 'approval_requested' } & PendingApproval)
+  | {
+      event_type: 'approval_decided';
+      tool_call_id: string;
+      tool_name: string;
+      approved: boolean;
+      reason?: string;
+      /** `timeout`: `limits.approval_timeout_seconds` passed undecided. */
+      by: 'update' | 'timeout';
+    }
   | { event_type: 'custom_event'; event_name: string; data: JsonObject; tool_name: string; tool_call_id: string }
   | { event_type: 'continued_as_new'; history_events: number; history_bytes: number }
   /** A signal or update the run refused (bad shape, too large, queue full): recorded, never silent. */
@@ -78,9 +90,14 @@ export type RunEventType = RunEventBody['event_type'];
 
 export type RunState = 'running' | 'completed' | 'aborted' | 'failed';
 
+/** The state queries report: a running run whose batch waits for decisions is `awaiting_approval`. */
+export type ReportedState = RunState | 'awaiting_approval';
+
 /** Answer of the `status` query. */
 export interface RunStatus {
-  state: RunState;
+  state: ReportedState;
+  /** Gated tool calls waiting for a decision (the `approve` update), in the batch's order. */
+  pending_approvals: PendingApproval[];
   agent: string;
   iteration: number;
   llm_calls: number;

@@ -11,4 +11,5 @@ export * from './session';
 export * from './user-message';
 export * from './next-step';
 export * from './abort-mutations';
+export * from './approvals';
 export { providerJsonSchema } from './json-schemas';

@@ -19,6 +19,16 @@ export interface ToolContext {
   emit(eventName: string, data?: JsonObject): void;
 }
 
+/** What a `needsApproval` predicate gets besides the validated arguments. */
+export interface ApprovalContext {
+  toolCallId: string;
+  workflowId: string;
+  iteration: number;
+}
+
+/** Whether a call waits for a person: always, or decided per call from its (validated) arguments. */
+export type NeedsApproval<Args> = boolean | ((args: Args, context: ApprovalContext) => boolean | Promise<boolean>);
+
 export interface ToolDefinition<Parameters extends z.ZodType> {
   name: string;
   description: string;
@@ -28,6 +38,12 @@ export interface ToolDefinition<Parameters extends z.ZodType> {
   bestPractices?: string[];
   promptInjection?: string;
   timeoutSeconds?: number;
+  /**
+   * Calls wait for an `approve` decision before they run (arguments are repaired and validated first,
+   * so nobody approves a call that would fail). A function decides per call; if it throws, the call
+   * waits for a person.
+   */
+  needsApproval?: NeedsApproval<z.output<Parameters>>;
 }
 
 export interface Tool {
@@ -35,6 +51,8 @@ export interface Tool {
   readonly descriptor: ToolDescriptor;
   readonly parameters: z.ZodType;
   execute(args: unknown, context: ToolContext): unknown;
+  /** Absent or false: calls run without a decision (unless the agent lists the tool in `needs_approval`). */
+  readonly needsApproval?: NeedsApproval<unknown>;
 }
 
 export function defineTool<Parameters extends z.ZodType>(definition: ToolDefinition<Parameters>): Tool {
@@ -50,5 +68,8 @@ export function defineTool<Parameters extends z.ZodType>(definition: ToolDefinit
       ...(definition.timeoutSeconds !== undefined ? { timeout_seconds: definition.timeoutSeconds } : {}),
     },
     execute: (args, context) => definition.execute(args as z.output<Parameters>, context),
+    ...(definition.needsApproval !== undefined
+      ? { needsApproval: definition.needsApproval as NeedsApproval<unknown> }
+      : {}),
   };
 }

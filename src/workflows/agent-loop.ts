@@ -8,6 +8,7 @@ import {
   replyContent,
   replyToolCalls,
   type AgentSpec,
+  type AwaitingBatch,
   type LlmPhaseResult,
   type ToolCallRequest,
 } from '../runtime';
@@ -20,10 +21,12 @@ import { toolStep } from './tool-step';
 
 export type { LoopOptions, TurnResult } from './loop-context';
 
-/** How far a turn has come, at an iteration boundary. */
+/** How far a turn has come, at an iteration boundary or while a batch waits for approval decisions. */
 export interface TurnProgress {
-  /** Tool calls of this turn so far (the tool budget counts them). */
+  /** Tool calls of this turn so far (the tool budget counts them), the waiting batch's not included. */
   toolCalls: number;
+  /** The batch waiting for decisions, when the boundary is that wait. */
+  awaiting?: AwaitingBatch;
 }
 
 /**
@@ -52,7 +55,18 @@ export class AgentLoop {
   async turn(boundary?: (progress: TurnProgress) => Promise<void>, resume?: TurnProgress): Promise<TurnResult> {
     const run = this.loop.run;
     let toolCalls = resume?.toolCalls ?? 0;
+    // A batch that waited for decisions when the run continued as new: the wait goes on here.
+    let waiting = resume?.awaiting;
     for (let first = resume === undefined; ; first = false) {
+      if (waiting) {
+        const { iteration, calls, llm_mutations, reply_content, approvals } = waiting;
+        waiting = undefined;
+        run.approvals = approvals;
+        const ended = await this.runTools(iteration, calls, llm_mutations, reply_content, toolCalls, true, boundary);
+        if (ended) return ended;
+        toolCalls += calls.length;
+        continue;
+      }
       if (!first && boundary) await boundary({ toolCalls });
       const it = run.iteration;
       commit(run, [...run.pending.splice(0), ...this.collectHooks()]);
@@ -75,14 +89,17 @@ export class AgentLoop {
           continue;
         }
         case 'run_tools': {
-          const batch = await toolStep(this.loop, step.calls, it + 1);
+          const ended = await this.runTools(
+            it,
+            step.calls,
+            llm.mutations,
+            replyContent(llm),
+            toolCalls,
+            false,
+            boundary,
+          );
+          if (ended) return ended;
           toolCalls += step.calls.length;
-          run.toolCalls += step.calls.length;
-          run.iteration = it + 1;
-          if (batch.outcome === 'aborted')
-            return this.finish([...llm.mutations, ...batch.mutations], 'aborted', replyContent(llm), it + 1);
-          commit(run, [...llm.mutations, ...batch.mutations]);
-          emit(run, { event_type: 'react_iteration_end', tool_calls_count: step.calls.length });
           continue;
         }
         default: {
@@ -91,6 +108,44 @@ export class AgentLoop {
         }
       }
     }
+  }
+
+  /**
+   * The batch of iteration `it`, committed with the reply that asked for it. While gated calls wait,
+   * `boundary` is offered the waiting batch (a run may continue as new there). Returns the turn's
+   * result when the batch was aborted.
+   */
+  private async runTools(
+    it: number,
+    calls: ToolCallRequest[],
+    llmMutations: Mutation[],
+    content: string,
+    toolCalls: number,
+    resumed: boolean,
+    boundary?: (progress: TurnProgress) => Promise<void>,
+  ): Promise<TurnResult | undefined> {
+    const run = this.loop.run;
+    const onWait = boundary
+      ? () =>
+          boundary({
+            toolCalls,
+            awaiting: {
+              iteration: it,
+              calls,
+              llm_mutations: llmMutations,
+              reply_content: content,
+              approvals: run.approvals,
+            },
+          })
+      : undefined;
+    const batch = await toolStep(this.loop, calls, it + 1, { resumed, ...(onWait ? { onWait } : {}) });
+    run.toolCalls += calls.length;
+    run.iteration = it + 1;
+    if (batch.outcome === 'aborted')
+      return this.finish([...llmMutations, ...batch.mutations], 'aborted', content, it + 1);
+    commit(run, [...llmMutations, ...batch.mutations]);
+    emit(run, { event_type: 'react_iteration_end', tool_calls_count: calls.length });
+    return undefined;
   }
 
   /**

@@ -15,6 +15,7 @@ import {
   AgentRunInput,
   AgentSpec,
   RUN_STATE_SCHEMA_VERSION,
+  RUN_STATE_SCHEMA_VERSIONS,
   seedTranscript,
   type AgentRunResult,
   type AgentRunState,
@@ -42,7 +43,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const run = newRun(input.agent, workflowInfo().workflowId);
   // Restore before any handler runs: signals and updates buffered for this run land in the carried inbox.
   if (input.state) restoreRun(run, input.state);
-  const chain = { continued: input.state?.continued ?? 0, skipped: false, llmCallsAtStart: run.llmCalls };
+  const chain = { continued: input.state?.continued ?? 0, skipped: false, stepsAtStart: steps(run) };
   registerRunHandlers(run, () => ({ continued_as_new: chain.continued }));
   try {
     const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
@@ -61,7 +62,12 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     setHandler(nextRequestQuery, () => loop.previewRequest());
     const turn = await loop.turn(
       (progress) => continueIfDue(run, input, agent, progress, chain),
-      input.state ? { toolCalls: input.state.turn_tool_calls } : undefined,
+      input.state
+        ? {
+            toolCalls: input.state.turn_tool_calls,
+            ...(input.state.awaiting_batch ? { awaiting: input.state.awaiting_batch } : {}),
+          }
+        : undefined,
     );
     run.state = turn.status;
     const unprocessed = unprocessedMessages(run);
@@ -92,9 +98,9 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
 /** The input of a run, carried state included (its schema version checked first). */
 export function parseRunInput(raw: unknown): AgentRunInput {
   const version = (raw as { state?: { schema_version?: unknown } } | null)?.state?.schema_version;
-  if (version !== undefined && version !== RUN_STATE_SCHEMA_VERSION) {
+  if (version !== undefined && !RUN_STATE_SCHEMA_VERSIONS.includes(version as number)) {
     throw ApplicationFailure.nonRetryable(
-      `agentRun state schema_version ${String(version)} is not supported by this worker (supports ${RUN_STATE_SCHEMA_VERSION})`,
+      `agentRun state schema_version ${String(version)} is not supported by this worker (supports ${RUN_STATE_SCHEMA_VERSIONS.join(', ')})`,
       'UnsupportedStateVersion',
     );
   }
@@ -123,10 +129,10 @@ async function continueIfDue(
   input: AgentRunInput,
   agent: AgentSpec,
   progress: TurnProgress,
-  chain: { continued: number; skipped: boolean; llmCallsAtStart: number },
+  chain: { continued: number; skipped: boolean; stepsAtStart: number },
 ): Promise<void> {
   // A run continues only after a step of its own: a carried state larger than the policy cannot loop.
-  if (run.abort.requested || run.llmCalls === chain.llmCallsAtStart || !continueAsNewDue(input.continue_as_new)) return;
+  if (run.abort.requested || steps(run) === chain.stepsAtStart || !continueAsNewDue(input.continue_as_new)) return;
   // Runs started before runs could continue as new replay as they ran.
   if (!patched('agent-run-continue-as-new')) return;
   await condition(allHandlersFinished);
@@ -139,6 +145,11 @@ async function continueIfDue(
   if (!carriedInputFits(run, agent, next(), chain)) return;
   emit(run, { event_type: 'continued_as_new', history_events: info.historyLength, history_bytes: info.historySize });
   await continueAsNew<typeof agentRun>(next());
+}
+
+/** Steps a run made: LLM calls and approval decisions (a wait for decisions may continue as new too). */
+function steps(run: Run): number {
+  return run.llmCalls + run.approvalDecisions;
 }
 
 /** The input without what the carried transcript already holds (the seed history, a fork's context). */
@@ -169,6 +180,7 @@ function carriedState(run: Run, agent: AgentSpec, progress: TurnProgress, contin
     recent_events: recent,
     rejected_inputs: run.rejectedInputs,
     continued,
+    ...(progress.awaiting ? { awaiting_batch: progress.awaiting } : {}),
   };
 }
 

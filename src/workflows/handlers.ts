@@ -1,14 +1,23 @@
 import { setHandler, workflowInfo } from '@temporalio/workflow';
-import { REQUEST_PAGE_CHARS, type RunEvent } from '../runtime';
+import {
+  decisionRefusal,
+  REQUEST_PAGE_CHARS,
+  type PendingApproval,
+  type ReportedState,
+  type RunEvent,
+} from '../runtime';
 import {
   abortSignal,
+  approveUpdate,
   compiledRequestQuery,
   eventsQuery,
+  pendingApprovalsQuery,
   statusQuery,
   transcriptQuery,
   userMessageSignal,
   userMessageUpdate,
 } from '../common';
+import { decide, pendingOf, undecided } from './approval-gate';
 import { checkMessage, enqueueMessage, rejectInput, requestAbort, type Run } from './run-state';
 
 /** Query answers stay far below the 4 MB gRPC limit whatever the events hold. */
@@ -30,6 +39,14 @@ function eventPage(
     events.push(event);
   }
   return { events, next_after: events.at(-1)?.seq ?? after, events_dropped: run.eventsDropped };
+}
+
+function pendingApprovals(run: Run): PendingApproval[] {
+  return undecided(run).map(pendingOf);
+}
+
+function reportedState(run: Run): ReportedState {
+  return run.state === 'running' && undecided(run).length > 0 ? 'awaiting_approval' : run.state;
 }
 
 /** Signals, updates and queries every run and session answers. */
@@ -62,9 +79,35 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
       },
     },
   );
+  setHandler(
+    approveUpdate,
+    (payload) => {
+      const checked = decisionRefusal(run.approvals, payload);
+      if ('refusal' in checked) throw new Error(checked.refusal);
+      const { decision } = checked;
+      decide(
+        run,
+        run.approvals.find((record) => record.tool_call_id === decision.tool_call_id)!,
+        decision.approved,
+        decision.reason,
+        'update',
+      );
+      return { tool_call_id: decision.tool_call_id, approved: decision.approved };
+    },
+    {
+      validator: (payload) => {
+        if (run.state !== 'running') throw new Error(`the run is ${run.state}`);
+        if (run.abort.requested) throw new Error('the run is being aborted');
+        const checked = decisionRefusal(run.approvals, payload);
+        if ('refusal' in checked) throw new Error(checked.refusal);
+      },
+    },
+  );
+  setHandler(pendingApprovalsQuery, () => pendingApprovals(run));
   setHandler(transcriptQuery, () => run.transcript);
   setHandler(statusQuery, (options) => ({
-    state: run.state,
+    state: reportedState(run),
+    pending_approvals: pendingApprovals(run),
     agent: run.agent,
     iteration: run.iteration,
     llm_calls: run.llmCalls,
@@ -80,7 +123,7 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
   }));
   setHandler(eventsQuery, (options) => ({
     ...eventPage(run, options?.after, options?.limit ?? 1000),
-    state: run.state,
+    state: reportedState(run),
   }));
   setHandler(compiledRequestQuery, (digest, page, llmCall) => {
     const request = run.request;

@@ -3,9 +3,9 @@ import type { Activities } from '../activities';
 import { NON_RETRYABLE_PROVIDER_ERRORS } from '../common';
 import type { AgentSpec } from '../runtime';
 
-export type PhaseActivities = Pick<Activities, 'llmPhase' | 'toolBatch'>;
+export type PhaseActivities = Pick<Activities, 'llmPhase' | 'toolBatch' | 'reviewToolCalls'>;
 
-/** The two phase activities with the agent's timeouts and retry budgets. */
+/** The phase activities with the agent's timeouts and retry budgets. */
 export function phaseActivities(agent: AgentSpec): PhaseActivities {
   const limits = agent.limits;
   const common = {
@@ -36,5 +36,10 @@ export function phaseActivities(agent: AgentSpec): PhaseActivities {
     startToCloseTimeout: `${slowestTool + 30}s`,
     retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: limits.tool_batch_max_attempts },
   });
-  return { llmPhase, toolBatch };
+  // Validation and `needsApproval` predicates only: short, and safe to repeat.
+  const { reviewToolCalls } = proxyActivities<Activities>({
+    startToCloseTimeout: `${limits.tool_timeout_seconds}s`,
+    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: limits.tool_batch_max_attempts },
+  });
+  return { llmPhase, toolBatch, reviewToolCalls };
 }

@@ -5,6 +5,7 @@ import {
   DEFAULT_MESSAGE_LIMITS,
   emptySelfRefQueue,
   utf8Bytes,
+  type ApprovalRecord,
   type MessageLimits,
   type RunEvent,
   type RunEventBody,
@@ -64,6 +65,10 @@ export interface Run {
   /** Events that left the window (read them live with the `events` query, or not at all). */
   eventsDropped: number;
   state: RunState;
+  /** Approval requests of the batch in flight (empty when no batch waits or ran gated calls). */
+  approvals: ApprovalRecord[];
+  /** Decisions recorded by this run: a wait that saw one made progress (continue-as-new may follow). */
+  approvalDecisions: number;
 }
 
 export function newRun(agent: string, memoryKey: string): Run {
@@ -97,6 +102,8 @@ export function newRun(agent: string, memoryKey: string): Run {
     eventSeq: 0,
     eventsDropped: 0,
     state: 'running',
+    approvals: [],
+    approvalDecisions: 0,
   };
 }
 

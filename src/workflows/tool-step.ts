@@ -8,6 +8,7 @@ import {
   type ToolCallRequest,
 } from '../runtime';
 import { cancelledBatch, EMPTY_BATCH, failedBatch, mergeBatches, type WorkflowCallResult } from './batch';
+import { approvalGate, type ApprovalWaitHook } from './approval-gate';
 import { runFork } from './forks';
 import type { LoopContext } from './loop-context';
 import { inPhaseScope } from './phase-scope';
@@ -15,18 +16,28 @@ import * as events from './run-events';
 import { deliverChildSignals, emit } from './run-state';
 
 /**
- * One tool batch (spec 7.6): the calls run concurrently, results come back in declared order. After an
- * abort nothing runs and every call gets a cancellation. SelfRef intents of finished calls queue for
+ * One tool batch (spec 7.6): the calls run concurrently, results come back in declared order. Gated
+ * calls wait for decisions first; rejected ones get a rejection result. After an abort nothing runs
+ * and every call gets a cancellation. SelfRef intents of finished calls queue for
  * the next compile boundary (6.2).
  */
 export async function toolStep(
   loop: LoopContext,
   calls: ToolCallRequest[],
   eventIteration: number,
+  approvals: { resumed: boolean; onWait?: ApprovalWaitHook } = { resumed: false },
 ): Promise<ToolBatchResult> {
   const run = loop.run;
-  for (const event of events.batchStart(calls)) emit(run, event, eventIteration);
-  const raw = run.abort.requested ? cancelledBatch(calls) : await runBatch(loop, calls, eventIteration);
+  const [batchStart, ...callStarts] = events.batchStart(calls);
+  if (!approvals.resumed) emit(run, batchStart!, eventIteration);
+  const gate = run.abort.requested
+    ? ({ type: 'aborted' } as const)
+    : await approvalGate(loop, calls, eventIteration, approvals.resumed, approvals.onWait);
+  // Calls start once the batch may run: after every gated call is decided.
+  for (const event of callStarts) emit(run, event, eventIteration);
+  const raw =
+    gate.type === 'aborted' ? cancelledBatch(calls) : await runBatch(loop, calls, eventIteration, gate.rejected);
+  run.approvals = [];
   const batch = { ...raw, mutations: withAbortReason(raw.mutations, run.abort.reason) };
   for (const event of events.batchOutcome(calls, batch)) emit(run, event, eventIteration);
   // Intents of finished calls queue in declared order; cancelled calls queue nothing (6.2).
@@ -37,34 +48,42 @@ export async function toolStep(
 }
 
 /** The activity runs the tools; the workflow runs forks as child workflows, concurrently with it. */
-async function runBatch(loop: LoopContext, calls: ToolCallRequest[], eventIteration: number): Promise<ToolBatchResult> {
+async function runBatch(
+  loop: LoopContext,
+  calls: ToolCallRequest[],
+  eventIteration: number,
+  rejected: readonly WorkflowCallResult[],
+): Promise<ToolBatchResult> {
   const run = loop.run;
   const isFork = (call: ToolCallRequest) => loop.agent.selfref && call.name === SELFREF_FORK;
-  // Reports in completion order, across the activity and the forks.
-  const reports: ToolCallReport[] = [];
+  const runs = (call: ToolCallRequest) => !rejected.some((result) => result.call.id === call.id);
+  // Reports in completion order, across the activity and the forks; rejected calls are done already.
+  const reports: ToolCallReport[] = rejected.map((result) => result.report);
   try {
     const [activity, ...forks] = await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, () =>
       Promise.all([
         activityBatch(
           loop,
-          calls.filter((call) => !isFork(call)),
+          calls.filter((call) => runs(call) && !isFork(call)),
           eventIteration,
           reports,
         ),
-        ...calls.filter(isFork).map((call) =>
-          runFork(run, loop.agent, call, eventIteration).then(
-            (result) => {
-              reports.push(result.report);
-              return result;
-            },
-            () => null,
+        ...calls
+          .filter((call) => runs(call) && isFork(call))
+          .map((call) =>
+            runFork(run, loop.agent, call, eventIteration).then(
+              (result) => {
+                reports.push(result.report);
+                return result;
+              },
+              () => null,
+            ),
           ),
-        ),
       ]),
     );
     await deliverChildSignals(run);
     const own = (forks as Array<WorkflowCallResult | null>).filter((fork): fork is WorkflowCallResult => fork !== null);
-    return mergeBatches(calls, activity as ToolBatchResult, own, reports);
+    return mergeBatches(calls, activity as ToolBatchResult, [...rejected, ...own], reports);
   } catch (error) {
     await deliverChildSignals(run);
     if (run.abort.requested) return cancelledBatch(calls);

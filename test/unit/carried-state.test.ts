@@ -36,6 +36,6 @@ describe('carried continue-as-new state of every schema version still loads', ()
   it('refuses a state of a schema version this build does not know, clearly', () => {
     const future = { ...(load('agent-run-v1.json') as Record<string, unknown>) };
     future['state'] = { ...(future['state'] as Record<string, unknown>), schema_version: RUN_STATE_SCHEMA_VERSION + 1 };
-    expect(() => parseRunInput(future)).toThrow(/schema_version 2 is not supported by this worker \(supports 1\)/);
+    expect(() => parseRunInput(future)).toThrow(/schema_version 3 is not supported by this worker \(supports 1, 2\)/);
   });
 });

@@ -1,0 +1,147 @@
+import { condition, workflowInfo } from '@temporalio/workflow';
+import { argumentsForEvents } from '../context';
+import {
+  APPROVAL_TIMED_OUT,
+  rejectedCallContent,
+  type ApprovalRecord,
+  type ToolCallRequest,
+  type ToolReview,
+} from '../runtime';
+import type { WorkflowCallResult } from './batch';
+import type { LoopContext } from './loop-context';
+import { emit, type Run } from './run-state';
+
+/** The gate's outcome: the calls people rejected (their results), or an abort while waiting. */
+export type GateOutcome = { type: 'decided'; rejected: WorkflowCallResult[] } | { type: 'aborted' };
+
+/**
+ * Called while a batch waits for decisions, before each wait: a run may continue as new here (it
+ * throws then), carrying the batch and its approval records.
+ */
+export type ApprovalWaitHook = () => Promise<void>;
+
+/**
+ * Human approval of gated tool calls (the agent's `needs_approval`, or the tool's own `needsApproval`).
+ * Their arguments are reviewed by an activity (repaired, validated, the predicate run), then nothing of
+ * the batch runs until every gated call is decided: the wait is a `condition`, no activity or timer
+ * (a timer only with `approval_timeout_seconds`). `resumed`: the records came with continue-as-new.
+ */
+export async function approvalGate(
+  loop: LoopContext,
+  calls: readonly ToolCallRequest[],
+  eventIteration: number,
+  resumed: boolean,
+  onWait?: ApprovalWaitHook,
+): Promise<GateOutcome> {
+  const run = loop.run;
+  if (!resumed) {
+    const candidates = calls.filter((call) => loop.agent.needs_approval.includes(call.name));
+    // No command at all for a batch without gated tools: runs without approvals replay as before.
+    if (candidates.length === 0) return { type: 'decided', rejected: [] };
+    const reviews = await review(loop, candidates, eventIteration);
+    const requestedAt = new Date(Date.now()).toISOString();
+    run.approvals = reviews
+      .filter((entry) => entry.needs_approval)
+      .map((entry) => ({
+        tool_call_id: entry.tool_call_id,
+        tool_name: candidates.find((call) => call.id === entry.tool_call_id)!.name,
+        arguments: entry.arguments ?? {},
+        requested_at: requestedAt,
+      }));
+    for (const record of run.approvals)
+      emit(run, { event_type: 'approval_requested', ...pendingOf(record) }, eventIteration);
+  }
+  while (!run.abort.requested && undecided(run).length > 0) {
+    await onWait?.();
+    const seen = run.approvalDecisions;
+    const woke = () => run.abort.requested || run.approvalDecisions !== seen;
+    const remaining = remainingMs(run, loop.agent.limits.approval_timeout_seconds);
+    // `condition` without a timeout resolves to nothing: only a timed wait can time out.
+    const timedOut =
+      remaining === null ? (await condition(woke), false) : remaining <= 0 || !(await condition(woke, remaining));
+    if (timedOut) {
+      for (const record of undecided(run)) decide(run, record, false, APPROVAL_TIMED_OUT, 'timeout', eventIteration);
+    }
+  }
+  if (run.abort.requested) return { type: 'aborted' };
+  return { type: 'decided', rejected: rejectedResults(run, calls) };
+}
+
+/** Reviews the candidates; if the review itself fails, every candidate waits for a person. */
+async function review(
+  loop: LoopContext,
+  candidates: readonly ToolCallRequest[],
+  iteration: number,
+): Promise<ToolReview[]> {
+  try {
+    return await loop.activities.reviewToolCalls({
+      agent: loop.agent.name,
+      iteration,
+      calls: [...candidates],
+      run_chain_id: workflowInfo().firstExecutionRunId,
+    });
+  } catch {
+    return candidates.map((call) => ({
+      tool_call_id: call.id,
+      needs_approval: true,
+      arguments: argumentsForEvents(call.arguments),
+    }));
+  }
+}
+
+export function undecided(run: Run): ApprovalRecord[] {
+  return run.approvals.filter((record) => !record.decision);
+}
+
+export function pendingOf(record: ApprovalRecord) {
+  const { decision: _decision, ...pending } = record;
+  return pending;
+}
+
+/** Records a decision (from the `approve` update or the timeout) and logs it. */
+export function decide(
+  run: Run,
+  record: ApprovalRecord,
+  approved: boolean,
+  reason: string | undefined,
+  by: 'update' | 'timeout',
+  iteration = run.iteration + 1,
+): void {
+  record.decision = { approved, ...(reason !== undefined ? { reason } : {}), by };
+  run.approvalDecisions += 1;
+  emit(
+    run,
+    {
+      event_type: 'approval_decided',
+      tool_call_id: record.tool_call_id,
+      tool_name: record.tool_name,
+      approved,
+      ...(reason !== undefined ? { reason } : {}),
+      by,
+    },
+    iteration,
+  );
+}
+
+/** Milliseconds left before the oldest request times out; null when there is no timeout. */
+function remainingMs(run: Run, timeoutSeconds: number | null): number | null {
+  if (timeoutSeconds === null) return null;
+  const requested = Math.min(...undecided(run).map((record) => Date.parse(record.requested_at)));
+  return requested + timeoutSeconds * 1000 - Date.now();
+}
+
+function rejectedResults(run: Run, calls: readonly ToolCallRequest[]): WorkflowCallResult[] {
+  return run.approvals
+    .filter((record) => record.decision && !record.decision.approved)
+    .flatMap((record) => {
+      const call = calls.find((entry) => entry.id === record.tool_call_id);
+      if (!call) return [];
+      return [
+        {
+          call,
+          content: rejectedCallContent(call.name, record.decision?.reason),
+          report: { tool_call_id: call.id, tool_name: call.name, success: true, duration_ms: 0 },
+        },
+      ];
+    });
+}
