@@ -60,7 +60,7 @@ async function main() {
       const run = await world.client.start({ agent: 'assistant', input: 'talk' });
       let receivedAt = 0;
       const output: FollowOutput = { event: () => undefined, chunk: () => (receivedAt ||= now()) };
-      await followRun(run, output, 50);
+      await followRun(run, output, { intervalMs: 50 });
       followed.push(receivedAt - world.fake.requests[before]!.firstChunkAt!);
     }
     // Sustained rate: a burst of chunks with no pause between them.
@@ -97,7 +97,7 @@ async function main() {
       ['not streamed', 'plain', false],
     ] as const) {
       const run = await world.client.start({ agent, input: 'talk' });
-      if (follow) await followRun(run, { event: () => undefined, chunk: () => undefined }, 50);
+      if (follow) await followRun(run, { event: () => undefined, chunk: () => undefined }, { intervalMs: 50 });
       else await run.result();
       const { bytes, events } = await run.historySize();
       history.push([label, String(events), String(bytes)]);

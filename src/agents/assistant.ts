@@ -7,3 +7,10 @@ export const assistantAgent: AgentDefinitionInput = {
     'You are a helpful assistant. Use the add tool for arithmetic, the wait tool when asked to wait, and the repeat tool to repeat text. Answer briefly.',
   tools: ['add', 'wait', 'repeat'],
 };
+
+/** The example agent with a gate: its `repeat` calls wait for a person's decision (the demo approves one). */
+export const carefulAssistantAgent: AgentDefinitionInput = {
+  ...assistantAgent,
+  name: 'careful-assistant',
+  needs_approval: ['repeat'],
+};

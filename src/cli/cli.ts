@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { approvalsCommand, approveCommand, rejectCommand } from './commands/approvals';
 import { chatCommand } from './commands/chat';
 import { compileCommand } from './commands/compile';
 import { demoCommand } from './commands/demo';
@@ -20,6 +21,9 @@ const USAGE = `patchloop <command>
   send <id> <text> [--no-wait]      a run: signal 'user_message'; a session: its reply (update 'send')
   chat <agent> [--id SESSION_ID]    an interactive chat on a long-lived session (reconnects by id)
   show <id> [--json]                status and transcript of a run
+  approvals <id>                    tool calls waiting for a decision
+  approve <id> <call id> [--reason TEXT]   let a waiting tool call run (update 'approve')
+  reject <id> <call id> --reason TEXT      refuse it: the model gets the reason as the call's result
   compile FILE|-                    the next LLM request compiled from a saved state (JSON)
 
 Environment: TEMPORAL_ADDRESS (localhost:7233), TEMPORAL_NAMESPACE (default), PATCHLOOP_TASK_QUEUE
@@ -51,6 +55,9 @@ const commands: Record<string, Command> = {
   send: withClient(sendCommand),
   show: withClient(showCommand),
   chat: withClient(chatCommand),
+  approvals: withClient(approvalsCommand),
+  approve: withClient(approveCommand),
+  reject: withClient(rejectCommand),
 };
 
 async function main(argv: string[]): Promise<number> {

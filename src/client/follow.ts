@@ -32,6 +32,10 @@ export function describeEvent(event: RunEvent): string | null {
       return `  <- ${event.tool_name}: ${preview(JSON.stringify(event.result))} (${event.duration_ms} ms)`;
     case 'tool_call_error':
       return `  <- ${event.tool_name} failed: ${event.error}`;
+    case 'approval_requested':
+      return `  ? ${event.tool_name} ${JSON.stringify(event.arguments)} waits for approval (call ${event.tool_call_id})`;
+    case 'approval_decided':
+      return `  ${event.approved ? 'approved' : 'rejected'} ${event.tool_name} (call ${event.tool_call_id})${event.reason ? `: ${event.reason}` : ''}${event.by === 'timeout' ? ', nobody decided in time' : ''}`;
     case 'tool_calls_batch_end':
       return event.cancelled.length > 0 ? `  cancelled: ${event.cancelled.join(', ')}` : null;
     case 'custom_event':
@@ -96,7 +100,12 @@ export function jsonOutput(write: (text: string) => void): FollowOutput {
  * history) and, for the LLM call in progress, live tokens from the worker's side channel. A follower
  * that joins mid-call gets the call's whole prefix first; every chunk is delivered exactly once.
  */
-export async function followRun(run: RunHandle, output: FollowOutput, intervalMs = 150): Promise<AgentRunResult> {
+export async function followRun(
+  run: RunHandle,
+  output: FollowOutput,
+  options: { intervalMs?: number; onEvent?: (event: RunEvent) => Promise<void> } = {},
+): Promise<AgentRunResult> {
+  const intervalMs = options.intervalMs ?? 150;
   const result = run.result();
   let settled = false;
   void result.then(
@@ -112,6 +121,8 @@ export async function followRun(run: RunHandle, output: FollowOutput, intervalMs
         after = event.seq;
         if (event.event_type === 'llm_call_end') await tokens.finish(event.llm_call);
         output.event(event);
+        // E.g. asking a person to decide a call that waits for approval.
+        await options.onEvent?.(event);
         if (event.event_type === 'llm_call_start' && event.stream) tokens.start(event.llm_call);
       }
       if (page.events.length > 0) continue;

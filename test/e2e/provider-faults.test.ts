@@ -129,7 +129,7 @@ describe('broken provider replies are failed attempts, never answers', () => {
     const result = await followRun(
       run,
       jsonOutput((line) => lines.push(line)),
-      50,
+      { intervalMs: 50 },
     );
     const chunks = lines
       .map((line) => JSON.parse(line) as StreamEvent | { event_type: string })

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { parseCommandArgs, requirePositional } from '../arguments';
 import { describeEvent } from '../../client/follow';
+import { askApproval, type Ask } from './approvals';
 import type { TurnReply } from '../../runtime';
 import type { PatchloopClient, SessionHandle } from '../../client/patchloop-client';
 
@@ -24,11 +25,8 @@ export async function chatCommand(
   print(
     `session ${session.workflowId} (agent ${agent}${status ? `, ${String(status['turns' as keyof typeof status] ?? 0)} turns so far` : ''}). /quit leaves it running, /close ends it, Ctrl-C aborts a turn.`,
   );
-  const input = createInterface({
-    input: process.stdin,
-    output: process.stdout,
-    terminal: process.stdin.isTTY === true,
-  });
+  const terminal = process.stdin.isTTY === true;
+  const input = createInterface({ input: process.stdin, output: process.stdout, terminal });
   let turnRunning = false;
   input.on('SIGINT', () => {
     if (turnRunning) void session.abort('interrupted from chat');
@@ -49,7 +47,10 @@ export async function chatCommand(
       break;
     }
     turnRunning = true;
-    const reply = await sendFollowing(session, text, print);
+    const ask = terminal
+      ? (question: string) => new Promise<string>((resolve) => input.question(question, resolve))
+      : undefined;
+    const reply = await sendFollowing(session, text, print, ask);
     turnRunning = false;
     print(replyLine(reply));
     prompt();
@@ -74,8 +75,8 @@ async function openSession(client: PatchloopClient, agent: string, sessionId: st
   }
 }
 
-/** Sends and prints the turn's tool calls as they start and end. */
-async function sendFollowing(session: SessionHandle, text: string, print: (line: string) => void) {
+/** Sends and prints the turn's tool calls as they start and end; at a terminal, asks for approvals. */
+async function sendFollowing(session: SessionHandle, text: string, print: (line: string) => void, ask?: Ask) {
   let seen = (await session.status()).events.at(-1)?.seq ?? 0;
   let done = false;
   const reply = session.send(text).finally(() => (done = true));
@@ -84,10 +85,11 @@ async function sendFollowing(session: SessionHandle, text: string, print: (line:
     const status = await session.status(seen).catch(() => undefined);
     for (const event of status?.events ?? []) {
       seen = event.seq;
-      if (event.event_type.startsWith('tool_call')) {
+      if (event.event_type.startsWith('tool_call') || event.event_type.startsWith('approval_')) {
         const line = describeEvent(event);
         if (line) print(line.trim());
       }
+      if (ask) await askApproval(session, event, ask, print);
     }
   }
   return reply;

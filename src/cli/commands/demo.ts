@@ -6,6 +6,7 @@ import { demoModel } from '../../fake-model/demo-model';
 import { FakeModelServer } from '../../fake-model/server';
 import { validateToolLinkage } from '../../context';
 import { configFromEnvironment } from '../../config/environment';
+import { assistantAgent, carefulAssistantAgent } from '../../agents/assistant';
 import { createPatchloopWorker } from '../../worker/create-worker';
 import { startDevServer } from '../../worker/temporal-cli';
 import { followRun, textOutput } from '../../client/follow';
@@ -18,7 +19,8 @@ const write = (text: string) => void process.stdout.write(text);
 
 /**
  * One command for the whole flow: a Temporal dev server (SQLite under .patchloop/, web UI), a worker,
- * and two runs of the example agent (one answered with tools, one aborted mid-tool). A real provider is
+ * and three runs of the example agents (one answered with tools, one aborted mid-tool, one whose tool
+ * call waits for approval and is approved by the script). A real provider is
  * used when OPENAI_API_KEY or OPENAI_BASE_URL is set, else the built-in offline fake model.
  */
 export async function demoCommand(_args: string[], print: Print): Promise<undefined> {
@@ -47,7 +49,7 @@ export async function demoCommand(_args: string[], print: Print): Promise<undefi
     ...(fake ? { openaiBaseUrl: fake.url, openaiApiKey: 'offline', model: 'patchloop-demo-model' } : {}),
   };
   const connection = await NativeConnection.connect({ address: server.address });
-  const worker = await createPatchloopWorker({ connection, config });
+  const worker = await createPatchloopWorker({ connection, config, agents: [assistantAgent, carefulAssistantAgent] });
   const running = worker.run();
   const client = PatchloopClient.on(await Connection.connect({ address: server.address }), config);
   try {
@@ -73,8 +75,25 @@ export async function demoCommand(_args: string[], print: Print): Promise<undefi
       `ended ${Date.now() - abortedAt} ms after the abort signal; the transcript is structurally valid (every tool call has its result)`,
     );
 
-    print('\nSee both runs in the Temporal web UI:');
-    for (const run of [first, second])
+    print('\n== run 3: a tool call that waits for approval (the demo script approves it) ==');
+    const third = await client.start({ agent: 'careful-assistant', input: "Repeat 'ok' 2 times." });
+    const approved = await followRun(third, textOutput(write), {
+      onEvent: async (event) => {
+        if (event.event_type !== 'approval_requested') return;
+        const waiting = await third.status();
+        print(
+          `  status: ${waiting.state}, pending: ${waiting.pending_approvals.map((entry) => `${entry.tool_name} ${JSON.stringify(entry.arguments)}`).join(', ')}`,
+        );
+        print(
+          `  demo script: approving ${event.tool_call_id} (a person would: patchloop approve ${third.workflowId} ${event.tool_call_id})`,
+        );
+        await third.approve(event.tool_call_id, 'demo: auto-approved');
+      },
+    });
+    printOutcome(approved, print);
+
+    print('\nSee the runs in the Temporal web UI:');
+    for (const run of [first, second, third])
       print(`  ${server.uiUrl}/namespaces/${config.namespace}/workflows/${run.workflowId}`);
     if (process.stdout.isTTY) {
       print(

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentRunResult } from '../../runtime';
+import type { AgentRunResult, RunEvent } from '../../runtime';
+import { askApproval, terminalAsker } from './approvals';
 import { parseCommandArgs, requirePositional } from '../arguments';
 import { followRun, jsonOutput, textOutput } from '../../client/follow';
 import type { PatchloopClient, RunHandle } from '../../client/patchloop-client';
@@ -47,7 +48,14 @@ async function follow(run: RunHandle, json: boolean, print: Print): Promise<unde
     return undefined;
   }
   print(`run ${run.workflowId}`);
-  printOutcome(await followRun(run, textOutput(write)), print);
+  // At a terminal, calls that wait for approval are put to the person following the run.
+  const terminal = terminalAsker();
+  try {
+    const onEvent = terminal ? (event: RunEvent) => askApproval(run, event, terminal.ask, print) : undefined;
+    printOutcome(await followRun(run, textOutput(write), onEvent ? { onEvent } : {}), print);
+  } finally {
+    terminal?.close();
+  }
   return undefined;
 }
 

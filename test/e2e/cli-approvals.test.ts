@@ -1,0 +1,163 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { callTools, reply } from '../../src/fake-model/steps';
+import { defineTool } from '../../src/tools/define-tool';
+import { repositoryRoot } from '../support/reference';
+import { startWorld, type TestWorld } from '../support/temporal';
+import { eventually } from '../support/wait';
+
+let world: TestWorld | undefined;
+const children: ChildProcessWithoutNullStreams[] = [];
+afterEach(async () => {
+  for (const child of children.splice(0)) child.kill('SIGKILL');
+  await world?.close();
+  world = undefined;
+});
+
+const transfers: number[] = [];
+const transfer = defineTool({
+  name: 'transfer',
+  description: 'Sends money.',
+  parameters: z.object({ amount: z.number() }),
+  execute: ({ amount }) => {
+    transfers.push(amount);
+    return `sent ${amount}`;
+  },
+});
+const agents = [{ name: 'payer', instructions: 'You pay.', tools: ['transfer'], needs_approval: ['transfer'] }];
+const payCall = (id: string, amount: number) =>
+  callTools([{ id, name: 'transfer', arguments: `{"amount": ${amount}}` }]);
+
+function env(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    TEMPORAL_ADDRESS: world!.config.temporalAddress,
+    PATCHLOOP_TASK_QUEUE: world!.config.taskQueue,
+  };
+}
+
+/** The CLI on a pseudo-terminal (Python's pty module), so it behaves as it does for a person. */
+function onTerminal(args: string[]) {
+  const child = spawn(
+    'python3',
+    [
+      '-c',
+      'import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)',
+      process.execPath,
+      '--import',
+      'tsx',
+      join(repositoryRoot, 'src', 'cli', 'cli.ts'),
+      ...args,
+    ],
+    { cwd: repositoryRoot, env: env() },
+  );
+  children.push(child);
+  let screen = '';
+  child.stdout.on('data', (data: Buffer) => (screen += data.toString()));
+  child.stderr.on('data', (data: Buffer) => (screen += data.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  return {
+    screen: () => screen,
+    /** Waits for text on the screen, then types a line. */
+    async answer(prompt: string, line: string) {
+      await eventually(() => (screen.includes(prompt) ? true : undefined), 60_000, `prompt '${prompt}'\n${screen}`);
+      child.stdin.write(`${line}\r`);
+    },
+    exited,
+  };
+}
+
+function cli(args: string[]): Promise<{ code: number | null; stdout: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(repositoryRoot, 'src', 'cli', 'cli.ts'), ...args], {
+      cwd: repositoryRoot,
+      env: env(),
+    });
+    let stdout = '';
+    child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
+    child.on('close', (code) => resolve({ code, stdout }));
+    child.stdin.end();
+  });
+}
+
+describe('approvals from the CLI', () => {
+  it('run --follow on a terminal asks y/n with the arguments shown, and the answer decides the call', async () => {
+    transfers.length = 0;
+    world = await startWorld({
+      tools: [transfer],
+      agents,
+      fake: { script: [payCall('call_1', 42), reply('Paid 42.')] },
+    });
+    const terminal = onTerminal(['run', 'payer', 'pay 42', '--id', 'cli-approve-1', '--follow']);
+    await terminal.answer('approve transfer {"amount":42}? [y/n]', 'y');
+    expect(await terminal.exited).toBe(0);
+    expect(terminal.screen()).toContain('? transfer {"amount":42} waits for approval (call call_1)');
+    expect(terminal.screen()).toContain('approved call_1');
+    expect(terminal.screen()).toContain('answer: Paid 42.');
+    expect(transfers).toEqual([42]);
+  });
+
+  it('chat on a terminal: n asks for the reason, which the model receives', async () => {
+    transfers.length = 0;
+    world = await startWorld({
+      tools: [transfer],
+      agents,
+      fake: { script: [payCall('call_9', 900), reply('Not paid.')] },
+    });
+    const terminal = onTerminal(['chat', 'payer', '--id', 'cli-approve-chat']);
+    await terminal.answer('you> ', 'pay 900');
+    await terminal.answer('approve transfer {"amount":900}? [y/n]', 'n');
+    await terminal.answer('reason (the model sees it):', 'too much');
+    await terminal.answer('assistant> Not paid.', '/quit');
+    expect(await terminal.exited).toBe(0);
+    expect(transfers).toEqual([]);
+    expect(world.fake.requests[1]!.body.messages.at(-1)).toEqual({
+      role: 'tool',
+      tool_call_id: 'call_9',
+      content: '<Tool call rejected by the approver. Tool: transfer. Reason: too much>',
+    });
+  });
+
+  it('approvals, approve and reject work by id without a terminal', async () => {
+    transfers.length = 0;
+    world = await startWorld({
+      tools: [transfer],
+      agents,
+      fake: {
+        script: [
+          callTools([
+            { id: 'a', name: 'transfer', arguments: '{"amount": 1}' },
+            { id: 'b', name: 'transfer', arguments: '{"amount": 2}' },
+          ]),
+          reply('ok'),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'payer', input: 'pay twice' }, { workflowId: 'cli-approve-ids' });
+    const listed = await eventually(async () => {
+      const out = await cli(['approvals', run.workflowId]);
+      const parsed = JSON.parse(out.stdout) as { pending_approvals: Array<{ tool_call_id: string }> };
+      return parsed.pending_approvals.length === 2 ? parsed : undefined;
+    });
+    expect(listed.pending_approvals.map((entry) => entry.tool_call_id)).toEqual(['a', 'b']);
+    const noReason = await cli(['reject', run.workflowId, 'b']);
+    expect(noReason.code).toBe(1);
+    expect(noReason.stdout).toContain('--reason is required');
+    expect(JSON.parse((await cli(['approve', run.workflowId, 'a'])).stdout)).toEqual({
+      workflow_id: run.workflowId,
+      tool_call_id: 'a',
+      approved: true,
+    });
+    const bogus = await cli(['approve', run.workflowId, 'zzz']);
+    expect(bogus.code).toBe(1);
+    expect(bogus.stdout).toContain("no tool call 'zzz' awaits approval (waiting: b)");
+    expect(bogus.stdout).not.toMatch(/\n\s+at /);
+    expect(JSON.parse((await cli(['reject', run.workflowId, 'b', '--reason', 'once is enough'])).stdout)).toMatchObject(
+      { approved: false },
+    );
+    expect((await run.result()).status).toBe('completed');
+    expect(transfers).toEqual([1]);
+  });
+});
