@@ -1,9 +1,20 @@
 import type { AgentRegistry } from '../agents/registry';
 import type { AgentSpec } from '../runtime';
 
+/** What the worker knows about its deployment that runs take along in their agent spec. */
+export interface DeploymentFacts {
+  payloadsByReference: boolean;
+  /** Whether the namespace has patchloop's search attributes; read when a run resolves its agent. */
+  searchAttributes: () => boolean;
+}
+
 /** Resolves an agent to data once per run; recorded in history, so a replay sees the same agent. */
-export function createDescribeAgent(registry: AgentRegistry, defaultModel: string, payloadsByReference: boolean) {
+export function createDescribeAgent(registry: AgentRegistry, defaultModel: string, facts: DeploymentFacts) {
   return async function describeAgent(name: string): Promise<AgentSpec> {
-    return { ...registry.describe(name, defaultModel), payloads_by_reference: payloadsByReference };
+    return {
+      ...registry.describe(name, defaultModel),
+      payloads_by_reference: facts.payloadsByReference,
+      search_attributes: facts.searchAttributes(),
+    };
   };
 }

@@ -18,12 +18,17 @@ export interface ActivitySettings {
   redactor?: SecretRedactor;
   /** The worker's data converter sends large payloads by reference (External Storage). */
   payloadsByReference?: boolean;
+  /** Whether the namespace has patchloop's search attributes (runs then keep them current). */
+  searchAttributes?: () => boolean;
 }
 
 /** The activities a patchloop worker registers. Workflows import their type only. */
 export function createActivities(settings: ActivitySettings) {
   return {
-    describeAgent: createDescribeAgent(settings.registry, settings.defaultModel, settings.payloadsByReference ?? false),
+    describeAgent: createDescribeAgent(settings.registry, settings.defaultModel, {
+      payloadsByReference: settings.payloadsByReference ?? false,
+      searchAttributes: settings.searchAttributes ?? (() => false),
+    }),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
     llmPhase: createLlmPhase(settings.provider, new RequestCache(), settings.registry, settings.chunks),
     reviewToolCalls: createReviewToolCalls(settings.registry),

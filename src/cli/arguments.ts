@@ -1,25 +1,63 @@
 import { parseArgs } from 'node:util';
 import { UsageError } from './errors';
 
-type OptionSpec = Record<string, { type: 'string' | 'boolean' }>;
+type OptionSpec = Readonly<Record<string, { readonly type: 'string' | 'boolean'; readonly short?: string }>>;
 type ParsedValues<T extends OptionSpec> = { [K in keyof T]?: T[K]['type'] extends 'boolean' ? boolean : string };
 
-/** `node:util` parseArgs with usage errors the CLI prints as `{"error": ...}`. */
-export function parseCommandArgs<T extends OptionSpec>(
-  args: string[],
-  options: T,
-  usage: string,
-): { values: ParsedValues<T>; positionals: string[] } {
-  try {
-    const parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
-    return { values: parsed.values as ParsedValues<T>, positionals: parsed.positionals };
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\nusage: ${usage}`);
-  }
+/**
+ * A command's syntax: its usage line, what it does, its options, and its positionals in order: `name`
+ * is required, `[name]` optional, `name...` takes the remaining words joined by spaces (so
+ * `run assistant add 2 and 3` is the text "add 2 and 3").
+ */
+export interface CommandSyntax<T extends OptionSpec> {
+  usage: string;
+  summary: string;
+  options: T;
+  positionals: readonly string[];
 }
 
-export function requirePositional(positionals: string[], index: number, name: string, usage: string): string {
-  const value = positionals[index];
-  if (value === undefined || value === '') throw new UsageError(`missing ${name}\nusage: ${usage}`);
-  return value;
+/** `--help` on any command: its usage and summary go to stdout, exit code 0. */
+export class HelpRequested extends Error {
+  override readonly name = 'HelpRequested';
+}
+
+export function helpText(syntax: CommandSyntax<OptionSpec>): string {
+  return `usage: ${syntax.usage}\n\n${syntax.summary}\n`;
+}
+
+/** `node:util` parseArgs, strict: unknown options and extra words are usage errors, never ignored. */
+export function parseCommand<T extends OptionSpec>(
+  args: string[],
+  syntax: CommandSyntax<T>,
+): { values: ParsedValues<T>; positionals: Record<string, string | undefined> } {
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({
+      args,
+      options: { ...syntax.options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    if (args.includes('--help') || args.includes('-h')) throw new HelpRequested(helpText(syntax));
+    throw new UsageError(
+      `${(error as Error).message.replace(/\. To specify a positional.*$/s, '')}\nusage: ${syntax.usage}`,
+    );
+  }
+  if (parsed.values['help']) throw new HelpRequested(helpText(syntax));
+  const words = parsed.positionals;
+  const named: Record<string, string | undefined> = {};
+  let index = 0;
+  for (const spec of syntax.positionals) {
+    const optional = spec.startsWith('[');
+    const rest = spec.endsWith('...') || spec.endsWith('...]');
+    const name = spec.replace(/^\[|\]$/g, '').replace(/\.\.\.$/, '');
+    const value = rest ? words.slice(index).join(' ') : words[index];
+    index = rest ? words.length : index + 1;
+    if ((value === undefined || value === '') && !optional)
+      throw new UsageError(`missing ${name}\nusage: ${syntax.usage}`);
+    named[name] = value === '' ? undefined : value;
+  }
+  if (index < words.length) throw new UsageError(`unexpected argument '${words[index]}'\nusage: ${syntax.usage}`);
+  return { values: parsed.values as ParsedValues<T>, positionals: named };
 }

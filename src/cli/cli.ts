@@ -1,42 +1,73 @@
 #!/usr/bin/env node
-import { approvalsCommand, approveCommand, rejectCommand } from './commands/approvals';
-import { chatCommand } from './commands/chat';
+import { Connection } from '@temporalio/client';
+import {
+  APPROVALS_SYNTAX,
+  APPROVE_SYNTAX,
+  approvalsCommand,
+  approveCommand,
+  REJECT_SYNTAX,
+  rejectCommand,
+} from './commands/approvals';
+import { CHAT_SYNTAX, chatCommand } from './commands/chat';
 import { compileCommand } from './commands/compile';
 import { demoCommand } from './commands/demo';
-import { abortCommand, followCommand, runCommand, sendCommand, showCommand } from './commands/runs';
-import { serverCommand } from './commands/server';
-import { workerCommand } from './commands/worker';
-import { toErrorReport, UsageError } from './errors';
+import { LIST_SYNTAX, listCommand } from './commands/list';
+import {
+  ABORT_SYNTAX,
+  abortCommand,
+  FOLLOW_SYNTAX,
+  followCommand,
+  RUN_SYNTAX,
+  runCommand,
+  SEND_SYNTAX,
+  sendCommand,
+  SHOW_SYNTAX,
+  showCommand,
+} from './commands/runs';
+import { SERVER_SYNTAX, serverCommand } from './commands/server';
+import { WORKER_SYNTAX, workerCommand } from './commands/worker';
+import { HelpRequested, parseCommand, type CommandSyntax } from './arguments';
+import { CliError, exitCodeOf, toErrorReport } from './errors';
 import { PatchloopClient } from '../client/patchloop-client';
 import { configFromEnvironment } from '../config/environment';
-
-const USAGE = `patchloop <command>
-
-  demo                              dev server + worker + example runs, offline unless OPENAI_* is set
-  server [--port N] [--ui-port N]   the Temporal dev server (SQLite in .patchloop/) and its web UI
-  worker [--agents FILE.json]       a worker serving the example agent (or the agents in FILE)
-  run <agent> <text> [--id ID] [--follow [--json]] [--max-tool-calls N]
-  follow <id> [--json]              live events and tokens of a run (one JSON event per line with --json)
-  abort <id> [--reason TEXT]        signal 'abort': the run ends with a valid transcript
-  send <id> <text> [--no-wait]      a run: signal 'user_message'; a session: its reply (update 'send')
-  chat <agent> [--id SESSION_ID]    an interactive chat on a long-lived session (reconnects by id)
-  show <id> [--json]                status and transcript of a run
-  approvals <id>                    tool calls waiting for a decision
-  approve <id> <call id> [--reason TEXT]   let a waiting tool call run (update 'approve')
-  reject <id> <call id> --reason TEXT      refuse it: the model gets the reason as the call's result
-  compile FILE|-                    the next LLM request compiled from a saved state (JSON)
-
-Environment: TEMPORAL_ADDRESS (localhost:7233), TEMPORAL_NAMESPACE (default), PATCHLOOP_TASK_QUEUE
-(patchloop), OPENAI_BASE_URL, OPENAI_API_KEY, PATCHLOOP_MODEL (gpt-4o-mini).
-`;
 
 type Print = (line: string) => void;
 type Command = (args: string[], print: Print) => Promise<unknown>;
 
+const COMPILE_SYNTAX = {
+  usage: 'patchloop compile <file>',
+  summary: 'The next LLM request compiled from a saved state (JSON file, or - for standard input).',
+  options: {},
+  positionals: ['file'],
+} as const;
+const DEMO_SYNTAX = {
+  usage: 'patchloop demo',
+  summary:
+    'A dev server, a worker and three example runs (tools, an abort, an approval); offline unless OPENAI_* is set. The server stays up until Ctrl-C.',
+  options: {},
+  positionals: [],
+} as const;
+
+/** Connects to Temporal, or says which address failed and what to do about it. */
+async function connect(): Promise<PatchloopClient> {
+  const config = configFromEnvironment();
+  try {
+    return PatchloopClient.on(
+      await Connection.connect({ address: config.temporalAddress, connectTimeout: '5s' }),
+      config,
+    );
+  } catch (error) {
+    throw new CliError(
+      `cannot reach Temporal at ${config.temporalAddress} (${(error as Error).message}). Start a dev server with 'npx patchloop server', or set TEMPORAL_ADDRESS.`,
+      'ConnectionError',
+    );
+  }
+}
+
 const withClient =
   (command: (client: PatchloopClient, args: string[], print: Print) => Promise<unknown>): Command =>
   async (args, print) => {
-    const client = await PatchloopClient.connect(configFromEnvironment());
+    const client = await connect();
     try {
       return await command(client, args, print);
     } finally {
@@ -44,38 +75,64 @@ const withClient =
     }
   };
 
-const commands: Record<string, Command> = {
-  compile: async ([path]) => compileCommand(path),
-  demo: demoCommand,
-  server: serverCommand,
-  worker: workerCommand,
-  run: withClient(runCommand),
-  follow: withClient(followCommand),
-  abort: withClient(abortCommand),
-  send: withClient(sendCommand),
-  show: withClient(showCommand),
-  chat: withClient(chatCommand),
-  approvals: withClient(approvalsCommand),
-  approve: withClient(approveCommand),
-  reject: withClient(rejectCommand),
+/** Every command, its syntax (usage, `--help`) and what runs it, in the order the help lists them. */
+const commands: Record<
+  string,
+  { syntax: CommandSyntax<Record<string, { type: 'string' | 'boolean' }>>; run: Command }
+> = {
+  demo: { syntax: DEMO_SYNTAX, run: (args, print) => (parseCommand(args, DEMO_SYNTAX), demoCommand(args, print)) },
+  server: { syntax: SERVER_SYNTAX, run: serverCommand },
+  worker: { syntax: WORKER_SYNTAX, run: workerCommand },
+  run: { syntax: RUN_SYNTAX, run: withClient(runCommand) },
+  follow: { syntax: FOLLOW_SYNTAX, run: withClient(followCommand) },
+  list: { syntax: LIST_SYNTAX, run: withClient(listCommand) },
+  show: { syntax: SHOW_SYNTAX, run: withClient(showCommand) },
+  abort: { syntax: ABORT_SYNTAX, run: withClient(abortCommand) },
+  send: { syntax: SEND_SYNTAX, run: withClient(sendCommand) },
+  chat: { syntax: CHAT_SYNTAX, run: withClient(chatCommand) },
+  approvals: { syntax: APPROVALS_SYNTAX, run: withClient(approvalsCommand) },
+  approve: { syntax: APPROVE_SYNTAX, run: withClient(approveCommand) },
+  reject: { syntax: REJECT_SYNTAX, run: withClient(rejectCommand) },
+  compile: {
+    syntax: COMPILE_SYNTAX,
+    run: async (args) => compileCommand(parseCommand(args, COMPILE_SYNTAX).positionals['file']),
+  },
 };
+
+function usage(): string {
+  const lines = Object.values(commands).map(({ syntax }) => `  ${syntax.usage.replace(/^patchloop /, '')}`);
+  return `usage: patchloop <command> [--help]
+
+${lines.join('\n')}
+
+'patchloop <command> --help' explains a command. Exit codes: 0 done, 1 failed, 2 usage error.
+Errors go to stderr as text (as JSON with --json).
+Environment: TEMPORAL_ADDRESS (localhost:7233), TEMPORAL_NAMESPACE (default), PATCHLOOP_TASK_QUEUE
+(patchloop), OPENAI_BASE_URL, OPENAI_API_KEY, PATCHLOOP_MODEL (gpt-4o-mini).
+`;
+}
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
-    process.stdout.write(USAGE);
-    return name === undefined ? 1 : 0;
+    process.stdout.write(usage());
+    return name === undefined ? 2 : 0;
   }
   const print: Print = (line) => process.stdout.write(`${line}\n`);
   try {
     const command = commands[name];
-    if (!command) throw new UsageError(`unknown command '${name}'\n${USAGE}`);
-    const output = await command(args, print);
+    if (!command) throw new CliError(`unknown command '${name}'\n\n${usage()}`, 'UsageError');
+    const output = await command.run(args, print);
     if (output !== undefined) print(JSON.stringify(output, null, 2));
     return 0;
   } catch (error) {
-    print(JSON.stringify(toErrorReport(error)));
-    return 1;
+    if (error instanceof HelpRequested) {
+      process.stdout.write(error.message);
+      return 0;
+    }
+    const report = toErrorReport(error);
+    process.stderr.write(args.includes('--json') ? `${JSON.stringify(report)}\n` : `error: ${report.error.message}\n`);
+    return exitCodeOf(error);
   }
 }
 
@@ -84,7 +141,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(`${JSON.stringify(toErrorReport(error))}\n`);
+    process.stderr.write(`error: ${toErrorReport(error).error.message}\n`);
     process.exitCode = 1;
   },
 );

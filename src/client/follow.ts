@@ -65,14 +65,27 @@ export interface FollowOutput {
 /** Prints human lines, with tokens live between a call's start and end lines. */
 export function textOutput(write: (text: string) => void): FollowOutput {
   let midLine = false;
+  // Calls whose tokens were printed live; for the others the end event's text is printed instead.
+  const streamed = new Set<number>();
+  const toolNames = new Map<string, string>();
   return {
     event(event) {
-      const line = describeEvent(event);
+      if (event.event_type === 'tool_calls_batch_start')
+        for (const call of event.tool_calls) toolNames.set(call.id, call.name);
+      if (event.event_type === 'llm_call_end' && !streamed.has(event.llm_call) && event.content !== '') {
+        write(`${midLine ? '\n' : ''}    ${event.content}${event.content_chars ? '…' : ''}\n`);
+        midLine = false;
+      }
+      const line =
+        event.event_type === 'tool_calls_batch_end' && event.cancelled.length > 0
+          ? `  cancelled: ${event.cancelled.map((id) => toolNames.get(id) ?? id).join(', ')}`
+          : describeEvent(event);
       if (line === null) return;
       write(`${midLine ? '\n' : ''}${line}\n`);
       midLine = false;
     },
     chunk(event) {
+      if (event.event_type === 'llm_chunk_arrive') streamed.add(event.llm_call);
       if (event.event_type === 'llm_stream_end' && event.outcome === 'failed') {
         // The broken attempt's text never reaches the transcript; a retry streams the reply again.
         const next = event.retrying === false ? 'no retry' : 'retrying';

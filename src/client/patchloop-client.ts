@@ -63,7 +63,11 @@ export class PatchloopClient {
 
   /** Starts workflow `agentRun`; the id defaults to `run-<uuid>`. */
   async start(input: AgentRunInputWire, options: { workflowId?: string } = {}): Promise<RunHandle> {
-    return new RunHandle(await this.startWorkflow('agentRun', options.workflowId ?? `run-${randomUUID()}`, input));
+    // The UI's summary line: the agent and the start of the question (never more than 200 characters of it).
+    const summary = `${input.agent}: ${oneLine(input.input, 200)}`;
+    return new RunHandle(
+      await this.startWorkflow('agentRun', options.workflowId ?? `run-${randomUUID()}`, input, summary),
+    );
   }
 
   run(workflowId: string): RunHandle {
@@ -73,15 +77,26 @@ export class PatchloopClient {
   /** Starts workflow `chatSession`; the id defaults to `session-<uuid>`. */
   async startSession(input: ChatSessionInputWire, options: { sessionId?: string } = {}): Promise<SessionHandle> {
     return new SessionHandle(
-      await this.startWorkflow('chatSession', options.sessionId ?? `session-${randomUUID()}`, input),
+      await this.startWorkflow(
+        'chatSession',
+        options.sessionId ?? `session-${randomUUID()}`,
+        input,
+        `${input.agent}: chat session`,
+      ),
     );
   }
 
-  private async startWorkflow(type: string, workflowId: string, input: unknown): Promise<WorkflowHandle> {
+  private async startWorkflow(
+    type: string,
+    workflowId: string,
+    input: unknown,
+    staticSummary: string,
+  ): Promise<WorkflowHandle> {
     return (await this.temporal.workflow.start(type, {
       taskQueue: this.taskQueue,
       workflowId,
       args: [input],
+      staticSummary,
     })) as WorkflowHandle;
   }
 
@@ -107,7 +122,7 @@ export class PatchloopClient {
     options: { workflowId?: string } = {},
   ): Promise<unknown> {
     const workflowId = options.workflowId ?? `fn-${name}-${randomUUID()}`;
-    const handle = await this.startWorkflow('llmFunction', workflowId, { function: name, args });
+    const handle = await this.startWorkflow('llmFunction', workflowId, { function: name, args }, `function ${name}`);
     try {
       return await handle.result();
     } catch (error) {
@@ -124,6 +139,11 @@ export class PatchloopClient {
   async close(): Promise<void> {
     await this.temporal.connection.close();
   }
+}
+
+function oneLine(text: string, most: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
 }
 
 export class RunHandle {
@@ -231,12 +251,15 @@ export class RunFailedError extends Error {
   readonly type: string | undefined;
   /** Accepted user messages the model never saw because the run failed first. */
   readonly unprocessedMessages: UnprocessedMessage[];
+  /** Why it failed, in the failure's own words (the message without the run id). */
+  readonly causeMessage: string;
   constructor(
     readonly workflowId: string,
     failure: WorkflowFailedError,
   ) {
     const cause = failure.cause as (Error & { type?: string; details?: unknown[] }) | undefined;
     super(`run ${workflowId} failed: ${cause?.message ?? failure.message}`);
+    this.causeMessage = cause?.message ?? failure.message;
     this.type = cause?.type;
     const carried = (cause?.details ?? []).find((detail): detail is { unprocessed_messages: UnprocessedMessage[] } =>
       Array.isArray((detail as { unprocessed_messages?: unknown } | null)?.unprocessed_messages),

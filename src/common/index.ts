@@ -7,3 +7,4 @@
 export * from './definitions';
 export * from './failure-types';
 export type * from './sinks';
+export * from './search-attributes';

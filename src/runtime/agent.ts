@@ -96,5 +96,10 @@ export const AgentSpec = AgentDefinition.extend({
    */
   // Absent in specs recorded by workers that predate it: those runs keep their old behaviour, unchecked.
   payloads_by_reference: z.boolean().optional(),
+  /**
+   * The namespace has patchloop's search attributes (the worker checked, or registered them): runs keep
+   * them current. Absent in specs recorded before: those runs replay without upserts.
+   */
+  search_attributes: z.boolean().optional(),
 });
 export type AgentSpec = z.infer<typeof AgentSpec>;

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createActivities, SecretRedactor } from '../activities';
 import { redactionInterceptor } from './redaction';
+import { ensureSearchAttributes } from './search-attributes';
 import { patchloopDataConverter } from '../storage/data-converter';
 import { AgentRegistry } from '../agents/registry';
 import { assistantAgent } from '../agents/assistant';
@@ -27,6 +28,11 @@ export interface PatchloopWorkerOptions {
   functions?: LlmFunction[];
   /** A prebuilt bundle (`bundleWorkflowCode`); without it the worker bundles `src/workflows`. */
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /**
+   * Whether runs keep patchloop's search attributes current. By default the worker checks the namespace
+   * and registers missing ones (false if it may not: runs then go without).
+   */
+  searchAttributes?: boolean;
   /** Extra worker options, e.g. a short `stickyQueueScheduleToStartTimeout` in crash tests. */
   workerOptions?: Partial<WorkerOptions>;
 }
@@ -51,6 +57,8 @@ export function workflowsPath(): string {
 export interface PatchloopWorker {
   readonly temporal: Worker;
   readonly streamUrl: string;
+  /** Whether runs keep patchloop's search attributes, and the ones this worker registered on start. */
+  readonly searchAttributes: { available: boolean; registered: string[] };
   /** The capability a follower presents to read this run's chunks from this worker. */
   streamToken(runId: string): string;
   run(): Promise<void>;
@@ -64,6 +72,10 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     options.agents ?? [assistantAgent],
     options.functions ?? exampleFunctions,
   );
+  const searchAttributes =
+    options.searchAttributes !== undefined
+      ? { available: options.searchAttributes, registered: [] }
+      : await ensureSearchAttributes(options.connection, config.namespace, Runtime.instance().logger);
   const redactor = workerRedactor(config);
   const transport = new ChunkHub();
   const tokens = new StreamTokens(config.streamSecret);
@@ -87,6 +99,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
       chunks: { transport, url: stream.url, tokens },
       redactor,
       payloadsByReference: config.payloadStorage.kind !== 'off',
+      searchAttributes: () => searchAttributes.available,
     }),
     interceptors: {
       ...options.workerOptions?.interceptors,
@@ -112,6 +125,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
   return {
     temporal: worker,
     streamUrl: stream.url,
+    searchAttributes,
     streamToken: (runId) => tokens.tokenFor(runId),
     run: async () => {
       try {

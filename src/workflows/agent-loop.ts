@@ -18,6 +18,7 @@ import { phaseActivities } from './phase-activities';
 import * as events from './run-events';
 import { commit, emit, userMessageMutation, type Run } from './run-state';
 import { toolStep } from './tool-step';
+import { keepVisible } from './visibility';
 
 export type { LoopOptions, TurnResult } from './loop-context';
 
@@ -68,6 +69,7 @@ export class AgentLoop {
         continue;
       }
       if (!first && boundary) await boundary({ toolCalls });
+      keepVisible(run);
       const it = run.iteration;
       commit(run, [...run.pending.splice(0), ...this.collectHooks()]);
       if (!first) emit(run, { event_type: 'react_iteration_start' });

@@ -30,6 +30,7 @@ import { checkedResult } from './payload-budget';
 import { registerRunHandlers } from './handlers';
 import { applyAgentLimits, commit, emit, newRun, unprocessedMessages, type Run } from './run-state';
 import { sinks } from './sinks';
+import { keepVisible } from './visibility';
 
 /**
  * A durable ReAct run (spec section 7). Each iteration commits pending patches, compiles the request
@@ -49,6 +50,8 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
     run.selfref = agent.selfref;
     applyAgentLimits(run, agent.limits);
+    run.visibility.enabled = agent.search_attributes === true;
+    keepVisible(run, true);
     if (input.fork) {
       run.forkDepth = input.fork.depth;
       run.forkId = input.fork.fork_id;
@@ -70,6 +73,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
         : undefined,
     );
     run.state = turn.status;
+    keepVisible(run);
     const unprocessed = unprocessedMessages(run);
     const result = checkedResult(
       agent,
@@ -91,6 +95,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   } catch (error) {
     if (error instanceof ContinueAsNew) throw error;
     run.state = 'failed';
+    keepVisible(run);
     throw withUnprocessedMessages(asRunFailure(error), unprocessedMessages(run));
   }
 }

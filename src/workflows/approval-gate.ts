@@ -1,4 +1,4 @@
-import { condition, workflowInfo } from '@temporalio/workflow';
+import { condition, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { argumentsForEvents } from '../context';
 import {
   APPROVAL_TIMED_OUT,
@@ -10,6 +10,7 @@ import {
 import type { WorkflowCallResult } from './batch';
 import type { LoopContext } from './loop-context';
 import { emit, type Run } from './run-state';
+import { keepVisible } from './visibility';
 
 /** The gate's outcome: the calls people rejected (their results), or an abort while waiting. */
 export type GateOutcome = { type: 'decided'; rejected: WorkflowCallResult[] } | { type: 'aborted' };
@@ -51,7 +52,13 @@ export async function approvalGate(
     for (const record of run.approvals)
       emit(run, { event_type: 'approval_requested', ...pendingOf(record) }, eventIteration);
   }
+  keepVisible(run);
   while (!run.abort.requested && undecided(run).length > 0) {
+    setCurrentDetails(
+      `waiting for approval: ${undecided(run)
+        .map((record) => `${record.tool_name} (${record.tool_call_id})`)
+        .join(', ')}`,
+    );
     await onWait?.();
     const seen = run.approvalDecisions;
     const woke = () => run.abort.requested || run.approvalDecisions !== seen;
@@ -74,12 +81,15 @@ async function review(
   iteration: number,
 ): Promise<ToolReview[]> {
   try {
-    return await loop.activities.reviewToolCalls({
-      agent: loop.agent.name,
-      iteration,
-      calls: [...candidates],
-      run_chain_id: workflowInfo().firstExecutionRunId,
-    });
+    return await loop.activities.reviewToolCalls(
+      {
+        agent: loop.agent.name,
+        iteration,
+        calls: [...candidates],
+        run_chain_id: workflowInfo().firstExecutionRunId,
+      },
+      `review before approval: ${candidates.map((call) => call.name).join(', ')}`,
+    );
   } catch {
     return candidates.map((call) => ({
       tool_call_id: call.id,

@@ -2,6 +2,7 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
+  ContinueAsNew,
   continueAsNew,
   patched,
   setHandler,
@@ -23,6 +24,7 @@ import { abortSignal, closeSignal, nextRequestQuery, sendUpdate } from '../commo
 import { parseWorkflowInput } from './input';
 import { asRunFailure, turnFailure, withUnprocessedMessages } from './failures';
 import { registerRunHandlers } from './handlers';
+import { keepVisible } from './visibility';
 import {
   applyAgentLimits,
   checkMessage,
@@ -83,6 +85,7 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     const agent = await openSession(session);
     for (let entry = await nextMessage(session); entry; entry = await nextMessage(session)) {
       await serveTurn(session, entry);
+      keepVisible(run);
       if (continueAsNewDue(input.continue_as_new) && (await readyToContinue(run, session.waiting))) {
         const next = () => carriedInput(run, input, { ...session, continued: session.continued + 1 }, agent);
         if (carriedInputFits(run, agent, next(), session)) {
@@ -101,6 +104,7 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     }
     await condition(allHandlersFinished);
     run.state = 'completed';
+    keepVisible(run);
     const result: ChatSessionResult = checkedResult(
       agent,
       { turns: session.turns, transcript: cloneJson(run.transcript), usage: run.usage },
@@ -109,7 +113,9 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     sinks.patchloop.runEnded({ status: 'completed', result, llmCalls: run.llmCalls, toolCalls: run.toolCalls });
     return result;
   } catch (error) {
+    if (error instanceof ContinueAsNew) throw error;
     run.state = 'failed';
+    keepVisible(run);
     throw withUnprocessedMessages(asRunFailure(error), unprocessedMessages(run));
   }
 }
@@ -158,6 +164,8 @@ async function openSession(session: Session): Promise<SessionState['agent']> {
   const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
   run.selfref = agent.selfref;
   applyAgentLimits(run, agent.limits);
+  run.visibility.enabled = agent.search_attributes === true;
+  keepVisible(run, true);
   if (!input.state) {
     const seed = seedWithoutInput(checkedSeed(agent, { history: input.history ?? [], input: '' }, 'chatSession'));
     commit(run, [{ type: 'ContextReplaceMutation', messages: seed }]);

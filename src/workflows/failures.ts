@@ -41,8 +41,19 @@ function activityFailure(error: ActivityFailure): ApplicationFailure {
         : 'PhaseFailed';
   const budgetSpent =
     error.retryState === 'TIMEOUT' || (cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_CLOSE');
-  const prefix = budgetSpent
-    ? `${error.activityType} gave up: its retry budget ran out; last error: `
-    : `${error.activityType} failed: `;
-  return ApplicationFailure.nonRetryable(`${prefix}${last?.message ?? error.message}`, type);
+  const message = last?.message ?? error.message;
+  // A failure that explains itself (an unknown agent names the ones served) needs no prefix.
+  if (type === 'UnknownAgent' || type === 'UnknownFunction') return ApplicationFailure.nonRetryable(message, type);
+  const phase = PHASE_NAMES[error.activityType] ?? error.activityType;
+  const prefix = budgetSpent ? `${phase} gave up: its retry budget ran out; last error: ` : `${phase} failed: `;
+  return ApplicationFailure.nonRetryable(`${prefix}${message}`, type);
 }
+
+/** What each activity does, in the words a failure message uses. */
+const PHASE_NAMES: Record<string, string> = {
+  describeAgent: 'resolving the agent',
+  prepareFunction: 'preparing the function',
+  llmPhase: 'the model call',
+  toolBatch: 'the tool batch',
+  reviewToolCalls: 'reviewing tool calls for approval',
+};

@@ -1,11 +1,5 @@
 import { setHandler, workflowInfo } from '@temporalio/workflow';
-import {
-  decisionRefusal,
-  REQUEST_PAGE_CHARS,
-  type PendingApproval,
-  type ReportedState,
-  type RunEvent,
-} from '../runtime';
+import { decisionRefusal, REQUEST_PAGE_CHARS, type PendingApproval, type RunEvent } from '../runtime';
 import {
   abortSignal,
   approveUpdate,
@@ -18,7 +12,7 @@ import {
   userMessageUpdate,
 } from '../common';
 import { decide, pendingOf, undecided } from './approval-gate';
-import { checkMessage, enqueueMessage, rejectInput, requestAbort, type Run } from './run-state';
+import { checkMessage, enqueueMessage, rejectInput, reportedState, requestAbort, type Run } from './run-state';
 
 /** Query answers stay far below the 4 MB gRPC limit whatever the events hold. */
 const PAGE_CHARS = 1_000_000;
@@ -45,12 +39,32 @@ function pendingApprovals(run: Run): PendingApproval[] {
   return undecided(run).map(pendingOf);
 }
 
-function reportedState(run: Run): ReportedState {
-  return run.state === 'running' && undecided(run).length > 0 ? 'awaiting_approval' : run.state;
-}
-
 /** Signals, updates and queries every run and session answers. */
 export function registerRunHandlers(run: Run, extraStatus: () => Record<string, unknown> = () => ({})): void {
+  // Queries a person can call without arguments come first: the UI lists them in this order.
+  setHandler(
+    statusQuery,
+    (options) => ({
+      state: reportedState(run),
+      pending_approvals: pendingApprovals(run),
+      agent: run.agent,
+      iteration: run.iteration,
+      llm_calls: run.llmCalls,
+      tool_calls: run.toolCalls,
+      usage: run.usage,
+      abort_requested: run.abort.requested,
+      abort_reason: run.abort.reason,
+      queued_user_messages: run.inbox.length,
+      rejected_inputs: run.rejectedInputs,
+      history: { events: workflowInfo().historyLength, bytes: workflowInfo().historySize },
+      ...eventPage(run, options?.after, options?.limit ?? 500),
+      ...extraStatus(),
+    }),
+    { description: 'How the run stands: state, pending approvals, counters, history size and a page of events.' },
+  );
+  setHandler(transcriptQuery, () => run.transcript, {
+    description: 'The base transcript so far (OpenAI chat messages).',
+  });
   setHandler(abortSignal, (payload) => {
     if (payload !== undefined && (payload === null || typeof payload !== 'object'))
       rejectInput(run, 'abort', 'signal', 'expected {"reason": string}: aborting without a reason');
@@ -103,40 +117,30 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
       },
     },
   );
-  setHandler(pendingApprovalsQuery, () => pendingApprovals(run));
-  setHandler(transcriptQuery, () => run.transcript);
-  setHandler(statusQuery, (options) => ({
-    state: reportedState(run),
-    pending_approvals: pendingApprovals(run),
-    agent: run.agent,
-    iteration: run.iteration,
-    llm_calls: run.llmCalls,
-    tool_calls: run.toolCalls,
-    usage: run.usage,
-    abort_requested: run.abort.requested,
-    abort_reason: run.abort.reason,
-    queued_user_messages: run.inbox.length,
-    rejected_inputs: run.rejectedInputs,
-    history: { events: workflowInfo().historyLength, bytes: workflowInfo().historySize },
-    ...eventPage(run, options?.after, options?.limit ?? 500),
-    ...extraStatus(),
-  }));
-  setHandler(eventsQuery, (options) => ({
-    ...eventPage(run, options?.after, options?.limit ?? 1000),
-    state: reportedState(run),
-  }));
-  setHandler(compiledRequestQuery, (digest, page, llmCall) => {
-    const request = run.request;
-    // The same call recompiled by a newer build answers too: its own digest guards the text.
-    if (!request || (request.digest !== digest && (llmCall === undefined || request.llmCall !== llmCall))) {
-      throw new Error(
-        `no compiled request with digest ${digest}${llmCall !== undefined ? ` for LLM call ${llmCall}` : ''}`,
-      );
-    }
-    const pages = Math.max(1, Math.ceil(request.text.length / REQUEST_PAGE_CHARS));
-    if (!Number.isInteger(page) || page < 0 || page >= pages)
-      throw new Error(`page ${page} out of range (0..${pages - 1})`);
-    const text = request.text.slice(page * REQUEST_PAGE_CHARS, (page + 1) * REQUEST_PAGE_CHARS);
-    return { digest: request.digest, page, pages, text };
+  setHandler(pendingApprovalsQuery, () => pendingApprovals(run), {
+    description: 'Tool calls waiting for a decision (decide with the approve update).',
   });
+  setHandler(
+    eventsQuery,
+    (options) => ({ ...eventPage(run, options?.after, options?.limit ?? 1000), state: reportedState(run) }),
+    { description: 'Events after {"after": seq}, at most {"limit": n}: what follow reads.' },
+  );
+  setHandler(
+    compiledRequestQuery,
+    (digest, page, llmCall) => {
+      const request = run.request;
+      // The same call recompiled by a newer build answers too: its own digest guards the text.
+      if (!request || (request.digest !== digest && (llmCall === undefined || request.llmCall !== llmCall))) {
+        throw new Error(
+          `no compiled request with digest ${digest}${llmCall !== undefined ? ` for LLM call ${llmCall}` : ''}`,
+        );
+      }
+      const pages = Math.max(1, Math.ceil(request.text.length / REQUEST_PAGE_CHARS));
+      if (!Number.isInteger(page) || page < 0 || page >= pages)
+        throw new Error(`page ${page} out of range (0..${pages - 1})`);
+      const text = request.text.slice(page * REQUEST_PAGE_CHARS, (page + 1) * REQUEST_PAGE_CHARS);
+      return { digest: request.digest, page, pages, text };
+    },
+    { description: 'Internal: the LLM activity reads the compiled request here by digest and page.' },
+  );
 }

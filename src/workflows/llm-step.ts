@@ -1,3 +1,4 @@
+import { setCurrentDetails } from '@temporalio/workflow';
 import { compileInvocationTurn, type JsonObject } from '../context';
 import { addUsage, digestText, truncatedReplyMutation, withAbortReason, type LlmPhaseResult } from '../runtime';
 import type { LlmMode, LoopContext } from './loop-context';
@@ -33,6 +34,7 @@ export async function llmStep(loop: LoopContext, mode: LlmMode, eventIteration: 
   const text = JSON.stringify(request);
   run.request = { digest: digestText(text), text, llmCall };
   emit(run, events.llmCallStart(llmCall, mode, request.messages.length), eventIteration);
+  setCurrentDetails(`iteration ${eventIteration}: model call ${llmCall}`);
   const raw = run.abort.requested ? abortedPhase() : await callActivity(loop, llmCall, eventIteration, request);
   run.request = null;
   const result = { ...raw, mutations: withAbortReason(raw.mutations, run.abort.reason) };
@@ -50,14 +52,17 @@ async function callActivity(
   const run = loop.run;
   try {
     return await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, () =>
-      loop.activities.llmPhase({
-        agent: loop.agent.name,
-        iteration: eventIteration,
-        llm_call: llmCall,
-        digest: run.request!.digest,
-        ...(loop.options.transport === 'inline' ? { request } : {}),
-        ...(loop.options.outputCheck ? { output_check: loop.options.outputCheck } : {}),
-      }),
+      loop.activities.llmPhase(
+        {
+          agent: loop.agent.name,
+          iteration: eventIteration,
+          llm_call: llmCall,
+          digest: run.request!.digest,
+          ...(loop.options.transport === 'inline' ? { request } : {}),
+          ...(loop.options.outputCheck ? { output_check: loop.options.outputCheck } : {}),
+        },
+        `llm call ${llmCall}`,
+      ),
     );
   } catch (error) {
     // After an abort, a phase that hands back nothing (cancelled early, dead worker) still ends cleanly.

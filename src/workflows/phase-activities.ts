@@ -1,9 +1,19 @@
-import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow';
+import { ActivityCancellationType, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { NON_RETRYABLE_PROVIDER_ERRORS } from '../common';
 import type { AgentSpec } from '../runtime';
 
-export type PhaseActivities = Pick<Activities, 'llmPhase' | 'toolBatch' | 'reviewToolCalls'>;
+type Activity<Name extends keyof Activities> = (
+  input: Parameters<Activities[Name]>[0],
+  summary: string,
+) => ReturnType<Activities[Name]>;
+
+/** The phase activities, each call with a one-line summary for the Temporal UI (`llm call 3`, `tools: add`). */
+export interface PhaseActivities {
+  llmPhase: Activity<'llmPhase'>;
+  toolBatch: Activity<'toolBatch'>;
+  reviewToolCalls: Activity<'reviewToolCalls'>;
+}
 
 /** The phase activities with the agent's timeouts and retry budgets. */
 export function phaseActivities(agent: AgentSpec): PhaseActivities {
@@ -15,7 +25,7 @@ export function phaseActivities(agent: AgentSpec): PhaseActivities {
   } as const;
   // Provider unavailability retries for a time budget, not a handful of attempts: a durable run outlasts
   // an outage. The budget covers every attempt and the backoff between them.
-  const { llmPhase } = proxyActivities<Activities>({
+  const llm: ActivityOptions = {
     ...common,
     startToCloseTimeout: `${limits.llm_timeout_seconds}s`,
     scheduleToCloseTimeout: `${limits.llm_retry_budget_seconds}s`,
@@ -26,20 +36,25 @@ export function phaseActivities(agent: AgentSpec): PhaseActivities {
       ...(limits.llm_max_attempts !== null ? { maximumAttempts: limits.llm_max_attempts } : {}),
       nonRetryableErrorTypes: NON_RETRYABLE_PROVIDER_ERRORS,
     },
-  });
+  };
   const slowestTool = Math.max(
     limits.tool_timeout_seconds,
     ...agent.tool_descriptors.map((tool) => tool.timeout_seconds ?? 0),
   );
-  const { toolBatch } = proxyActivities<Activities>({
+  const tools: ActivityOptions = {
     ...common,
     startToCloseTimeout: `${slowestTool + 30}s`,
     retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: limits.tool_batch_max_attempts },
-  });
+  };
   // Validation and `needsApproval` predicates only: short, and safe to repeat.
-  const { reviewToolCalls } = proxyActivities<Activities>({
+  const review: ActivityOptions = {
     startToCloseTimeout: `${limits.tool_timeout_seconds}s`,
     retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: limits.tool_batch_max_attempts },
-  });
-  return { llmPhase, toolBatch, reviewToolCalls };
+  };
+  // A proxy per call carries its summary (user metadata, not part of the determinism check).
+  return {
+    llmPhase: (input, summary) => proxyActivities<Activities>({ ...llm, summary }).llmPhase(input),
+    toolBatch: (input, summary) => proxyActivities<Activities>({ ...tools, summary }).toolBatch(input),
+    reviewToolCalls: (input, summary) => proxyActivities<Activities>({ ...review, summary }).reviewToolCalls(input),
+  };
 }

@@ -12,7 +12,9 @@ export async function inPhaseScope<T>(run: Run, abortWaitSeconds: number, start:
   const phase = scope.run(start);
   const deadline = deadlineScope.run(async (): Promise<never> => {
     await condition(() => run.abort.requested);
-    await sleep(`${abortWaitSeconds}s`);
+    await sleep(`${abortWaitSeconds}s`, {
+      summary: `abort: waits up to ${abortWaitSeconds} s for the phase to hand back its partial results`,
+    });
     throw ApplicationFailure.nonRetryable(
       'the phase did not hand back its results in time after the abort',
       'AbortWaitExpired',

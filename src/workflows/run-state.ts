@@ -9,6 +9,7 @@ import {
   type MessageLimits,
   type RunEvent,
   type RunEventBody,
+  type ReportedState,
   type RunState,
   type SelfRefQueue,
   type TokenUsage,
@@ -69,6 +70,8 @@ export interface Run {
   approvals: ApprovalRecord[];
   /** Decisions recorded by this run: a wait that saw one made progress (continue-as-new may follow). */
   approvalDecisions: number;
+  /** Search attributes: whether the run keeps them, and what it last reported. */
+  visibility: { enabled: boolean; state: ReportedState | null; iteration: number };
 }
 
 export function newRun(agent: string, memoryKey: string): Run {
@@ -104,7 +107,13 @@ export function newRun(agent: string, memoryKey: string): Run {
     state: 'running',
     approvals: [],
     approvalDecisions: 0,
+    visibility: { enabled: false, state: null, iteration: 0 },
   };
+}
+
+/** The state queries and search attributes report: a running batch that waits for decisions is `awaiting_approval`. */
+export function reportedState(run: Run): ReportedState {
+  return run.state === 'running' && run.approvals.some((record) => !record.decision) ? 'awaiting_approval' : run.state;
 }
 
 /** Folds patches into the durable transcript (spec 4.6). Throws `ContextError` on invalid linkage. */

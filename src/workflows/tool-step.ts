@@ -1,4 +1,4 @@
-import { workflowInfo } from '@temporalio/workflow';
+import { setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import {
   queueIntent,
   SELFREF_FORK,
@@ -14,6 +14,7 @@ import type { LoopContext } from './loop-context';
 import { inPhaseScope } from './phase-scope';
 import * as events from './run-events';
 import { deliverChildSignals, emit } from './run-state';
+import { keepVisible } from './visibility';
 
 /**
  * One tool batch (spec 7.6): the calls run concurrently, results come back in declared order. Gated
@@ -35,6 +36,8 @@ export async function toolStep(
     : await approvalGate(loop, calls, eventIteration, approvals.resumed, approvals.onWait);
   // Calls start once the batch may run: after every gated call is decided.
   for (const event of callStarts) emit(run, event, eventIteration);
+  keepVisible(run);
+  setCurrentDetails(`iteration ${eventIteration}: running tools ${toolNames(calls)}`);
   const raw =
     gate.type === 'aborted' ? cancelledBatch(calls) : await runBatch(loop, calls, eventIteration, gate.rejected);
   run.approvals = [];
@@ -106,10 +109,17 @@ async function activityBatch(
     run_chain_id: workflowInfo().firstExecutionRunId,
   };
   try {
-    const result = await loop.activities.toolBatch(input);
+    const result = await loop.activities.toolBatch(input, `tools: ${toolNames(calls)}`);
     reports.push(...result.reports);
     return result;
   } catch (error) {
     return loop.run.abort.requested ? cancelledBatch(calls) : failedBatch(calls, error);
   }
+}
+
+/** `add, repeat x2`: the batch's tools, for the UI's activity summary and current details. */
+export function toolNames(calls: readonly ToolCallRequest[]): string {
+  const counts = new Map<string, number>();
+  for (const call of calls) counts.set(call.name, (counts.get(call.name) ?? 0) + 1);
+  return [...counts].map(([name, count]) => (count > 1 ? `${name} x${count}` : name)).join(', ');
 }

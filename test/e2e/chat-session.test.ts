@@ -160,7 +160,10 @@ describe('chatSession', () => {
     world = await startWorld({
       fake: { script: [reply(['slow ', 'turn'], { chunkDelayMs: 400 }), reply('queued answered')] },
     });
-    const session = await world.client.startSession({ agent: 'assistant', continue_as_new: { max_history_events: 10 } });
+    const session = await world.client.startSession({
+      agent: 'assistant',
+      continue_as_new: { max_history_events: 10 },
+    });
     const runBefore = (await session.workflow.describe()).runId;
     const first = session.send('first');
     await world.fake.waitForRequests(1);

@@ -69,15 +69,17 @@ function onTerminal(args: string[]) {
   };
 }
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string }> {
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(repositoryRoot, 'src', 'cli', 'cli.ts'), ...args], {
       cwd: repositoryRoot,
       env: env(),
     });
     let stdout = '';
+    let stderr = '';
     child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
-    child.on('close', (code) => resolve({ code, stdout }));
+    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
     child.stdin.end();
   });
 }
@@ -143,8 +145,8 @@ describe('approvals from the CLI', () => {
     });
     expect(listed.pending_approvals.map((entry) => entry.tool_call_id)).toEqual(['a', 'b']);
     const noReason = await cli(['reject', run.workflowId, 'b']);
-    expect(noReason.code).toBe(1);
-    expect(noReason.stdout).toContain('--reason is required');
+    expect(noReason.code).toBe(2);
+    expect(noReason.stderr).toContain('--reason is required');
     expect(JSON.parse((await cli(['approve', run.workflowId, 'a'])).stdout)).toEqual({
       workflow_id: run.workflowId,
       tool_call_id: 'a',
@@ -152,8 +154,7 @@ describe('approvals from the CLI', () => {
     });
     const bogus = await cli(['approve', run.workflowId, 'zzz']);
     expect(bogus.code).toBe(1);
-    expect(bogus.stdout).toContain("no tool call 'zzz' awaits approval (waiting: b)");
-    expect(bogus.stdout).not.toMatch(/\n\s+at /);
+    expect(bogus.stderr).toBe("error: no tool call 'zzz' awaits approval (waiting: b)\n");
     expect(JSON.parse((await cli(['reject', run.workflowId, 'b', '--reason', 'once is enough'])).stdout)).toMatchObject(
       { approved: false },
     );

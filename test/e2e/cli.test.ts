@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { callTools, reply } from '../../src/fake-model/steps';
+import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import { repositoryRoot } from '../support/reference';
 import { startWorld, type TestWorld } from '../support/temporal';
+import { eventually } from '../support/wait';
 
 let world: TestWorld | undefined;
 afterEach(async () => {
@@ -12,7 +13,11 @@ afterEach(async () => {
 });
 
 /** Runs the CLI as a user would, against the test's server and worker. */
-function cli(args: string[], stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function cli(
+  args: string[],
+  stdin = '',
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(repositoryRoot, 'src', 'cli', 'cli.ts'), ...args], {
       cwd: repositoryRoot,
@@ -20,6 +25,7 @@ function cli(args: string[], stdin = ''): Promise<{ code: number | null; stdout:
         ...process.env,
         TEMPORAL_ADDRESS: world!.config.temporalAddress,
         PATCHLOOP_TASK_QUEUE: world!.config.taskQueue,
+        ...env,
       },
     });
     let stdout = '';
@@ -52,7 +58,11 @@ describe('CLI against a real dev server', () => {
     expect(lines.at(-1)!.event_type).toBe('react_end');
     const missing = await cli(['abort', 'no-such-run']);
     expect(missing.code).toBe(1);
-    expect(JSON.parse(missing.stdout).error.message).toContain('no-such-run');
+    expect(missing.stderr).toBe("error: no run or session with id 'no-such-run' (see 'npx patchloop list')\n");
+    const missingJson = await cli(['show', 'no-such-run', '--json']);
+    expect(JSON.parse(missingJson.stderr)).toEqual({
+      error: { type: 'NotFound', message: "no run or session with id 'no-such-run' (see 'npx patchloop list')" },
+    });
     expect(missing.stdout + missing.stderr).not.toMatch(/\n\s+at /);
   });
 
@@ -81,13 +91,141 @@ describe('CLI against a real dev server', () => {
     world.fake.assertDone();
   });
 
-  it('prints usage errors as JSON without a stack trace', async () => {
-    world = await startWorld();
-    const result = await cli(['run', 'assistant']);
-    expect(result.code).toBe(1);
-    expect(JSON.parse(result.stdout).error).toEqual({
-      type: 'UsageError',
-      message: expect.stringContaining('missing text'),
+  it('has manners: --help per command, text from the remaining words, usage errors on stderr with exit code 2', async () => {
+    world = await startWorld({
+      fake: { script: [callTools([{ id: 'c1', name: 'add', arguments: '{"a": 2, "b": 3}' }]), reply('5')] },
     });
+    const help = await cli(['run', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('usage: patchloop run <agent> <text...>');
+    for (const command of [
+      'demo',
+      'server',
+      'worker',
+      'follow',
+      'list',
+      'show',
+      'abort',
+      'send',
+      'chat',
+      'approvals',
+      'approve',
+      'reject',
+      'compile',
+    ]) {
+      const result = await cli([command, '--help']);
+      expect([command, result.code, result.stdout.startsWith(`usage: patchloop ${command}`)]).toEqual([
+        command,
+        0,
+        true,
+      ]);
+    }
+    const missingText = await cli(['run', 'assistant']);
+    expect([missingText.code, missingText.stdout]).toEqual([2, '']);
+    expect(missingText.stderr).toContain('error: missing text\nusage: patchloop run');
+    const unknownOption = await cli(['show', 'x', '--verbose']);
+    expect(unknownOption.code).toBe(2);
+    expect(unknownOption.stderr).toContain("Unknown option '--verbose'");
+    const extra = await cli(['abort', 'some-run', 'extra']);
+    expect(extra.code).toBe(2);
+    expect(extra.stderr).toContain("error: unexpected argument 'extra'");
+    const asJson = await cli(['abort', 'some-run', 'extra', '--json']);
+    expect(JSON.parse(asJson.stderr).error).toMatchObject({ type: 'UsageError' });
+    // Every remaining word is the text: not "add" alone.
+    const run = await cli(['run', 'assistant', 'add', '2', 'and', '3', '--id', 'cli-words']);
+    expect(run.code, run.stderr).toBe(0);
+    await world.client.run('cli-words').result();
+    expect(world.fake.requests[0]!.body.messages.at(-1)).toEqual({ role: 'user', content: 'add 2 and 3' });
+    for (const result of [help, missingText, unknownOption, extra, run]) expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('unknown agents fail with the names the worker serves: run and chat', async () => {
+    world = await startWorld();
+    const run = await cli(['run', 'nosuchagent', 'hi']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe("error: unknown agent 'nosuchagent'; this worker serves: assistant\n");
+    const chat = await cli(['chat', 'ghostagent'], 'hello\n');
+    expect(chat.code).toBe(1);
+    expect(chat.stderr).toBe("error: unknown agent 'ghostagent'; this worker serves: assistant\n");
+  });
+
+  it('says when no worker polls the task queue, and names the address it cannot reach', async () => {
+    world = await startWorld();
+    const lonely = await cli(['run', 'assistant', 'hi', '--id', 'cli-lonely'], '', {
+      PATCHLOOP_TASK_QUEUE: 'nobody-polls-here',
+    });
+    expect(lonely.code, lonely.stderr).toBe(0);
+    expect(lonely.stderr).toContain("note: no worker polls task queue 'nobody-polls-here'");
+    await world.client.temporal.workflow.getHandle('cli-lonely').terminate('test over');
+    const unreachable = await cli(['list'], '', { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toMatch(
+      /^error: cannot reach Temporal at 127\.0\.0\.1:1 \(.*\)\. Start a dev server with 'npx patchloop server', or set TEMPORAL_ADDRESS\.\n$/s,
+    );
+  });
+
+  it('a worker without a provider refuses to start and names both options', async () => {
+    world = await startWorld();
+    const worker = await cli(['worker'], '', { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' });
+    expect(worker.code).toBe(1);
+    expect(worker.stderr).toContain('no model provider configured: set OPENAI_API_KEY');
+    expect(worker.stderr).toContain("'npx patchloop worker --fake-model'");
+  });
+
+  it('server fails on a busy port instead of reporting the other server as its own', async () => {
+    world = await startWorld();
+    const busy = Number(world.config.temporalAddress.split(':').at(-1));
+    const server = await cli(['server', '--port', String(busy)]);
+    expect(server.code).toBe(1);
+    expect(server.stderr).toBe(
+      `error: port ${busy} is in use (another Temporal server?): choose another with --port\n`,
+    );
+  });
+
+  it('list filters by agent and status over the search attributes; show tells a failure and the tool calls', async () => {
+    world = await startWorld({
+      agents: [
+        { name: 'assistant', instructions: 'test', tools: ['add'] },
+        { name: 'other', instructions: 'test', tools: [] },
+      ],
+      fake: {
+        script: [
+          callTools([{ id: 'c1', name: 'add', arguments: '{"a": 2, "b": 3}' }]),
+          reply('5'),
+          failWith(400, { message: 'bad request: no such model' }),
+        ],
+      },
+    });
+    await (await world.client.start({ agent: 'assistant', input: 'add' }, { workflowId: 'cli-list-done' })).result();
+    const failing = await world.client.start({ agent: 'other', input: 'fail' }, { workflowId: 'cli-list-failed' });
+    await failing.result().catch(() => undefined);
+    const listed = await eventually(async () => {
+      const out = await cli(['list', '--agent', 'assistant', '--status', 'completed', '--json']);
+      const rows = JSON.parse(out.stdout) as Array<{ workflow_id: string }>;
+      return rows.some((row) => row.workflow_id === 'cli-list-done') ? rows : undefined;
+    });
+    expect(listed.find((row) => row.workflow_id === 'cli-list-done')).toMatchObject({
+      type: 'agentRun',
+      agent: 'assistant',
+      status: 'completed',
+      iterations: 2,
+      tool_calls: 1,
+    });
+    expect(listed.some((row) => row.workflow_id === 'cli-list-failed')).toBe(false);
+    const failedRows = await eventually(async () => {
+      const out = await cli(['list', '--status', 'failed']);
+      return out.stdout.includes('cli-list-failed') ? out.stdout : undefined;
+    });
+    expect(failedRows.split('\n')[0]).toMatch(/^WORKFLOW ID\s+TYPE\s+AGENT\s+STATUS/);
+    const show = await cli(['show', 'cli-list-failed']);
+    expect(show.stdout).toContain(
+      'failed: ProviderRejected: the model call failed: provider rejected the request (400)',
+    );
+    const shown = await cli(['show', 'cli-list-done']);
+    expect(shown.stdout).toContain('[calls add {"a": 2, "b": 3}]');
+    expect(shown.stdout).toContain('tool      add: 5');
+    const followed = await cli(['follow', 'cli-list-done']);
+    // The stream was missed (the run had finished): the answer's text comes from the event log.
+    expect(followed.stdout).toMatch(/\n {4}5\n/);
   });
 });

@@ -1,34 +1,49 @@
 import { createInterface, type Interface } from 'node:readline';
 import type { RunEvent } from '../../runtime';
 import type { PatchloopClient, RunHandle } from '../../client/patchloop-client';
-import { parseCommandArgs, requirePositional } from '../arguments';
+import { parseCommand } from '../arguments';
 import { UsageError } from '../errors';
 
 type Print = (line: string) => void;
 
-const APPROVALS_USAGE = 'patchloop approvals <id>';
+export const APPROVALS_SYNTAX = {
+  usage: 'patchloop approvals <id>',
+  summary: 'The tool calls of a run or session that wait for a decision, with their arguments.',
+  options: {},
+  positionals: ['id'],
+} as const;
 /** The gated tool calls of a run or session that wait for a decision. */
 export async function approvalsCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
-  const { positionals } = parseCommandArgs(args, {}, APPROVALS_USAGE);
-  const id = requirePositional(positionals, 0, 'id', APPROVALS_USAGE);
+  const id = parseCommand(args, APPROVALS_SYNTAX).positionals['id']!;
   return { workflow_id: id, pending_approvals: await client.run(id).pendingApprovals() };
 }
 
-const APPROVE_USAGE = 'patchloop approve <id> <call id> [--reason TEXT]';
+export const APPROVE_SYNTAX = {
+  usage: 'patchloop approve <id> <call id> [--reason TEXT]',
+  summary: "Lets a waiting tool call run (update 'approve').",
+  options: { reason: { type: 'string' } },
+  positionals: ['id', 'call id'],
+} as const;
 export async function approveCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
-  const { values, positionals } = parseCommandArgs(args, { reason: { type: 'string' } }, APPROVE_USAGE);
-  const id = requirePositional(positionals, 0, 'id', APPROVE_USAGE);
-  const call = requirePositional(positionals, 1, 'call id', APPROVE_USAGE);
+  const { values, positionals } = parseCommand(args, APPROVE_SYNTAX);
+  const id = positionals['id']!;
+  const call = positionals['call id']!;
   return { workflow_id: id, ...(await client.run(id).approve(call, values.reason)) };
 }
 
-const REJECT_USAGE = 'patchloop reject <id> <call id> --reason TEXT';
+export const REJECT_SYNTAX = {
+  usage: 'patchloop reject <id> <call id> --reason TEXT',
+  summary: "Refuses a waiting tool call (update 'approve'): the model gets the reason as the call's result.",
+  options: { reason: { type: 'string' } },
+  positionals: ['id', 'call id'],
+} as const;
 export async function rejectCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
-  const { values, positionals } = parseCommandArgs(args, { reason: { type: 'string' } }, REJECT_USAGE);
-  const id = requirePositional(positionals, 0, 'id', REJECT_USAGE);
-  const call = requirePositional(positionals, 1, 'call id', REJECT_USAGE);
+  const { values, positionals } = parseCommand(args, REJECT_SYNTAX);
+  const id = positionals['id']!;
+  const call = positionals['call id']!;
   // The model reads the reason: a rejection without one teaches it nothing.
-  if (!values.reason?.trim()) throw new UsageError(`--reason is required: the model sees it\nusage: ${REJECT_USAGE}`);
+  if (!values.reason?.trim())
+    throw new UsageError(`--reason is required: the model sees it\nusage: ${REJECT_SYNTAX.usage}`);
   return { workflow_id: id, ...(await client.run(id).reject(call, values.reason)) };
 }
 

@@ -1,13 +1,20 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
-import { parseCommandArgs, requirePositional } from '../arguments';
+import { parseCommand } from '../arguments';
 import { describeEvent } from '../../client/follow';
 import { askApproval, type Ask } from './approvals';
+import { agentResolved, noWorkerNotice, workerPolls } from '../preflight';
 import type { TurnReply } from '../../runtime';
 import type { PatchloopClient, SessionHandle } from '../../client/patchloop-client';
 
-const USAGE = 'patchloop chat <agent> [--id SESSION_ID]';
+export const CHAT_SYNTAX = {
+  usage: 'patchloop chat <agent> [--id SESSION_ID]',
+  summary:
+    'An interactive chat on a long-lived chatSession. With --id it reconnects to that session (or starts it). /quit leaves it running, /close ends it, Ctrl-C aborts a turn.',
+  options: { id: { type: 'string' } },
+  positionals: ['agent'],
+} as const;
 
 /**
  * An interactive chat on a `chatSession` workflow. With --id it reconnects to that session (or starts
@@ -18,8 +25,8 @@ export async function chatCommand(
   args: string[],
   print: (line: string) => void,
 ): Promise<undefined> {
-  const { values, positionals } = parseCommandArgs(args, { id: { type: 'string' } }, USAGE);
-  const agent = requirePositional(positionals, 0, 'agent', USAGE);
+  const { values, positionals } = parseCommand(args, CHAT_SYNTAX);
+  const agent = positionals['agent']!;
   const session = await openSession(client, agent, values.id ?? `session-${randomUUID()}`);
   const status = await session.status().catch(() => undefined);
   print(
@@ -67,12 +74,18 @@ function replyLine(reply: TurnReply): string {
 }
 
 async function openSession(client: PatchloopClient, agent: string, sessionId: string): Promise<SessionHandle> {
+  const polled = await workerPolls(client);
+  if (!polled) process.stderr.write(`note: ${noWorkerNotice(client)}\n`);
+  let session: SessionHandle;
   try {
-    return await client.startSession({ agent }, { sessionId });
+    session = await client.startSession({ agent }, { sessionId });
   } catch (error) {
-    if (error instanceof WorkflowExecutionAlreadyStartedError) return client.session(sessionId);
-    throw error;
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    session = client.session(sessionId);
   }
+  // An unknown agent ends the chat here, naming the agents the worker serves.
+  if (polled) await agentResolved(session);
+  return session;
 }
 
 /** Sends and prints the turn's tool calls as they start and end; at a terminal, asks for approvals. */

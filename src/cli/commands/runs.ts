@@ -1,45 +1,59 @@
 import { randomUUID } from 'node:crypto';
+import type { Message } from '../../context';
 import type { AgentRunResult, RunEvent } from '../../runtime';
 import { askApproval, terminalAsker } from './approvals';
-import { parseCommandArgs, requirePositional } from '../arguments';
+import { parseCommand } from '../arguments';
 import { followRun, jsonOutput, textOutput } from '../../client/follow';
 import type { PatchloopClient, RunHandle } from '../../client/patchloop-client';
 import { UsageError } from '../errors';
+import { agentResolved, explainUnavailable, failureOf, noWorkerNotice, workerPolls } from '../preflight';
 
 type Print = (line: string) => void;
 
-const RUN_USAGE = 'patchloop run <agent> <text> [--id ID] [--follow [--json]] [--max-tool-calls N]';
+export const RUN_SYNTAX = {
+  usage: 'patchloop run <agent> <text...> [--id ID] [--follow [--json]] [--max-tool-calls N]',
+  summary:
+    'Starts workflow agentRun. The text is every remaining word. Without --follow it prints the workflow id once the worker has resolved the agent; with --follow it prints events and tokens live, then the answer.',
+  options: {
+    id: { type: 'string' },
+    follow: { type: 'boolean' },
+    json: { type: 'boolean' },
+    'max-tool-calls': { type: 'string' },
+  },
+  positionals: ['agent', 'text...'],
+} as const;
 const write = (text: string) => void process.stdout.write(text);
 
 export async function runCommand(client: PatchloopClient, args: string[], print: Print): Promise<unknown> {
-  const { values, positionals } = parseCommandArgs(
-    args,
-    {
-      id: { type: 'string' },
-      follow: { type: 'boolean' },
-      json: { type: 'boolean' },
-      'max-tool-calls': { type: 'string' },
-    },
-    RUN_USAGE,
-  );
-  const agent = requirePositional(positionals, 0, 'agent', RUN_USAGE);
-  const text = requirePositional(positionals, 1, 'text', RUN_USAGE);
+  const { values, positionals } = parseCommand(args, RUN_SYNTAX);
+  const agent = positionals['agent']!;
+  const text = positionals['text']!;
   const maxToolCalls = values['max-tool-calls'] === undefined ? undefined : Number(values['max-tool-calls']);
   if (maxToolCalls !== undefined && !(Number.isInteger(maxToolCalls) && maxToolCalls >= 0))
-    throw new UsageError(`--max-tool-calls must be a whole number >= 0\nusage: ${RUN_USAGE}`);
+    throw new UsageError(`--max-tool-calls must be a whole number >= 0\nusage: ${RUN_SYNTAX.usage}`);
+  const polled = await workerPolls(client);
+  if (!polled) process.stderr.write(`note: ${noWorkerNotice(client)}\n`);
   const run = await client.start(
     { agent, input: text, ...(maxToolCalls !== undefined ? { max_tool_calls: maxToolCalls } : {}) },
     { workflowId: values.id ?? `run-${randomUUID()}` },
   );
+  // An unknown agent fails the command (with the names the worker serves), not just the run.
+  if (polled) await agentResolved(run);
   if (!values.follow) return { workflow_id: run.workflowId, task_queue: client.taskQueue };
   return follow(run, Boolean(values.json), print);
 }
 
-const FOLLOW_USAGE = 'patchloop follow <id> [--json]';
+export const FOLLOW_SYNTAX = {
+  usage: 'patchloop follow <id> [--json]',
+  summary:
+    'Follows a run (going or finished): its events, live tokens, then the outcome. --json: one JSON event per line.',
+  options: { json: { type: 'boolean' } },
+  positionals: ['id'],
+} as const;
 /** Follows a run that is already going (or finished): its events, then live tokens, then a summary. */
 export async function followCommand(client: PatchloopClient, args: string[], print: Print): Promise<unknown> {
-  const { values, positionals } = parseCommandArgs(args, { json: { type: 'boolean' } }, FOLLOW_USAGE);
-  return follow(client.run(requirePositional(positionals, 0, 'id', FOLLOW_USAGE)), Boolean(values.json), print);
+  const { values, positionals } = parseCommand(args, FOLLOW_SYNTAX);
+  return follow(client.run(positionals['id']!), Boolean(values.json), print);
 }
 
 async function follow(run: RunHandle, json: boolean, print: Print): Promise<undefined> {
@@ -71,47 +85,108 @@ export function printOutcome(result: AgentRunResult, print: Print): void {
     );
 }
 
-const ABORT_USAGE = 'patchloop abort <id> [--reason TEXT]';
+export const ABORT_SYNTAX = {
+  usage: 'patchloop abort <id> [--reason TEXT]',
+  summary: "Signals 'abort': the run (or a session's current turn) ends with a valid transcript.",
+  options: { reason: { type: 'string' } },
+  positionals: ['id'],
+} as const;
 export async function abortCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
-  const { values, positionals } = parseCommandArgs(args, { reason: { type: 'string' } }, ABORT_USAGE);
-  const id = requirePositional(positionals, 0, 'id', ABORT_USAGE);
-  await client.run(id).abort(values.reason ?? '');
+  const { values, positionals } = parseCommand(args, ABORT_SYNTAX);
+  const id = positionals['id']!;
+  await client
+    .run(id)
+    .abort(values.reason ?? '')
+    .catch((error: unknown) => explainUnavailable(client.run(id), error));
   return { workflow_id: id, signal: 'abort', reason: values.reason ?? '' };
 }
 
-const SEND_USAGE = 'patchloop send <id> <text> [--no-wait]';
+export const SEND_SYNTAX = {
+  usage: 'patchloop send <id> <text...> [--no-wait]',
+  summary:
+    "To a run: signal 'user_message'. To a session: update 'send', printing the turn's reply (--no-wait only queues it).",
+  options: { 'no-wait': { type: 'boolean' } },
+  positionals: ['id', 'text...'],
+} as const;
 /** To a run: signal `user_message`. To a session: update `send`, printing the turn's reply (or queue with --no-wait). */
 export async function sendCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
-  const { values, positionals } = parseCommandArgs(args, { 'no-wait': { type: 'boolean' } }, SEND_USAGE);
-  const id = requirePositional(positionals, 0, 'id', SEND_USAGE);
-  const text = requirePositional(positionals, 1, 'text', SEND_USAGE);
-  if ((await client.workflowType(id)) === 'chatSession' && !values['no-wait']) {
-    return { workflow_id: id, ...(await client.session(id).send(text)) };
+  const { values, positionals } = parseCommand(args, SEND_SYNTAX);
+  const id = positionals['id']!;
+  const text = positionals['text']!;
+  const run = client.run(id);
+  try {
+    if ((await client.workflowType(id)) === 'chatSession' && !values['no-wait']) {
+      return { workflow_id: id, ...(await client.session(id).send(text)) };
+    }
+    await run.sendUserMessage(text);
+  } catch (error) {
+    return explainUnavailable(run, error);
   }
-  await client.run(id).sendUserMessage(text);
   return { workflow_id: id, signal: 'user_message' };
 }
 
-const SHOW_USAGE = 'patchloop show <id> [--json]';
+export const SHOW_SYNTAX = {
+  usage: 'patchloop show <id> [--json]',
+  summary: 'Status, failure, what runs now, and the transcript of a run or session.',
+  options: { json: { type: 'boolean' } },
+  positionals: ['id'],
+} as const;
 export async function showCommand(client: PatchloopClient, args: string[], print: Print): Promise<unknown> {
-  const { values, positionals } = parseCommandArgs(args, { json: { type: 'boolean' } }, SHOW_USAGE);
-  const id = requirePositional(positionals, 0, 'id', SHOW_USAGE);
+  const { values, positionals } = parseCommand(args, SHOW_SYNTAX);
+  const id = positionals['id']!;
   const run = client.run(id);
-  const [status, transcript] = await Promise.all([run.status(), run.transcript()]);
-  if (values.json) return { workflow_id: id, status, transcript };
+  const description = await run.workflow.describe().catch((error: unknown) => explainUnavailable(run, error));
+  const failure =
+    description.status.name === 'FAILED' ? await failureOf(run).catch((error: Error) => error) : undefined;
+  const [status, transcript, now] = await Promise.all([
+    run.status().catch(() => undefined),
+    run.transcript().catch(() => undefined),
+    description.status.name === 'RUNNING' ? currentDetails(run) : Promise.resolve(undefined),
+  ]);
+  const failed = failure
+    ? { type: (failure as { type?: string }).type ?? failure.name, message: failure.message }
+    : undefined;
+  if (values.json) return { workflow_id: id, status, ...(failed ? { failure: failed } : {}), transcript };
   print(
-    `run ${id}: ${status.state}, iteration ${status.iteration}, ${status.llm_calls} model call(s), ${status.tool_calls} tool call(s)`,
+    `${description.type} ${id}: ${status?.state ?? description.status.name.toLowerCase()}` +
+      (status
+        ? `, iteration ${status.iteration}, ${status.llm_calls} model call(s), ${status.tool_calls} tool call(s)`
+        : ''),
   );
-  print(`history: ${status.history.events} events, ${status.history.bytes} bytes`);
-  for (const message of transcript) {
-    const calls = Array.isArray(message['tool_calls'])
-      ? ` [calls ${(message['tool_calls'] as Array<{ function: { name: string } }>).map((call) => call.function.name).join(', ')}]`
-      : '';
+  if (failed) print(`failed: ${failed.type}: ${failed.message}`);
+  if (now) print(`now: ${now}`);
+  for (const pending of status?.pending_approvals ?? [])
     print(
-      `${String(message['role']).padEnd(9)} ${typeof message['content'] === 'string' ? message['content'] : JSON.stringify(message['content'])}${calls}`,
+      `waiting for approval: ${pending.tool_name} ${JSON.stringify(pending.arguments)} (call ${pending.tool_call_id})`,
     );
-  }
+  print(`history: ${description.historyLength} events, ${description.historySize ?? 0} bytes`);
+  for (const line of transcriptLines(transcript ?? [])) print(line);
   return undefined;
+}
+
+/** The workflow's own account of what it is doing (Temporal's current details). */
+async function currentDetails(run: RunHandle): Promise<string | undefined> {
+  const metadata = await run.workflow
+    .query<{ currentDetails?: string }>('__temporal_workflow_metadata')
+    .catch(() => undefined);
+  return metadata?.currentDetails || undefined;
+}
+
+/** One line per message: tool calls with their arguments, tool results under their tool's name. */
+export function transcriptLines(transcript: Message[]): string[] {
+  const names = new Map<string, string>();
+  return transcript.map((message) => {
+    const role = String(message['role']);
+    const calls = Array.isArray(message['tool_calls'])
+      ? (message['tool_calls'] as Array<{ id: string; function: { name: string; arguments: string } }>)
+      : [];
+    for (const call of calls) names.set(call.id, call.function.name);
+    const content = message['content'];
+    const text = typeof content === 'string' ? content : content === null ? '' : JSON.stringify(content);
+    if (role === 'tool') return `${'tool'.padEnd(9)} ${names.get(String(message['tool_call_id'])) ?? 'tool'}: ${text}`;
+    const asked = calls.map((call) => `${call.function.name} ${call.function.arguments}`).join('; ');
+    return `${role.padEnd(9)} ${text}${asked ? `${text ? ' ' : ''}[calls ${asked}]` : ''}`;
+  });
 }
 
 export type { AgentRunResult };

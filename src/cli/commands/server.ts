@@ -1,19 +1,35 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startDevServer } from '../../worker/temporal-cli';
-import { parseCommandArgs } from '../arguments';
+import { parseCommand } from '../arguments';
+import { CliError, UsageError } from '../errors';
+import { portIsFree } from '../../worker/free-port';
 
-const USAGE = 'patchloop server [--port 7233] [--ui-port 8233] [--db .patchloop/temporal.db]';
+export const SERVER_SYNTAX = {
+  usage: 'patchloop server [--port 7233] [--ui-port 8233] [--db .patchloop/temporal.db]',
+  summary: 'The Temporal dev server (SQLite file, web UI) until Ctrl-C. Fails if the port is taken.',
+  options: { port: { type: 'string' }, 'ui-port': { type: 'string' }, db: { type: 'string' } },
+  positionals: [],
+} as const;
 
 /** The Temporal dev server with a SQLite file under .patchloop/ and its web UI, until Ctrl-C. */
 export async function serverCommand(args: string[], print: (line: string) => void): Promise<undefined> {
-  const { values } = parseCommandArgs(
-    args,
-    { port: { type: 'string' }, 'ui-port': { type: 'string' }, db: { type: 'string' } },
-    USAGE,
-  );
+  const { values } = parseCommand(args, SERVER_SYNTAX);
   const port = Number(values.port ?? 7233);
   const uiPort = Number(values['ui-port'] ?? port + 1000);
+  // The health check would reach whatever already listens there and report success: check first.
+  for (const [flag, value] of [
+    ['--port', port],
+    ['--ui-port', uiPort],
+  ] as const) {
+    if (!Number.isInteger(value) || value < 1 || value > 65535)
+      throw new UsageError(`${flag} must be a port number\nusage: ${SERVER_SYNTAX.usage}`);
+    if (!(await portIsFree(value)))
+      throw new CliError(
+        `port ${value} is in use (another Temporal server?): choose another with ${flag}`,
+        'PortInUse',
+      );
+  }
   mkdirSync('.patchloop', { recursive: true });
   const server = await startDevServer({
     port,

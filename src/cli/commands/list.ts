@@ -1,0 +1,92 @@
+import { PATCHLOOP_SEARCH_ATTRIBUTES as keys } from '../../common';
+import type { PatchloopClient } from '../../client/patchloop-client';
+import { parseCommand } from '../arguments';
+import { UsageError } from '../errors';
+
+const STATUSES = ['running', 'awaiting_approval', 'completed', 'aborted', 'failed'];
+
+export const LIST_SYNTAX = {
+  usage: 'patchloop list [--agent A] [--status S] [--limit N] [--json]',
+  summary: `Recent runs and sessions, newest first, over patchloop's search attributes. --status is one of ${STATUSES.join(', ')}.`,
+  options: {
+    agent: { type: 'string' },
+    status: { type: 'string' },
+    limit: { type: 'string' },
+    json: { type: 'boolean' },
+  },
+  positionals: [],
+} as const;
+
+interface Listed {
+  workflow_id: string;
+  type: string;
+  agent: string | null;
+  status: string;
+  iterations: number | null;
+  tool_calls: number | null;
+  total_tokens: number | null;
+  started: string;
+}
+
+export async function listCommand(
+  client: PatchloopClient,
+  args: string[],
+  print: (line: string) => void,
+): Promise<unknown> {
+  const { values } = parseCommand(args, LIST_SYNTAX);
+  const limit = values.limit === undefined ? 20 : Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new UsageError(`--limit must be a whole number >= 1\nusage: ${LIST_SYNTAX.usage}`);
+  if (values.status !== undefined && !STATUSES.includes(values.status))
+    throw new UsageError(`--status must be one of ${STATUSES.join(', ')}\nusage: ${LIST_SYNTAX.usage}`);
+  if (values.agent !== undefined && !/^[\w.-]+$/.test(values.agent))
+    throw new UsageError(`--agent takes an agent name (letters, digits, _ . -)\nusage: ${LIST_SYNTAX.usage}`);
+  const query = [
+    `WorkflowType IN ('agentRun', 'chatSession')`,
+    ...(values.agent ? [`${keys.agent.name} = '${values.agent}'`] : []),
+    ...(values.status ? [`${keys.status.name} = '${values.status}'`] : []),
+  ].join(' AND ');
+  const listed: Listed[] = [];
+  for await (const execution of client.temporal.workflow.list({ query })) {
+    const attributes = execution.typedSearchAttributes;
+    listed.push({
+      workflow_id: execution.workflowId,
+      type: execution.type,
+      agent: attributes.get(keys.agent) ?? null,
+      // Before the worker resolved the agent (or without search attributes), Temporal's own status.
+      status: attributes.get(keys.status) ?? execution.status.name.toLowerCase(),
+      iterations: attributes.get(keys.iterations) ?? null,
+      tool_calls: attributes.get(keys.toolCalls) ?? null,
+      total_tokens: attributes.get(keys.totalTokens) ?? null,
+      started: execution.startTime.toISOString(),
+    });
+    if (listed.length >= limit) break;
+  }
+  if (values.json) return listed;
+  if (listed.length === 0) {
+    print('no runs found');
+    return undefined;
+  }
+  const rows = [
+    ['WORKFLOW ID', 'TYPE', 'AGENT', 'STATUS', 'ITER', 'TOOLS', 'TOKENS', 'STARTED'],
+    ...listed.map((run) => [
+      run.workflow_id,
+      run.type,
+      run.agent ?? '-',
+      run.status,
+      String(run.iterations ?? '-'),
+      String(run.tool_calls ?? '-'),
+      String(run.total_tokens ?? '-'),
+      run.started,
+    ]),
+  ];
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  for (const row of rows)
+    print(
+      row
+        .map((cell, column) => cell.padEnd(widths[column]!))
+        .join('  ')
+        .trimEnd(),
+    );
+  return undefined;
+}

@@ -1,0 +1,46 @@
+import type { NativeConnection } from '@temporalio/worker';
+import { temporal } from '@temporalio/proto';
+import { PATCHLOOP_SEARCH_ATTRIBUTES } from '../common';
+
+const { IndexedValueType } = temporal.api.enums.v1;
+
+/**
+ * Makes sure the namespace has patchloop's search attributes, registering the missing ones. Says
+ * whether runs may keep them current, and what it registered: a run that upserted an unknown attribute would fail its workflow
+ * tasks forever, so without them runs simply go without (and the log says how to add them).
+ */
+export async function ensureSearchAttributes(
+  connection: NativeConnection,
+  namespace: string,
+  log: { info(message: string): void; warn(message: string): void },
+): Promise<{ available: boolean; registered: string[] }> {
+  const keys = Object.values(PATCHLOOP_SEARCH_ATTRIBUTES);
+  try {
+    const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+    const missing = keys.filter((key) => !(key.name in (customAttributes ?? {})));
+    if (missing.length === 0) return { available: true, registered: [] };
+    await connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(
+        missing.map((key) => [
+          key.name,
+          key.type === 'INT' ? IndexedValueType.INDEXED_VALUE_TYPE_INT : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+        ]),
+      ),
+    });
+    const registered = missing.map((key) => key.name);
+    log.info(`registered search attributes ${registered.join(', ')} on namespace ${namespace}`);
+    return { available: true, registered };
+  } catch (error) {
+    const commands = keys
+      .map(
+        (key) =>
+          `temporal operator search-attribute create --namespace ${namespace} --name ${key.name} --type ${key.type === 'INT' ? 'Int' : 'Keyword'}`,
+      )
+      .join('\n  ');
+    log.warn(
+      `runs will not keep search attributes: they are missing and could not be registered (${(error as Error).message}); an operator can add them with:\n  ${commands}`,
+    );
+    return { available: false, registered: [] };
+  }
+}

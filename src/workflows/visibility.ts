@@ -1,0 +1,28 @@
+import { upsertSearchAttributes } from '@temporalio/workflow';
+import { PATCHLOOP_SEARCH_ATTRIBUTES as keys } from '../common';
+import { reportedState, type Run } from './run-state';
+
+/** Counters go out with every change of state, and otherwise every this many iterations. */
+const ITERATIONS_PER_UPSERT = 10;
+
+/**
+ * Keeps the run's search attributes current (when its worker found them on the namespace): on a change
+ * of state, and counters at most every ten iterations, so the history pays a small event now and then,
+ * not one per iteration. `force` at the start of every run of a chain.
+ */
+export function keepVisible(run: Run, force = false): void {
+  const visibility = run.visibility;
+  if (!visibility.enabled) return;
+  const state = reportedState(run);
+  const stale = run.iteration - visibility.iteration >= ITERATIONS_PER_UPSERT;
+  if (!force && state === visibility.state && !stale) return;
+  upsertSearchAttributes([
+    { key: keys.agent, value: run.agent },
+    { key: keys.status, value: state },
+    { key: keys.iterations, value: run.iteration },
+    { key: keys.toolCalls, value: run.toolCalls },
+    { key: keys.totalTokens, value: run.usage?.total_tokens ?? 0 },
+  ]);
+  visibility.state = state;
+  visibility.iteration = run.iteration;
+}
