@@ -1,12 +1,14 @@
 #!/usr/bin/env node
-// Installed entry point: runs the compiled CLI when built (npm install runs `prepare`), else the sources.
+// Entry point. In a checkout (a .git beside it) the sources run, so `npx patchloop` is never a stale
+// build; an installed package runs its compiled CLI (npm install runs `prepare`).
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 
-const compiled = join(__dirname, '..', 'dist', 'src', 'cli', 'cli.js');
-if (existsSync(compiled)) {
+const root = join(__dirname, '..');
+const compiled = join(root, 'dist', 'src', 'cli', 'cli.js');
+if (existsSync(compiled) && !existsSync(join(root, '.git'))) {
   require(compiled);
 } else {
   require('tsx/cjs');
-  require(join(__dirname, '..', 'src', 'cli', 'cli.ts'));
+  require(join(root, 'src', 'cli', 'cli.ts'));
 }

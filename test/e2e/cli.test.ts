@@ -19,7 +19,8 @@ function cli(
   env: Record<string, string> = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(repositoryRoot, 'src', 'cli', 'cli.ts'), ...args], {
+    // The real binary, as `npx patchloop` runs it.
+    const child = spawn(process.execPath, [join(repositoryRoot, 'bin', 'patchloop.js'), ...args], {
       cwd: repositoryRoot,
       env: {
         ...process.env,
@@ -98,6 +99,8 @@ describe('CLI against a real dev server', () => {
     const help = await cli(['run', '--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('usage: patchloop run <agent> <text...>');
+    // The top-level help lists every command; a few of them answer --help on their own (a process each).
+    const overview = await cli(['--help']);
     for (const command of [
       'demo',
       'server',
@@ -112,7 +115,9 @@ describe('CLI against a real dev server', () => {
       'approve',
       'reject',
       'compile',
-    ]) {
+    ])
+      expect(overview.stdout).toContain(`\n  ${command} `.replace(/ $/, ''));
+    for (const command of ['worker', 'show', 'approve']) {
       const result = await cli([command, '--help']);
       expect([command, result.code, result.stdout.startsWith(`usage: patchloop ${command}`)]).toEqual([
         command,
@@ -162,6 +167,39 @@ describe('CLI against a real dev server', () => {
     expect(unreachable.stderr).toMatch(
       /^error: cannot reach Temporal at 127\.0\.0\.1:1 \(.*\)\. Start a dev server with 'npx patchloop server', or set TEMPORAL_ADDRESS\.\n$/s,
     );
+  });
+
+  it('offline by choice: worker --fake-model serves the demo model, and run ... --follow works as printed', async () => {
+    world = await startWorld();
+    const taskQueue = `offline-${Date.now()}`;
+    const child = spawn(process.execPath, [join(repositoryRoot, 'bin', 'patchloop.js'), 'worker', '--fake-model'], {
+      cwd: repositoryRoot,
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: world.config.temporalAddress,
+        PATCHLOOP_TASK_QUEUE: taskQueue,
+        OPENAI_API_KEY: '',
+        OPENAI_BASE_URL: '',
+      },
+    });
+    let output = '';
+    child.stdout.on('data', (data: Buffer) => (output += data.toString()));
+    child.stderr.on('data', (data: Buffer) => (output += data.toString()));
+    try {
+      await eventually(() => (output.includes('worker polling') ? true : undefined), 60_000, `the worker\n${output}`);
+      expect(output).toContain('model: the offline scripted demo model (--fake-model)');
+      // Quiet by default: no webpack statistics.
+      expect(output).not.toMatch(/webpack|asset workflow-bundle/i);
+      const run = await cli(['run', 'assistant', 'add', '2', 'and', '3', '--follow'], '', {
+        PATCHLOOP_TASK_QUEUE: taskQueue,
+      });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain('-> add {"a":2,"b":3}');
+      expect(run.stdout).toContain('answer: Done: add returned 5.');
+    } finally {
+      child.kill('SIGINT');
+      await new Promise((resolve) => child.once('exit', resolve));
+    }
   });
 
   it('a worker without a provider refuses to start and names both options', async () => {

@@ -5,7 +5,7 @@ import { validateToolLinkage, type Message } from '../../src/context';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { findTemporalCli } from '../../src/worker/temporal-cli';
 import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
-import { replyReceived } from '../support/wait';
+import { eventually, replyReceived } from '../support/wait';
 
 /**
  * Other services drive runs with the plain `temporal` CLI: no TypeScript involved. Asynchronous, because
@@ -117,5 +117,71 @@ describe('the temporal CLI as a client', () => {
     const result = await temporal('workflow', 'result', '--workflow-id', id, '--output', 'json');
     expect(result.status).not.toBe(0);
     expect(result.stdout + result.stderr).toContain('invalid agentRun input');
+  });
+});
+
+describe('what the Temporal UI and CLI show of a run', () => {
+  it('search attributes for the list, a summary, activity summaries, current details, a named abort timer', async () => {
+    world = await startWorld({
+      fake: {
+        script: [
+          callTools([
+            { id: 'c1', name: 'add', arguments: '{"a": 1, "b": 2}' },
+            { id: 'c2', name: 'repeat', arguments: '{"text": "x", "times": 2}' },
+          ]),
+          reply('3 and xx'),
+          { kind: 'hang', chunks: ['thinking '], chunkDelayMs: 20 },
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'assistant', input: 'What is 1 + 2?\nAnd repeat x twice.' });
+    await run.result();
+    const listed = await temporal(
+      'workflow',
+      'list',
+      '--query',
+      `WorkflowId = '${run.workflowId}' AND PatchloopAgent = 'assistant' AND PatchloopStatus = 'completed' AND PatchloopToolCalls = 2`,
+      '--output',
+      'json',
+    );
+    expect(listed.status, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain(run.workflowId);
+    const description = await run.workflow.describe();
+    expect(await description.staticSummary()).toBe('assistant: What is 1 + 2? And repeat x twice.');
+    const attributes = description.searchAttributes as Record<string, unknown[]>;
+    expect(attributes).toMatchObject({
+      PatchloopAgent: ['assistant'],
+      PatchloopStatus: ['completed'],
+      PatchloopIterations: [2],
+      PatchloopToolCalls: [2],
+    });
+    expect(Number(attributes['PatchloopTotalTokens']?.[0])).toBeGreaterThan(0);
+    // The timeline's bars say what each activity did.
+    const history = await run.workflow.fetchHistory();
+    const summaries = (history.events ?? []).flatMap((event) => {
+      const data = event.userMetadata?.summary?.data;
+      return event.activityTaskScheduledEventAttributes && data ? [JSON.parse(Buffer.from(data).toString())] : [];
+    });
+    expect(summaries).toEqual(['resolve agent assistant', 'llm call 1', 'tools: add, repeat', 'llm call 2']);
+
+    // While running: current details, and an abort's wait timer that says what it waits for.
+    const running = await world.client.start({ agent: 'assistant', input: 'think' });
+    await eventually(async () => {
+      const metadata = await running.workflow.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+      return metadata.currentDetails === 'iteration 0: model call 1' ? true : undefined;
+    });
+    const metadata = await running.workflow.query<{ definition?: { queryDefinitions?: Array<{ name: string }> } }>(
+      '__temporal_workflow_metadata',
+    );
+    // After the SDK's own (__stack_trace, ...): the queries a person can call without arguments.
+    const queries = (metadata.definition?.queryDefinitions ?? []).map((query) => query.name);
+    expect(queries.filter((name) => !name.startsWith('__')).slice(0, 2)).toEqual(['status', 'transcript']);
+    await running.abort('enough');
+    await running.result();
+    const timers = ((await running.workflow.fetchHistory()).events ?? []).flatMap((event) => {
+      const data = event.userMetadata?.summary?.data;
+      return event.timerStartedEventAttributes && data ? [JSON.parse(Buffer.from(data).toString())] : [];
+    });
+    expect(timers).toEqual(['abort: waits up to 10 s for the phase to hand back its partial results']);
   });
 });

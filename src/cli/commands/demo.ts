@@ -24,7 +24,8 @@ const write = (text: string) => void process.stdout.write(text);
  * used when OPENAI_API_KEY or OPENAI_BASE_URL is set, else the built-in offline fake model.
  */
 export async function demoCommand(_args: string[], print: Print): Promise<undefined> {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  // The demo handles Ctrl-C itself: one press stops worker, server and all, cleanly.
+  Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
   mkdirSync('.patchloop', { recursive: true });
   const env = configFromEnvironment();
   const port = await freePort();
@@ -92,21 +93,26 @@ export async function demoCommand(_args: string[], print: Print): Promise<undefi
     });
     printOutcome(approved, print);
 
-    print('\nSee the runs in the Temporal web UI:');
-    for (const run of [first, second, third])
-      print(`  ${server.uiUrl}/namespaces/${config.namespace}/workflows/${run.workflowId}`);
+    const links = [first, second, third].map(
+      (run) => `  ${server.uiUrl}/namespaces/${config.namespace}/workflows/${run.workflowId}`,
+    );
     if (process.stdout.isTTY) {
+      print(`\nThe runs in the Temporal web UI (list: ${server.uiUrl}/namespaces/${config.namespace}/workflows):`);
+      for (const link of links) print(link);
       print(
-        '\nServer, worker and UI stay up: try `patchloop run assistant "add 4 and 5" --follow` with TEMPORAL_ADDRESS=' +
-          server.address +
-          ' PATCHLOOP_TASK_QUEUE=' +
-          config.taskQueue +
-          '. Ctrl-C stops the demo.',
+        `\nServer, worker and UI stay up until Ctrl-C. In another terminal:\n` +
+          `  TEMPORAL_ADDRESS=${server.address} PATCHLOOP_TASK_QUEUE=${config.taskQueue} npx patchloop run assistant add 4 and 5 --follow\n` +
+          `  TEMPORAL_ADDRESS=${server.address} npx patchloop list`,
       );
       await new Promise<void>((resolve) => {
         process.once('SIGINT', () => resolve());
         process.once('SIGTERM', () => resolve());
       });
+      print('stopping the demo ...');
+    } else {
+      print(
+        '\nNot a terminal: the demo stops its server now, so its web UI links would be dead. Run `npm run demo` in a terminal to keep them up, or start a server of your own with `npx patchloop server`.',
+      );
     }
   } finally {
     worker.shutdown();
