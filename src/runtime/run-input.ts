@@ -18,7 +18,9 @@ export type ForkOrigin = z.infer<typeof ForkOrigin>;
 export const AgentRunInput = z.strictObject({
   agent: z.string().min(1).describe("A registered agent's name."),
   input: z.string().describe("The user's request."),
-  history: ChatMessages.optional().describe('Earlier conversation (OpenAI chat shape); checked before the run starts.'),
+  history: ChatMessages.nullish().describe(
+    'Earlier conversation (OpenAI chat shape); checked before the run starts. null means none (the HTTP API payload shorthand sends [] as null).',
+  ),
   max_tool_calls: z
     .number()
     .int()

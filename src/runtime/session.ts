@@ -31,7 +31,7 @@ export type SessionState = z.infer<typeof SessionState>;
 /** Input of workflow `chatSession` (schemas/chat-session-input.schema.json). */
 export const ChatSessionInput = z.strictObject({
   agent: z.string().min(1).describe("A registered agent's name."),
-  history: ChatMessages.optional().describe('Earlier conversation to start from (OpenAI chat shape).'),
+  history: ChatMessages.nullish().describe('Earlier conversation to start from (OpenAI chat shape); null means none.'),
   max_tool_calls: z.number().int().nonnegative().nullable().optional().describe('Tool-call budget per turn.'),
   continue_as_new: ContinueAsNewPolicy.default(ContinueAsNewPolicy.parse({})),
   state: SessionState.optional().describe('Carried by continue-as-new; not for callers.'),

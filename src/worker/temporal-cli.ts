@@ -27,6 +27,8 @@ export interface DevServerOptions {
   uiPort?: number;
   dbFile: string;
   headless?: boolean;
+  /** Temporal's HTTP API (for services without an SDK: curl); off unless set. */
+  httpPort?: number;
   dynamicConfig?: Record<string, string | number | boolean>;
   cli?: string;
 }
@@ -35,6 +37,8 @@ export interface DevServer {
   process: ChildProcess;
   address: string;
   uiUrl: string | null;
+  /** `http://127.0.0.1:PORT` of the HTTP API, when it was asked for. */
+  httpUrl: string | null;
   stop(): Promise<void>;
 }
 
@@ -54,6 +58,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     '--log-level',
     'error',
   ];
+  if (options.httpPort) args.push('--http-port', String(options.httpPort));
   if (options.headless ?? true) args.push('--headless');
   else if (options.uiPort) args.push('--ui-port', String(options.uiPort));
   for (const [key, value] of Object.entries(options.dynamicConfig ?? {}))
@@ -77,6 +82,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     process: child,
     address,
     uiUrl: options.headless === false ? `http://127.0.0.1:${options.uiPort ?? options.port + 1000}` : null,
+    httpUrl: options.httpPort ? `http://127.0.0.1:${options.httpPort}` : null,
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();

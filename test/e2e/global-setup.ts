@@ -11,6 +11,8 @@ declare module 'vitest' {
     temporalAddress: string;
     /** The dev server's SQLite file: tests look into it for what must never be stored. */
     temporalDbFile: string;
+    /** The dev server's HTTP API, for services without an SDK. */
+    temporalHttpUrl: string;
   }
 }
 
@@ -22,11 +24,13 @@ export async function setup(project: TestProject): Promise<void> {
   const dbFile = join(folder, 'temporal.db');
   server = await startDevServer({
     port: await freePort(),
+    httpPort: await freePort(),
     dbFile,
     dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 400 },
   });
   project.provide('temporalAddress', server.address);
   project.provide('temporalDbFile', dbFile);
+  project.provide('temporalHttpUrl', server.httpUrl!);
 }
 
 /** No history of the whole suite may pass this: payloads go by reference, runs continue as new. */

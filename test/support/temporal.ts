@@ -1,5 +1,12 @@
 import { Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  makeTelemetryFilterString,
+  NativeConnection,
+  Runtime,
+} from '@temporalio/worker';
+import { capturingLogger } from './captured-logs';
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import { PatchloopClient } from '../../src/client/patchloop-client';
@@ -13,7 +20,11 @@ let runtimeInstalled = false;
 function quietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  // Core's own lines (failing workflow tasks, payload warnings) are forwarded to the same held-back log.
+  Runtime.install({
+    logger: capturingLogger,
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
+  });
 }
 
 let bundle: ReturnType<typeof bundleWorkflowCode> | undefined;

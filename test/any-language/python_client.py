@@ -1,0 +1,29 @@
+"""A service in Python drives a patchloop run with Temporal's Python SDK: start, signal, query, result.
+
+Usage: python python_client.py ADDRESS TASK_QUEUE WORKFLOW_ID
+Prints one JSON line: the status seen while running and the run's result.
+"""
+
+import asyncio
+import json
+import sys
+
+from temporalio.client import Client
+
+
+async def main() -> None:
+    address, task_queue, workflow_id = sys.argv[1:4]
+    client = await Client.connect(address)
+    handle = await client.start_workflow(
+        "agentRun",
+        {"agent": "assistant", "input": "What is 2 + 3?", "history": []},
+        id=workflow_id,
+        task_queue=task_queue,
+    )
+    await handle.signal("user_message", {"content": "and also hello"})
+    status = await handle.query("status")
+    result = await handle.result()
+    print(json.dumps({"status": {"state": status["state"], "agent": status["agent"]}, "result": result}))
+
+
+asyncio.run(main())

@@ -1,0 +1,107 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import type { Responder } from '../../src/fake-model/server';
+import { repositoryRoot } from '../support/reference';
+import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+
+let world: TestWorld | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+/** Answers with every user message it has heard; the first answer comes slowly, so a signal lands first. */
+const listener: Responder = (body, index) => {
+  const heard = body.messages.filter((message) => message['role'] === 'user').map((message) => message['content']);
+  // 'take your time' waits to be aborted.
+  const delay = heard.includes('take your time') ? 60_000 : index === 0 ? 1500 : 0;
+  return { kind: 'reply', content: `heard: ${heard.join(' | ')}`, firstChunkDelayMs: delay };
+};
+
+function run(command: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) =>
+    execFile(command, args, { encoding: 'utf8', cwd: repositoryRoot }, (error, stdout, stderr) =>
+      resolve({ code: error ? 1 : 0, stdout, stderr }),
+    ),
+  );
+}
+
+/** Temporal's HTTP API with curl, exactly as the README shows it. */
+async function curl(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Record<string, unknown>> {
+  const url = `${inject('temporalHttpUrl')}/api/v1/namespaces/default${path}`;
+  const result = await run('curl', [
+    '-sS',
+    '-X',
+    method,
+    url,
+    ...(body !== undefined ? ['-H', 'Content-Type: application/json', '-d', JSON.stringify(body)] : []),
+  ]);
+  expect(result.code, result.stderr).toBe(0);
+  const parsed = JSON.parse(result.stdout) as Record<string, unknown>;
+  if (parsed['code'] !== undefined && parsed['message'] !== undefined) throw new Error(`${path}: ${result.stdout}`);
+  return parsed;
+}
+
+/** The long-poll loop for a result: wait for the close event, then read its result. */
+async function closeEvent(workflowId: string): Promise<Record<string, unknown>> {
+  for (;;) {
+    const page = await curl(
+      'GET',
+      `/workflows/${workflowId}/history?waitNewEvent=true&historyEventFilterType=HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT`,
+    );
+    const events = (page['history'] as { events?: Array<Record<string, unknown>> } | undefined)?.events ?? [];
+    if (events.length > 0) return events[0]!;
+  }
+}
+
+describe('any service, any language', () => {
+  it('curl and the HTTP API: start (with an empty history), signal, query, long-poll the result, abort', async () => {
+    world = await startWorld({ fake: { responder: listener } });
+    const id = `http-${randomUUID()}`;
+    await curl('POST', `/workflows/${id}`, {
+      workflowType: { name: 'agentRun' },
+      taskQueue: { name: world.config.taskQueue },
+      // The shorthand turns [] into null: the run takes null as "no history".
+      input: [{ agent: 'assistant', input: 'What is 2 + 3?', history: [] }],
+    });
+    await curl('POST', `/workflows/${id}/signal/user_message`, { input: [{ content: 'and also hello' }] });
+    const status = await curl('POST', `/workflows/${id}/query/status`, { query: {} });
+    expect((status['queryResult'] as Array<{ state: string }>)[0]!.state).toBe('running');
+    const closed = await closeEvent(id);
+    const attributes = closed['workflowExecutionCompletedEventAttributes'] as { result: Array<{ answer: string }> };
+    expect(attributes.result[0]!.answer).toBe('heard: What is 2 + 3? | and also hello');
+
+    // An aborted run completes too: its result says "aborted".
+    const aborted = `http-${randomUUID()}`;
+    await curl('POST', `/workflows/${aborted}`, {
+      workflowType: { name: 'agentRun' },
+      taskQueue: { name: world.config.taskQueue },
+      input: [{ agent: 'assistant', input: 'take your time' }],
+    });
+    await curl('POST', `/workflows/${aborted}/signal/abort`, { input: [{ reason: 'from curl' }] });
+    const end = await closeEvent(aborted);
+    const result = (end['workflowExecutionCompletedEventAttributes'] as { result: Array<Record<string, unknown>> })
+      .result[0]!;
+    expect(result).toMatchObject({ status: 'aborted', abort_reason: 'from curl' });
+  });
+
+  it("Temporal's Python SDK: start, signal, query and the result", async () => {
+    world = await startWorld({ fake: { responder: listener } });
+    const python = join(repositoryRoot, '.venv', 'bin', 'python');
+    const out = await run(python, [
+      join(repositoryRoot, 'test', 'any-language', 'python_client.py'),
+      temporalAddress(),
+      world.config.taskQueue,
+      `python-${randomUUID()}`,
+    ]);
+    expect(out.code, out.stderr).toBe(0);
+    const printed = JSON.parse(out.stdout) as {
+      status: { state: string; agent: string };
+      result: Record<string, unknown>;
+    };
+    expect(printed.status).toEqual({ state: 'running', agent: 'assistant' });
+    expect(printed.result).toMatchObject({ status: 'completed', answer: 'heard: What is 2 + 3? | and also hello' });
+  });
+});
