@@ -150,7 +150,7 @@ export async function followRun(
 }
 
 /** Streams the tokens of one LLM call at a time from the side channel. */
-class TokenFollower {
+export class TokenFollower {
   private current: { llmCall: number; abort: AbortController; done: Promise<void>; seen: Set<string> } | null = null;
 
   constructor(

@@ -75,6 +75,8 @@ describe('CLI against a real dev server', () => {
     expect(first.stdout).toContain('assistant> hi there');
     const again = await cli(['chat', 'assistant', '--id', 'cli-session'], 'still there?\n/quit\n');
     expect(again.stdout).toContain('1 turns so far');
+    // A reconnect recaps where the conversation stands.
+    expect(again.stdout).toContain('(the last turns)\nyou> hello\nassistant> hi there\n');
     expect(again.stdout).toContain('assistant> second reply');
     const send = await cli(['send', 'cli-session', 'third']);
     expect(JSON.parse(send.stdout)).toMatchObject({

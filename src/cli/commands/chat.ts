@@ -2,11 +2,14 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { parseCommand } from '../arguments';
-import { describeEvent } from '../../client/follow';
+import { describeEvent, TokenFollower } from '../../client/follow';
 import { askApproval, type Ask } from './approvals';
 import { agentResolved, noWorkerNotice, workerPolls } from '../preflight';
+import type { Message } from '../../context';
 import type { TurnReply } from '../../runtime';
 import type { PatchloopClient, SessionHandle } from '../../client/patchloop-client';
+
+const write = (text: string) => void process.stdout.write(text);
 
 export const CHAT_SYNTAX = {
   usage: 'patchloop chat <agent> [--id SESSION_ID]',
@@ -29,9 +32,12 @@ export async function chatCommand(
   const agent = positionals['agent']!;
   const session = await openSession(client, agent, values.id ?? `session-${randomUUID()}`);
   const status = await session.status().catch(() => undefined);
+  const turns = Number(status?.['turns' as keyof typeof status] ?? 0);
   print(
-    `session ${session.workflowId} (agent ${agent}${status ? `, ${String(status['turns' as keyof typeof status] ?? 0)} turns so far` : ''}). /quit leaves it running, /close ends it, Ctrl-C aborts a turn.`,
+    `session ${session.workflowId} (agent ${agent}${status ? `, ${turns} turns so far` : ''}). /quit leaves it running, /close ends it, Ctrl-C aborts a turn.`,
   );
+  // Reconnecting: where the conversation stands.
+  if (turns > 0) for (const line of recap(await session.transcript().catch(() => []))) print(line);
   const terminal = process.stdin.isTTY === true;
   const input = createInterface({ input: process.stdin, output: process.stdout, terminal });
   let turnRunning = false;
@@ -57,9 +63,11 @@ export async function chatCommand(
     const ask = terminal
       ? (question: string) => new Promise<string>((resolve) => input.question(question, resolve))
       : undefined;
-    const reply = await sendFollowing(session, text, print, ask);
+    const { reply, streamed } = await sendFollowing(session, text, print, ask);
     turnRunning = false;
-    print(replyLine(reply));
+    // A reply whose tokens were shown live is not printed again.
+    if (streamed) write('\n');
+    if (!streamed || reply.status !== 'completed') print(replyLine(reply));
     prompt();
   }
   input.close();
@@ -88,22 +96,72 @@ async function openSession(client: PatchloopClient, agent: string, sessionId: st
   return session;
 }
 
-/** Sends and prints the turn's tool calls as they start and end; at a terminal, asks for approvals. */
-async function sendFollowing(session: SessionHandle, text: string, print: (line: string) => void, ask?: Ask) {
+/** The last turns of a session, for a reconnect: up to three exchanges. */
+function recap(transcript: Message[]): string[] {
+  const spoken = transcript.filter(
+    (message) =>
+      (message['role'] === 'user' || message['role'] === 'assistant') &&
+      typeof message['content'] === 'string' &&
+      message['content'] !== '',
+  );
+  const lines = spoken
+    .slice(-6)
+    .map((message) => `${message['role'] === 'user' ? 'you' : 'assistant'}> ${String(message['content'])}`);
+  return lines.length > 0 ? ['(the last turns)', ...lines] : [];
+}
+
+/**
+ * Sends, streams the reply's tokens as they come (after `assistant> `), and prints the turn's tool calls
+ * as they start and end; at a terminal, asks for approvals.
+ */
+async function sendFollowing(
+  session: SessionHandle,
+  text: string,
+  print: (line: string) => void,
+  ask?: Ask,
+): Promise<{ reply: TurnReply; streamed: boolean }> {
   let seen = (await session.status()).events.at(-1)?.seq ?? 0;
   let done = false;
+  let streamed = false;
+  let midLine = false;
+  const tokens = new TokenFollower(session, {
+    event: () => undefined,
+    chunk: (event) => {
+      if (event.event_type !== 'llm_chunk_arrive') return;
+      if (!midLine) write('assistant> ');
+      write(event.chunk);
+      streamed = midLine = true;
+    },
+  });
   const reply = session.send(text).finally(() => (done = true));
-  while (!done) {
-    await new Promise((resolve) => setTimeout(resolve, 200));
+  const endLine = () => {
+    if (midLine) write('\n');
+    midLine = false;
+  };
+  for (let last = false; !last;) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // One more look after the reply: its last events (and tokens) are read to the end.
+    last = done;
     const status = await session.status(seen).catch(() => undefined);
     for (const event of status?.events ?? []) {
       seen = event.seq;
+      if (event.event_type === 'llm_call_start' && event.stream) tokens.start(event.llm_call);
+      if (event.event_type === 'llm_call_end') await tokens.finish(event.llm_call);
       if (event.event_type.startsWith('tool_call') || event.event_type.startsWith('approval_')) {
         const line = describeEvent(event);
-        if (line) print(line.trim());
+        if (line) {
+          endLine();
+          // Text streamed before the tools is not the reply: it shows again if it is.
+          streamed = false;
+          print(line.trim());
+        }
       }
-      if (ask) await askApproval(session, event, ask, print);
+      if (ask && event.event_type === 'approval_requested') {
+        endLine();
+        await askApproval(session, event, ask, print);
+      }
     }
   }
-  return reply;
+  tokens.stop();
+  return { reply: await reply, streamed: streamed && midLine };
 }
