@@ -7,6 +7,7 @@ import { defineTool } from '../../src/tools/define-tool';
 import { repositoryRoot } from '../support/reference';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
+import { onTerminal as terminalWith } from '../support/terminal';
 
 let world: TestWorld | undefined;
 const children: ChildProcessWithoutNullStreams[] = [];
@@ -30,42 +31,17 @@ const agents = [{ name: 'payer', instructions: 'You pay.', tools: ['transfer'], 
 const payCall = (id: string, amount: number) =>
   callTools([{ id, name: 'transfer', arguments: `{"amount": ${amount}}` }]);
 
+const onTerminal = (args: string[]) => {
+  const terminal = terminalWith(args, env());
+  children.push(terminal.child);
+  return terminal;
+};
+
 function env(): NodeJS.ProcessEnv {
   return {
     ...process.env,
     TEMPORAL_ADDRESS: world!.config.temporalAddress,
     PATCHLOOP_TASK_QUEUE: world!.config.taskQueue,
-  };
-}
-
-/** The CLI on a pseudo-terminal (Python's pty module), so it behaves as it does for a person. */
-function onTerminal(args: string[]) {
-  const child = spawn(
-    'python3',
-    [
-      '-c',
-      'import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)',
-      process.execPath,
-      '--import',
-      'tsx',
-      join(repositoryRoot, 'src', 'cli', 'cli.ts'),
-      ...args,
-    ],
-    { cwd: repositoryRoot, env: env() },
-  );
-  children.push(child);
-  let screen = '';
-  child.stdout.on('data', (data: Buffer) => (screen += data.toString()));
-  child.stderr.on('data', (data: Buffer) => (screen += data.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-  return {
-    screen: () => screen,
-    /** Waits for text on the screen, then types a line. */
-    async answer(prompt: string, line: string) {
-      await eventually(() => (screen.includes(prompt) ? true : undefined), 60_000, `prompt '${prompt}'\n${screen}`);
-      child.stdin.write(`${line}\r`);
-    },
-    exited,
   };
 }
 
@@ -160,5 +136,22 @@ describe('approvals from the CLI', () => {
     );
     expect((await run.result()).status).toBe('completed');
     expect(transfers).toEqual([1]);
+  });
+});
+
+describe('the demo at a terminal', () => {
+  it('runs offline, stays up until Ctrl-C, and one Ctrl-C stops it cleanly', async () => {
+    const { OPENAI_API_KEY: _key, OPENAI_BASE_URL: _url, ...rest } = process.env;
+    const terminal = terminalWith(['demo'], rest);
+    children.push(terminal.child);
+    await terminal.interrupt('Server, worker and UI stay up until Ctrl-C');
+    const code = await terminal.exited;
+    const screen = terminal.screen();
+    expect(code, screen).toBe(0);
+    expect(screen).toContain('using the built-in offline fake model');
+    expect(screen).toContain('approved repeat (call ');
+    expect(screen).toContain('npx patchloop run assistant add 4 and 5 --follow');
+    expect(screen).toContain('stopping the demo');
+    expect(screen).not.toMatch(/IllegalStateError|DRAINING|\n\s+at /);
   });
 });
