@@ -9,6 +9,7 @@ import {
   rejectCommand,
 } from './commands/approvals';
 import { CHAT_SYNTAX, chatCommand } from './commands/chat';
+import { CODEC_SERVER_SYNTAX, codecServerCommand } from './commands/codec-server';
 import { compileCommand } from './commands/compile';
 import { demoCommand } from './commands/demo';
 import { LIST_SYNTAX, listCommand } from './commands/list';
@@ -93,6 +94,7 @@ const commands: Record<
   approvals: { syntax: APPROVALS_SYNTAX, run: withClient(approvalsCommand) },
   approve: { syntax: APPROVE_SYNTAX, run: withClient(approveCommand) },
   reject: { syntax: REJECT_SYNTAX, run: withClient(rejectCommand) },
+  'codec-server': { syntax: CODEC_SERVER_SYNTAX, run: codecServerCommand },
   compile: {
     syntax: COMPILE_SYNTAX,
     run: async (args) => compileCommand(parseCommand(args, COMPILE_SYNTAX).positionals['file']),

@@ -44,7 +44,7 @@ export class PatchloopClient {
   ) {}
 
   static async connect(
-    config: Pick<PatchloopConfig, 'temporalAddress' | 'namespace' | 'taskQueue' | 'payloadStorage'>,
+    config: Pick<PatchloopConfig, 'temporalAddress' | 'namespace' | 'taskQueue' | 'payloadStorage' | 'encryption'>,
   ): Promise<PatchloopClient> {
     return PatchloopClient.on(await Connection.connect({ address: config.temporalAddress }), config);
   }
@@ -52,9 +52,9 @@ export class PatchloopClient {
   /** A client on an open connection, with the data converter every party of a deployment shares. */
   static on(
     connection: Connection,
-    config: Pick<PatchloopConfig, 'namespace' | 'taskQueue' | 'payloadStorage'>,
+    config: Pick<PatchloopConfig, 'namespace' | 'taskQueue' | 'payloadStorage' | 'encryption'>,
   ): PatchloopClient {
-    const dataConverter = patchloopDataConverter(config.payloadStorage);
+    const dataConverter = patchloopDataConverter(config.payloadStorage, config.encryption);
     return new PatchloopClient(
       new Client({ connection, namespace: config.namespace, dataConverter }),
       config.taskQueue,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
 
 /** Where payloads above the threshold go instead of into Temporal's history. */
@@ -38,6 +39,8 @@ export interface PatchloopConfig {
   streamSecret: string | undefined;
   /** Payloads by reference (External Storage): where they go, for workers and clients alike. */
   payloadStorage: PayloadStorageSettings;
+  /** AES-256-GCM payload encryption (`PATCHLOOP_ENCRYPTION_KEY`); plain JSON payloads when absent. */
+  encryption?: EncryptionSettings | undefined;
 }
 
 export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): PatchloopConfig {
@@ -54,6 +57,7 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Pat
     streamUrl: env['PATCHLOOP_STREAM_URL'] || undefined,
     streamSecret: env['PATCHLOOP_STREAM_SECRET'] || undefined,
     payloadStorage: payloadStorageFromEnvironment(env),
+    encryption: encryptionFromEnvironment(env),
   };
 }
 
@@ -89,4 +93,42 @@ function payloadStorageFromEnvironment(env: NodeJS.ProcessEnv): PayloadStorageSe
     forcePathStyle: (env['PATCHLOOP_S3_FORCE_PATH_STYLE'] ?? (endpoint ? 'true' : 'false')) === 'true',
     thresholdBytes,
   };
+}
+
+/** A 32-byte AES key and the id payloads name it by. */
+export interface EncryptionKey {
+  id: string;
+  key: Uint8Array;
+}
+
+/** The active key encrypts; it and the previous keys decrypt (rotation: add the new, keep the old). */
+export interface EncryptionSettings {
+  active: EncryptionKey;
+  previous: EncryptionKey[];
+}
+
+/** A key from base64 (32 bytes); the id defaults to a short fingerprint of the key. */
+export function parseKey(base64: string, id?: string): EncryptionKey {
+  const key = Buffer.from(base64.trim(), 'base64');
+  if (key.length !== 32) throw new Error(`an encryption key is 32 bytes in base64; this one is ${key.length} bytes`);
+  return { id: id || createHash('sha256').update(key).digest('hex').slice(0, 12), key };
+}
+
+/**
+ * `PATCHLOOP_ENCRYPTION_KEY` (base64 of 32 bytes), `PATCHLOOP_ENCRYPTION_KEY_ID` (optional) and
+ * `PATCHLOOP_ENCRYPTION_PREVIOUS_KEYS` (`id:base64,id:base64`, or bare base64 keys). Undefined when
+ * no key is set: payloads are then stored as plain JSON.
+ */
+export function encryptionFromEnvironment(env: NodeJS.ProcessEnv): EncryptionSettings | undefined {
+  const active = env['PATCHLOOP_ENCRYPTION_KEY'];
+  if (!active) return undefined;
+  const previous = (env['PATCHLOOP_ENCRYPTION_PREVIOUS_KEYS'] ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+    .map((entry) => {
+      const colon = entry.indexOf(':');
+      return colon > 0 ? parseKey(entry.slice(colon + 1), entry.slice(0, colon)) : parseKey(entry);
+    });
+  return { active: parseKey(active, env['PATCHLOOP_ENCRYPTION_KEY_ID']), previous };
 }

@@ -89,7 +89,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     connection: options.connection,
     namespace: config.namespace,
     // Payloads over the threshold go by reference; the worker's own client (activities' queries) too.
-    dataConverter: patchloopDataConverter(config.payloadStorage),
+    dataConverter: patchloopDataConverter(config.payloadStorage, config.encryption),
     taskQueue: config.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath() }),
     activities: createActivities({

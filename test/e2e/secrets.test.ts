@@ -1,8 +1,8 @@
 import { Connection } from '@temporalio/client';
 import { configFromEnvironment } from '../../src/config/environment';
-import { existsSync, readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { occurrencesInDatabase } from '../support/database';
 import { PatchloopClient, RunFailedError } from '../../src/client/patchloop-client';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { failWith, reply } from '../../src/fake-model/steps';
@@ -15,19 +15,6 @@ afterEach(async () => {
   for (const worker of workers.splice(0)) await worker.kill('SIGKILL');
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
-
-/** Occurrences of `needle` in the dev server's SQLite files (the database and its write-ahead log). */
-function occurrencesInDatabase(needle: string): number {
-  const file = inject('temporalDbFile');
-  let count = 0;
-  for (const path of [file, `${file}-wal`]) {
-    if (!existsSync(path)) continue;
-    const bytes = readFileSync(path);
-    const pattern = Buffer.from(needle, 'utf8');
-    for (let at = bytes.indexOf(pattern); at >= 0; at = bytes.indexOf(pattern, at + 1)) count += 1;
-  }
-  return count;
-}
 
 describe('secrets never leave the worker', () => {
   it('a provider that echoes the API key (401, a retried 429, a junk stream line) leaves it in neither history nor worker output', async () => {
