@@ -4,8 +4,8 @@ import type { AgentSpec } from '../runtime';
 /** What the worker knows about its deployment that runs take along in their agent spec. */
 export interface DeploymentFacts {
   payloadsByReference: boolean;
-  /** Whether the namespace has patchloop's search attributes; read when a run resolves its agent. */
-  searchAttributes: () => boolean;
+  /** Whether the namespace has patchloop's search attributes; checked (cached briefly) when a run resolves its agent. */
+  searchAttributes: () => Promise<boolean>;
 }
 
 /** Resolves an agent to data once per run; recorded in history, so a replay sees the same agent. */
@@ -14,7 +14,7 @@ export function createDescribeAgent(registry: AgentRegistry, defaultModel: strin
     return {
       ...registry.describe(name, defaultModel),
       payloads_by_reference: facts.payloadsByReference,
-      search_attributes: facts.searchAttributes(),
+      search_attributes: await facts.searchAttributes(),
     };
   };
 }

@@ -19,7 +19,7 @@ export interface ActivitySettings {
   /** The worker's data converter sends large payloads by reference (External Storage). */
   payloadsByReference?: boolean;
   /** Whether the namespace has patchloop's search attributes (runs then keep them current). */
-  searchAttributes?: () => boolean;
+  searchAttributes?: () => Promise<boolean>;
 }
 
 /** The activities a patchloop worker registers. Workflows import their type only. */
@@ -27,7 +27,7 @@ export function createActivities(settings: ActivitySettings) {
   return {
     describeAgent: createDescribeAgent(settings.registry, settings.defaultModel, {
       payloadsByReference: settings.payloadsByReference ?? false,
-      searchAttributes: settings.searchAttributes ?? (() => false),
+      searchAttributes: settings.searchAttributes ?? (async () => false),
     }),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
     llmPhase: createLlmPhase(settings.provider, new RequestCache(), settings.registry, settings.chunks),

@@ -28,6 +28,8 @@ export type PendingApproval = z.infer<typeof PendingApproval>;
 
 /** An approval request of the batch in flight, decided or not. */
 export const ApprovalRecord = PendingApproval.extend({
+  /** The call's position in its batch (ids may repeat within one); absent: the first call with the id. */
+  call_index: z.number().int().nonnegative().optional(),
   decision: z
     .strictObject({
       approved: z.boolean(),
@@ -77,7 +79,9 @@ export function decisionRefusal(
       refusal: `expected {"tool_call_id": string, "approved": boolean, "reason"?: string}: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
     };
   const decision = parsed.data;
-  const record = records.find((entry) => entry.tool_call_id === decision.tool_call_id);
+  // A repeated id is decided as one: every gated call that carries it.
+  const matching = records.filter((entry) => entry.tool_call_id === decision.tool_call_id);
+  const record = matching.find((entry) => !entry.decision) ?? matching[0];
   if (!record) {
     const waiting = records.filter((entry) => !entry.decision).map((entry) => entry.tool_call_id);
     return {

@@ -72,10 +72,18 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     options.agents ?? [assistantAgent],
     options.functions ?? exampleFunctions,
   );
+  const namespace = options.workerOptions?.namespace ?? config.namespace;
+  const check = () => ensureSearchAttributes(options.connection, namespace, Runtime.instance().logger);
   const searchAttributes =
-    options.searchAttributes !== undefined
-      ? { available: options.searchAttributes, registered: [] }
-      : await ensureSearchAttributes(options.connection, config.namespace, Runtime.instance().logger);
+    options.searchAttributes !== undefined ? { available: options.searchAttributes, registered: [] } : await check();
+  // Checked again when a run resolves its agent (at most once a minute): a dev server restarted in
+  // memory, or an attribute removed, must not leave runs upserting attributes that no longer exist.
+  let lastCheck = { at: Date.now(), available: searchAttributes.available };
+  const searchAttributesNow = async (): Promise<boolean> => {
+    if (options.searchAttributes !== undefined) return options.searchAttributes;
+    if (Date.now() - lastCheck.at > 60_000) lastCheck = { at: Date.now(), available: (await check()).available };
+    return lastCheck.available;
+  };
   const redactor = workerRedactor(config);
   const transport = new ChunkHub();
   const tokens = new StreamTokens(config.streamSecret);
@@ -99,7 +107,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
       chunks: { transport, url: stream.url, tokens },
       redactor,
       payloadsByReference: config.payloadStorage.kind !== 'off',
-      searchAttributes: () => searchAttributes.available,
+      searchAttributes: searchAttributesNow,
     }),
     interceptors: {
       ...options.workerOptions?.interceptors,

@@ -17,16 +17,16 @@ export async function ensureSearchAttributes(
   const keys = Object.values(PATCHLOOP_SEARCH_ATTRIBUTES);
   try {
     const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
-    const missing = keys.filter((key) => !(key.name in (customAttributes ?? {})));
+    const present = customAttributes ?? {};
+    // A name taken with another type would fail every upsert: runs then go without.
+    const clashing = keys.filter((key) => key.name in present && present[key.name] !== indexedType(key.type));
+    if (clashing.length > 0)
+      throw new Error(`${clashing.map((key) => key.name).join(', ')} exist(s) with another type`);
+    const missing = keys.filter((key) => !(key.name in present));
     if (missing.length === 0) return { available: true, registered: [] };
     await connection.operatorService.addSearchAttributes({
       namespace,
-      searchAttributes: Object.fromEntries(
-        missing.map((key) => [
-          key.name,
-          key.type === 'INT' ? IndexedValueType.INDEXED_VALUE_TYPE_INT : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-        ]),
-      ),
+      searchAttributes: Object.fromEntries(missing.map((key) => [key.name, indexedType(key.type)])),
     });
     const registered = missing.map((key) => key.name);
     log.info(`registered search attributes ${registered.join(', ')} on namespace ${namespace}`);
@@ -43,4 +43,8 @@ export async function ensureSearchAttributes(
     );
     return { available: false, registered: [] };
   }
+}
+
+function indexedType(type: string): number {
+  return type === 'INT' ? IndexedValueType.INDEXED_VALUE_TYPE_INT : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
 }

@@ -62,7 +62,8 @@ export class AgentLoop {
       if (waiting) {
         const { iteration, calls, llm_mutations, reply_content, approvals } = waiting;
         waiting = undefined;
-        run.approvals = approvals;
+        // The records restored with the run (decisions may have landed on them already).
+        if (run.approvals.length === 0) run.approvals = approvals;
         const ended = await this.runTools(iteration, calls, llm_mutations, reply_content, toolCalls, true, boundary);
         if (ended) return ended;
         toolCalls += calls.length;

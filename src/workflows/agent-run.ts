@@ -202,6 +202,8 @@ function restoreRun(run: Run, state: AgentRunState): void {
   run.usage = state.usage;
   run.forkCount = state.fork_count;
   run.rejectedInputs = state.rejected_inputs;
+  // Before any handler runs: a decision buffered for this run is validated against these records.
+  run.approvals = state.awaiting_batch?.approvals ?? [];
   restoreEvents(run, state.recent_events as RunEvent[], state.event_seq, state.events_dropped);
   // The snapshot is derived from the transcript: recompute it rather than carry it.
   commit(run, []);

@@ -36,19 +36,27 @@ export async function approvalGate(
 ): Promise<GateOutcome> {
   const run = loop.run;
   if (!resumed) {
-    const candidates = calls.filter((call) => loop.agent.needs_approval.includes(call.name));
+    // By position: a provider may repeat a call id within one batch.
+    const positions = calls.flatMap((call, index) => (loop.agent.needs_approval.includes(call.name) ? [index] : []));
     // No command at all for a batch without gated tools: runs without approvals replay as before.
-    if (candidates.length === 0) return { type: 'decided', rejected: [] };
+    if (positions.length === 0) return { type: 'decided', rejected: [] };
+    const candidates = positions.map((index) => calls[index]!);
     const reviews = await review(loop, candidates, eventIteration);
     const requestedAt = new Date(Date.now()).toISOString();
-    run.approvals = reviews
-      .filter((entry) => entry.needs_approval)
-      .map((entry) => ({
-        tool_call_id: entry.tool_call_id,
-        tool_name: candidates.find((call) => call.id === entry.tool_call_id)!.name,
-        arguments: entry.arguments ?? {},
-        requested_at: requestedAt,
-      }));
+    // The review answers in the candidates' order.
+    run.approvals = reviews.flatMap((entry, at) =>
+      entry.needs_approval && candidates[at]
+        ? [
+            {
+              tool_call_id: candidates[at].id,
+              tool_name: candidates[at].name,
+              arguments: entry.arguments ?? {},
+              requested_at: requestedAt,
+              call_index: positions[at]!,
+            },
+          ]
+        : [],
+    );
     for (const record of run.approvals)
       emit(run, { event_type: 'approval_requested', ...pendingOf(record) }, eventIteration);
   }
@@ -104,7 +112,7 @@ export function undecided(run: Run): ApprovalRecord[] {
 }
 
 export function pendingOf(record: ApprovalRecord) {
-  const { decision: _decision, ...pending } = record;
+  const { decision: _decision, call_index: _index, ...pending } = record;
   return pending;
 }
 
@@ -144,7 +152,10 @@ function rejectedResults(run: Run, calls: readonly ToolCallRequest[]): WorkflowC
   return run.approvals
     .filter((record) => record.decision && !record.decision.approved)
     .flatMap((record) => {
-      const call = calls.find((entry) => entry.id === record.tool_call_id);
+      const call =
+        record.call_index !== undefined
+          ? calls[record.call_index]
+          : calls.find((entry) => entry.id === record.tool_call_id);
       if (!call) return [];
       return [
         {

@@ -63,13 +63,16 @@ export function mergeBatches(
     if (mutation.type !== 'ToolResultMutation' && mutation.type !== 'MultimodalToolResultMutation') continue;
     byId.set(mutation.tool_call_id, [...(byId.get(mutation.tool_call_id) ?? []), mutation]);
   }
-  for (const result of own)
-    byId.set(result.call.id, [{ type: 'ToolResultMutation', tool_call_id: result.call.id, content: result.content }]);
+  // The workflow's own results belong to the very call they answer (ids may repeat within a batch).
+  const ownByCall = new Map(own.map((result) => [result.call, result]));
   const plain: Mutation[] = [];
   const multimodal: Mutation[] = [];
   const unfinished: string[] = [];
   for (const call of calls) {
-    const mutation: Mutation = byId.get(call.id)?.shift() ?? cancelledCallMutation(call);
+    const mine = ownByCall.get(call);
+    const mutation: Mutation = mine
+      ? { type: 'ToolResultMutation', tool_call_id: call.id, content: mine.content }
+      : (byId.get(call.id)?.shift() ?? cancelledCallMutation(call));
     if (mutation.type === 'ToolCancelledMutation') unfinished.push(call.id);
     (mutation.type === 'MultimodalToolResultMutation' ? multimodal : plain).push(mutation);
   }

@@ -1,4 +1,4 @@
-import { setHandler, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, setHandler, workflowInfo } from '@temporalio/workflow';
 import { decisionRefusal, REQUEST_PAGE_CHARS, type PendingApproval, type RunEvent } from '../runtime';
 import {
   abortSignal,
@@ -97,15 +97,12 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
     approveUpdate,
     (payload) => {
       const checked = decisionRefusal(run.approvals, payload);
-      if ('refusal' in checked) throw new Error(checked.refusal);
+      // An ApplicationFailure fails the update; any other error would fail the workflow task.
+      if ('refusal' in checked) throw ApplicationFailure.nonRetryable(checked.refusal, 'ApprovalRefused');
       const { decision } = checked;
-      decide(
-        run,
-        run.approvals.find((record) => record.tool_call_id === decision.tool_call_id)!,
-        decision.approved,
-        decision.reason,
-        'update',
-      );
+      for (const record of run.approvals)
+        if (record.tool_call_id === decision.tool_call_id && !record.decision)
+          decide(run, record, decision.approved, decision.reason, 'update');
       return { tool_call_id: decision.tool_call_id, approved: decision.approved };
     },
     {

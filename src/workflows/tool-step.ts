@@ -34,8 +34,14 @@ export async function toolStep(
   const gate = run.abort.requested
     ? ({ type: 'aborted' } as const)
     : await approvalGate(loop, calls, eventIteration, approvals.resumed, approvals.onWait);
-  // Calls start once the batch may run: after every gated call is decided.
-  for (const event of callStarts) emit(run, event, eventIteration);
+  // Calls start once the batch may run: after every gated call is decided. Calls that will not run
+  // (rejected, or the whole batch aborted while it waited) do not start.
+  const waited = run.approvals.length > 0;
+  callStarts.forEach((event, index) => {
+    const call = calls[index]!;
+    const skipped = gate.type === 'aborted' ? waited : gate.rejected.some((result) => result.call === call);
+    if (!skipped) emit(run, event, eventIteration);
+  });
   keepVisible(run);
   setCurrentDetails(`iteration ${eventIteration}: running tools ${toolNames(calls)}`);
   const raw =
@@ -59,7 +65,8 @@ async function runBatch(
 ): Promise<ToolBatchResult> {
   const run = loop.run;
   const isFork = (call: ToolCallRequest) => loop.agent.selfref && call.name === SELFREF_FORK;
-  const runs = (call: ToolCallRequest) => !rejected.some((result) => result.call.id === call.id);
+  // By the call itself, not its id: a provider may repeat an id within one batch.
+  const runs = (call: ToolCallRequest) => !rejected.some((result) => result.call === call);
   // Reports in completion order, across the activity and the forks; rejected calls are done already.
   const reports: ToolCallReport[] = rejected.map((result) => result.report);
   try {

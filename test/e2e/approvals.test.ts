@@ -244,6 +244,32 @@ describe('human approval of tool calls', () => {
     validateToolLinkage(result.transcript);
   });
 
+  it('a call id the provider repeats within the batch: the decision is per gated call, nothing else is touched', async () => {
+    const { transfers, lookups, tools } = bank();
+    world = await startWorld({
+      tools,
+      agents: [agent()],
+      fake: {
+        script: [
+          callTools([transferCall('call_0', 5), { id: 'call_0', name: 'balance', arguments: '{"account": "main"}' }]),
+          reply('Done.'),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'assistant', input: 'pay and look' });
+    const pending = await awaitingApproval(run, ['call_0']);
+    expect(pending[0]!.tool_name).toBe('transfer');
+    await run.reject('call_0', 'not today');
+    const result = await run.result();
+    expect(result.status).toBe('completed');
+    expect(transfers).toEqual([]);
+    expect(lookups).toEqual(['main']);
+    expect(toolMessages(result.transcript)).toEqual([
+      { tool_call_id: 'call_0', content: '<Tool call rejected by the approver. Tool: transfer. Reason: not today>' },
+      { tool_call_id: 'call_0', content: '"main: 100"' },
+    ]);
+  });
+
   it('the validator refuses an unknown or already-decided id before anything is recorded', async () => {
     const { tools } = bank();
     world = await startWorld({

@@ -54,13 +54,28 @@ export type Ask = (question: string) => Promise<string>;
 export function terminalAsker(): { ask: Ask; close(): void } | undefined {
   if (!process.stdin.isTTY || !process.stdout.isTTY) return undefined;
   let rl: Interface | undefined;
+  const close = () => {
+    rl?.close();
+    rl = undefined;
+  };
   return {
+    // One interface per question: between questions the terminal is back to normal (Ctrl-C included).
     ask: (question) =>
       new Promise((resolve) => {
-        rl ??= createInterface({ input: process.stdin, output: process.stdout, terminal: true });
-        rl.question(question, resolve);
+        rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true });
+        rl.on('SIGINT', () => {
+          close();
+          process.stdout.write(
+            '\n(not decided: the call still waits; decide later with patchloop approve or reject)\n',
+          );
+          process.exit(130);
+        });
+        rl.question(question, (answer) => {
+          close();
+          resolve(answer);
+        });
       }),
-    close: () => rl?.close(),
+    close,
   };
 }
 
@@ -70,8 +85,10 @@ export function terminalAsker(): { ask: Ask; close(): void } | undefined {
  */
 export async function askApproval(run: RunHandle, event: RunEvent, ask: Ask, print: Print): Promise<void> {
   if (event.event_type !== 'approval_requested') return;
+  // The same request, not just the same id (providers reuse ids such as call_0 from batch to batch).
   const waiting = await run.pendingApprovals().catch(() => []);
-  if (!waiting.some((entry) => entry.tool_call_id === event.tool_call_id)) return;
+  if (!waiting.some((entry) => entry.tool_call_id === event.tool_call_id && entry.requested_at === event.requested_at))
+    return;
   const answer = await ask(`approve ${event.tool_name} ${JSON.stringify(event.arguments)}? [y/n] `);
   try {
     if (/^y(es)?$/i.test(answer.trim())) {

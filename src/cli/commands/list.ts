@@ -45,6 +45,9 @@ export async function listCommand(
     `WorkflowType IN ('agentRun', 'chatSession')`,
     ...(values.agent ? [`${keys.agent.name} = '${values.agent}'`] : []),
     ...(values.status ? [`${keys.status.name} = '${values.status}'`] : []),
+    // A run that continued as new, was terminated or timed out keeps its last reported state: only
+    // running executions are running.
+    ...(values.status === 'running' || values.status === 'awaiting_approval' ? [`ExecutionStatus = 'Running'`] : []),
   ].join(' AND ');
   const listed: Listed[] = [];
   for await (const execution of client.temporal.workflow.list({ query })) {
@@ -54,7 +57,12 @@ export async function listCommand(
       type: execution.type,
       agent: attributes.get(keys.agent) ?? null,
       // Before the worker resolved the agent (or without search attributes), Temporal's own status.
-      status: attributes.get(keys.status) ?? execution.status.name.toLowerCase(),
+      status:
+        execution.status.name === 'RUNNING'
+          ? (attributes.get(keys.status) ?? 'running')
+          : execution.status.name === 'COMPLETED' || execution.status.name === 'FAILED'
+            ? (attributes.get(keys.status) ?? execution.status.name.toLowerCase())
+            : execution.status.name.toLowerCase().replace(/_/g, ' '),
       iterations: attributes.get(keys.iterations) ?? null,
       tool_calls: attributes.get(keys.toolCalls) ?? null,
       total_tokens: attributes.get(keys.totalTokens) ?? null,

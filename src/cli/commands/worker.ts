@@ -40,11 +40,11 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   const agents = values.agents
     ? z.array(AgentDefinition).parse(JSON.parse(await readFile(values.agents, 'utf8')))
     : [assistantAgent, carefulAssistantAgent];
+  const connection = await connectWorker(environment.temporalAddress);
   const fake = values['fake-model'] ? await FakeModelServer.start({ responder: demoModel }) : undefined;
   const config = fake
     ? { ...environment, openaiBaseUrl: fake.url, openaiApiKey: 'offline', model: 'patchloop-demo-model' }
     : environment;
-  const connection = await connectWorker(config.temporalAddress);
   try {
     const worker = await createPatchloopWorker({ connection, config, agents });
     if (worker.searchAttributes.registered.length > 0)
