@@ -30,7 +30,7 @@ import { WORKER_SYNTAX, workerCommand } from './commands/worker';
 import { helpText, HelpRequested, parseCommand, type CommandSyntax } from './arguments';
 import { CliError, exitCodeOf, toErrorReport } from './errors';
 import { PatchloopClient } from '../client/patchloop-client';
-import { configFromEnvironment } from '../config/environment';
+import { configFromEnvironment, connectionOptions } from '../config/environment';
 
 type Print = (line: string) => void;
 type Command = (args: string[], print: Print) => Promise<unknown>;
@@ -53,10 +53,7 @@ const DEMO_SYNTAX = {
 async function connect(): Promise<PatchloopClient> {
   const config = configFromEnvironment();
   try {
-    return PatchloopClient.on(
-      await Connection.connect({ address: config.temporalAddress, connectTimeout: '5s' }),
-      config,
-    );
+    return PatchloopClient.on(await Connection.connect({ ...connectionOptions(config), connectTimeout: '5s' }), config);
   } catch (error) {
     throw new CliError(
       `cannot reach Temporal at ${config.temporalAddress} (${(error as Error).message}). Start a dev server with 'npx patchloop server', or set TEMPORAL_ADDRESS.`,

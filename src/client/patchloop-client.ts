@@ -33,7 +33,7 @@ import {
   userMessageUpdate,
   type UserMessageAccepted,
 } from '../common';
-import type { PatchloopConfig } from '../config/environment';
+import { connectionOptions, type PatchloopConfig } from '../config/environment';
 import { patchloopDataConverter } from '../storage/data-converter';
 
 /** A typed client for patchloop runs; anything it does can also be done with the `temporal` CLI. */
@@ -44,9 +44,12 @@ export class PatchloopClient {
   ) {}
 
   static async connect(
-    config: Pick<PatchloopConfig, 'temporalAddress' | 'namespace' | 'taskQueue' | 'payloadStorage' | 'encryption'>,
+    config: Pick<
+      PatchloopConfig,
+      'temporalAddress' | 'temporalConnection' | 'namespace' | 'taskQueue' | 'payloadStorage' | 'encryption'
+    >,
   ): Promise<PatchloopClient> {
-    return PatchloopClient.on(await Connection.connect({ address: config.temporalAddress }), config);
+    return PatchloopClient.on(await Connection.connect(connectionOptions(config)), config);
   }
 
   /** A client on an open connection, with the data converter every party of a deployment shares. */

@@ -1,3 +1,4 @@
+import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
 
@@ -16,8 +17,22 @@ export type PayloadStorageSettings =
     };
 
 /** Settings a worker and the CLI read from the environment, with their defaults. */
+/** How to reach Temporal: address, TLS and API key, as Temporal's own environment configuration gives them. */
+export interface TemporalConnectionSettings {
+  address: string;
+  tls?: ClientConnectConfig['connectionOptions']['tls'];
+  apiKey?: string;
+  metadata?: Record<string, string>;
+}
+
 export interface PatchloopConfig {
   temporalAddress: string;
+  /**
+   * The whole connection (TLS, API key, gRPC metadata) from Temporal's environment configuration:
+   * `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, `TEMPORAL_TLS*`, `TEMPORAL_PROFILE`
+   * and the config file, the names the `temporal` CLI uses. Absent: a plain connection to the address.
+   */
+  temporalConnection?: TemporalConnectionSettings;
   namespace: string;
   taskQueue: string;
   openaiBaseUrl: string | undefined;
@@ -44,9 +59,11 @@ export interface PatchloopConfig {
 }
 
 export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): PatchloopConfig {
+  const temporalConnection = temporalConnectionFromEnvironment(env);
   return {
-    temporalAddress: env['TEMPORAL_ADDRESS'] || 'localhost:7233',
-    namespace: env['TEMPORAL_NAMESPACE'] || 'default',
+    temporalAddress: temporalConnection.address,
+    temporalConnection,
+    namespace: temporalConnection.namespace,
     taskQueue: env['PATCHLOOP_TASK_QUEUE'] || 'patchloop',
     openaiBaseUrl: env['OPENAI_BASE_URL'] || undefined,
     openaiApiKey: env['OPENAI_API_KEY'] || undefined,
@@ -131,4 +148,39 @@ export function encryptionFromEnvironment(env: NodeJS.ProcessEnv): EncryptionSet
       return colon > 0 ? parseKey(entry.slice(colon + 1), entry.slice(0, colon)) : parseKey(entry);
     });
   return { active: parseKey(active, env['PATCHLOOP_ENCRYPTION_KEY_ID']), previous };
+}
+
+/**
+ * Temporal's environment configuration (`@temporalio/envconfig`): the profile `TEMPORAL_PROFILE` of the
+ * config file (`TEMPORAL_CONFIG_FILE`, or the default path), overridden by `TEMPORAL_ADDRESS`,
+ * `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, `TEMPORAL_TLS`, `TEMPORAL_TLS_CLIENT_CERT_PATH`,
+ * `TEMPORAL_TLS_CLIENT_KEY_PATH`, `TEMPORAL_TLS_SERVER_CA_CERT_PATH`, `TEMPORAL_TLS_SERVER_NAME`.
+ */
+function temporalConnectionFromEnvironment(env: NodeJS.ProcessEnv): TemporalConnectionSettings & { namespace: string } {
+  const variables = Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === 'string' && entry[1] !== ''),
+  );
+  const loaded = loadClientConnectConfig({
+    overrideEnvVars: variables,
+    ...(variables['TEMPORAL_PROFILE'] ? { profile: variables['TEMPORAL_PROFILE'] } : {}),
+  });
+  const options = loaded.connectionOptions;
+  return {
+    address: options.address || 'localhost:7233',
+    namespace: loaded.namespace || 'default',
+    ...(options.tls !== undefined && options.tls !== false ? { tls: options.tls } : {}),
+    ...(options.apiKey ? { apiKey: String(options.apiKey) } : {}),
+    ...(options.metadata ? { metadata: options.metadata as Record<string, string> } : {}),
+  };
+}
+
+/** Options for `Connection.connect` / `NativeConnection.connect`: the configured connection, at `address`. */
+export function connectionOptions(config: Pick<PatchloopConfig, 'temporalAddress' | 'temporalConnection'>) {
+  const connection = config.temporalConnection;
+  return {
+    address: config.temporalAddress,
+    ...(connection?.tls !== undefined ? { tls: connection.tls } : {}),
+    ...(connection?.apiKey ? { apiKey: connection.apiKey } : {}),
+    ...(connection?.metadata ? { metadata: connection.metadata } : {}),
+  };
 }

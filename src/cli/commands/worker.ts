@@ -2,7 +2,7 @@ import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { AgentDefinition } from '../../runtime';
-import { configFromEnvironment } from '../../config/environment';
+import { configFromEnvironment, connectionOptions, type PatchloopConfig } from '../../config/environment';
 import { createPatchloopWorker, workerRedactor } from '../../worker/create-worker';
 import { RedactingLogger } from '../../worker/redaction';
 import { assistantAgent, carefulAssistantAgent } from '../../agents/assistant';
@@ -40,7 +40,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   const agents = values.agents
     ? z.array(AgentDefinition).parse(JSON.parse(await readFile(values.agents, 'utf8')))
     : [assistantAgent, carefulAssistantAgent];
-  const connection = await connectWorker(environment.temporalAddress);
+  const connection = await connectWorker(environment);
   const fake = values['fake-model'] ? await FakeModelServer.start({ responder: demoModel }) : undefined;
   const config = fake
     ? { ...environment, openaiBaseUrl: fake.url, openaiApiKey: 'offline', model: 'patchloop-demo-model' }
@@ -67,12 +67,12 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   return undefined;
 }
 
-async function connectWorker(address: string): Promise<NativeConnection> {
+async function connectWorker(config: PatchloopConfig): Promise<NativeConnection> {
   try {
-    return await NativeConnection.connect({ address });
+    return await NativeConnection.connect(connectionOptions(config));
   } catch (error) {
     throw new CliError(
-      `cannot reach Temporal at ${address} (${(error as Error).message}). Start a dev server with 'npx patchloop server', or set TEMPORAL_ADDRESS.`,
+      `cannot reach Temporal at ${config.temporalAddress} (${(error as Error).message}). Start a dev server with 'npx patchloop server', or set TEMPORAL_ADDRESS.`,
       'ConnectionError',
     );
   }
