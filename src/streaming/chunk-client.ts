@@ -1,4 +1,4 @@
-import { defaultPayloadConverter } from '@temporalio/common';
+import type { Payload } from '@temporalio/common';
 import type { WorkflowHandle } from '@temporalio/client';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { StreamEvent, StreamOffset } from './chunk';
@@ -42,14 +42,22 @@ export async function* readChunks(
   }
 }
 
-/** The latest heartbeat details of a workflow's pending activities (heartbeats are not history). */
+/**
+ * The latest heartbeat details of a workflow's pending activities (heartbeats are not history),
+ * decoded with the client's own codecs (encrypted payloads among them).
+ */
 export async function pendingHeartbeatDetails(handle: WorkflowHandle): Promise<Array<Record<string, unknown>>> {
   const description = await handle.describe();
-  return (description.raw.pendingActivities ?? []).flatMap((activity) =>
-    (activity.heartbeatDetails?.payloads ?? []).map(
-      (payload) => (defaultPayloadConverter.fromPayload(payload) ?? {}) as Record<string, unknown>,
-    ),
-  );
+  const { payloadConverter, payloadCodecs } = handle.client.options.loadedDataConverter;
+  const details: Array<Record<string, unknown>> = [];
+  for (const activity of description.raw.pendingActivities ?? []) {
+    let payloads = (activity.heartbeatDetails?.payloads ?? []) as Payload[];
+    // Codecs decode in the reverse order they encoded.
+    for (const codec of [...payloadCodecs].reverse()) payloads = await codec.decode(payloads);
+    for (const payload of payloads)
+      details.push((payloadConverter.fromPayload(payload) ?? {}) as Record<string, unknown>);
+  }
+  return details;
 }
 
 /**

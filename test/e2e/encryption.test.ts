@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseKey } from '../../src/config/environment';
+import { followRun, jsonOutput } from '../../src/client/follow';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { startCodecServer } from '../../src/storage/codec-server';
 import { EncryptionCodec } from '../../src/storage/encryption-codec';
@@ -70,5 +71,24 @@ describe('encrypted payloads', () => {
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe('http://localhost:8233');
+  });
+
+  it('followers still get live tokens: heartbeat details are decoded with the client codecs', async () => {
+    const encryption = { active: parseKey(randomBytes(32).toString('base64'), 'test-key'), previous: [] };
+    world = await startWorld({
+      config: { encryption },
+      fake: { script: [reply(['one ', 'two ', 'three'], { chunkDelayMs: 150 })] },
+    });
+    const run = await world.client.start({ agent: 'assistant', input: 'count' });
+    const lines: string[] = [];
+    const result = await followRun(
+      run,
+      jsonOutput((line) => lines.push(line)),
+    );
+    expect(result.answer).toBe('one two three');
+    const chunks = lines
+      .map((line) => JSON.parse(line) as { event_type: string; chunk?: string })
+      .filter((event) => event.event_type === 'llm_chunk_arrive');
+    expect(chunks.map((event) => event.chunk).join('')).toBe('one two three');
   });
 });
