@@ -1,4 +1,5 @@
 import { Context } from '@temporalio/activity';
+import { SpanKind, type Span } from '@opentelemetry/api';
 import { ApplicationFailure } from '@temporalio/common';
 import { createParser } from 'eventsource-parser';
 import OpenAI from 'openai';
@@ -14,6 +15,7 @@ import type { AgentRegistry } from '../agents/registry';
 import type { ChunkTransport } from '../streaming/chunk';
 import type { StreamTokens } from '../streaming/stream-token';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
+import { inGenAiSpan } from './gen-ai-spans';
 import { classifyProviderError, incompleteReply } from './provider-errors';
 import { loadRequest, type RequestCache } from './request-source';
 import { StreamAccumulator, type ArgumentsDelta, type StreamChunk } from './stream-accumulator';
@@ -64,7 +66,11 @@ export function createLlmPhase(
     logLevel: 'off',
   });
 
-  return async function llmPhase(input: LlmPhaseInput): Promise<LlmPhaseResult> {
+  return function llmPhase(input: LlmPhaseInput): Promise<LlmPhaseResult> {
+    return inGenAiSpan('chat', { 'gen_ai.operation.name': 'chat' }, (span) => phase(input, span), SpanKind.CLIENT);
+  };
+
+  async function phase(input: LlmPhaseInput, span: Span): Promise<LlmPhaseResult> {
     const context = Context.current();
     const started = Date.now();
     const publisher = chunkPublisher(chunks, context, input);
@@ -84,6 +90,8 @@ export function createLlmPhase(
     let reply: Reply;
     try {
       const request = await loadCompiledRequest(input, cache);
+      span.updateName(`chat ${request.model}`);
+      span.setAttribute('gen_ai.request.model', request.model);
       if (signal.aborted) throw signal.reason;
       const body = new BodyObserver();
       // One attempt's HTTP timeout stays below the attempt's own start-to-close timeout.
@@ -104,6 +112,11 @@ export function createLlmPhase(
     if (!reply.streamed) publisher.chunk(reply.content);
     publisher.end('completed');
     const result = completedResult(reply, started);
+    if (result.usage) {
+      span.setAttribute('gen_ai.usage.input_tokens', result.usage.prompt_tokens);
+      span.setAttribute('gen_ai.usage.output_tokens', result.usage.completion_tokens);
+    }
+    if (result.finish_reason) span.setAttribute('gen_ai.response.finish_reasons', [result.finish_reason]);
     // A typed function's final reply is checked here, where its zod schema lives.
     if (input.output_check && reply.toolCalls.length === 0)
       return {
@@ -113,7 +126,7 @@ export function createLlmPhase(
           .checkOutput(reply.content) as LlmPhaseResult['output_check'],
       };
     return result;
-  };
+  }
 }
 
 /** The workflow's compiled request; failing to get it is not the provider's fault. */

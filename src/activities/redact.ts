@@ -49,15 +49,20 @@ export class SecretRedactor {
   }
 
   /** Every string in a JSON-like value, redacted with `redactText`. */
-  redactValue<T>(value: T, redactText: (text: string) => string = (text) => this.redactSecrets(text)): T {
+  redactValue<T>(
+    value: T,
+    redactText: (text: string) => string = (text) => this.redactSecrets(text),
+    seen: WeakSet<object> = new WeakSet(),
+  ): T {
     if (typeof value === 'string') return redactText(value) as T;
-    if (Array.isArray(value)) return value.map((item) => this.redactValue(item, redactText)) as T;
-    if (value !== null && typeof value === 'object') {
-      return Object.fromEntries(
-        Object.entries(value).map(([key, item]) => [key, this.redactValue(item, redactText)]),
-      ) as T;
-    }
-    return value;
+    if (value === null || typeof value !== 'object') return value;
+    // Log metadata may be any object graph (a plugin, a span context): cycles end here.
+    if (seen.has(value)) return '[circular]' as T;
+    seen.add(value);
+    if (Array.isArray(value)) return value.map((item) => this.redactValue(item, redactText, seen)) as T;
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, this.redactValue(item, redactText, seen)]),
+    ) as T;
   }
 
   /**

@@ -27,6 +27,7 @@ import {
 } from '../runtime';
 import type { AgentRegistry } from '../agents/registry';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
+import { inGenAiSpan } from './gen-ai-spans';
 import type { SecretRedactor } from './redact';
 import type { Tool } from '../tools/define-tool';
 
@@ -86,18 +87,25 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
     try {
       if (!signal.aborted) {
         const runs = input.calls.map(async (call, index) => {
-          const outcome = await runCall({
-            registry,
-            limits,
-            input,
-            call,
-            workflowId,
-            batchSignal: signal,
-            redactor: settings.redactor,
-            emit: (event_name, data) =>
-              customEvents.push({ tool_call_id: call.id, tool_name: call.name, event_name, data }),
-            started: Date.now(),
-          });
+          const attributes = {
+            'gen_ai.operation.name': 'execute_tool',
+            'gen_ai.tool.name': call.name,
+            'gen_ai.tool.call.id': call.id,
+          };
+          const outcome = await inGenAiSpan(`execute_tool ${call.name}`, attributes, () =>
+            runCall({
+              registry,
+              limits,
+              input,
+              call,
+              workflowId,
+              batchSignal: signal,
+              redactor: settings.redactor,
+              emit: (event_name, data) =>
+                customEvents.push({ tool_call_id: call.id, tool_name: call.name, event_name, data }),
+              started: Date.now(),
+            }),
+          );
           if (outcome === null) return;
           finished.set(index, outcome);
           order.push(index);

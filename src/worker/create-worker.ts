@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createActivities, SecretRedactor } from '../activities';
 import { redactionInterceptor } from './redaction';
 import { ensureSearchAttributes } from './search-attributes';
+import type { Tracing } from './tracing';
 import { patchloopDataConverter } from '../storage/data-converter';
 import { AgentRegistry } from '../agents/registry';
 import { assistantAgent } from '../agents/assistant';
@@ -33,6 +34,8 @@ export interface PatchloopWorkerOptions {
    * and registers missing ones (false if it may not: runs then go without).
    */
   searchAttributes?: boolean;
+  /** OpenTelemetry (`tracingFromEnvironment`): Temporal's plugin joins the worker's plugins. */
+  tracing?: Tracing;
   /** Extra worker options, e.g. a short `stickyQueueScheduleToStartTimeout` in crash tests. */
   workerOptions?: Partial<WorkerOptions>;
 }
@@ -125,6 +128,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
       },
     },
     ...(config.stickyQueueTimeout ? { stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout } : {}),
+    ...(options.tracing ? { plugins: [options.tracing.plugin] } : {}),
     ...withoutInterceptors(options.workerOptions),
   }).catch(async (error: unknown) => {
     await stream.close();

@@ -75,3 +75,15 @@ describe('secret redaction', () => {
     expect(text).toContain(REDACTED);
   });
 });
+
+describe('redacting log metadata', () => {
+  it('survives cycles in the object graph (a plugin or span context in a log line)', () => {
+    const redactor = new SecretRedactor(['sk-secret-value']);
+    const meta: Record<string, unknown> = { message: 'key sk-secret-value' };
+    meta['self'] = meta;
+    expect(redactor.redactValue(meta)).toEqual({
+      message: expect.not.stringContaining('sk-secret-value'),
+      self: '[circular]',
+    });
+  });
+});

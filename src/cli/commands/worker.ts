@@ -5,6 +5,7 @@ import { AgentDefinition } from '../../runtime';
 import { configFromEnvironment, connectionOptions, type PatchloopConfig } from '../../config/environment';
 import { createPatchloopWorker, workerRedactor } from '../../worker/create-worker';
 import { RedactingLogger } from '../../worker/redaction';
+import { tracingFromEnvironment } from '../../worker/tracing';
 import { assistantAgent, carefulAssistantAgent } from '../../agents/assistant';
 import { demoModel } from '../../fake-model/demo-model';
 import { FakeModelServer } from '../../fake-model/server';
@@ -45,8 +46,9 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   const config = fake
     ? { ...environment, openaiBaseUrl: fake.url, openaiApiKey: 'offline', model: 'patchloop-demo-model' }
     : environment;
+  const tracing = tracingFromEnvironment();
   try {
-    const worker = await createPatchloopWorker({ connection, config, agents });
+    const worker = await createPatchloopWorker({ connection, config, agents, ...(tracing ? { tracing } : {}) });
     if (worker.searchAttributes.registered.length > 0)
       print(
         `registered search attributes ${worker.searchAttributes.registered.join(', ')} on namespace ${config.namespace}`,
@@ -63,6 +65,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   } finally {
     await connection.close();
     await fake?.close();
+    await tracing?.shutdown();
   }
   return undefined;
 }

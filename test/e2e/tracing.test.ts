@@ -1,0 +1,137 @@
+import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/worker/free-port';
+import { repositoryRoot } from '../support/reference';
+import { startWorld, type TestWorld } from '../support/temporal';
+import { eventually } from '../support/wait';
+
+interface ReceivedSpan {
+  name: string;
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  attributes: Record<string, unknown>;
+}
+
+let world: TestWorld | undefined;
+let receiver: Server | undefined;
+afterEach(async () => {
+  await new Promise((resolve) => (receiver ? receiver.close(resolve) : resolve(undefined)));
+  receiver = undefined;
+  await world?.close();
+  world = undefined;
+});
+
+/** An OTLP/HTTP receiver (JSON encoding): the spans exporters send to /v1/traces. */
+async function otlpReceiver(): Promise<{ url: string; spans: ReceivedSpan[] }> {
+  const spans: ReceivedSpan[] = [];
+  receiver = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      if (request.url === '/v1/traces') {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<Record<string, unknown>> }> }>;
+        };
+        for (const resource of body.resourceSpans)
+          for (const scope of resource.scopeSpans)
+            for (const span of scope.spans) {
+              const attributes = Object.fromEntries(
+                ((span['attributes'] ?? []) as Array<{ key: string; value: Record<string, unknown> }>).map(
+                  ({ key, value }) => [key, Object.values(value)[0]],
+                ),
+              );
+              spans.push({
+                name: String(span['name']),
+                traceId: String(span['traceId']),
+                spanId: String(span['spanId']),
+                ...(span['parentSpanId'] ? { parentSpanId: String(span['parentSpanId']) } : {}),
+                attributes,
+              });
+            }
+      }
+      response.writeHead(200, { 'Content-Type': 'application/json' }).end('{}');
+    });
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve) => receiver!.listen(port, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${port}`, spans };
+}
+
+function cli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(repositoryRoot, 'bin', 'patchloop.js'), ...args], {
+      cwd: repositoryRoot,
+      env: { ...process.env, ...env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
+    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end();
+  });
+}
+
+describe('tracing over OTLP', () => {
+  it('workflow and activity spans, with GenAI spans for the model call and each tool call beneath them', async () => {
+    world = await startWorld();
+    const otlp = await otlpReceiver();
+    const env = {
+      TEMPORAL_ADDRESS: world.config.temporalAddress,
+      PATCHLOOP_TASK_QUEUE: `traced-${Date.now()}`,
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      OTEL_SERVICE_NAME: 'patchloop-test',
+    };
+    const worker = spawn(process.execPath, [join(repositoryRoot, 'bin', 'patchloop.js'), 'worker', '--fake-model'], {
+      cwd: repositoryRoot,
+      env: { ...process.env, ...env, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
+    });
+    let output = '';
+    worker.stdout.on('data', (data: Buffer) => (output += data.toString()));
+    worker.stderr.on('data', (data: Buffer) => (output += data.toString()));
+    try {
+      await eventually(() => (output.includes('worker polling') ? true : undefined), 90_000, `the worker\n${output}`);
+      const run = await cli(['run', 'assistant', 'add', '2', 'and', '3', '--follow'], env);
+      expect(run.code, run.stderr).toBe(0);
+    } finally {
+      worker.kill('SIGINT');
+      await new Promise((resolve) => worker.once('exit', resolve));
+    }
+    // The worker flushes its spans when it stops.
+    const spans = await eventually(
+      () => (otlp.spans.some((span) => span.name.startsWith('execute_tool')) ? otlp.spans : undefined),
+      30_000,
+      `spans\n${output}`,
+    );
+    const byId = new Map(spans.map((span) => [span.spanId, span]));
+    const chats = spans.filter((span) => span.name === 'chat patchloop-demo-model');
+    expect(chats).toHaveLength(2);
+    for (const chat of chats) {
+      expect(chat.attributes).toMatchObject({
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.request.model': 'patchloop-demo-model',
+      });
+      expect(Number(chat.attributes['gen_ai.usage.input_tokens'])).toBeGreaterThan(0);
+      expect(Number(chat.attributes['gen_ai.usage.output_tokens'])).toBeGreaterThan(0);
+      // Beneath the activity's span (Temporal's interceptor), in the workflow's trace.
+      expect(byId.get(chat.parentSpanId!)?.name).toBe('RunActivity:llmPhase');
+    }
+    const tool = spans.find((span) => span.name === 'execute_tool add')!;
+    expect(tool.attributes).toMatchObject({ 'gen_ai.tool.name': 'add', 'gen_ai.operation.name': 'execute_tool' });
+    expect(String(tool.attributes['gen_ai.tool.call.id'])).toMatch(/^call_/);
+    expect(byId.get(tool.parentSpanId!)?.name).toBe('RunActivity:toolBatch');
+    expect(new Set(spans.map((span) => span.traceId)).size).toBeGreaterThanOrEqual(1);
+    expect(spans.some((span) => span.name === 'RunWorkflow:agentRun')).toBe(true);
+    // One span per operation: nothing duplicated (replays report no spans).
+    expect(new Set(spans.map((span) => span.spanId)).size).toBe(spans.length);
+    // No prompt text in any attribute.
+    expect(JSON.stringify(spans)).not.toContain('add 2 and 3');
+  });
+});
