@@ -1,11 +1,10 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { join } from 'node:path';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { defineTool } from '../../src/tools/define-tool';
-import { repositoryRoot } from '../support/reference';
 import { startWorld, type TestWorld } from '../support/temporal';
+import { runCli } from '../support/cli';
 import { eventually } from '../support/wait';
 import { onTerminal as terminalWith } from '../support/terminal';
 
@@ -45,18 +44,10 @@ function env(): NodeJS.ProcessEnv {
   };
 }
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(repositoryRoot, 'src', 'cli', 'cli.ts'), ...args], {
-      cwd: repositoryRoot,
-      env: env(),
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
-    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end();
+function cli(args: string[]) {
+  return runCli(args, {
+    TEMPORAL_ADDRESS: world!.config.temporalAddress,
+    PATCHLOOP_TASK_QUEUE: world!.config.taskQueue,
   });
 }
 

@@ -1,9 +1,7 @@
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { callTools, failWith, reply } from '../../src/fake-model/steps';
-import { repositoryRoot } from '../support/reference';
 import { startWorld, type TestWorld } from '../support/temporal';
+import { runCli, startCliWorker } from '../support/cli';
 import { eventually } from '../support/wait';
 
 let world: TestWorld | undefined;
@@ -13,29 +11,13 @@ afterEach(async () => {
 });
 
 /** Runs the CLI as a user would, against the test's server and worker. */
-function cli(
-  args: string[],
-  stdin = '',
-  env: Record<string, string> = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    // The real binary, as `npx patchloop` runs it.
-    const child = spawn(process.execPath, [join(repositoryRoot, 'bin', 'patchloop.js'), ...args], {
-      cwd: repositoryRoot,
-      env: {
-        ...process.env,
-        TEMPORAL_ADDRESS: world!.config.temporalAddress,
-        PATCHLOOP_TASK_QUEUE: world!.config.taskQueue,
-        ...env,
-      },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
-    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
+/** Runs the CLI as a user would (the real binary), against the test's server and worker. */
+function cli(args: string[], stdin = '', env: Record<string, string> = {}) {
+  return runCli(
+    args,
+    { TEMPORAL_ADDRESS: world!.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world!.config.taskQueue, ...env },
+    stdin,
+  );
 }
 
 describe('CLI against a real dev server', () => {
@@ -174,24 +156,16 @@ describe('CLI against a real dev server', () => {
   it('offline by choice: worker --fake-model serves the demo model, and run ... --follow works as printed', async () => {
     world = await startWorld();
     const taskQueue = `offline-${Date.now()}`;
-    const child = spawn(process.execPath, [join(repositoryRoot, 'bin', 'patchloop.js'), 'worker', '--fake-model'], {
-      cwd: repositoryRoot,
-      env: {
-        ...process.env,
-        TEMPORAL_ADDRESS: world.config.temporalAddress,
-        PATCHLOOP_TASK_QUEUE: taskQueue,
-        OPENAI_API_KEY: '',
-        OPENAI_BASE_URL: '',
-      },
+    const worker = await startCliWorker(['--fake-model'], {
+      TEMPORAL_ADDRESS: world.config.temporalAddress,
+      PATCHLOOP_TASK_QUEUE: taskQueue,
+      OPENAI_API_KEY: '',
+      OPENAI_BASE_URL: '',
     });
-    let output = '';
-    child.stdout.on('data', (data: Buffer) => (output += data.toString()));
-    child.stderr.on('data', (data: Buffer) => (output += data.toString()));
     try {
-      await eventually(() => (output.includes('worker polling') ? true : undefined), 60_000, `the worker\n${output}`);
-      expect(output).toContain('model: the offline scripted demo model (--fake-model)');
+      expect(worker.output()).toContain('model: the offline scripted demo model (--fake-model)');
       // Quiet by default: no webpack statistics.
-      expect(output).not.toMatch(/webpack|asset workflow-bundle/i);
+      expect(worker.output()).not.toMatch(/webpack|asset workflow-bundle/i);
       const run = await cli(['run', 'assistant', 'add', '2', 'and', '3', '--follow'], '', {
         PATCHLOOP_TASK_QUEUE: taskQueue,
       });
@@ -199,8 +173,7 @@ describe('CLI against a real dev server', () => {
       expect(run.stdout).toContain('-> add {"a":2,"b":3}');
       expect(run.stdout).toContain('answer: Done: add returned 5.');
     } finally {
-      child.kill('SIGINT');
-      await new Promise((resolve) => child.once('exit', resolve));
+      await worker.stop();
     }
   });
 

@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect as tcpConnect, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -6,9 +6,8 @@ import { join } from 'node:path';
 import { createServer as createTlsServer } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/worker/free-port';
-import { repositoryRoot } from '../support/reference';
 import { startWorld, type TestWorld } from '../support/temporal';
-import { eventually } from '../support/wait';
+import { runCli, startCliWorker } from '../support/cli';
 
 let world: TestWorld | undefined;
 let proxy: Server | undefined;
@@ -96,23 +95,7 @@ async function tlsInFront(target: string): Promise<{ address: string; caFile: st
   return { address: `localhost:${listenPort}`, caFile: file('ca.pem') };
 }
 
-function cli(
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(repositoryRoot, 'bin', 'patchloop.js'), ...args], {
-      cwd: repositoryRoot,
-      env: { ...process.env, ...env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
-    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end();
-  });
-}
+const cli = (args: string[], env: Record<string, string>) => runCli(args, env);
 
 describe("connections from Temporal's environment configuration", () => {
   it('TLS with a private CA and an API key, read from TEMPORAL_* variables, for client and worker; an untrusted server is refused', async () => {
@@ -130,19 +113,8 @@ describe("connections from Temporal's environment configuration", () => {
     expect(untrusted.code).toBe(1);
     expect(untrusted.stderr).toContain(`cannot reach Temporal at ${address}`);
     // A worker and a client over TLS.
-    const worker = spawn(process.execPath, [join(repositoryRoot, 'bin', 'patchloop.js'), 'worker', '--fake-model'], {
-      cwd: repositoryRoot,
-      env: { ...process.env, ...tls, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
-    });
-    let output = '';
-    worker.stdout.on('data', (data: Buffer) => (output += data.toString()));
-    worker.stderr.on('data', (data: Buffer) => (output += data.toString()));
+    const worker = await startCliWorker(['--fake-model'], { ...tls, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' });
     try {
-      await eventually(
-        () => (output.includes('worker polling') ? true : undefined),
-        60_000,
-        `the TLS worker\n${output}`,
-      );
       const run = await cli(['run', 'assistant', 'add', '2', 'and', '3', '--follow'], tls);
       expect(run.code, run.stderr).toBe(0);
       expect(run.stdout).toContain('answer: Done: add returned 5.');
@@ -150,8 +122,7 @@ describe("connections from Temporal's environment configuration", () => {
       expect(listed.code, listed.stderr).toBe(0);
       expect(JSON.parse(listed.stdout).length).toBeGreaterThan(0);
     } finally {
-      worker.kill('SIGINT');
-      await new Promise((resolve) => worker.once('exit', resolve));
+      await worker.stop();
     }
   });
 });

@@ -1,10 +1,8 @@
-import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/worker/free-port';
-import { repositoryRoot } from '../support/reference';
 import { startWorld, type TestWorld } from '../support/temporal';
+import { runCli, startCliWorker } from '../support/cli';
 import { eventually } from '../support/wait';
 
 interface ReceivedSpan {
@@ -60,24 +58,6 @@ async function otlpReceiver(): Promise<{ url: string; spans: ReceivedSpan[] }> {
   return { url: `http://127.0.0.1:${port}`, spans };
 }
 
-function cli(
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(repositoryRoot, 'bin', 'patchloop.js'), ...args], {
-      cwd: repositoryRoot,
-      env: { ...process.env, ...env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
-    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end();
-  });
-}
-
 describe('tracing over OTLP', () => {
   it('workflow and activity spans, with GenAI spans for the model call and each tool call beneath them', async () => {
     world = await startWorld();
@@ -89,26 +69,18 @@ describe('tracing over OTLP', () => {
       OTEL_BSP_SCHEDULE_DELAY: '100',
       OTEL_SERVICE_NAME: 'patchloop-test',
     };
-    const worker = spawn(process.execPath, [join(repositoryRoot, 'bin', 'patchloop.js'), 'worker', '--fake-model'], {
-      cwd: repositoryRoot,
-      env: { ...process.env, ...env, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
-    });
-    let output = '';
-    worker.stdout.on('data', (data: Buffer) => (output += data.toString()));
-    worker.stderr.on('data', (data: Buffer) => (output += data.toString()));
+    const worker = await startCliWorker(['--fake-model'], { ...env, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' });
     try {
-      await eventually(() => (output.includes('worker polling') ? true : undefined), 90_000, `the worker\n${output}`);
-      const run = await cli(['run', 'assistant', 'add', '2', 'and', '3', '--follow'], env);
+      const run = await runCli(['run', 'assistant', 'add', '2', 'and', '3', '--follow'], env);
       expect(run.code, run.stderr).toBe(0);
     } finally {
-      worker.kill('SIGINT');
-      await new Promise((resolve) => worker.once('exit', resolve));
+      await worker.stop();
     }
     // The worker flushes its spans when it stops.
     const spans = await eventually(
       () => (otlp.spans.some((span) => span.name.startsWith('execute_tool')) ? otlp.spans : undefined),
       30_000,
-      `spans\n${output}`,
+      `spans\n${worker.output()}`,
     );
     const byId = new Map(spans.map((span) => [span.spanId, span]));
     const chats = spans.filter((span) => span.name === 'chat patchloop-demo-model');

@@ -1,0 +1,56 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { repositoryRoot } from './reference';
+import { eventually } from './wait';
+
+const binary = join(repositoryRoot, 'bin', 'patchloop.js');
+
+/** The real binary, as `npx patchloop` runs it, with extra environment and standard input. */
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  stdin = '',
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [binary, ...args], { cwd: repositoryRoot, env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
+    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(stdin);
+  });
+}
+
+/** `patchloop worker ...` as a process, ready once it reports polling; `stop()` sends SIGINT and waits. */
+export async function startCliWorker(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ output(): string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [binary, 'worker', ...args], {
+    cwd: repositoryRoot,
+    env: { ...process.env, ...env },
+  });
+  let output = '';
+  child.stdout.on('data', (data: Buffer) => (output += data.toString()));
+  child.stderr.on('data', (data: Buffer) => (output += data.toString()));
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const stop = async () => {
+    if (child.exitCode === null) child.kill('SIGINT');
+    await exited;
+  };
+  try {
+    await eventually(
+      () => {
+        if (child.exitCode !== null) throw new Error(`the worker exited:\n${output}`);
+        return output.includes('worker polling') ? true : undefined;
+      },
+      90_000,
+      'the worker to poll',
+    );
+  } catch (error) {
+    await stop();
+    throw new Error(`${(error as Error).message}\n${output}`);
+  }
+  return { output: () => output, stop };
+}
