@@ -1,17 +1,13 @@
-import { Connection } from '@temporalio/client';
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { PatchloopClient, type RunHandle } from '../../src/client/patchloop-client';
-import { configFromEnvironment } from '../../src/config/environment';
+import type { RunHandle } from '../../src/client/patchloop-client';
 import { validateToolLinkage, type Message } from '../../src/context';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput, PendingApproval } from '../../src/runtime';
-import { defineTool } from '../../src/tools/define-tool';
-import { findTemporalCli } from '../../src/worker/temporal-cli';
-import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { defineTool, type Tool } from '../../src/tools/define-tool';
+import { clientOn, startWorld, temporalAddress, temporalCli, type TestWorld } from '../support/temporal';
 import { eventually, recordCarriedState, recordHistory } from '../support/wait';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 
@@ -98,6 +94,15 @@ function toolMessages(transcript: Message[]): Array<{ tool_call_id: unknown; con
     .map((message) => ({ tool_call_id: message['tool_call_id'], content: message['content'] }));
 }
 
+/** The bank's tools, the gated agent, and a model that asks to pay once, then answers. */
+function payWorld(tools: Tool[]): Promise<TestWorld> {
+  return startWorld({
+    tools,
+    agents: [agent()],
+    fake: { script: [callTools([transferCall('call_pay')]), reply('Paid.')] },
+  });
+}
+
 let world: TestWorld | undefined;
 const workers: WorkerProcess[] = [];
 const cleanups: Array<() => Promise<void>> = [];
@@ -111,11 +116,7 @@ afterEach(async () => {
 describe('human approval of tool calls', () => {
   it('waits with no model request, activity or timer, then runs the approved call', async () => {
     const { transfers, tools } = bank();
-    world = await startWorld({
-      tools,
-      agents: [agent()],
-      fake: { script: [callTools([transferCall('call_pay')]), reply('Paid.')] },
-    });
+    world = await payWorld(tools);
     const run = await world.client.start({ agent: 'assistant', input: 'pay bob 5' });
     const pending = await awaitingApproval(run, ['call_pay']);
     expect(pending).toEqual([
@@ -272,11 +273,7 @@ describe('human approval of tool calls', () => {
 
   it('the validator refuses an unknown or already-decided id before anything is recorded', async () => {
     const { tools } = bank();
-    world = await startWorld({
-      tools,
-      agents: [agent()],
-      fake: { script: [callTools([transferCall('call_pay')]), reply('Paid.')] },
-    });
+    world = await payWorld(tools);
     const run = await world.client.start({ agent: 'assistant', input: 'pay' });
     await awaitingApproval(run, ['call_pay']);
     const before = (await scheduled(run)).events;
@@ -399,36 +396,21 @@ describe('human approval of tool calls', () => {
 
   it('is decided from the temporal CLI (update approve)', async () => {
     const { transfers, tools } = bank();
-    world = await startWorld({
-      tools,
-      agents: [agent()],
-      fake: { script: [callTools([transferCall('call_pay')]), reply('Paid.')] },
-    });
+    world = await payWorld(tools);
     const run = await world.client.start({ agent: 'assistant', input: 'pay' });
     await awaitingApproval(run, ['call_pay']);
-    const cli = findTemporalCli();
-    if (!cli) throw new Error('temporal CLI not found (run bash scripts/setup.sh)');
-    const update = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
-      execFile(
-        cli,
-        [
-          'workflow',
-          'update',
-          'execute',
-          '-w',
-          run.workflowId,
-          '--name',
-          'approve',
-          '--input',
-          JSON.stringify({ tool_call_id: 'call_pay', approved: true }),
-          '--address',
-          temporalAddress(),
-        ],
-        { encoding: 'utf8' },
-        (error, stdout, stderr) => resolve({ code: error ? 1 : 0, stdout, stderr }),
-      ),
+    const update = await temporalCli(
+      'workflow',
+      'update',
+      'execute',
+      '-w',
+      run.workflowId,
+      '--name',
+      'approve',
+      '--input',
+      JSON.stringify({ tool_call_id: 'call_pay', approved: true }),
     );
-    expect(update.code, update.stderr).toBe(0);
+    expect(update.status, update.stderr).toBe(0);
     expect(update.stdout).toContain('call_pay');
     expect((await run.result()).status).toBe('completed');
     expect(transfers).toHaveLength(1);
@@ -455,10 +437,7 @@ describe('human approval of tool calls', () => {
       script: [callTools([{ id: 'call_add', name: 'add', arguments: '{"a": 2, "b": 3}' }]), reply('5')],
     });
     const taskQueue = `approval-crash-${randomUUID()}`;
-    const client = PatchloopClient.on(await Connection.connect({ address: temporalAddress() }), {
-      ...configFromEnvironment({}),
-      taskQueue,
-    });
+    const client = await clientOn(taskQueue);
     cleanups.push(
       () => client.close(),
       () => fake.close(),

@@ -1,12 +1,9 @@
-import { Connection } from '@temporalio/client';
-import { configFromEnvironment } from '../../src/config/environment';
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PatchloopClient } from '../../src/client/patchloop-client';
 import { validateToolLinkage, type Message } from '../../src/context';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
-import { temporalAddress } from '../support/temporal';
+import { clientOn, temporalAddress } from '../support/temporal';
 import { callsFinished, eventOf, recordHistory, replyReceived } from '../support/wait';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 
@@ -28,10 +25,7 @@ afterEach(async () => {
 
 async function setup(fake: FakeModelServer) {
   const taskQueue = `crash-${randomUUID()}`;
-  const client = PatchloopClient.on(await Connection.connect({ address: temporalAddress() }), {
-    ...configFromEnvironment({}),
-    taskQueue,
-  });
+  const client = await clientOn(taskQueue);
   cleanups.push(
     () => client.close(),
     () => fake.close(),

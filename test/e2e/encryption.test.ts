@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseKey } from '../../src/config/environment';
@@ -6,9 +5,8 @@ import { followRun, jsonOutput } from '../../src/client/follow';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { startCodecServer } from '../../src/storage/codec-server';
 import { EncryptionCodec } from '../../src/storage/encryption-codec';
-import { findTemporalCli } from '../../src/worker/temporal-cli';
 import { occurrencesInDatabase } from '../support/database';
-import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { startWorld, temporalCli, type TestWorld } from '../support/temporal';
 
 let world: TestWorld | undefined;
 const cleanups: Array<() => Promise<void>> = [];
@@ -17,17 +15,6 @@ afterEach(async () => {
   world = undefined;
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
-
-function temporal(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) =>
-    execFile(
-      findTemporalCli()!,
-      [...args, '--address', temporalAddress()],
-      { encoding: 'utf8' },
-      (error, stdout, stderr) => resolve({ code: error ? 1 : 0, stdout, stderr }),
-    ),
-  );
-}
 
 describe('encrypted payloads', () => {
   it('a secret in a user message is in neither the database nor `temporal workflow show`; the codec server reveals it', async () => {
@@ -51,8 +38,8 @@ describe('encrypted payloads', () => {
     expect(JSON.stringify(world.fake.requests[1]!.body.messages)).toContain(canary);
     expect(occurrencesInDatabase(canary)).toBe(0);
     // Text output prints plain JSON payloads as text (so the check would see an unencrypted canary).
-    const shown = await temporal('workflow', 'show', '-w', run.workflowId);
-    expect(shown.code, shown.stderr).toBe(0);
+    const shown = await temporalCli('workflow', 'show', '-w', run.workflowId);
+    expect(shown.status, shown.stderr).toBe(0);
     expect(shown.stdout).not.toContain(canary);
 
     // With the codec endpoint, those who hold the key see plaintext.
@@ -61,8 +48,8 @@ describe('encrypted payloads', () => {
       corsOrigin: 'http://localhost:8233',
     });
     cleanups.push(() => codec.close());
-    const decoded = await temporal('workflow', 'show', '-w', run.workflowId, '--codec-endpoint', codec.url);
-    expect(decoded.code, decoded.stderr).toBe(0);
+    const decoded = await temporalCli('workflow', 'show', '-w', run.workflowId, '--codec-endpoint', codec.url);
+    expect(decoded.status, decoded.stderr).toBe(0);
     expect(decoded.stdout).toContain(canary);
     // The web UI calls it cross-origin.
     const preflight = await fetch(`${codec.url}/decode`, {

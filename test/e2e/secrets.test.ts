@@ -1,12 +1,10 @@
-import { Connection } from '@temporalio/client';
-import { configFromEnvironment } from '../../src/config/environment';
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { occurrencesInDatabase } from '../support/database';
-import { PatchloopClient, RunFailedError } from '../../src/client/patchloop-client';
+import { RunFailedError } from '../../src/client/patchloop-client';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { failWith, reply } from '../../src/fake-model/steps';
-import { temporalAddress } from '../support/temporal';
+import { clientOn, temporalAddress } from '../support/temporal';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 
 const workers: WorkerProcess[] = [];
@@ -36,10 +34,7 @@ describe('secrets never leave the worker', () => {
       ],
     });
     const taskQueue = `secrets-${randomUUID()}`;
-    const client = PatchloopClient.on(await Connection.connect({ address: temporalAddress() }), {
-      ...configFromEnvironment({}),
-      taskQueue,
-    });
+    const client = await clientOn(taskQueue);
     cleanups.push(
       () => client.close(),
       () => fake.close(),

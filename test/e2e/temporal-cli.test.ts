@@ -1,25 +1,11 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { validateToolLinkage, type Message } from '../../src/context';
 import { callTools, reply } from '../../src/fake-model/steps';
-import { findTemporalCli } from '../../src/worker/temporal-cli';
-import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { startWorld, temporalCli, type TestWorld } from '../support/temporal';
 import { eventually, replyReceived } from '../support/wait';
 
-/**
- * Other services drive runs with the plain `temporal` CLI: no TypeScript involved. Asynchronous, because
- * the worker runs in this process and must keep working while the CLI waits.
- */
-function temporal(...args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
-  const cli = findTemporalCli();
-  if (!cli) throw new Error('temporal CLI not found (run bash scripts/setup.sh)');
-  return new Promise((resolve) => {
-    execFile(cli, [...args, '--address', temporalAddress()], { encoding: 'utf8' }, (error, stdout, stderr) => {
-      resolve({ status: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
+const temporal = temporalCli;
 
 let world: TestWorld | undefined;
 afterEach(async () => {

@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { Connection } from '@temporalio/client';
 import {
   bundleWorkflowCode,
@@ -15,6 +16,7 @@ import type { AgentDefinitionInput } from '../../src/runtime';
 import type { Tool } from '../../src/tools/define-tool';
 import { configFromEnvironment, type PatchloopConfig } from '../../src/config/environment';
 import { createPatchloopWorker, workflowsPath, type PatchloopWorker } from '../../src/worker/create-worker';
+import { findTemporalCli } from '../../src/worker/temporal-cli';
 
 let runtimeInstalled = false;
 function quietRuntime(): void {
@@ -99,4 +101,26 @@ export async function startWorld(options: WorldOptions = {}): Promise<TestWorld>
       await fake.close();
     },
   };
+}
+
+/**
+ * The plain `temporal` CLI against the test's server, as other services use it. Asynchronous: a worker
+ * in this process must keep working while the CLI waits.
+ */
+export function temporalCli(...args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+  const cli = findTemporalCli();
+  if (!cli) throw new Error('temporal CLI not found (run bash scripts/setup.sh)');
+  return new Promise((resolve) => {
+    execFile(cli, [...args, '--address', temporalAddress()], { encoding: 'utf8' }, (error, stdout, stderr) => {
+      resolve({ status: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** A client of the test's server on its own task queue (for tests whose workers are processes). */
+export async function clientOn(taskQueue: string): Promise<PatchloopClient> {
+  return PatchloopClient.on(await Connection.connect({ address: temporalAddress() }), {
+    ...configFromEnvironment({}),
+    taskQueue,
+  });
 }
