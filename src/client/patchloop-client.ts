@@ -35,18 +35,22 @@ import {
 } from '../common';
 import { connectionOptions, type PatchloopConfig } from '../config/environment';
 import { patchloopDataConverter } from '../storage/data-converter';
+import type { ChunkTransport } from '../streaming/chunk';
+import { RedisChunkTransport } from '../streaming/redis-transport';
 
 /** A typed client for patchloop runs; anything it does can also be done with the `temporal` CLI. */
 export class PatchloopClient {
   constructor(
     readonly temporal: Client,
     readonly taskQueue: string,
+    /** The shared token stream (Redis) when configured: followers read chunks there, not from workers. */
+    readonly chunks?: ChunkTransport & { close?(): Promise<void> },
   ) {}
 
   static async connect(
     config: Pick<
       PatchloopConfig,
-      'temporalAddress' | 'temporalConnection' | 'namespace' | 'taskQueue' | 'payloadStorage' | 'encryption'
+      'temporalAddress' | 'temporalConnection' | 'namespace' | 'taskQueue' | 'payloadStorage' | 'encryption' | 'redis'
     >,
   ): Promise<PatchloopClient> {
     return PatchloopClient.on(await Connection.connect(connectionOptions(config)), config);
@@ -55,12 +59,13 @@ export class PatchloopClient {
   /** A client on an open connection, with the data converter every party of a deployment shares. */
   static on(
     connection: Connection,
-    config: Pick<PatchloopConfig, 'namespace' | 'taskQueue' | 'payloadStorage' | 'encryption'>,
+    config: Pick<PatchloopConfig, 'namespace' | 'taskQueue' | 'payloadStorage' | 'encryption' | 'redis'>,
   ): PatchloopClient {
     const dataConverter = patchloopDataConverter(config.payloadStorage, config.encryption);
     return new PatchloopClient(
       new Client({ connection, namespace: config.namespace, dataConverter }),
       config.taskQueue,
+      config.redis ? new RedisChunkTransport(config.redis, { encryption: config.encryption }) : undefined,
     );
   }
 
@@ -70,11 +75,12 @@ export class PatchloopClient {
     const summary = `${input.agent}: ${oneLine(input.input, 200)}`;
     return new RunHandle(
       await this.startWorkflow('agentRun', options.workflowId ?? `run-${randomUUID()}`, input, summary),
+      this.chunks,
     );
   }
 
   run(workflowId: string): RunHandle {
-    return new RunHandle(this.temporal.workflow.getHandle(workflowId));
+    return new RunHandle(this.temporal.workflow.getHandle(workflowId), this.chunks);
   }
 
   /** Starts workflow `chatSession`; the id defaults to `session-<uuid>`. */
@@ -86,6 +92,7 @@ export class PatchloopClient {
         input,
         `${input.agent}: chat session`,
       ),
+      this.chunks,
     );
   }
 
@@ -105,7 +112,7 @@ export class PatchloopClient {
 
   /** A handle on a session, whatever run of its continue-as-new chain is current. */
   session(sessionId: string): SessionHandle {
-    return new SessionHandle(this.temporal.workflow.getHandle(sessionId));
+    return new SessionHandle(this.temporal.workflow.getHandle(sessionId), this.chunks);
   }
 
   /** Runs workflow `llmFunction` and returns its validated output (see `defineLlmFunction` for the typed call). */
@@ -140,6 +147,7 @@ export class PatchloopClient {
   }
 
   async close(): Promise<void> {
+    await this.chunks?.close?.();
     await this.temporal.connection.close();
   }
 }
@@ -150,7 +158,11 @@ function oneLine(text: string, most: number): string {
 }
 
 export class RunHandle {
-  constructor(readonly workflow: WorkflowHandle) {}
+  constructor(
+    readonly workflow: WorkflowHandle,
+    /** Where this client reads token chunks directly (Redis); absent: from the worker's stream endpoint. */
+    readonly chunks?: ChunkTransport,
+  ) {}
 
   get workflowId(): string {
     return this.workflow.workflowId;

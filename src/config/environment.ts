@@ -16,7 +16,16 @@ export type PayloadStorageSettings =
       thresholdBytes: number;
     };
 
-/** Settings a worker and the CLI read from the environment, with their defaults. */
+/** The shared token stream on Redis Streams. */
+export interface RedisChunkSettings {
+  url: string;
+  /** Entries kept per run (the stream is trimmed exactly to this length on every append). */
+  maxEntriesPerRun: number;
+  /** A run's stream expires this long after its last chunk. */
+  ttlSeconds: number;
+  keyPrefix: string;
+}
+
 /** How to reach Temporal: address, TLS and API key, as Temporal's own environment configuration gives them. */
 export interface TemporalConnectionSettings {
   address: string;
@@ -25,6 +34,7 @@ export interface TemporalConnectionSettings {
   metadata?: Record<string, string>;
 }
 
+/** Settings a worker and the CLI read from the environment, with their defaults. */
 export interface PatchloopConfig {
   temporalAddress: string;
   /**
@@ -56,6 +66,8 @@ export interface PatchloopConfig {
   payloadStorage: PayloadStorageSettings;
   /** AES-256-GCM payload encryption (`PATCHLOOP_ENCRYPTION_KEY`); plain JSON payloads when absent. */
   encryption?: EncryptionSettings | undefined;
+  /** The shared token stream (`REDIS_URL`): chunks go through Redis Streams instead of staying in the worker. */
+  redis?: RedisChunkSettings | undefined;
 }
 
 export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): PatchloopConfig {
@@ -75,6 +87,31 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Pat
     streamSecret: env['PATCHLOOP_STREAM_SECRET'] || undefined,
     payloadStorage: payloadStorageFromEnvironment(env),
     encryption: encryptionFromEnvironment(env),
+    redis: redisFromEnvironment(env),
+  };
+}
+
+/**
+ * `REDIS_URL` (e.g. `redis://:password@host:6379/0`, `rediss://` for TLS) turns on the shared token
+ * stream; `PATCHLOOP_REDIS_STREAM_MAXLEN` entries are kept per run (10,000) and a run's stream expires
+ * `PATCHLOOP_REDIS_STREAM_TTL_SECONDS` (3,600) after its last chunk.
+ */
+function redisFromEnvironment(env: NodeJS.ProcessEnv): RedisChunkSettings | undefined {
+  const url = env['REDIS_URL'];
+  if (!url) return undefined;
+  if (!/^rediss?:\/\//.test(url))
+    throw new Error(`REDIS_URL must start with redis:// or rediss://, not '${url.slice(0, 20)}'`);
+  const whole = (name: string, fallback: number) => {
+    const text = env[name];
+    const value = Number(text || fallback);
+    if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number from 1, not '${text}'`);
+    return value;
+  };
+  return {
+    url,
+    maxEntriesPerRun: whole('PATCHLOOP_REDIS_STREAM_MAXLEN', 10_000),
+    ttlSeconds: whole('PATCHLOOP_REDIS_STREAM_TTL_SECONDS', 3600),
+    keyPrefix: env['PATCHLOOP_REDIS_KEY_PREFIX'] ?? 'patchloop:chunks:',
   };
 }
 

@@ -16,6 +16,7 @@ import { exampleFunctions } from '../functions/examples';
 import type { PatchloopConfig } from '../config/environment';
 import type { RunEndedSummary } from '../common';
 import { ChunkHub } from '../streaming/chunk-hub';
+import { RedisChunkTransport } from '../streaming/redis-transport';
 import { startStreamServer } from '../streaming/stream-server';
 import { StreamTokens } from '../streaming/stream-token';
 
@@ -88,13 +89,27 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     return lastCheck.available;
   };
   const redactor = workerRedactor(config);
-  const transport = new ChunkHub();
+  const transport = config.redis
+    ? new RedisChunkTransport(config.redis, { encryption: config.encryption, logger: Runtime.instance().logger })
+    : new ChunkHub();
+  if (transport instanceof RedisChunkTransport) {
+    await transport.connected().catch(async (error: unknown) => {
+      await transport.close();
+      throw error;
+    });
+  }
+  const closeTransport = async () => {
+    if (transport instanceof RedisChunkTransport) await transport.close();
+  };
   const tokens = new StreamTokens(config.streamSecret);
   const stream = await startStreamServer(transport, {
     port: config.streamPort,
     host: config.streamHost,
     tokens,
     ...(config.streamUrl ? { advertiseUrl: config.streamUrl } : {}),
+  }).catch(async (error: unknown) => {
+    await closeTransport();
+    throw error;
   });
   const worker = await Worker.create({
     connection: options.connection,
@@ -132,6 +147,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     ...withoutInterceptors(options.workerOptions),
   }).catch(async (error: unknown) => {
     await stream.close();
+    await closeTransport();
     throw error;
   });
   return {
@@ -144,6 +160,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
         await worker.run();
       } finally {
         await stream.close();
+        await closeTransport();
       }
     },
     shutdown: () => worker.shutdown(),

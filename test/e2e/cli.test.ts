@@ -1,3 +1,4 @@
+import { freePort } from '../../src/worker/free-port';
 import { afterEach, describe, expect, it } from 'vitest';
 import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import { startWorld, type TestWorld } from '../support/temporal';
@@ -183,6 +184,16 @@ describe('CLI against a real dev server', () => {
     expect(worker.code).toBe(1);
     expect(worker.stderr).toContain('no model provider configured: set OPENAI_API_KEY');
     expect(worker.stderr).toContain("'npx patchloop worker --fake-model'");
+  });
+
+  it('a worker whose Redis does not answer refuses to start, naming the address without its password', async () => {
+    world = await startWorld();
+    const closed = await freePort();
+    const worker = await cli(['worker', '--fake-model'], '', { REDIS_URL: `redis://:hunter2@127.0.0.1:${closed}` });
+    expect(worker.code).toBe(1);
+    expect(worker.stderr).toContain(`Redis at redis://:***@127.0.0.1:${closed} did not answer within 10000 ms`);
+    expect(worker.stderr).not.toContain('hunter2');
+    expect(worker.stderr).not.toMatch(/\n\s+at /);
   });
 
   it('server fails on a busy port instead of reporting the other server as its own', async () => {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../../src/worker/temporal-cli';
 import { freePort } from '../../src/worker/free-port';
+import { startRedis, type RedisServer } from '../support/redis';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -13,10 +14,13 @@ declare module 'vitest' {
     temporalDbFile: string;
     /** The dev server's HTTP API, for services without an SDK. */
     temporalHttpUrl: string;
+    /** A real redis-server for the shared token stream. */
+    redisUrl: string;
   }
 }
 
 let server: DevServer | undefined;
+let redis: RedisServer | undefined;
 
 /** One real Temporal dev server (SQLite) for the whole e2e run. A missing binary fails the run. */
 export async function setup(project: TestProject): Promise<void> {
@@ -31,6 +35,8 @@ export async function setup(project: TestProject): Promise<void> {
   project.provide('temporalAddress', server.address);
   project.provide('temporalDbFile', dbFile);
   project.provide('temporalHttpUrl', server.httpUrl!);
+  redis = await startRedis();
+  project.provide('redisUrl', redis.url);
 }
 
 /** No history of the whole suite may pass this: payloads go by reference, runs continue as new. */
@@ -40,7 +46,7 @@ export async function teardown(): Promise<void> {
   try {
     if (server) await checkHistoryBudget(server.address);
   } finally {
-    await server?.stop();
+    await Promise.all([server?.stop(), redis?.stop()]);
   }
 }
 

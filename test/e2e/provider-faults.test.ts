@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import { RunFailedError } from '../../src/client/patchloop-client';
 import { jsonOutput, followRun } from '../../src/client/follow';
 import { callTools, failWith, reply } from '../../src/fake-model/steps';
@@ -111,49 +111,64 @@ describe('broken provider replies are failed attempts, never answers', () => {
     world.fake.assertDone();
   });
 
-  it('followers see the broken attempt marked failed, then the retry from chunk 0; the answer is the retry’s', async () => {
-    world = await startWorld({
-      fake: {
-        script: [
-          reply(['partial ', 'text ', 'that ', 'breaks'], {
-            chunkDelayMs: 150,
-            fault: { kind: 'eof', omit: 'finish_reason' },
-          }),
-          reply(WHOLE, { chunkDelayMs: 100 }),
-        ],
-      },
-      agents: [{ name: 'plain', instructions: 'Answer.', tools: [] }],
-    });
-    const run = await world.client.start({ agent: 'plain', input: 'hi' });
-    const lines: string[] = [];
-    const result = await followRun(
-      run,
-      jsonOutput((line) => lines.push(line)),
-      { intervalMs: 50 },
-    );
-    const chunks = lines
-      .map((line) => JSON.parse(line) as StreamEvent | { event_type: string })
-      .filter((event): event is StreamEvent => ['llm_chunk_arrive', 'llm_stream_end'].includes(event.event_type));
-    const failed = chunks.find((event) => event.event_type === 'llm_stream_end');
-    expect(failed).toMatchObject({
-      event_type: 'llm_stream_end',
-      llm_call: 1,
-      attempt: 1,
-      outcome: 'failed',
-      error: 'ProviderStreamIncomplete',
-    });
-    const retried = chunks.filter((event) => event.event_type === 'llm_chunk_arrive' && event.attempt === 2);
-    expect(retried.map((event) => (event.event_type === 'llm_chunk_arrive' ? event.chunk_index : -1))).toEqual([
-      0, 1, 2, 3,
-    ]);
-    expect(retried.map((event) => (event.event_type === 'llm_chunk_arrive' ? event.chunk : '')).join('')).toBe(
-      result.answer,
-    );
-    // Whatever of attempt 1 the follower saw comes before its failed marker, never after.
-    const failedAt = chunks.indexOf(failed!);
-    expect(chunks.slice(failedAt).every((event) => event.attempt === 2 || event === failed)).toBe(true);
-    world.fake.assertDone();
-  });
+  it.each(['in-process', 'redis'] as const)(
+    'followers (%s chunks) see the broken attempt marked failed, then the retry from chunk 0; the answer is the retry’s',
+    async (transport) => {
+      world = await startWorld({
+        ...(transport === 'redis'
+          ? {
+              config: {
+                redis: {
+                  url: inject('redisUrl'),
+                  maxEntriesPerRun: 1000,
+                  ttlSeconds: 600,
+                  keyPrefix: 'patchloop:faults:',
+                },
+              },
+            }
+          : {}),
+        fake: {
+          script: [
+            reply(['partial ', 'text ', 'that ', 'breaks'], {
+              chunkDelayMs: 150,
+              fault: { kind: 'eof', omit: 'finish_reason' },
+            }),
+            reply(WHOLE, { chunkDelayMs: 100 }),
+          ],
+        },
+        agents: [{ name: 'plain', instructions: 'Answer.', tools: [] }],
+      });
+      const run = await world.client.start({ agent: 'plain', input: 'hi' });
+      const lines: string[] = [];
+      const result = await followRun(
+        run,
+        jsonOutput((line) => lines.push(line)),
+        { intervalMs: 50 },
+      );
+      const chunks = lines
+        .map((line) => JSON.parse(line) as StreamEvent | { event_type: string })
+        .filter((event): event is StreamEvent => ['llm_chunk_arrive', 'llm_stream_end'].includes(event.event_type));
+      const failed = chunks.find((event) => event.event_type === 'llm_stream_end');
+      expect(failed).toMatchObject({
+        event_type: 'llm_stream_end',
+        llm_call: 1,
+        attempt: 1,
+        outcome: 'failed',
+        error: 'ProviderStreamIncomplete',
+      });
+      const retried = chunks.filter((event) => event.event_type === 'llm_chunk_arrive' && event.attempt === 2);
+      expect(retried.map((event) => (event.event_type === 'llm_chunk_arrive' ? event.chunk_index : -1))).toEqual([
+        0, 1, 2, 3,
+      ]);
+      expect(retried.map((event) => (event.event_type === 'llm_chunk_arrive' ? event.chunk : '')).join('')).toBe(
+        result.answer,
+      );
+      // Whatever of attempt 1 the follower saw comes before its failed marker, never after.
+      const failedAt = chunks.indexOf(failed!);
+      expect(chunks.slice(failedAt).every((event) => event.attempt === 2 || event === failed)).toBe(true);
+      world.fake.assertDone();
+    },
+  );
 });
 
 describe('retry budgets that fit a durable run', () => {

@@ -1,14 +1,16 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { followRun, type FollowOutput } from '../../src/client/follow';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { RunEvent } from '../../src/runtime';
-import type { ChunkEvent, StreamEvent } from '../../src/streaming/chunk';
+import { randomUUID } from 'node:crypto';
+import type { ChunkEvent, StreamEvent, StreamOffset } from '../../src/streaming/chunk';
 import { findStreamSource, readChunks } from '../../src/streaming/chunk-client';
 import { defineTool } from '../../src/tools/define-tool';
 import { addTool } from '../../src/tools/examples';
 import { eventsQuery } from '../../src/common/definitions';
-import { startWorld, type TestWorld } from '../support/temporal';
+import type { PatchloopConfig } from '../../src/config/environment';
+import { startWorld, type TestWorld, type WorldOptions } from '../support/temporal';
 import { eventually } from '../support/wait';
 
 let world: TestWorld | undefined;
@@ -42,9 +44,32 @@ const noted = defineTool({
   },
 });
 
-describe('event stream', () => {
+/**
+ * The suite runs over both chunk transports: the worker's own endpoint (in-process hub, SSE) and the
+ * shared Redis stream (a real redis-server), where the client reads chunks from Redis directly.
+ */
+describe.each(['in-process', 'redis'] as const)('event stream (%s chunks)', (transport) => {
+  const config = (): Partial<PatchloopConfig> =>
+    transport === 'redis'
+      ? {
+          redis: {
+            url: inject('redisUrl'),
+            maxEntriesPerRun: 10_000,
+            ttlSeconds: 600,
+            keyPrefix: `patchloop:e2e:${randomUUID()}:`,
+          },
+        }
+      : {};
+  const start = (options: WorldOptions) => startWorld({ ...options, config: { ...config(), ...options.config } });
+  /** A run's chunks from an offset, as a follower of this transport reads them. */
+  const chunksOf = async (runId: string, from: StreamOffset, signal: AbortSignal) => {
+    if (transport === 'redis') return world!.client.chunks!.subscribe(runId, from, signal);
+    const source = await eventually(() => findStreamSource(world!.client.run(runId).workflow), 20_000, 'stream url');
+    return readChunks(source, runId, from, signal);
+  };
+
   it('keeps the spec order and framing of events, with custom events before their tool_call_end', async () => {
-    world = await startWorld({
+    world = await start({
       tools: [addTool, noted],
       agents: [{ name: 'assistant', instructions: 'x', tools: ['add', 'note'] }],
       fake: {
@@ -114,7 +139,7 @@ describe('event stream', () => {
   });
 
   it('a follower that joins mid-call gets the whole prefix at once, then live tokens, each exactly once', async () => {
-    world = await startWorld({ fake: { script: [reply(words(40), { chunkDelayMs: 60 })] } });
+    world = await start({ fake: { script: [reply(words(40), { chunkDelayMs: 60 })] } });
     const run = await world.client.start({ agent: 'assistant', input: 'talk' });
     await world.fake.waitForRequests(1);
     await eventually(() => (world!.fake.requests[0]!.chunksWritten >= 15 ? true : undefined));
@@ -134,20 +159,18 @@ describe('event stream', () => {
   });
 
   it('a reader that disconnects and resumes from its offset gets every chunk exactly once', async () => {
-    world = await startWorld({ fake: { script: [reply(words(30), { chunkDelayMs: 40 })] } });
+    world = await start({ fake: { script: [reply(words(30), { chunkDelayMs: 40 })] } });
     const run = await world.client.start({ agent: 'assistant', input: 'talk' });
-    const source = await eventually(() => findStreamSource(run.workflow), 20_000, 'stream url');
     const got: ChunkEvent[] = [];
     const first = new AbortController();
-    for await (const event of readChunks(source, run.workflowId, { llm_call: 1, chunk_index: 0 }, first.signal)) {
+    for await (const event of await chunksOf(run.workflowId, { llm_call: 1, chunk_index: 0 }, first.signal)) {
       if (event.event_type !== 'llm_chunk_arrive') break;
       got.push(event);
       if (got.length === 10) first.abort();
     }
     // More chunks are written while this reader is away.
     await eventually(() => (world!.fake.requests[0]!.chunksWritten >= got.length + 5 ? true : undefined));
-    for await (const event of readChunks(
-      source,
+    for await (const event of await chunksOf(
       run.workflowId,
       { llm_call: 1, chunk_index: got.length },
       new AbortController().signal,
@@ -161,7 +184,7 @@ describe('event stream', () => {
   });
 
   it('streams tool-call argument deltas whose pieces add up to each argument', async () => {
-    world = await startWorld({
+    world = await start({
       fake: {
         script: [
           callTools([{ id: 'r1', name: 'repeat', arguments: '{"text": "hello world, streamed", "times": 12}' }]),
@@ -173,12 +196,16 @@ describe('event stream', () => {
     const deltas: Array<{ argname: string; argcontent_delta: string; tool_call_id: string }> = [];
     const abort = new AbortController();
     const reading = (async () => {
-      for await (const event of readChunks(
-        { url: world!.worker.streamUrl, token: world!.worker.streamToken(id) },
-        id,
-        { llm_call: 1, chunk_index: 0 },
-        abort.signal,
-      )) {
+      const events =
+        transport === 'redis'
+          ? world!.client.chunks!.subscribe(id, { llm_call: 1, chunk_index: 0 }, abort.signal)
+          : readChunks(
+              { url: world!.worker.streamUrl, token: world!.worker.streamToken(id) },
+              id,
+              { llm_call: 1, chunk_index: 0 },
+              abort.signal,
+            );
+      for await (const event of events) {
         if (event.event_type === 'llm_stream_end') break;
         if (event.event_type === 'tool_call_arguments_delta') deltas.push(event);
       }
@@ -201,7 +228,7 @@ describe('event stream', () => {
   it('writes no chunk to history: a followed run has the same history as an unfollowed one', async () => {
     const sizes: Array<{ events: string[]; bytes: number; marker: number }> = [];
     for (const followed of [false, true]) {
-      world = await startWorld({
+      world = await start({
         fake: { script: [reply(['uniq', 'ue-', 'chunk', '-marker ', ...words(20)], { chunkDelayMs: 30 })] },
       });
       const run = await world.client.start({ agent: 'assistant', input: 'talk' });

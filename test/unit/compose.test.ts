@@ -22,6 +22,22 @@ describe('docker-compose.yml', () => {
     expect(config).toContain('image: temporalio/ui:2.54.1');
   });
 
+  it('runs Redis for the shared token stream, the worker waits for it, and the codec server is an opt-in profile', () => {
+    const config = composeConfig({ OPENAI_API_KEY: 'sk-test' });
+    expect(config).toContain('REDIS_URL: redis://redis:6379');
+    expect(config).toMatch(/redis:\s+condition: service_healthy/);
+    // Only started with `--profile codec`.
+    expect(config).toMatch(/codec-server:[\s\S]*?profiles:\s+- codec/);
+  });
+
+  it('names every image by a pinned tag, never latest', () => {
+    const images = [...composeConfig({ OPENAI_API_KEY: 'sk-test' }).matchAll(/image: (\S+)/g)].map(
+      (match) => match[1]!,
+    );
+    expect(images.length).toBeGreaterThanOrEqual(6);
+    for (const image of images) expect(image).toMatch(/:(?!latest)[\w.-]+$/);
+  });
+
   it('passes --fake-model (or --agents) to the worker through PATCHLOOP_WORKER_FLAGS', () => {
     expect(composeConfig({ PATCHLOOP_WORKER_FLAGS: '--fake-model' })).toContain('PATCHLOOP_WORKER_FLAGS: --fake-model');
   });
