@@ -1,16 +1,15 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { connect as tcpConnect, type Server } from 'node:net';
+import * as http2 from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer as createTlsServer } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/worker/free-port';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { runCli, startCliWorker } from '../support/cli';
 
 let world: TestWorld | undefined;
-let proxy: Server | undefined;
+let proxy: http2.Http2SecureServer | undefined;
 afterEach(async () => {
   await new Promise((resolve) => (proxy ? proxy.close(resolve) : resolve(undefined)));
   proxy = undefined;
@@ -19,11 +18,15 @@ afterEach(async () => {
 });
 
 /**
- * The dev server speaks plain gRPC, so TLS is put in front of it: a TLS endpoint with a self-signed
- * certificate (ALPN h2) that forwards the decrypted stream. A client that does not trust the
- * certificate cannot connect; one configured with Temporal's TLS variables can.
+ * The dev server speaks plain gRPC, so TLS is put in front of it: an HTTP/2 endpoint with a certificate
+ * from a private CA that forwards each call to the dev server and records its path and `authorization`
+ * header. A client that does not trust the CA cannot connect; one configured with Temporal's TLS
+ * variables can.
  */
-async function tlsInFront(target: string): Promise<{ address: string; caFile: string }> {
+async function tlsInFront(
+  target: string,
+): Promise<{ address: string; caFile: string; calls: Array<{ path: string; authorization: string | undefined }> }> {
+  const calls: Array<{ path: string; authorization: string | undefined }> = [];
   const folder = mkdtempSync(join(tmpdir(), 'patchloop-tls-'));
   // A private CA and a server certificate it signed (rustls refuses a self-signed end entity).
   const file = (name: string) => join(folder, name);
@@ -82,17 +85,40 @@ async function tlsInFront(target: string): Promise<{ address: string; caFile: st
   );
   const key = file('key.pem');
   const cert = file('cert.pem');
-  const [host, port] = [target.split(':')[0]!, Number(target.split(':')[1])];
-  proxy = createTlsServer({ key: readFileSync(key), cert: readFileSync(cert), ALPNProtocols: ['h2'] }, (socket) => {
-    const upstream = tcpConnect(port, host);
-    socket.pipe(upstream).on('error', () => socket.destroy());
-    upstream.pipe(socket).on('error', () => upstream.destroy());
-    socket.on('error', () => upstream.destroy());
-    upstream.on('error', () => socket.destroy());
+  // An HTTP/2 proxy, not a byte pipe: it sees each gRPC call's headers (the API key among them).
+  const upstream = http2.connect(`http://${target}`);
+  const server = http2.createSecureServer({ key: readFileSync(key), cert: readFileSync(cert) });
+  server.on('stream', (stream, headers) => {
+    const authorization = headers['authorization'];
+    calls.push({
+      path: String(headers[':path']),
+      authorization: typeof authorization === 'string' ? authorization : undefined,
+    });
+    const forwarded = Object.fromEntries(
+      Object.entries(headers).filter(([name]) => name !== ':authority' && name !== ':scheme'),
+    );
+    const call = upstream.request(forwarded);
+    stream.pipe(call);
+    let trailers: http2.IncomingHttpHeaders = {};
+    call.on('trailers', (received) => (trailers = received));
+    call.on('response', (response) => {
+      // The caller may have gone (a worker that stops cancels its polls).
+      if (stream.destroyed || stream.closed) return call.close(http2.constants.NGHTTP2_CANCEL);
+      // A trailers-only answer (an error status) has nothing to add after the headers.
+      const trailersOnly = 'grpc-status' in response;
+      stream.respond(response, { waitForTrailers: !trailersOnly });
+      if (!trailersOnly) stream.on('wantTrailers', () => stream.sendTrailers(trailers));
+      call.pipe(stream);
+    });
+    call.on('error', () => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR));
+    stream.on('error', () => call.close(http2.constants.NGHTTP2_CANCEL));
+    stream.on('close', () => call.closed || call.close(http2.constants.NGHTTP2_CANCEL));
   });
+  server.on('close', () => upstream.close());
+  proxy = server;
   const listenPort = await freePort();
   await new Promise<void>((resolve) => proxy!.listen(listenPort, '127.0.0.1', resolve));
-  return { address: `localhost:${listenPort}`, caFile: file('ca.pem') };
+  return { address: `localhost:${listenPort}`, caFile: file('ca.pem'), calls };
 }
 
 const cli = (args: string[], env: Record<string, string>) => runCli(args, env);
@@ -100,7 +126,7 @@ const cli = (args: string[], env: Record<string, string>) => runCli(args, env);
 describe("connections from Temporal's environment configuration", () => {
   it('TLS with a private CA and an API key, read from TEMPORAL_* variables, for client and worker; an untrusted server is refused', async () => {
     world = await startWorld();
-    const { address, caFile } = await tlsInFront(world.config.temporalAddress);
+    const { address, caFile, calls } = await tlsInFront(world.config.temporalAddress);
     const taskQueue = `tls-${Date.now()}`;
     const tls = {
       TEMPORAL_ADDRESS: address,
@@ -124,5 +150,9 @@ describe("connections from Temporal's environment configuration", () => {
     } finally {
       await worker.stop();
     }
+    // Every call of the worker and the CLI carried the key as Temporal Cloud expects it.
+    expect(calls.some((call) => call.path.endsWith('/PollWorkflowTaskQueue'))).toBe(true);
+    expect(calls.some((call) => call.path.endsWith('/StartWorkflowExecution'))).toBe(true);
+    expect(calls.filter((call) => call.authorization !== 'Bearer test-api-key')).toEqual([]);
   });
 });
