@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
-import type { Message, MultimodalToolResultMutation } from '../context';
+import type { JsonObject, JsonValue, Message, MultimodalToolResultMutation } from '../context';
 import { DescribedImages, ImageFile, ImageUrl, type ImageValue } from '../tools/images';
 
 const MIME_BY_EXTENSION: Record<string, string> = {
@@ -43,6 +43,26 @@ export async function multimodalMutation(
     arguments: call.arguments,
     user_messages: [message],
   };
+}
+
+/** Data URLs in events keep this many characters (the image itself is in the request, not the log). */
+const DATA_URL_PREVIEW_CHARS = 64;
+
+/**
+ * A tool's image return value as JSON, for `tool_call_end.result` (spec 7.8: the raw value, not the
+ * restructured messages): URLs and paths as returned, data URLs shortened with their length.
+ */
+export function describeImages(value: ImageValue | ImageValue[] | DescribedImages): JsonValue {
+  if (Array.isArray(value)) return value.map((image) => describeImages(image));
+  if (value instanceof DescribedImages) return { text: value.text, images: describeImages(value.images) };
+  const described: JsonObject =
+    value instanceof ImageFile
+      ? { type: 'image_file', path: value.path }
+      : value.url.startsWith('data:') && value.url.length > DATA_URL_PREVIEW_CHARS
+        ? { type: 'image_url', url: `${value.url.slice(0, DATA_URL_PREVIEW_CHARS)}…`, url_chars: value.url.length }
+        : { type: 'image_url', url: value.url };
+  if (value.detail !== undefined) described['detail'] = value.detail;
+  return described;
 }
 
 async function imagePart(image: ImageValue, maxImageBytes: number) {

@@ -11,7 +11,7 @@ import {
   type MultimodalToolResultMutation,
 } from '../context';
 import { isMultimodalResult } from '../tools/images';
-import { ImageError, multimodalMutation } from './multimodal-result';
+import { describeImages, ImageError, multimodalMutation } from './multimodal-result';
 import {
   cancelledCallMutation,
   isSelfRefTool,
@@ -226,7 +226,9 @@ async function toolOutcome(scope: CallScope, value: unknown, argumentText: strin
   const { call, limits } = scope;
   if (isMultimodalResult(value)) {
     try {
-      return { ...callResult(scope, ''), multimodal: await multimodalMutation(call, value, limits.maxImageBytes) };
+      const multimodal = await multimodalMutation(call, value, limits.maxImageBytes);
+      const finished = callResult(scope, '');
+      return { ...finished, report: { ...finished.report, result: describeImages(value) }, multimodal };
     } catch (error) {
       if (error instanceof ImageError)
         return callResult(scope, toolFailureContent(call.name, argumentText, error.message));

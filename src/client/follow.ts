@@ -1,8 +1,9 @@
 import type { AgentRunResult, RunEvent } from '../runtime';
 import type { StreamEvent, StreamOffset } from '../streaming/chunk';
+import { withAccumulatedContent } from '../streaming/accumulated-content';
 import { findStreamSource, readChunks } from '../streaming/chunk-client';
 import { eventsQuery } from '../common';
-import type { RunHandle } from './patchloop-client';
+import { RunHandle } from './patchloop-client';
 
 /** One human-readable line per coarse event, or null for events not worth a line. */
 export function describeEvent(event: RunEvent): string | null {
@@ -62,18 +63,30 @@ export interface FollowOutput {
   chunk(event: StreamEvent): void;
 }
 
-/** Prints human lines, with tokens live between a call's start and end lines. */
+/** Prints human lines, with tokens live between a call's start and end lines; a fork's lines are marked. */
 export function textOutput(write: (text: string) => void): FollowOutput {
   let midLine = false;
-  // Calls whose tokens were printed live; for the others the end event's text is printed instead.
-  const streamed = new Set<number>();
+  // Calls (per run: forks count their own) whose tokens were printed live; for the others the end
+  // event's text is printed instead.
+  const streamed = new Set<string>();
   const toolNames = new Map<string, string>();
+  // What a forked run's lines start with: its fork id, indented by depth.
+  const forkMarks = new Map<string, string>();
+  const mark = (runId: string) => forkMarks.get(runId) ?? '';
   return {
     event(event) {
+      const origin = event.origin;
+      if (origin?.fork_id && origin.fork_depth > 0)
+        forkMarks.set(event.run_id, `${'  '.repeat(origin.fork_depth - 1)}[${origin.fork_id}] `);
+      const prefix = mark(event.run_id);
       if (event.event_type === 'tool_calls_batch_start')
         for (const call of event.tool_calls) toolNames.set(call.id, call.name);
-      if (event.event_type === 'llm_call_end' && !streamed.has(event.llm_call) && event.content !== '') {
-        write(`${midLine ? '\n' : ''}    ${event.content}${event.content_chars ? '…' : ''}\n`);
+      if (
+        event.event_type === 'llm_call_end' &&
+        !streamed.has(`${event.run_id}:${event.llm_call}`) &&
+        event.content !== ''
+      ) {
+        write(`${midLine ? '\n' : ''}${prefix}    ${event.content}${event.content_chars ? '…' : ''}\n`);
         midLine = false;
       }
       const line =
@@ -81,20 +94,23 @@ export function textOutput(write: (text: string) => void): FollowOutput {
           ? `  cancelled: ${event.cancelled.map((id) => toolNames.get(id) ?? id).join(', ')}`
           : describeEvent(event);
       if (line === null) return;
-      write(`${midLine ? '\n' : ''}${line}\n`);
+      write(`${midLine ? '\n' : ''}${prefix}${line}\n`);
       midLine = false;
     },
     chunk(event) {
-      if (event.event_type === 'llm_chunk_arrive') streamed.add(event.llm_call);
+      const prefix = mark(event.run_id);
+      if (event.event_type === 'llm_chunk_arrive') streamed.add(`${event.run_id}:${event.llm_call}`);
       if (event.event_type === 'llm_stream_end' && event.outcome === 'failed') {
         // The broken attempt's text never reaches the transcript; a retry streams the reply again.
         const next = event.retrying === false ? 'no retry' : 'retrying';
-        write(`${midLine ? '\n' : ''}    (attempt ${event.attempt} failed: ${event.error ?? 'error'}; ${next})\n`);
+        write(
+          `${midLine ? '\n' : ''}${prefix}    (attempt ${event.attempt} failed: ${event.error ?? 'error'}; ${next})\n`,
+        );
         midLine = false;
         return;
       }
       if (event.event_type !== 'llm_chunk_arrive') return;
-      write(`${midLine ? '' : '    '}${event.chunk}`);
+      write(`${midLine ? '' : `${prefix}    `}${event.chunk}`);
       midLine = true;
     },
   };
@@ -108,18 +124,36 @@ export function jsonOutput(write: (text: string) => void): FollowOutput {
   };
 }
 
+export interface FollowOptions {
+  intervalMs?: number;
+  onEvent?: (event: RunEvent) => Promise<void>;
+}
+
 /**
  * Follows a run until it ends: coarse events by cursor through the `events` query (never recorded in
- * history) and, for the LLM call in progress, live tokens from the worker's side channel. A follower
- * that joins mid-call gets the call's whole prefix first; every chunk is delivered exactly once.
+ * history) and, for the LLM call in progress, live tokens from the side channel. A follower that joins
+ * mid-call gets the call's whole prefix first; every chunk is delivered exactly once. Fork children's
+ * events (and theirs, at any depth) are forwarded into the same output, each with its own origin, between
+ * the parent's `selfref_fork_start` and `selfref_fork_end` (spec 6.6 step 7).
  */
 export async function followRun(
   run: RunHandle,
   output: FollowOutput,
-  options: { intervalMs?: number; onEvent?: (event: RunEvent) => Promise<void> } = {},
+  options: FollowOptions = {},
 ): Promise<AgentRunResult> {
-  const intervalMs = options.intervalMs ?? 150;
   const result = run.result();
+  await followEvents(run, output, options, result);
+  return result;
+}
+
+/** One run's events and tokens until it has ended and its log is read to the end; its forks' too. */
+async function followEvents(
+  run: RunHandle,
+  output: FollowOutput,
+  options: FollowOptions,
+  result: Promise<unknown>,
+): Promise<void> {
+  const intervalMs = options.intervalMs ?? 150;
   let settled = false;
   void result.then(
     () => (settled = true),
@@ -127,13 +161,25 @@ export async function followRun(
   );
   let after = 0;
   const tokens = new TokenFollower(run, output);
+  const forks = new Map<string, Promise<void>>();
   for (;;) {
     try {
       const page = await run.workflow.query(eventsQuery, { after });
       for (const event of page.events) {
         after = event.seq;
         if (event.event_type === 'llm_call_end') await tokens.finish(event.llm_call);
+        const fork = forkOf(event);
+        // The child's events come before the parent's end of the fork.
+        if (fork && !fork.starts) {
+          await forks.get(fork.child);
+          forks.delete(fork.child);
+        }
         output.event(event);
+        if (fork?.starts && !forks.has(fork.child)) {
+          const child = fork.child;
+          const handle = new RunHandle(run.workflow.client.getHandle(child), run.chunks);
+          forks.set(child, followEvents(handle, output, options, handle.workflow.result()));
+        }
         // E.g. asking a person to decide a call that waits for approval.
         await options.onEvent?.(event);
         if (event.event_type === 'llm_call_start' && event.stream) tokens.start(event.llm_call);
@@ -146,7 +192,14 @@ export async function followRun(
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
   tokens.stop();
-  return result;
+  await Promise.all(forks.values());
+}
+
+/** The child workflow id (its memory key) a fork event is about, and whether the fork starts. */
+function forkOf(event: RunEvent): { child: string; starts: boolean } | undefined {
+  if (event.event_type !== 'custom_event' || !event.event_name.startsWith('selfref_fork_')) return undefined;
+  const key = event.data['memory_key'];
+  return typeof key === 'string' ? { child: key, starts: event.event_name === 'selfref_fork_start' } : undefined;
 }
 
 /** Streams the tokens of one LLM call at a time from the side channel. */
@@ -225,7 +278,7 @@ export class TokenFollower {
    * endpoint of the worker that runs the call (announced in its heartbeat); undefined until it streams.
    */
   private async chunksFrom(from: StreamOffset, signal: AbortSignal): Promise<AsyncIterable<StreamEvent> | undefined> {
-    if (this.run.chunks) return this.run.chunks.subscribe(this.run.workflowId, from, signal);
+    if (this.run.chunks) return withAccumulatedContent(this.run.chunks, this.run.workflowId, from, signal);
     const source = await findStreamSource(this.run.workflow).catch(() => undefined);
     if (!source || source.llm_call !== from.llm_call || (from.attempt !== undefined && source.attempt < from.attempt))
       return undefined;

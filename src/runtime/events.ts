@@ -6,7 +6,45 @@ import type { TokenUsage } from './usage';
  * The coarse event log a run keeps in its state (spec 7.8 vocabulary, compact fields: no message
  * lists). `seq` counts from 1 per run and is stable under replay.
  */
-export type RunEvent = RunEventBody & { seq: number; run_id: string; iteration: number; timestamp: string };
+export type RunEvent = RunEventBody & {
+  seq: number;
+  run_id: string;
+  iteration: number;
+  timestamp: string;
+  /**
+   * Spec 7.8's common fields the `events` and `status` queries add to every event (the log does not
+   * repeat them): where it comes from, the agent's name, the run's trace id (its workflow id), `extra`.
+   */
+  origin?: EventOrigin;
+  func_name?: string;
+  trace_id?: string;
+  extra?: JsonObject;
+};
+
+/**
+ * Spec 7.8's origin of an event. `session_id` is the call tree's root (the root run's or the session's
+ * workflow id), `agent_call_id` the run's own workflow id and `parent_agent_call_id` its parent's;
+ * `event_seq` is the event's `seq`. A fork child's events carry its fork fields, so a stream that merges
+ * a tree's events (`followRun`) keeps every origin, however deep.
+ */
+export type EventOrigin = {
+  session_id: string;
+  agent_call_id: string;
+  event_seq: number;
+  parent_agent_call_id: string | null;
+  fork_id: string | null;
+  fork_depth: number;
+  /** Kept for the spec's shape; the reference defines but never sets it. */
+  fork_seq: number | null;
+  selfref_instance_id: string | null;
+  source_memory_key: string | null;
+  memory_key: string;
+  tool_name: string | null;
+  tool_call_id: string | null;
+};
+
+/** The origin fields one run shares across its events. */
+export type RunOrigin = Omit<EventOrigin, 'event_seq' | 'tool_name' | 'tool_call_id'>;
 
 /** Answer of the `events` query: events after an offset, and the offset to ask from next. */
 export interface EventPage {
@@ -35,6 +73,8 @@ export type RunEventBody =
       tool_calls: ToolCallRef[];
       usage: TokenUsage | null;
       duration_ms: number;
+      /** Spec 7.8's name for the duration, in seconds. */
+      execution_time: number;
     }
   | { event_type: 'tool_calls_batch_start'; batch_size: number; tool_calls: ToolCallRef[] }
   | { event_type: 'tool_call_start'; tool_name: string; tool_call_id: string; arguments: JsonObject }
@@ -47,14 +87,27 @@ export type RunEventBody =
       result_truncated?: true;
       success: true;
       duration_ms: number;
+      execution_time: number;
     }
-  | { event_type: 'tool_call_error'; tool_name: string; tool_call_id: string; error: string; duration_ms: number }
+  | {
+      event_type: 'tool_call_error';
+      tool_name: string;
+      tool_call_id: string;
+      error: string;
+      /** Spec 7.8's names: the message again, and `ToolTimeout` or `ToolError`. */
+      error_message: string;
+      error_type: string;
+      duration_ms: number;
+      execution_time: number;
+    }
   | {
       event_type: 'tool_calls_batch_end';
       batch_size: number;
       success_count: number;
       error_count: number;
       cancelled: string[];
+      /** Seconds from the calls' start to the batch's end (workflow time). */
+      total_execution_time: number;
     }
   | { event_type: 'react_iteration_end'; tool_calls_count: number }
   /** A gated call waits for the `approve` update; nothing of its batch runs until every gated call is decided. */

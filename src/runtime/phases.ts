@@ -77,6 +77,8 @@ export const ToolCallReport = z.strictObject({
   success: z.boolean(),
   error: z.string().optional(),
   duration_ms: z.number(),
+  /** The tool's return value for events where the result content does not show it (images, spec 7.8). */
+  result: JsonValue.optional(),
 });
 export type ToolCallReport = z.infer<typeof ToolCallReport>;
 

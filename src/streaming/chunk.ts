@@ -9,6 +9,8 @@ export interface ChunkEvent {
   attempt: number;
   chunk_index: number;
   chunk: string;
+  /** The call's text so far in this attempt, this chunk included (spec 7.8); added by readers, not stored. */
+  accumulated_content?: string;
   timestamp: string;
 }
 

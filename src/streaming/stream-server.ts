@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { withAccumulatedContent } from './accumulated-content';
 import type { ChunkTransport, StreamEvent, StreamOffset } from './chunk';
 import type { StreamTokens } from './stream-token';
 
@@ -103,7 +104,7 @@ async function serve(
   response.flushHeaders();
   const keepAlive = setInterval(() => response.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
   try {
-    for await (const event of transport.subscribe(runId, offset, abort.signal)) {
+    for await (const event of withAccumulatedContent(transport, runId, offset, abort.signal)) {
       // Backpressure: a slow follower is not buffered without bound; wait until its socket drains.
       if (!response.write(`id: ${eventId(event)}\ndata: ${JSON.stringify(event)}\n\n`))
         await drained(response, abort.signal);

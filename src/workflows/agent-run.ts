@@ -28,7 +28,7 @@ import { parseWorkflowInput } from './input';
 import { asRunFailure, withUnprocessedMessages } from './failures';
 import { checkedResult } from './payload-budget';
 import { registerRunHandlers } from './handlers';
-import { applyAgentLimits, commit, emit, newRun, unprocessedMessages, type Run } from './run-state';
+import { applyAgentLimits, commit, emit, newRun, runOrigin, unprocessedMessages, type Run } from './run-state';
 import { sinks } from './sinks';
 import { keepVisible } from './visibility';
 
@@ -42,6 +42,7 @@ import { keepVisible } from './visibility';
 export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const input = parseRunInput(rawInput);
   const run = newRun(input.agent, workflowInfo().workflowId);
+  if (input.fork) run.origin = runOrigin(run.memoryKey, input.fork);
   // Restore before any handler runs: signals and updates buffered for this run land in the carried inbox.
   if (input.state) restoreRun(run, input.state);
   const chain = { continued: input.state?.continued ?? 0, skipped: false, stepsAtStart: steps(run) };

@@ -12,7 +12,15 @@ import {
   userMessageUpdate,
 } from '../common';
 import { decide, pendingOf, undecided } from './approval-gate';
-import { checkMessage, enqueueMessage, rejectInput, reportedState, requestAbort, type Run } from './run-state';
+import {
+  checkMessage,
+  enqueueMessage,
+  rejectInput,
+  reportedState,
+  requestAbort,
+  withOrigin,
+  type Run,
+} from './run-state';
 
 /** Query answers stay far below the 4 MB gRPC limit whatever the events hold. */
 const PAGE_CHARS = 1_000_000;
@@ -26,8 +34,9 @@ function eventPage(
   const most = Math.max(1, Math.min(limit, 5000));
   const events: RunEvent[] = [];
   let chars = 0;
-  for (const event of run.events) {
-    if (event.seq <= after) continue;
+  for (const logged of run.events) {
+    if (logged.seq <= after) continue;
+    const event = withOrigin(run, logged);
     chars += JSON.stringify(event).length;
     if (events.length >= most || (chars > PAGE_CHARS && events.length > 0)) break;
     events.push(event);

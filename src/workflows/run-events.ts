@@ -45,8 +45,11 @@ export function llmCallEnd(llmCall: number, result: LlmPhaseResult): RunEventBod
       result.partial_tool_calls ?? replyToolCalls(result).map((call) => ({ id: call.id, name: call.function.name })),
     usage: result.usage,
     duration_ms: result.duration_ms,
+    execution_time: seconds(result.duration_ms),
   };
 }
+
+const seconds = (ms: number) => Math.round(ms) / 1000;
 
 /** The batch's start, then each call's start (spec 7.6). */
 export function batchStart(calls: readonly ToolCallRequest[]): RunEventBody[] {
@@ -69,7 +72,11 @@ export function batchStart(calls: readonly ToolCallRequest[]): RunEventBody[] {
  * As each call completed: the custom events it emitted, then its end (or error) event; the batch's end
  * last (spec 7.6).
  */
-export function batchOutcome(calls: readonly ToolCallRequest[], batch: ToolBatchResult): RunEventBody[] {
+export function batchOutcome(
+  calls: readonly ToolCallRequest[],
+  batch: ToolBatchResult,
+  durationMs: number,
+): RunEventBody[] {
   const contents = new Map(
     batch.mutations.flatMap((mutation) =>
       mutation.type === 'ToolResultMutation' ? [[mutation.tool_call_id, mutation.content] as const] : [],
@@ -87,16 +94,29 @@ export function batchOutcome(calls: readonly ToolCallRequest[], batch: ToolBatch
         tool_call_id: custom.tool_call_id,
       });
     }
-    const call = { tool_name: report.tool_name, tool_call_id: report.tool_call_id, duration_ms: report.duration_ms };
+    const call = {
+      tool_name: report.tool_name,
+      tool_call_id: report.tool_call_id,
+      duration_ms: report.duration_ms,
+      execution_time: seconds(report.duration_ms),
+    };
     events.push(
       report.success
         ? {
             event_type: 'tool_call_end',
             ...call,
-            ...eventResult(contents.get(report.tool_call_id) ?? ''),
+            ...(report.result !== undefined
+              ? { result: report.result }
+              : eventResult(contents.get(report.tool_call_id) ?? '')),
             success: true,
           }
-        : { event_type: 'tool_call_error', ...call, error: report.error ?? '' },
+        : {
+            event_type: 'tool_call_error',
+            ...call,
+            error: report.error ?? '',
+            error_message: report.error ?? '',
+            error_type: /timed out after/.test(report.error ?? '') ? 'ToolTimeout' : 'ToolError',
+          },
     );
   }
   const successes = batch.reports.filter((report) => report.success).length;
@@ -106,6 +126,7 @@ export function batchOutcome(calls: readonly ToolCallRequest[], batch: ToolBatch
     success_count: successes,
     error_count: batch.reports.length - successes,
     cancelled: batch.unfinished,
+    total_execution_time: seconds(durationMs),
   });
   return events;
 }

@@ -1,4 +1,4 @@
-import type { CancellationScope, ChildWorkflowHandle } from '@temporalio/workflow';
+import { workflowInfo, type CancellationScope, type ChildWorkflowHandle } from '@temporalio/workflow';
 import { compileContext, type Message, type Mutation, type SelfRefSnapshot } from '../context';
 import {
   checkUserMessage,
@@ -9,6 +9,7 @@ import {
   type MessageLimits,
   type RunEvent,
   type RunEventBody,
+  type RunOrigin,
   type ReportedState,
   type RunState,
   type SelfRefQueue,
@@ -55,6 +56,8 @@ export interface Run {
   forkCount: number;
   forkDepth: number;
   forkId: string | null;
+  /** The origin fields of this run's events (spec 7.8), from its workflow info and fork input. */
+  origin: RunOrigin;
   /** The request of the LLM phase in flight, for the activity to load by query. */
   request: { digest: string; text: string; llmCall: number } | null;
   /** The most recent events (a bounded window: the log lives in workflow memory). */
@@ -72,6 +75,42 @@ export interface Run {
   approvalDecisions: number;
   /** Search attributes: whether the run keeps them, and what it last reported. */
   visibility: { enabled: boolean; state: ReportedState | null; iteration: number };
+}
+
+/** The run's origin: the call tree from Temporal's own parent and root links, the fork's from its input. */
+export function runOrigin(
+  memoryKey: string,
+  fork: { fork_id: string; depth: number; source_memory_key: string } | null,
+): RunOrigin {
+  const info = workflowInfo();
+  return {
+    session_id: info.root?.workflowId ?? info.workflowId,
+    agent_call_id: info.workflowId,
+    parent_agent_call_id: info.parent?.workflowId ?? null,
+    fork_id: fork?.fork_id ?? null,
+    fork_depth: fork?.depth ?? 0,
+    fork_seq: null,
+    selfref_instance_id: null,
+    source_memory_key: fork?.source_memory_key ?? null,
+    memory_key: memoryKey,
+  };
+}
+
+/** An event with its origin, as queries report it (the log itself does not repeat the run's fields). */
+export function withOrigin(run: Run, event: RunEvent): RunEvent {
+  const tool = 'tool_call_id' in event ? { tool_name: event.tool_name, tool_call_id: event.tool_call_id } : null;
+  return {
+    ...event,
+    func_name: run.agent,
+    trace_id: run.origin.agent_call_id,
+    extra: {},
+    origin: {
+      ...run.origin,
+      event_seq: event.seq,
+      tool_name: tool?.tool_name ?? null,
+      tool_call_id: tool?.tool_call_id ?? null,
+    },
+  };
 }
 
 export function newRun(agent: string, memoryKey: string): Run {
@@ -99,6 +138,7 @@ export function newRun(agent: string, memoryKey: string): Run {
     forkCount: 0,
     forkDepth: 0,
     forkId: null,
+    origin: runOrigin(memoryKey, null),
     request: null,
     events: [],
     eventChars: 0,

@@ -44,11 +44,12 @@ export async function toolStep(
   });
   keepVisible(run);
   setCurrentDetails(`iteration ${eventIteration}: running tools ${toolNames(calls)}`);
+  const startedAt = Date.now();
   const raw =
     gate.type === 'aborted' ? cancelledBatch(calls) : await runBatch(loop, calls, eventIteration, gate.rejected);
   run.approvals = [];
   const batch = { ...raw, mutations: withAbortReason(raw.mutations, run.abort.reason) };
-  for (const event of events.batchOutcome(calls, batch)) emit(run, event, eventIteration);
+  for (const event of events.batchOutcome(calls, batch, Date.now() - startedAt)) emit(run, event, eventIteration);
   // Intents of finished calls queue in declared order; cancelled calls queue nothing (6.2).
   for (const record of batch.intents) {
     if (!batch.unfinished.includes(record.tool_call_id)) queueIntent(run.selfrefQueue, record.intent);

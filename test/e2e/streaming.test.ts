@@ -149,6 +149,15 @@ describe.each(['in-process', 'redis'] as const)('event stream (%s chunks)', (tra
     const received = output.chunks;
     expect(received.map((chunk) => chunk.chunk_index)).toEqual(received.map((_, index) => index));
     expect(received.map((chunk) => chunk.chunk).join('')).toBe(result.answer);
+    // Each chunk carries the text so far (spec 7.8), the prefix's too.
+    expect(received.map((chunk) => chunk.accumulated_content)).toEqual(
+      received.map((_, index) =>
+        received
+          .slice(0, index + 1)
+          .map((chunk) => chunk.chunk)
+          .join(''),
+      ),
+    );
     // The prefix (chunks produced before joining) arrives in one burst; the rest arrives live.
     const prefix = received.filter((chunk) => Date.parse(chunk.timestamp) < joinedAt);
     expect(prefix.length).toBeGreaterThanOrEqual(8);

@@ -27,6 +27,9 @@ const delta = (llm_call: number, attempt: number, chunk_index: number): StreamEv
   argname: 'a',
   argcontent_delta: `d${llm_call}.${attempt}.${chunk_index}`,
 });
+/** As the endpoint serves an event: text chunks carry the text so far (here each attempt has one chunk). */
+const served = (event: StreamEvent): StreamEvent =>
+  event.event_type === 'llm_chunk_arrive' ? { ...event, accumulated_content: event.chunk } : event;
 const end = (llm_call: number, attempt: number, chunks: number, outcome: 'completed' | 'failed'): StreamEvent => ({
   event_type: 'llm_stream_end',
   run_id: RUN,
@@ -145,7 +148,7 @@ describe('the token-stream endpoint', () => {
     ).toBe(401);
     // EventSource cannot set headers: the token may come as a query parameter.
     expect((await firstFrame(`${url}/v1/runs/${RUN}/chunks?token=${tokens.tokenFor(RUN)}`, {})).event).toEqual(
-      text(1, 1, 0),
+      served(text(1, 1, 0)),
     );
   });
 
@@ -175,7 +178,7 @@ describe('the token-stream endpoint', () => {
       seen.push(JSON.stringify(event));
       if (seen.length === 5) abort.abort();
     }
-    expect(seen).toEqual(sequence.slice(3).map((event) => JSON.stringify(event)));
+    expect(seen).toEqual(sequence.slice(3).map((event) => JSON.stringify(served(event))));
     const after: Array<[string, StreamEvent]> = [
       // Ids of the superseded attempt resume in the attempt that replaced it, from its start.
       ['1:1:0', text(1, 2, 0)],
@@ -191,8 +194,42 @@ describe('the token-stream endpoint', () => {
     ];
     for (const [lastEventId, expected] of after) {
       const frame = await firstFrame(`${url}/v1/runs/${RUN}/chunks`, { ...auth, 'last-event-id': lastEventId });
-      expect([lastEventId, frame.event]).toEqual([lastEventId, expected]);
+      expect([lastEventId, frame.event]).toEqual([lastEventId, served(expected)]);
     }
+  });
+
+  it('gives each text chunk the text so far, from whatever offset a follower starts, per attempt', async () => {
+    const { url } = await start();
+    const chunk = (attempt: number, index: number, piece: string): StreamEvent => ({
+      ...(text(1, attempt, index) as Extract<StreamEvent, { event_type: 'llm_chunk_arrive' }>),
+      chunk: piece,
+    });
+    for (const event of [
+      chunk(1, 0, 'Hel'),
+      chunk(1, 1, 'lo, '),
+      delta(1, 1, 2),
+      chunk(1, 3, 'wor'),
+      end(1, 1, 4, 'failed'),
+      chunk(2, 0, 'Hi'),
+      chunk(2, 1, ' there'),
+    ])
+      hub.publish(event);
+    const read = async (from: { llm_call: number; chunk_index: number; attempt?: number }, count: number) => {
+      const seen: string[] = [];
+      const abort = new AbortController();
+      for await (const event of readChunks({ url, token: tokens.tokenFor(RUN) }, RUN, from, abort.signal)) {
+        seen.push(
+          event.event_type === 'llm_chunk_arrive'
+            ? `${event.chunk_index}:${event.accumulated_content}`
+            : event.event_type,
+        );
+        if (seen.length === count) abort.abort();
+      }
+      return seen;
+    };
+    // The newest attempt, from its start and from its middle: the text so far includes what was skipped.
+    expect(await read({ llm_call: 1, chunk_index: 0 }, 2)).toEqual(['0:Hi', '1:Hi there']);
+    expect(await read({ llm_call: 1, chunk_index: 1 }, 1)).toEqual(['1:Hi there']);
   });
 
   it('limits concurrent followers and frees everything an unknown run id took', async () => {
