@@ -24,11 +24,13 @@ export { configFromEnvironment, type PatchloopConfig } from './config/environmen
 // Defining agents, tools and typed functions.
 export {
   defineTool,
+  RetryableToolError,
   type ApprovalContext,
   type NeedsApproval,
   type Tool,
   type ToolContext,
   type ToolDefinition,
+  type ToolRetryPolicy,
 } from './tools/define-tool';
 export { describedImages, imageFile, imageUrl } from './tools/images';
 export { defineLlmFunction, type LlmFunction, type LlmFunctionDefinition } from './functions/define-llm-function';

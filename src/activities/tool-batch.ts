@@ -19,6 +19,7 @@ import {
   SELFREF_FORK,
   type SelfRefIntent,
   type SelfRefIntentRecord,
+  ToolBatchCheckpoint,
   type ToolBatchInput,
   type ToolBatchResult,
   type ToolCallReport,
@@ -29,7 +30,7 @@ import type { AgentRegistry } from '../agents/registry';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
 import { inGenAiSpan } from './gen-ai-spans';
 import type { SecretRedactor } from './redact';
-import type { Tool } from '../tools/define-tool';
+import { isRetryableToolError, retryDelayMs, type Tool } from '../tools/define-tool';
 
 export interface ToolBatchSettings {
   /** After an abort, how long calls may still finish and keep their results. */
@@ -78,15 +79,20 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
     // Keyed by position: a provider may repeat a call id within one batch.
     const finished = new Map<number, Finished>();
     const order: number[] = [];
-    const customEvents: CustomEvent[] = [];
-    const stopHeartbeat = startHeartbeat(context, () => ({
-      iteration: input.iteration,
-      finished: order.length,
-      of: input.calls.length,
-    }));
+    const customEvents: Array<{ index: number; event: CustomEvent }> = [];
+    // A retried attempt keeps what the previous one finished (its last checkpoint) and runs the rest.
+    for (const done of resumedCalls(context.info.heartbeatDetails, input)) {
+      const { index, custom_events: events, ...outcome } = done;
+      finished.set(index, outcome);
+      order.push(index);
+      for (const event of events) customEvents.push({ index, event });
+    }
+    const details = () => checkpoint(input, finished, order, customEvents, settings.maxBatchBytes);
+    const stopHeartbeat = startHeartbeat(context, details);
     try {
       if (!signal.aborted) {
         const runs = input.calls.map(async (call, index) => {
+          if (finished.has(index)) return;
           const attributes = {
             'gen_ai.operation.name': 'execute_tool',
             'gen_ai.tool.name': call.name,
@@ -102,13 +108,16 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
               batchSignal: signal,
               redactor: settings.redactor,
               emit: (event_name, data) =>
-                customEvents.push({ tool_call_id: call.id, tool_name: call.name, event_name, data }),
+                customEvents.push({ index, event: { tool_call_id: call.id, tool_name: call.name, event_name, data } }),
               started: Date.now(),
             }),
           );
           if (outcome === null) return;
           finished.set(index, outcome);
           order.push(index);
+          // Checkpointed at once (the SDK sends it as soon as its heartbeat throttle allows), so a crash
+          // after this point does not run the call again.
+          context.heartbeat(details());
         });
         await Promise.race([Promise.all(runs), aborted(signal)]);
         if (signal.aborted) await Promise.race([Promise.all(runs), delay(settings.abortGraceMs)]);
@@ -117,9 +126,60 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
       stopHeartbeat();
     }
     if (signal.aborted && !isUserAbort(context)) throw cancellationError(context);
-    const result = { ...batchResult(input.calls, finished, order, signal.aborted), custom_events: customEvents };
+    const result = {
+      ...batchResult(input.calls, finished, order, signal.aborted),
+      custom_events: customEvents.map(({ event }) => event),
+    };
     return settings.maxBatchBytes === undefined ? result : withinBudget(result, input.calls, settings.maxBatchBytes);
   };
+}
+
+/** Heartbeat checkpoints stay well under Temporal's 2 MB payload limit; calls past it run again on retry. */
+const CHECKPOINT_BYTES = 1_500_000;
+
+/**
+ * The batch's progress for its heartbeat: counts for people, and the finished calls (in completion
+ * order, as many as fit the budget) for a retried attempt.
+ */
+function checkpoint(
+  input: ToolBatchInput,
+  finished: Map<number, Finished>,
+  order: number[],
+  customEvents: Array<{ index: number; event: CustomEvent }>,
+  maxBatchBytes: number | undefined,
+): ToolBatchCheckpoint & { finished: number; of: number } {
+  const budget = Math.min(CHECKPOINT_BYTES, maxBatchBytes ?? CHECKPOINT_BYTES);
+  const done: ToolBatchCheckpoint['done'] = [];
+  let bytes = 0;
+  for (const index of order) {
+    const entry = {
+      index,
+      ...finished.get(index)!,
+      custom_events: customEvents.filter((event) => event.index === index).map(({ event }) => event),
+    };
+    bytes += utf8Bytes(JSON.stringify(entry));
+    if (bytes > budget) break;
+    done.push(entry);
+  }
+  return {
+    iteration: input.iteration,
+    finished: order.length,
+    of: input.calls.length,
+    call_ids: input.calls.map((call) => call.id),
+    done,
+  };
+}
+
+/** What the previous attempt finished, if its checkpoint belongs to this very batch. */
+function resumedCalls(details: unknown, input: ToolBatchInput): ToolBatchCheckpoint['done'] {
+  const parsed = ToolBatchCheckpoint.safeParse(details);
+  if (!parsed.success) return [];
+  const { iteration, call_ids: ids, done } = parsed.data;
+  const same =
+    iteration === input.iteration &&
+    ids.length === input.calls.length &&
+    ids.every((id, index) => id === input.calls[index]!.id);
+  return same ? done.filter((entry) => entry.index < input.calls.length) : [];
 }
 
 /** One call of a batch and what it may use. */
@@ -190,34 +250,45 @@ function runSelfRef(scope: CallScope, args: JsonObject, argumentText: string): F
   }
 }
 
-/** A registered tool, under its timeout and the batch's abort signal. */
+/**
+ * A registered tool, under its timeout and the batch's abort signal. A `RetryableToolError` runs it
+ * again after its policy's backoff (the batch heartbeats meanwhile), each attempt under the timeout.
+ */
 async function runTool(scope: CallScope, tool: Tool, args: unknown, argumentText: string): Promise<Finished | null> {
   const { call, input, workflowId, limits } = scope;
   const timeoutSeconds = tool.descriptor.timeout_seconds ?? limits.timeoutSeconds;
-  const timeout = AbortSignal.timeout(timeoutSeconds * 1000);
-  const signal = AbortSignal.any([scope.batchSignal, timeout]);
   const context = {
-    signal,
     idempotencyKey: idempotencyKey(workflowId, input, call),
     toolCallId: call.id,
     workflowId,
     iteration: input.iteration,
     emit: (eventName: string, data: JsonObject = {}) => scope.emit(eventName, data),
   };
-  try {
-    const value = await raceAbort(
-      Promise.resolve().then(() => tool.execute(args, context)),
-      signal,
-    );
-    return await toolOutcome(scope, value, argumentText);
-  } catch (error) {
-    if (scope.batchSignal.aborted) return null;
-    if (timeout.aborted) {
-      const message = `Tool '${call.name}' timed out after ${timeoutSeconds} s`;
-      return callResult(scope, toolStepErrorContent(message), false, message);
+  for (let attempt = 1; ; attempt += 1) {
+    const timeout = AbortSignal.timeout(timeoutSeconds * 1000);
+    const signal = AbortSignal.any([scope.batchSignal, timeout]);
+    try {
+      const value = await raceAbort(
+        Promise.resolve().then(() => tool.execute(args, { ...context, signal })),
+        signal,
+      );
+      return await toolOutcome(scope, value, argumentText);
+    } catch (error) {
+      if (scope.batchSignal.aborted) return null;
+      if (timeout.aborted) {
+        const message = `Tool '${call.name}' timed out after ${timeoutSeconds} s`;
+        return callResult(scope, toolStepErrorContent(message), false, message);
+      }
+      const message = error instanceof Error ? error.message : String(error);
+      if (tool.retry && isRetryableToolError(error) && attempt < tool.retry.maxAttempts) {
+        await delay(retryDelayMs(tool.retry, attempt), scope.batchSignal);
+        if (scope.batchSignal.aborted) return null;
+        continue;
+      }
+      const attempts = tool.retry && isRetryableToolError(error) ? ` (after ${attempt} attempts)` : '';
+      const redacted = scope.redactor?.redact(message) ?? message;
+      return callResult(scope, toolFailureContent(call.name, argumentText, `${redacted}${attempts}`));
     }
-    const message = error instanceof Error ? error.message : String(error);
-    return callResult(scope, toolFailureContent(call.name, argumentText, scope.redactor?.redact(message) ?? message));
   }
 }
 
@@ -269,8 +340,17 @@ function aborted(signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits, or less when the signal aborts first. */
+function delay(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 /**

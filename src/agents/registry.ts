@@ -35,6 +35,11 @@ export class AgentRegistry {
         throw new Error(
           `agent '${agent.name}': needs_approval lists ${ungated.join(', ')}, which ${ungated.length === 1 ? 'is' : 'are'} not among its tools (${agent.tools.join(', ') || 'none'})`,
         );
+      const unrouted = Object.keys(agent.tool_task_queues).filter((name) => !agent.tools.includes(name));
+      if (unrouted.length > 0)
+        throw new Error(
+          `agent '${agent.name}': tool_task_queues names ${unrouted.join(', ')}, not among its tools (${agent.tools.join(', ') || 'none'})`,
+        );
       this.agents.set(agent.name, agent);
     }
     for (const fn of functions) {
@@ -88,10 +93,26 @@ export class AgentRegistry {
     return AgentSpec.parse({
       ...agent,
       needs_approval: gated,
+      tool_task_queues: this.taskQueues(agent),
       tools: [...agent.tools, ...selfref.map((tool) => tool.name)],
       model: agent.model ?? defaultModel,
       tool_descriptors: [...own, ...selfref],
     });
+  }
+
+  /** Where the agent's tools run when not on the workflow's own queue: the tools' own, then the agent's map. */
+  taskQueues(agent: AgentDefinition): Record<string, string> {
+    const queues: Record<string, string> = {};
+    for (const name of agent.tools) {
+      const queue = agent.tool_task_queues[name] ?? this.tools.get(name)!.taskQueue;
+      if (queue) queues[name] = queue;
+    }
+    return queues;
+  }
+
+  /** Agents as their definitions (a tools-only worker checks it can run what is routed to it). */
+  get definitions(): AgentDefinition[] {
+    return [...this.agents.values()];
   }
 
   limits(agentName: string): AgentDefinition['limits'] | undefined {

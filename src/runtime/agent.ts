@@ -61,6 +61,12 @@ export const AgentDefinition = z.strictObject({
   tools: z.array(z.string().min(1)).default([]),
   /** Tools (of `tools`) whose calls wait for a person's decision before they run (the `approve` update). */
   needs_approval: z.array(z.string().min(1)).default([]),
+  /**
+   * Tools (of `tools`) that run on another task queue, served by `patchloop worker --tools-only`: a
+   * batch's calls go out as one batch activity per queue, concurrently. Tools name a queue in code too
+   * (`defineTool({ taskQueue })`); this map wins.
+   */
+  tool_task_queues: z.record(z.string().min(1), z.string().min(1)).default({}),
   /** SelfRef memory tools and snapshot-driven prompts (spec sections 5 and 6). */
   selfref: z.boolean().default(false),
   stream: z.boolean().default(true),

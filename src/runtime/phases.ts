@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { JsonObject, JsonValue, Message, Mutation, SummaryPayload, type ToolCall } from '../context';
+import {
+  JsonObject,
+  JsonValue,
+  Message,
+  MultimodalToolResultMutation,
+  Mutation,
+  SummaryPayload,
+  type ToolCall,
+} from '../context';
 import { AgentSpec } from './agent';
 import { TokenUsage } from './usage';
 
@@ -100,6 +108,13 @@ export const SelfRefIntentRecord = z.strictObject({
 });
 export type SelfRefIntentRecord = z.infer<typeof SelfRefIntentRecord>;
 
+const CustomToolEvent = z.strictObject({
+  tool_call_id: z.string(),
+  tool_name: z.string(),
+  event_name: z.string(),
+  data: JsonObject,
+});
+
 export const ToolBatchResult = z.strictObject({
   outcome: z.enum(['completed', 'aborted']),
   /** Results and cancellations in declared order, multimodal results last (spec 7.6, deviation 10.c). */
@@ -111,13 +126,30 @@ export const ToolBatchResult = z.strictObject({
   /** SelfRef intents of finished calls, in declared order (spec 6.2). */
   intents: z.array(SelfRefIntentRecord).default([]),
   /** Events tools emitted while running, in the order they were emitted. */
-  custom_events: z
-    .array(
-      z.strictObject({ tool_call_id: z.string(), tool_name: z.string(), event_name: z.string(), data: JsonObject }),
-    )
-    .optional(),
+  custom_events: z.array(CustomToolEvent).optional(),
 });
 export type ToolBatchResult = z.infer<typeof ToolBatchResult>;
+
+/**
+ * A tool batch's progress in its heartbeat details: the calls that finished so far (by position in the
+ * batch) with everything their result carries, so a retried attempt keeps them and runs only the rest.
+ */
+export const ToolBatchCheckpoint = z.object({
+  iteration: z.number(),
+  /** The batch's call ids in order: a checkpoint applies only to the very same batch. */
+  call_ids: z.array(z.string()),
+  done: z.array(
+    z.strictObject({
+      index: z.number().int().nonnegative(),
+      content: z.string(),
+      report: ToolCallReport,
+      intent: SelfRefIntentRecord.shape.intent.optional(),
+      multimodal: MultimodalToolResultMutation.optional(),
+      custom_events: z.array(CustomToolEvent),
+    }),
+  ),
+});
+export type ToolBatchCheckpoint = z.infer<typeof ToolBatchCheckpoint>;
 
 /** Input of workflow `llmFunction`. */
 export const LlmFunctionInput = z.strictObject({

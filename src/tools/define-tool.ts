@@ -1,3 +1,4 @@
+import { msToNumber, type Duration } from '@temporalio/common/lib/time';
 import { type z } from 'zod';
 import type { JsonObject } from '../context';
 import { providerJsonSchema, type ToolDescriptor } from '../runtime';
@@ -29,6 +30,56 @@ export interface ApprovalContext {
 /** Whether a call waits for a person: always, or decided per call from its (validated) arguments. */
 export type NeedsApproval<Args> = boolean | ((args: Args, context: ApprovalContext) => boolean | Promise<boolean>);
 
+/**
+ * Throw it from a tool for a failure worth another try (a rate limit, a flaky network): with a `retry`
+ * policy the call runs again after a backoff, inside the same batch attempt, before its error becomes a
+ * result the model sees. Other errors, invalid arguments and unknown tools are never retried.
+ */
+export class RetryableToolError extends Error {
+  override readonly name = 'RetryableToolError';
+}
+
+/** Recognised by name too: a tool module may load its own copy of patchloop. */
+export function isRetryableToolError(error: unknown): boolean {
+  return error instanceof RetryableToolError || (error instanceof Error && error.name === 'RetryableToolError');
+}
+
+/** How a call is retried on `RetryableToolError` (attempts count the first one). */
+export interface ToolRetryPolicy {
+  maxAttempts: number;
+  /** Before the second attempt; a number of milliseconds or a duration such as '200ms' or '2s'. */
+  initialInterval?: Duration;
+  /** Each wait is this many times the previous one (2 by default). */
+  backoff?: number;
+  maxInterval?: Duration;
+}
+
+/** The policy with numbers: milliseconds. */
+export interface ResolvedRetryPolicy {
+  maxAttempts: number;
+  initialIntervalMs: number;
+  backoff: number;
+  maxIntervalMs: number;
+}
+
+function resolveRetry(name: string, policy: ToolRetryPolicy): ResolvedRetryPolicy {
+  const resolved = {
+    maxAttempts: policy.maxAttempts,
+    initialIntervalMs: msToNumber(policy.initialInterval ?? 1000),
+    backoff: policy.backoff ?? 2,
+    maxIntervalMs: msToNumber(policy.maxInterval ?? 60_000),
+  };
+  if (!Number.isInteger(resolved.maxAttempts) || resolved.maxAttempts < 1)
+    throw new Error(`tool '${name}': retry.maxAttempts must be a whole number from 1`);
+  if (!(resolved.backoff >= 1)) throw new Error(`tool '${name}': retry.backoff must be at least 1`);
+  return resolved;
+}
+
+/** The wait before attempt `attempt + 1`. */
+export function retryDelayMs(policy: ResolvedRetryPolicy, attempt: number): number {
+  return Math.min(policy.initialIntervalMs * policy.backoff ** (attempt - 1), policy.maxIntervalMs);
+}
+
 export interface ToolDefinition<Parameters extends z.ZodType> {
   name: string;
   description: string;
@@ -44,6 +95,10 @@ export interface ToolDefinition<Parameters extends z.ZodType> {
    * waits for a person.
    */
   needsApproval?: NeedsApproval<z.output<Parameters>>;
+  /** Retries of calls that throw `RetryableToolError`; the timeout applies to each attempt. */
+  retry?: ToolRetryPolicy;
+  /** The task queue whose workers run this tool (`patchloop worker --tools-only --task-queue <queue>`). */
+  taskQueue?: string;
 }
 
 export interface Tool {
@@ -53,6 +108,8 @@ export interface Tool {
   execute(args: unknown, context: ToolContext): unknown;
   /** Absent or false: calls run without a decision (unless the agent lists the tool in `needs_approval`). */
   readonly needsApproval?: NeedsApproval<unknown>;
+  readonly retry?: ResolvedRetryPolicy;
+  readonly taskQueue?: string;
 }
 
 export function defineTool<Parameters extends z.ZodType>(definition: ToolDefinition<Parameters>): Tool {
@@ -71,5 +128,7 @@ export function defineTool<Parameters extends z.ZodType>(definition: ToolDefinit
     ...(definition.needsApproval !== undefined
       ? { needsApproval: definition.needsApproval as NeedsApproval<unknown> }
       : {}),
+    ...(definition.retry ? { retry: resolveRetry(definition.name, definition.retry) } : {}),
+    ...(definition.taskQueue ? { taskQueue: definition.taskQueue } : {}),
   };
 }

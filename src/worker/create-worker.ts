@@ -35,6 +35,12 @@ export interface PatchloopWorkerOptions {
    * and registers missing ones (false if it may not: runs then go without).
    */
   searchAttributes?: boolean;
+  /**
+   * Serve only tool batches on `config.taskQueue`: no workflows, no model calls. For tools routed there
+   * (`defineTool({ taskQueue })` or an agent's `tool_task_queues`); at least one agent must route a tool
+   * to the queue, or the worker refuses to start.
+   */
+  toolsOnly?: boolean;
   /** OpenTelemetry (`tracingFromEnvironment`): Temporal's plugin joins the worker's plugins. */
   tracing?: Tracing;
   /** Extra worker options, e.g. a short `stickyQueueScheduleToStartTimeout` in crash tests. */
@@ -76,10 +82,21 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     options.agents ?? [assistantAgent],
     options.functions ?? exampleFunctions,
   );
+  if (options.toolsOnly) {
+    const routed = registry.definitions.flatMap((agent) =>
+      Object.entries(registry.taskQueues(agent)).flatMap(([tool, queue]) => (queue === config.taskQueue ? [tool] : [])),
+    );
+    if (routed.length === 0)
+      throw new Error(
+        `no agent routes a tool to task queue '${config.taskQueue}': name it in defineTool({ taskQueue }) or an agent's tool_task_queues`,
+      );
+  }
   const namespace = options.workerOptions?.namespace ?? config.namespace;
   const check = () => ensureSearchAttributes(options.connection, namespace, Runtime.instance().logger);
   const searchAttributes =
-    options.searchAttributes !== undefined ? { available: options.searchAttributes, registered: [] } : await check();
+    options.searchAttributes !== undefined || options.toolsOnly
+      ? { available: options.searchAttributes ?? false, registered: [] }
+      : await check();
   // Checked again when a run resolves its agent (at most once a minute): a dev server restarted in
   // memory, or an attribute removed, must not leave runs upserting attributes that no longer exist.
   let lastCheck = { at: Date.now(), available: searchAttributes.available };
@@ -111,22 +128,27 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     await closeTransport();
     throw error;
   });
+  const activities = createActivities({
+    registry,
+    defaultModel: config.model,
+    provider: { baseURL: config.openaiBaseUrl, apiKey: config.openaiApiKey, timeoutMs: 10 * 60 * 1000 },
+    chunks: { transport, url: stream.url, tokens },
+    redactor,
+    payloadsByReference: config.payloadStorage.kind !== 'off',
+    searchAttributes: searchAttributesNow,
+  });
   const worker = await Worker.create({
     connection: options.connection,
     namespace: config.namespace,
     // Payloads over the threshold go by reference; the worker's own client (activities' queries) too.
     dataConverter: patchloopDataConverter(config.payloadStorage, config.encryption),
     taskQueue: config.taskQueue,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath() }),
-    activities: createActivities({
-      registry,
-      defaultModel: config.model,
-      provider: { baseURL: config.openaiBaseUrl, apiKey: config.openaiApiKey, timeoutMs: 10 * 60 * 1000 },
-      chunks: { transport, url: stream.url, tokens },
-      redactor,
-      payloadsByReference: config.payloadStorage.kind !== 'off',
-      searchAttributes: searchAttributesNow,
-    }),
+    ...(options.toolsOnly
+      ? {}
+      : options.workflowBundle
+        ? { workflowBundle: options.workflowBundle }
+        : { workflowsPath: workflowsPath() }),
+    activities: options.toolsOnly ? { toolBatch: activities.toolBatch } : activities,
     interceptors: {
       ...options.workerOptions?.interceptors,
       activity: [redactionInterceptor(redactor), ...(options.workerOptions?.interceptors?.activity ?? [])],

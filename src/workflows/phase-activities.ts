@@ -6,6 +6,8 @@ import type { AgentSpec } from '../runtime';
 type Activity<Name extends keyof Activities> = (
   input: Parameters<Activities[Name]>[0],
   summary: string,
+  /** Another task queue than the workflow's (tools routed to their own workers). */
+  taskQueue?: string,
 ) => ReturnType<Activities[Name]>;
 
 /** The phase activities, each call with a one-line summary for the Temporal UI (`llm call 3`, `tools: add`). */
@@ -54,7 +56,8 @@ export function phaseActivities(agent: AgentSpec): PhaseActivities {
   // A proxy per call carries its summary (user metadata, not part of the determinism check).
   return {
     llmPhase: (input, summary) => proxyActivities<Activities>({ ...llm, summary }).llmPhase(input),
-    toolBatch: (input, summary) => proxyActivities<Activities>({ ...tools, summary }).toolBatch(input),
+    toolBatch: (input, summary, taskQueue) =>
+      proxyActivities<Activities>({ ...tools, summary, ...(taskQueue ? { taskQueue } : {}) }).toolBatch(input),
     reviewToolCalls: (input, summary) => proxyActivities<Activities>({ ...review, summary }).reviewToolCalls(input),
   };
 }

@@ -73,7 +73,7 @@ async function runBatch(
   try {
     const [activity, ...forks] = await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, () =>
       Promise.all([
-        activityBatch(
+        routedBatches(
           loop,
           calls.filter((call) => runs(call) && !isFork(call)),
           eventIteration,
@@ -102,12 +102,48 @@ async function runBatch(
   }
 }
 
+/**
+ * The activity calls of a batch: one batch activity on the workflow's own queue, plus one per task queue
+ * that tools are routed to, all at once. Their results merge back into the batch's declared order.
+ */
+async function routedBatches(
+  loop: LoopContext,
+  calls: ToolCallRequest[],
+  eventIteration: number,
+  reports: ToolCallReport[],
+): Promise<ToolBatchResult> {
+  const routes = loop.agent.tool_task_queues ?? {};
+  const groups = new Map<string | undefined, ToolCallRequest[]>();
+  for (const call of calls) {
+    const queue = routes[call.name];
+    groups.set(queue, [...(groups.get(queue) ?? []), call]);
+  }
+  if (groups.size <= 1) return activityBatch(loop, calls, eventIteration, reports, [...groups.keys()][0]);
+  const batches = await Promise.all(
+    [...groups].map(([queue, group]) => activityBatch(loop, group, eventIteration, reports, queue)),
+  );
+  const position = new Map(calls.map((call, index) => [call.id, index]));
+  const order = (id: string) => position.get(id) ?? 0;
+  return {
+    outcome: batches.some((batch) => batch.outcome === 'aborted') ? 'aborted' : 'completed',
+    // Put back in declared order by mergeBatches; intents are in declared order here.
+    mutations: batches.flatMap((batch) => batch.mutations),
+    reports: [],
+    unfinished: batches.flatMap((batch) => batch.unfinished),
+    intents: batches
+      .flatMap((batch) => batch.intents ?? [])
+      .sort((a, b) => order(a.tool_call_id) - order(b.tool_call_id)),
+    custom_events: batches.flatMap((batch) => batch.custom_events ?? []),
+  };
+}
+
 /** A failed batch (all attempts) becomes error results the model sees, unless the run was aborted. */
 async function activityBatch(
   loop: LoopContext,
   calls: ToolCallRequest[],
   eventIteration: number,
   reports: ToolCallReport[],
+  taskQueue?: string,
 ): Promise<ToolBatchResult> {
   if (calls.length === 0) return EMPTY_BATCH;
   const input = {
@@ -117,7 +153,8 @@ async function activityBatch(
     run_chain_id: workflowInfo().firstExecutionRunId,
   };
   try {
-    const result = await loop.activities.toolBatch(input, `tools: ${toolNames(calls)}`);
+    const summary = `tools: ${toolNames(calls)}${taskQueue ? ` on ${taskQueue}` : ''}`;
+    const result = await loop.activities.toolBatch(input, summary, taskQueue);
     reports.push(...result.reports);
     return result;
   } catch (error) {

@@ -18,13 +18,23 @@ export async function spawnWorker(options: {
   modelUrl: string;
   agents: AgentDefinitionInput[];
   env?: Record<string, string>;
+  /** More arguments for `patchloop worker` (e.g. `--tools <module>`). */
+  args?: string[];
 }): Promise<WorkerProcess> {
   const folder = mkdtempSync(join(tmpdir(), 'patchloop-worker-'));
   const agentsFile = join(folder, 'agents.json');
   writeFileSync(agentsFile, JSON.stringify(options.agents));
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(repositoryRoot, 'src', 'cli', 'cli.ts'), 'worker', '--agents', agentsFile],
+    [
+      '--import',
+      'tsx',
+      join(repositoryRoot, 'src', 'cli', 'cli.ts'),
+      'worker',
+      '--agents',
+      agentsFile,
+      ...(options.args ?? []),
+    ],
     {
       cwd: repositoryRoot,
       env: {

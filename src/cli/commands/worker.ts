@@ -1,5 +1,7 @@
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { AgentDefinition } from '../../runtime';
 import { configFromEnvironment, connectionOptions, type PatchloopConfig } from '../../config/environment';
@@ -9,14 +11,24 @@ import { tracingFromEnvironment } from '../../worker/tracing';
 import { assistantAgent, carefulAssistantAgent } from '../../agents/assistant';
 import { demoModel } from '../../fake-model/demo-model';
 import { FakeModelServer } from '../../fake-model/server';
+import { exampleTools } from '../../tools/examples';
+import type { Tool } from '../../tools/define-tool';
 import { CliError } from '../errors';
 import { parseCommand } from '../arguments';
 
 export const WORKER_SYNTAX = {
-  usage: 'patchloop worker [--agents FILE.json] [--fake-model] [--verbose]',
+  usage:
+    'patchloop worker [--agents FILE.json] [--tools MODULE] [--fake-model] [--tools-only --task-queue QUEUE] [--verbose]',
   summary:
-    'A worker serving the example agents (or the agents in FILE) until Ctrl-C. It needs a provider (OPENAI_API_KEY or OPENAI_BASE_URL), or --fake-model for the offline scripted model the demo uses.',
-  options: { agents: { type: 'string' }, 'fake-model': { type: 'boolean' }, verbose: { type: 'boolean' } },
+    "A worker serving the example agents (or the agents in FILE) until Ctrl-C, with the example tools and those MODULE exports (`export const tools = [defineTool(...), ...]`). It needs a provider (OPENAI_API_KEY or OPENAI_BASE_URL), or --fake-model for the offline scripted model the demo uses. With --tools-only it runs only the tool batches routed to QUEUE (defineTool({ taskQueue }) or an agent's tool_task_queues) and needs no provider.",
+  options: {
+    agents: { type: 'string' },
+    tools: { type: 'string' },
+    'tools-only': { type: 'boolean' },
+    'task-queue': { type: 'string' },
+    'fake-model': { type: 'boolean' },
+    verbose: { type: 'boolean' },
+  },
   positionals: [],
 } as const;
 
@@ -26,9 +38,13 @@ export const WORKER_SYNTAX = {
  */
 export async function workerCommand(args: string[], print: (line: string) => void): Promise<undefined> {
   const { values } = parseCommand(args, WORKER_SYNTAX);
-  const environment = configFromEnvironment();
+  const base = configFromEnvironment();
+  const environment = values['task-queue'] ? { ...base, taskQueue: values['task-queue'] } : base;
+  const toolsOnly = values['tools-only'] === true;
+  if (toolsOnly && !values['task-queue'])
+    throw new CliError('--tools-only needs --task-queue: the queue its tools are routed to', 'UsageError');
   // Offline by choice, never by surprise: no provider and no --fake-model is an error, not api.openai.com.
-  if (!values['fake-model'] && !environment.openaiApiKey && !environment.openaiBaseUrl)
+  if (!toolsOnly && !values['fake-model'] && !environment.openaiApiKey && !environment.openaiBaseUrl)
     throw new CliError(
       "no model provider configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for another OpenAI-compatible provider), or start 'npx patchloop worker --fake-model' for the offline scripted model the demo uses",
       'NoProvider',
@@ -41,6 +57,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   const agents = values.agents
     ? z.array(AgentDefinition).parse(JSON.parse(await readFile(values.agents, 'utf8')))
     : [assistantAgent, carefulAssistantAgent];
+  const tools = [...exampleTools, ...(values.tools ? await loadTools(values.tools) : [])];
   const connection = await connectWorker(environment);
   const fake = values['fake-model'] ? await FakeModelServer.start({ responder: demoModel }) : undefined;
   const config = fake
@@ -48,7 +65,23 @@ export async function workerCommand(args: string[], print: (line: string) => voi
     : environment;
   const tracing = tracingFromEnvironment();
   try {
-    const worker = await createPatchloopWorker({ connection, config, agents, ...(tracing ? { tracing } : {}) });
+    const worker = await createPatchloopWorker({
+      connection,
+      config,
+      agents,
+      tools,
+      toolsOnly,
+      ...(tracing ? { tracing } : {}),
+    }).catch((error: unknown) => {
+      // A configuration the worker refuses (an agent's tools, routing) is the user's to fix: no stack.
+      if (
+        error instanceof Error &&
+        !(error instanceof CliError) &&
+        /^(no agent routes|agent '|tool )/.test(error.message)
+      )
+        throw new CliError(error.message, 'BadConfiguration');
+      throw error;
+    });
     if (worker.searchAttributes.registered.length > 0)
       print(
         `registered search attributes ${worker.searchAttributes.registered.join(', ')} on namespace ${config.namespace}`,
@@ -56,9 +89,11 @@ export async function workerCommand(args: string[], print: (line: string) => voi
     print(
       `worker polling task queue '${config.taskQueue}' on ${config.temporalAddress} (namespace ${config.namespace}); ` +
         `agents: ${agents.map((agent) => agent.name).join(', ')}; ` +
-        (fake
-          ? 'model: the offline scripted demo model (--fake-model)'
-          : `provider: ${config.openaiBaseUrl ?? 'api.openai.com'}, model ${config.model}`),
+        (toolsOnly
+          ? 'tools only (no workflows, no model calls)'
+          : fake
+            ? 'model: the offline scripted demo model (--fake-model)'
+            : `provider: ${config.openaiBaseUrl ?? 'api.openai.com'}, model ${config.model}`),
     );
     await worker.run();
     print('worker stopped');
@@ -68,6 +103,22 @@ export async function workerCommand(args: string[], print: (line: string) => voi
     await tracing?.shutdown();
   }
   return undefined;
+}
+
+/** The tools a module exports as `tools` (or as its default export): an array of `defineTool` results. */
+async function loadTools(file: string): Promise<Tool[]> {
+  let loaded: { tools?: unknown; default?: unknown };
+  try {
+    loaded = (await import(pathToFileURL(resolve(file)).href)) as typeof loaded;
+  } catch (error) {
+    throw new CliError(`cannot load tools from ${file}: ${(error as Error).message}`, 'ToolsNotLoaded');
+  }
+  const tools = loaded.tools ?? loaded.default;
+  const isTool = (value: unknown) =>
+    typeof value === 'object' && value !== null && 'descriptor' in value && 'execute' in value;
+  if (!Array.isArray(tools) || !tools.every(isTool))
+    throw new CliError(`${file} must export 'tools': an array of defineTool(...) results`, 'ToolsNotLoaded');
+  return tools as Tool[];
 }
 
 async function connectWorker(config: PatchloopConfig): Promise<NativeConnection> {

@@ -1,0 +1,282 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Message } from '../../src/context';
+import { FakeModelServer } from '../../src/fake-model/server';
+import { callTools, reply } from '../../src/fake-model/steps';
+import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
+import { addTool } from '../../src/tools/examples';
+import { repositoryRoot } from '../support/reference';
+import { startSideEffectServer } from '../support/side-effects';
+import { tools as sideEffectTools } from '../support/side-effect-tools';
+import { clientOn, startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { eventually } from '../support/wait';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+const toolsModule = join(repositoryRoot, 'test', 'support', 'side-effect-tools.ts');
+const payer = {
+  name: 'payer',
+  instructions: 'You charge cards.',
+  tools: ['charge', 'flaky', 'stubborn'],
+  limits: { heartbeat_timeout_seconds: 2 },
+};
+
+/** Three charges: two finish at once, the third takes `seconds`. */
+const threeCharges = (seconds: number) =>
+  callTools([
+    { id: 'c1', name: 'charge', arguments: '{"label": "a", "seconds": 0}' },
+    { id: 'c2', name: 'charge', arguments: '{"label": "b", "seconds": 0}' },
+    { id: 'c3', name: 'charge', arguments: `{"label": "c", "seconds": ${seconds}}` },
+  ]);
+
+/** What the model must see after the batch, exactly as after an uninterrupted attempt. */
+const chargedResults: Message[] = [
+  { role: 'tool', tool_call_id: 'c1', content: '"charged a"' },
+  { role: 'tool', tool_call_id: 'c2', content: '"charged b"' },
+  { role: 'tool', tool_call_id: 'c3', content: '"charged c"' },
+];
+
+async function crashWorld() {
+  const effects = await startSideEffectServer();
+  const fake = await FakeModelServer.start({ script: [threeCharges(4), reply('paid')] });
+  const taskQueue = `resume-${randomUUID()}`;
+  const client = await clientOn(taskQueue);
+  const workers: WorkerProcess[] = [];
+  cleanups.push(
+    () => effects.close(),
+    () => fake.close(),
+    () => client.close(),
+    async () => {
+      for (const worker of workers) await worker.kill('SIGKILL');
+    },
+  );
+  const startWorker = async () => {
+    const worker = await spawnWorker({
+      address: temporalAddress(),
+      taskQueue,
+      modelUrl: fake.url,
+      agents: [payer],
+      args: ['--tools', toolsModule],
+      env: { PATCHLOOP_TEST_EFFECTS_URL: effects.url },
+    });
+    workers.push(worker);
+    return worker;
+  };
+  return { effects, fake, client, startWorker };
+}
+
+/** Each label's side effects: how many, and with how many distinct idempotency keys. */
+function tally(effects: Array<{ label: string; key: string }>) {
+  const byLabel = new Map<string, Set<string>>();
+  const counts = new Map<string, number>();
+  for (const effect of effects) {
+    counts.set(effect.label, (counts.get(effect.label) ?? 0) + 1);
+    byLabel.set(effect.label, (byLabel.get(effect.label) ?? new Set()).add(effect.key));
+  }
+  return { counts, keys: (label: string) => byLabel.get(label)?.size ?? 0 };
+}
+
+describe('resumable tool batches: a finished call never runs twice', () => {
+  for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
+    it(`${signal} of the worker after 2 of 3 calls finished: the retry runs only the third`, async () => {
+      const { effects, fake, client, startWorker } = await crashWorld();
+      const first = await startWorker();
+      const run = await client.start({ agent: 'payer', input: 'charge three cards' });
+      // The checkpoint of the two finished calls has reached the server (heartbeat details).
+      await eventually(
+        async () =>
+          (await pendingHeartbeatDetails(run.workflow)).some(
+            (details) => Array.isArray(details['done']) && details['done'].length === 2,
+          )
+            ? true
+            : undefined,
+        30_000,
+        'a checkpoint of two finished calls',
+      );
+      await first.kill(signal);
+      await startWorker();
+      const result = await run.result();
+      expect(result.status).toBe('completed');
+      const { counts, keys } = tally(effects.effects);
+      // Finished calls: exactly once. The call in flight: at most twice, both times with one key.
+      expect(counts.get('a')).toBe(1);
+      expect(counts.get('b')).toBe(1);
+      expect(counts.get('c')).toBeGreaterThanOrEqual(1);
+      expect(counts.get('c')).toBeLessThanOrEqual(2);
+      expect(keys('c')).toBe(1);
+      // The model got the results in declared order, as from one uninterrupted attempt.
+      expect(fake.requests[1]!.body.messages.slice(-3)).toEqual(chargedResults);
+      expect(result.transcript.slice(-4, -1)).toEqual(chargedResults);
+      fake.assertDone();
+    });
+  }
+});
+
+describe('per-tool retries inside the batch attempt', () => {
+  let world: TestWorld | undefined;
+  afterEach(async () => {
+    await world?.close();
+    world = undefined;
+  });
+
+  it('a retryable tool succeeds on its third attempt; one that keeps failing gives up; invalid arguments are never retried', async () => {
+    const effects = await startSideEffectServer();
+    cleanups.push(() => effects.close());
+    process.env['PATCHLOOP_TEST_EFFECTS_URL'] = effects.url;
+    world = await startWorld({
+      tools: [addTool, ...sideEffectTools],
+      agents: [payer],
+      fake: {
+        script: [
+          callTools([
+            { id: 'f', name: 'flaky', arguments: '{"label": "sync"}' },
+            { id: 's', name: 'stubborn', arguments: '{"label": "push"}' },
+            { id: 'bad', name: 'flaky', arguments: '{"label": 7}' },
+          ]),
+          reply('done'),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'payer', input: 'sync and push' });
+    const result = await run.result();
+    const tool = (id: string) => result.transcript.find((message) => message['tool_call_id'] === id)!['content'];
+    expect(tool('f')).toBe('"sync done on attempt 3"');
+    expect(tool('s')).toMatch(/push: attempt 2 failed \(after 2 attempts\)/);
+    expect(tool('bad')).toMatch(/invalid arguments/);
+    // Attempts per call: 3, 2, and none for the call whose arguments did not validate.
+    expect([...effects.attempts.values()].sort()).toEqual([2, 3]);
+    // All of it inside one attempt of the batch activity: nothing else ran twice.
+    const history = await run.workflow.fetchHistory();
+    const batchAttempts = (history.events ?? [])
+      .filter((event) => event.activityTaskStartedEventAttributes)
+      .map((event) => event.activityTaskStartedEventAttributes!.attempt);
+    expect(batchAttempts.every((attempt) => attempt === 1)).toBe(true);
+    world.fake.assertDone();
+  });
+});
+
+describe('per-tool routing: tools on their own workers', () => {
+  const router = (queue: string) => ({
+    name: 'router',
+    instructions: 'You route.',
+    tools: ['add', 'wait', 'charge'],
+    tool_task_queues: { charge: queue },
+    limits: { heartbeat_timeout_seconds: 2 },
+  });
+
+  async function routedWorld(script: Parameters<typeof FakeModelServer.start>[0]) {
+    const effects = await startSideEffectServer();
+    const fake = await FakeModelServer.start(script);
+    const taskQueue = `routed-${randomUUID()}`;
+    const toolQueue = `${taskQueue}-gpu`;
+    const client = await clientOn(taskQueue);
+    const workers: WorkerProcess[] = [];
+    cleanups.push(
+      () => effects.close(),
+      () => fake.close(),
+      () => client.close(),
+      async () => {
+        for (const worker of workers) await worker.kill('SIGKILL');
+      },
+    );
+    const start = async (name: string, args: string[], queue = taskQueue) => {
+      const worker = await spawnWorker({
+        address: temporalAddress(),
+        taskQueue: queue,
+        modelUrl: fake.url,
+        agents: [router(toolQueue)],
+        args: ['--tools', toolsModule, ...args],
+        env: { PATCHLOOP_TEST_EFFECTS_URL: effects.url, PATCHLOOP_TEST_WORKER_NAME: name },
+      });
+      workers.push(worker);
+      return worker;
+    };
+    return { effects, fake, client, taskQueue, toolQueue, start };
+  }
+
+  it('a batch split over two queues runs on both workers at once; the tools worker killed mid-batch resumes on another', async () => {
+    const { effects, fake, client, toolQueue, start } = await routedWorld({
+      script: [
+        callTools([
+          { id: 'c1', name: 'add', arguments: '{"a": 2, "b": 3}' },
+          { id: 'c2', name: 'charge', arguments: '{"label": "b", "seconds": 0}' },
+          { id: 'c3', name: 'charge', arguments: '{"label": "c", "seconds": 4}' },
+        ]),
+        reply('routed'),
+      ],
+    });
+    await start('main', []);
+    const tools = await start('tools-1', ['--tools-only', '--task-queue', toolQueue], toolQueue);
+    const run = await client.start({ agent: 'router', input: 'add and charge' });
+    await eventually(
+      async () =>
+        (await pendingHeartbeatDetails(run.workflow)).some(
+          (details) => Array.isArray(details['done']) && details['done'].length === 1 && details['of'] === 2,
+        )
+          ? true
+          : undefined,
+      30_000,
+      'the routed batch checkpointing its first call',
+    );
+    await tools.kill('SIGKILL');
+    await start('tools-2', ['--tools-only', '--task-queue', toolQueue], toolQueue);
+    const result = await run.result();
+    expect(result.status).toBe('completed');
+    // Declared order across both batches, as if one batch had run them.
+    expect(fake.requests[1]!.body.messages.slice(-3)).toEqual([
+      { role: 'tool', tool_call_id: 'c1', content: '5' },
+      { role: 'tool', tool_call_id: 'c2', content: '"charged b"' },
+      { role: 'tool', tool_call_id: 'c3', content: '"charged c"' },
+    ]);
+    // Routed calls ran only on the tools workers; the finished one once.
+    expect(effects.effects.every((effect) => effect.worker.startsWith('tools-'))).toBe(true);
+    const { counts, keys } = tally(effects.effects);
+    expect(counts.get('b')).toBe(1);
+    expect(counts.get('c')).toBeLessThanOrEqual(2);
+    expect(keys('c')).toBe(1);
+    // One batch activity per queue in history.
+    const history = await run.workflow.fetchHistory();
+    const queues = (history.events ?? [])
+      .filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'toolBatch')
+      .map((event) => event.activityTaskScheduledEventAttributes!.taskQueue!.name);
+    expect(queues).toHaveLength(2);
+    expect(queues).toContain(toolQueue);
+    expect(new Set(queues).size).toBe(2);
+    fake.assertDone();
+  });
+
+  it('an abort during a routed batch cancels the calls on every queue', async () => {
+    const { client, toolQueue, start } = await routedWorld({
+      script: [
+        callTools([
+          { id: 'w', name: 'wait', arguments: '{"seconds": 60}' },
+          { id: 'c', name: 'charge', arguments: '{"label": "slow", "seconds": 60}' },
+        ]),
+      ],
+    });
+    await start('main', []);
+    await start('tools-1', ['--tools-only', '--task-queue', toolQueue], toolQueue);
+    const run = await client.start({ agent: 'router', input: 'wait and charge' });
+    await eventually(async () => ((await pendingHeartbeatDetails(run.workflow)).length === 2 ? true : undefined));
+    const abortedAt = Date.now();
+    await run.abort('stop both');
+    const result = await run.result();
+    expect(Date.now() - abortedAt).toBeLessThan(10_000);
+    expect(result.status).toBe('aborted');
+    const cancelled = (id: string) => result.transcript.find((message) => message['tool_call_id'] === id)!['content'];
+    expect(cancelled('w')).toMatch(/cancelled by user.*Reason: stop both/);
+    expect(cancelled('c')).toMatch(/cancelled by user.*Reason: stop both/);
+  });
+
+  it('a tools-only worker that nothing is routed to refuses to start, saying why', async () => {
+    const { start } = await routedWorld({ script: [] });
+    await expect(
+      start('stray', ['--tools-only', '--task-queue', 'nobody-routes-here'], 'nobody-routes-here'),
+    ).rejects.toThrow(/no agent routes a tool to task queue 'nobody-routes-here'/);
+  });
+});
