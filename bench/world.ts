@@ -29,6 +29,8 @@ export async function startBenchWorld(
     agents?: AgentDefinitionInput[];
     tools?: Tool[];
     dynamicConfig?: Record<string, number>;
+    /** The dev server as `temporal server start-dev` ships it (not the embedded default's settings). */
+    stock?: boolean;
     keepBodies?: boolean;
     config?: Partial<PatchloopConfig>;
   } = {},
@@ -40,6 +42,7 @@ export async function startBenchWorld(
     port: await freePort(),
     dbFile: join(mkdtempSync(join(tmpdir(), 'patchloop-bench-')), 'temporal.db'),
     ...(options.dynamicConfig ? { dynamicConfig: options.dynamicConfig } : {}),
+    ...(options.stock ? { stock: true } : {}),
   });
   const fake = await FakeModelServer.start({ responder, keepBodies: options.keepBodies ?? true });
   const config = {

@@ -1,6 +1,7 @@
 /**
  * `npm run chaos [-- --runs N --seed S]`: the seeded chaos run of test/chaos/chaos.ts at full size,
- * printing its table. Exits 1 when any run is not settled, valid, complete and unduplicated.
+ * printing its table. Exits 1 when any run is not settled, valid, complete and unduplicated, or a
+ * finished side-effecting call ran twice.
  */
 import { parseArgs } from 'node:util';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
@@ -25,7 +26,7 @@ async function main(): Promise<number> {
   const bad = report.runs.filter(
     (run) => !run.settled || !run.valid || run.lost > 0 || run.duplicated > 0 || run.stuck || run.status === 'failed',
   );
-  return bad.length > 0 ? 1 : 0;
+  return bad.length > 0 || report.sideEffects.finished > 0 ? 1 : 0;
 }
 
 main().then(

@@ -68,6 +68,35 @@ export interface PatchloopConfig {
   encryption?: EncryptionSettings | undefined;
   /** The shared token stream (`REDIS_URL`): chunks go through Redis Streams instead of staying in the worker. */
   redis?: RedisChunkSettings | undefined;
+  /** Worker capacity (`PATCHLOOP_MAX_*`); unset values get the worker's derived defaults. */
+  workerTuning?: WorkerTuning;
+}
+
+/** How much one worker process takes on at once. */
+export interface WorkerTuning {
+  /** Runs kept in the sticky cache (each holds its state in memory; a miss replays the history). */
+  maxCachedWorkflows?: number;
+  maxConcurrentWorkflowTaskExecutions?: number;
+  maxConcurrentActivityTaskExecutions?: number;
+}
+
+/** `PATCHLOOP_MAX_CACHED_WORKFLOWS`, `PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS`, `PATCHLOOP_MAX_CONCURRENT_ACTIVITIES`. */
+export function workerTuningFromEnvironment(env: NodeJS.ProcessEnv): WorkerTuning {
+  const count = (name: string): number | undefined => {
+    const text = env[name];
+    if (text === undefined || text === '') return undefined;
+    const value = Number(text);
+    if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number from 1, not '${text}'`);
+    return value;
+  };
+  const tuning: WorkerTuning = {};
+  const cached = count('PATCHLOOP_MAX_CACHED_WORKFLOWS');
+  const workflowTasks = count('PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS');
+  const activities = count('PATCHLOOP_MAX_CONCURRENT_ACTIVITIES');
+  if (cached !== undefined) tuning.maxCachedWorkflows = cached;
+  if (workflowTasks !== undefined) tuning.maxConcurrentWorkflowTaskExecutions = workflowTasks;
+  if (activities !== undefined) tuning.maxConcurrentActivityTaskExecutions = activities;
+  return tuning;
 }
 
 export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): PatchloopConfig {
@@ -88,6 +117,7 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Pat
     payloadStorage: payloadStorageFromEnvironment(env),
     encryption: encryptionFromEnvironment(env),
     redis: redisFromEnvironment(env),
+    workerTuning: workerTuningFromEnvironment(env),
   };
 }
 

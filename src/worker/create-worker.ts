@@ -1,5 +1,6 @@
 import { type NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { existsSync } from 'node:fs';
+import { getHeapStatistics } from 'node:v8';
 import { join } from 'node:path';
 import { createActivities, SecretRedactor } from '../activities';
 import { redactionInterceptor } from './redaction';
@@ -13,7 +14,7 @@ import type { AgentDefinitionInput } from '../runtime';
 import type { Tool } from '../tools/define-tool';
 import type { LlmFunction } from '../functions/define-llm-function';
 import { exampleFunctions } from '../functions/examples';
-import type { PatchloopConfig } from '../config/environment';
+import type { PatchloopConfig, WorkerTuning } from '../config/environment';
 import type { RunEndedSummary } from '../common';
 import { ChunkHub } from '../streaming/chunk-hub';
 import { RedisChunkTransport } from '../streaming/redis-transport';
@@ -61,6 +62,29 @@ function withoutInterceptors(options: Partial<WorkerOptions> | undefined): Parti
 export function workflowsPath(): string {
   const source = join(__dirname, '..', 'workflows', 'index.ts');
   return existsSync(source) ? source : join(__dirname, '..', 'workflows', 'index.js');
+}
+
+/**
+ * Memory a cached run holds in the workflow thread, as measured for a run of 5 small iterations (about
+ * 1.8 MB, `npm run bench:concurrency` in issue 16's baseline); longer contexts hold more.
+ */
+const CACHED_RUN_BYTES = 2 * 1024 * 1024;
+
+/**
+ * The worker's capacity: what the environment or the CLI set, and otherwise a cache bound derived from
+ * the heap (half of it for cached runs), so a busy worker evicts runs instead of running out of memory.
+ */
+export function workerCapacity(tuning: WorkerTuning = {}): Partial<WorkerOptions> {
+  const derived = Math.max(10, Math.floor((getHeapStatistics().heap_size_limit * 0.5) / CACHED_RUN_BYTES));
+  return {
+    maxCachedWorkflows: tuning.maxCachedWorkflows ?? derived,
+    ...(tuning.maxConcurrentWorkflowTaskExecutions !== undefined
+      ? { maxConcurrentWorkflowTaskExecutions: tuning.maxConcurrentWorkflowTaskExecutions }
+      : {}),
+    ...(tuning.maxConcurrentActivityTaskExecutions !== undefined
+      ? { maxConcurrentActivityTaskExecutions: tuning.maxConcurrentActivityTaskExecutions }
+      : {}),
+  };
 }
 
 /** A Temporal worker plus its token-stream endpoint; `run()` resolves after shutdown, with the endpoint closed. */
@@ -153,9 +177,11 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
       ...options.workerOptions?.interceptors,
       activity: [redactionInterceptor(redactor), ...(options.workerOptions?.interceptors?.activity ?? [])],
     },
-    // Cancels reach an activity only through heartbeat answers: throttle them to 1 s, not 30-60 s.
-    maxHeartbeatThrottleInterval: '1s',
-    defaultHeartbeatThrottleInterval: '1s',
+    // Cancels reach an activity only through heartbeat answers, and a tool batch's checkpoint of a call
+    // that just finished must reach the server before a crash can lose it: the SDK sends a heartbeat at
+    // most this long after it is made (activities heartbeat on their own once a second besides).
+    maxHeartbeatThrottleInterval: '250ms',
+    defaultHeartbeatThrottleInterval: '250ms',
     sinks: {
       patchloop: {
         runEnded: {
@@ -165,6 +191,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
       },
     },
     ...(config.stickyQueueTimeout ? { stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout } : {}),
+    ...workerCapacity(config.workerTuning),
     ...(options.tracing ? { plugins: [options.tracing.plugin] } : {}),
     ...withoutInterceptors(options.workerOptions),
   }).catch(async (error: unknown) => {

@@ -22,6 +22,14 @@ export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): string | 
   return fromPython && existsSync(fromPython) ? fromPython : undefined;
 }
 
+/**
+ * Dev-server settings of the embedded default (`patchloop server`, the demo, the tests). The dev
+ * server's transfer-queue reader polls at most 10 times a second by default, which alone adds ~50 ms
+ * to every workflow task dispatch (two per iteration); lifting it is a dev-server setting only (a
+ * production cluster's history service is tuned on its own).
+ */
+export const EMBEDDED_DYNAMIC_CONFIG: Record<string, number> = { 'history.transferProcessorMaxPollRPS': 1000 };
+
 export interface DevServerOptions {
   port: number;
   uiPort?: number;
@@ -30,6 +38,8 @@ export interface DevServerOptions {
   /** Temporal's HTTP API (for services without an SDK: curl); off unless set. */
   httpPort?: number;
   dynamicConfig?: Record<string, string | number | boolean>;
+  /** The dev server exactly as `temporal server start-dev` ships it, without EMBEDDED_DYNAMIC_CONFIG. */
+  stock?: boolean;
   cli?: string;
 }
 
@@ -61,7 +71,8 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   if (options.httpPort) args.push('--http-port', String(options.httpPort));
   if (options.headless ?? true) args.push('--headless');
   else if (options.uiPort) args.push('--ui-port', String(options.uiPort));
-  for (const [key, value] of Object.entries(options.dynamicConfig ?? {}))
+  const dynamicConfig = { ...(options.stock ? {} : EMBEDDED_DYNAMIC_CONFIG), ...options.dynamicConfig };
+  for (const [key, value] of Object.entries(dynamicConfig))
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';

@@ -22,6 +22,8 @@ import type { AgentRunResult } from '../../src/runtime';
 import { configFromEnvironment } from '../../src/config/environment';
 import { freePort } from '../../src/worker/free-port';
 import { startDevServer, type DevServer } from '../../src/worker/temporal-cli';
+import { repositoryRoot } from '../support/reference';
+import { repeatedCalls, startSideEffectServer } from '../support/side-effects';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 
 /**
@@ -72,6 +74,12 @@ export interface ChaosReport {
   /** User messages the runs accepted (update) or received (signal). */
   messagesAccepted: number;
   aborts: number;
+  /**
+   * Calls of the side-effect tool, counted by a server outside the workers: how many, how many finished
+   * more than once (must be 0: finished calls are checkpointed) and how many started more than once
+   * (calls in flight at a kill may).
+   */
+  sideEffects: { calls: number; finished: number; started: number };
   durationMs: number;
   table: string;
 }
@@ -118,11 +126,21 @@ function planFor(index: number, next: () => number): RunPlan {
               name: 'wait',
               arguments: JSON.stringify({ seconds: Math.round((0.3 + next()) * 10) / 10 }),
             }
-          : {
-              id: `call_${step}_${call}`,
-              name: 'add',
-              arguments: JSON.stringify({ a: Math.floor(next() * 1000), b: Math.floor(next() * 1000) + index }),
-            },
+          : next() < 0.4
+            ? {
+                // A side effect outside the worker: counted, so a finished call that ran again shows.
+                id: `call_${step}_${call}`,
+                name: 'charge',
+                arguments: JSON.stringify({
+                  label: `run${index}-${step}-${call}`,
+                  seconds: Math.round(next() * 8) / 10,
+                }),
+              }
+            : {
+                id: `call_${step}_${call}`,
+                name: 'add',
+                arguments: JSON.stringify({ a: Math.floor(next() * 1000), b: Math.floor(next() * 1000) + index }),
+              },
       ),
     );
   }
@@ -283,11 +301,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     {
       name: 'chaos',
       instructions: 'Add the numbers you are given.',
-      tools: ['add', 'wait'],
+      tools: ['add', 'wait', 'charge'],
       limits: { heartbeat_timeout_seconds: 2, abort_wait_seconds: 5 },
     },
   ];
-  const spawn = () => spawnWorker({ address: server.address, taskQueue, modelUrl: fake.url, agents });
+  const sideEffects = await startSideEffectServer();
+  const spawn = () =>
+    spawnWorker({
+      address: server.address,
+      taskQueue,
+      modelUrl: fake.url,
+      agents,
+      args: ['--tools', join(repositoryRoot, 'test', 'support', 'side-effect-tools.ts')],
+      env: { PATCHLOOP_TEST_EFFECTS_URL: sideEffects.url },
+    });
   const workers: Array<WorkerProcess | null> = [await spawn(), await spawn()];
   const connection = await Connection.connect({ address: server.address });
   const client = PatchloopClient.on(connection, { ...configFromEnvironment({}), taskQueue });
@@ -441,6 +468,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   await client.close();
   await fake.close();
   await server.stop();
+  await sideEffects.close();
   rmSync(folder, { recursive: true, force: true });
   const report: Omit<ChaosReport, 'table'> = {
     runs: checks,
@@ -453,6 +481,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       0,
     ),
     aborts: counts.aborts,
+    sideEffects: {
+      calls: new Set(sideEffects.effects.map((effect) => effect.key)).size,
+      ...repeatedCalls(sideEffects.effects),
+    },
     durationMs: Date.now() - started,
   };
   return { ...report, table: table(report) };
@@ -582,9 +614,14 @@ function messageProblem(
     const args = calls.get(id);
     const content = String(message['content']);
     if (args === undefined) return `a result for a call the model never made: ${id}`;
-    const parsed = JSON.parse(args) as { a?: number; b?: number; seconds?: number };
-    const tool = parsed.seconds !== undefined ? 'wait' : 'add';
-    const expected = tool === 'wait' ? JSON.stringify(`waited ${parsed.seconds} s`) : String(parsed.a! + parsed.b!);
+    const parsed = JSON.parse(args) as { a?: number; b?: number; seconds?: number; label?: string };
+    const tool = parsed.label !== undefined ? 'charge' : parsed.seconds !== undefined ? 'wait' : 'add';
+    const expected =
+      tool === 'charge'
+        ? JSON.stringify(`charged ${parsed.label}`)
+        : tool === 'wait'
+          ? JSON.stringify(`waited ${parsed.seconds} s`)
+          : String(parsed.a! + parsed.b!);
     if (content === expected) return null;
     if (aborted && content === toolCancelledContent(tool, 'chaos abort')) return null;
     return `tool ${id} answered ${content.slice(0, 80)}, not ${expected} for ${args}`;
@@ -613,6 +650,7 @@ function table(report: Omit<ChaosReport, 'table'>): string {
     `runs ${runs.length} (completed ${count((run) => run.status === 'completed')}, aborted ${count((run) => run.status === 'aborted')}), ${report.messagesAccepted} user messages accepted or delivered, ${report.aborts} aborts, ${Math.round(report.durationMs / 1000)} s`,
     `provider faults: ${faults}`,
     `infrastructure faults: worker SIGKILL ${report.workerKills}, worker SIGTERM ${report.workerTerms}, dev-server restarts ${report.serverRestarts}`,
+    `side effects (counted outside the workers): ${report.sideEffects.calls} calls, ${report.sideEffects.finished} finished calls repeated, ${report.sideEffects.started} calls in flight at a crash started again`,
     '',
     '| runs | settled | valid | lost | duplicated | stuck | workflow task failures | abort-to-close p50 / p95, a worker up | with no worker up |',
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',

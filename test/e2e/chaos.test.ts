@@ -6,7 +6,7 @@ import { runChaos } from '../chaos/chaos';
  * processes killed and restarted, provider faults of every kind, user messages and aborts.
  */
 it(
-  'under chaos every run settles with a valid transcript, nothing lost, nothing duplicated',
+  'under chaos every run settles with a valid transcript, nothing lost, nothing duplicated, no finished call repeated',
   { timeout: 600_000 },
   async () => {
     const report = await runChaos({ runs: 8, seed: 7, concurrency: 4 });
@@ -20,5 +20,8 @@ it(
       report.runs.map(() => [true, true, 0, 0, false]),
     );
     expect(report.runs.every((run) => run.status === 'completed' || run.status === 'aborted')).toBe(true);
+    // Side effects counted outside the workers: some happened, and no finished call ran twice.
+    expect(report.sideEffects.calls).toBeGreaterThan(0);
+    expect(report.sideEffects.finished).toBe(0);
   },
 );

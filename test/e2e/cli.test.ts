@@ -196,6 +196,25 @@ describe('CLI against a real dev server', () => {
     expect(worker.stderr).not.toMatch(/\n\s+at /);
   });
 
+  it('worker capacity comes from flags or PATCHLOOP_MAX_* variables, a derived cache bound otherwise; bad values are usage errors', async () => {
+    world = await startWorld();
+    const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: `tuned-${Date.now()}` };
+    const flagged = await startCliWorker(['--fake-model', '--max-cached-workflows', '7'], env);
+    await flagged.stop();
+    expect(flagged.output()).toContain('caches up to 7 runs');
+    const fromEnvironment = await startCliWorker(['--fake-model'], { ...env, PATCHLOOP_MAX_CACHED_WORKFLOWS: '9' });
+    await fromEnvironment.stop();
+    expect(fromEnvironment.output()).toContain('caches up to 9 runs');
+    const derived = await startCliWorker(['--fake-model'], env);
+    await derived.stop();
+    expect(derived.output()).toMatch(/caches up to \d+ runs/);
+    const bad = await cli(['worker', '--fake-model', '--max-concurrent-activities', '0']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe(
+      "error: --max-concurrent-activities (PATCHLOOP_MAX_CONCURRENT_ACTIVITIES) must be a whole number from 1, not '0'\n",
+    );
+  });
+
   it('server fails on a busy port instead of reporting the other server as its own', async () => {
     world = await startWorld();
     const busy = Number(world.config.temporalAddress.split(':').at(-1));

@@ -71,10 +71,11 @@ async function crashWorld() {
 }
 
 /** Each label's side effects: how many, and with how many distinct idempotency keys. */
-function tally(effects: Array<{ label: string; key: string }>) {
+function tally(effects: Array<{ label: string; key: string; phase: string }>) {
   const byLabel = new Map<string, Set<string>>();
   const counts = new Map<string, number>();
   for (const effect of effects) {
+    if (effect.phase !== 'start') continue;
     counts.set(effect.label, (counts.get(effect.label) ?? 0) + 1);
     byLabel.set(effect.label, (byLabel.get(effect.label) ?? new Set()).add(effect.key));
   }

@@ -21,12 +21,11 @@ export const tools = [
     parameters: z.object({ label: z.string(), seconds: z.number().nonnegative() }),
     timeoutSeconds: 300,
     execute: async ({ label, seconds }, { idempotencyKey, signal }) => {
-      await post('/effect', {
-        label,
-        key: idempotencyKey,
-        worker: process.env['PATCHLOOP_TEST_WORKER_NAME'] ?? 'test',
-      });
+      const worker = process.env['PATCHLOOP_TEST_WORKER_NAME'] ?? 'test';
+      await post('/effect', { label, key: idempotencyKey, worker, phase: 'start' });
       await sleep(seconds * 1000, undefined, { signal });
+      // The call is finished from here on: a second 'end' for one key means a finished call ran again.
+      await post('/effect', { label, key: idempotencyKey, worker, phase: 'end' });
       return `charged ${label}`;
     },
   }),

@@ -7,6 +7,8 @@ export interface SideEffect {
   key: string;
   /** The worker process that performed it (PATCHLOOP_TEST_WORKER_NAME). */
   worker: string;
+  /** `start` when the call began its side effect, `end` when it finished. */
+  phase: 'start' | 'end';
   at: number;
 }
 
@@ -15,6 +17,16 @@ export interface SideEffect {
  * happened across worker crashes: `POST /effect {label, key}` records one; `POST /attempt {key}` counts
  * attempts of one call and answers how many so far.
  */
+/** Calls that finished more than once (two `end`s for one key), and calls that started more than once. */
+export function repeatedCalls(effects: readonly SideEffect[]): { finished: number; started: number } {
+  const count = (phase: SideEffect['phase']) => {
+    const seen = new Map<string, number>();
+    for (const effect of effects) if (effect.phase === phase) seen.set(effect.key, (seen.get(effect.key) ?? 0) + 1);
+    return [...seen.values()].filter((times) => times > 1).length;
+  };
+  return { finished: count('end'), started: count('start') };
+}
+
 export async function startSideEffectServer(): Promise<{
   url: string;
   effects: SideEffect[];
@@ -27,12 +39,13 @@ export async function startSideEffectServer(): Promise<{
     let body = '';
     request.on('data', (part: Buffer) => (body += part.toString()));
     request.on('end', () => {
-      const parsed = JSON.parse(body || '{}') as { label?: string; key?: string; worker?: string };
+      const parsed = JSON.parse(body || '{}') as { label?: string; key?: string; worker?: string; phase?: string };
       if (request.url === '/effect') {
         effects.push({
           label: String(parsed.label),
           key: String(parsed.key),
           worker: String(parsed.worker),
+          phase: parsed.phase === 'end' ? 'end' : 'start',
           at: Date.now(),
         });
         response.end('{}');

@@ -4,8 +4,13 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { AgentDefinition } from '../../runtime';
-import { configFromEnvironment, connectionOptions, type PatchloopConfig } from '../../config/environment';
-import { createPatchloopWorker, workerRedactor } from '../../worker/create-worker';
+import {
+  configFromEnvironment,
+  connectionOptions,
+  workerTuningFromEnvironment,
+  type PatchloopConfig,
+} from '../../config/environment';
+import { createPatchloopWorker, workerCapacity, workerRedactor } from '../../worker/create-worker';
 import { RedactingLogger } from '../../worker/redaction';
 import { tracingFromEnvironment } from '../../worker/tracing';
 import { assistantAgent, carefulAssistantAgent } from '../../agents/assistant';
@@ -18,7 +23,7 @@ import { parseCommand } from '../arguments';
 
 export const WORKER_SYNTAX = {
   usage:
-    'patchloop worker [--agents FILE.json] [--tools MODULE] [--fake-model] [--tools-only --task-queue QUEUE] [--verbose]',
+    'patchloop worker [--agents FILE.json] [--tools MODULE] [--fake-model] [--tools-only --task-queue QUEUE] [--max-cached-workflows N] [--max-concurrent-workflow-tasks N] [--max-concurrent-activities N] [--verbose]',
   summary:
     "A worker serving the example agents (or the agents in FILE) until Ctrl-C, with the example tools and those MODULE exports (`export const tools = [defineTool(...), ...]`). It needs a provider (OPENAI_API_KEY or OPENAI_BASE_URL), or --fake-model for the offline scripted model the demo uses. With --tools-only it runs only the tool batches routed to QUEUE (defineTool({ taskQueue }) or an agent's tool_task_queues) and needs no provider.",
   options: {
@@ -26,6 +31,9 @@ export const WORKER_SYNTAX = {
     tools: { type: 'string' },
     'tools-only': { type: 'boolean' },
     'task-queue': { type: 'string' },
+    'max-cached-workflows': { type: 'string' },
+    'max-concurrent-workflow-tasks': { type: 'string' },
+    'max-concurrent-activities': { type: 'string' },
     'fake-model': { type: 'boolean' },
     verbose: { type: 'boolean' },
   },
@@ -39,7 +47,19 @@ export const WORKER_SYNTAX = {
 export async function workerCommand(args: string[], print: (line: string) => void): Promise<undefined> {
   const { values } = parseCommand(args, WORKER_SYNTAX);
   const base = configFromEnvironment();
-  const environment = values['task-queue'] ? { ...base, taskQueue: values['task-queue'] } : base;
+  // Flags win over their environment variables (PATCHLOOP_MAX_CACHED_WORKFLOWS, ...).
+  const tuning = tuningOrUsageError({
+    PATCHLOOP_MAX_CACHED_WORKFLOWS: values['max-cached-workflows'] ?? process.env['PATCHLOOP_MAX_CACHED_WORKFLOWS'],
+    PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS:
+      values['max-concurrent-workflow-tasks'] ?? process.env['PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS'],
+    PATCHLOOP_MAX_CONCURRENT_ACTIVITIES:
+      values['max-concurrent-activities'] ?? process.env['PATCHLOOP_MAX_CONCURRENT_ACTIVITIES'],
+  });
+  const environment = {
+    ...base,
+    workerTuning: tuning,
+    ...(values['task-queue'] ? { taskQueue: values['task-queue'] } : {}),
+  };
   const toolsOnly = values['tools-only'] === true;
   if (toolsOnly && !values['task-queue'])
     throw new CliError('--tools-only needs --task-queue: the queue its tools are routed to', 'UsageError');
@@ -89,6 +109,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
     print(
       `worker polling task queue '${config.taskQueue}' on ${config.temporalAddress} (namespace ${config.namespace}); ` +
         `agents: ${agents.map((agent) => agent.name).join(', ')}; ` +
+        `caches up to ${String(workerCapacity(tuning).maxCachedWorkflows)} runs; ` +
         (toolsOnly
           ? 'tools only (no workflows, no model calls)'
           : fake
@@ -103,6 +124,22 @@ export async function workerCommand(args: string[], print: (line: string) => voi
     await tracing?.shutdown();
   }
   return undefined;
+}
+
+const TUNING_FLAGS: Record<string, string> = {
+  PATCHLOOP_MAX_CACHED_WORKFLOWS: '--max-cached-workflows',
+  PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS: '--max-concurrent-workflow-tasks',
+  PATCHLOOP_MAX_CONCURRENT_ACTIVITIES: '--max-concurrent-activities',
+};
+
+/** The tuning, or a usage error naming both the flag and its variable. */
+function tuningOrUsageError(env: NodeJS.ProcessEnv) {
+  try {
+    return workerTuningFromEnvironment(env);
+  } catch (error) {
+    const message = (error as Error).message.replace(/^PATCHLOOP_MAX_\w+/, (name) => `${TUNING_FLAGS[name]} (${name})`);
+    throw new CliError(message, 'UsageError');
+  }
 }
 
 /** The tools a module exports as `tools` (or as its default export): an array of `defineTool` results. */
