@@ -18,6 +18,8 @@ export interface ActivitySettings {
   redactor?: SecretRedactor;
   /** The worker's data converter sends large payloads by reference (External Storage). */
   payloadsByReference?: boolean;
+  /** Its threshold: heartbeat checkpoints stay below it, so none is stored (each heartbeat would be). */
+  payloadThresholdBytes?: number;
   /** Whether the namespace has patchloop's search attributes (runs then keep them current). */
   searchAttributes?: () => Promise<boolean>;
 }
@@ -37,6 +39,9 @@ export function createActivities(settings: ActivitySettings) {
       ...(settings.redactor ? { redactor: settings.redactor } : {}),
       // Inline payloads: the batch result keeps to the same budget as everything a workflow sends.
       ...(settings.payloadsByReference ? {} : { maxBatchBytes: 1_500_000 }),
+      ...(settings.payloadThresholdBytes !== undefined
+        ? { checkpointBytes: Math.floor(settings.payloadThresholdBytes * 0.75) }
+        : {}),
       ...settings.tools,
     }),
   };

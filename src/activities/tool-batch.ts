@@ -42,6 +42,8 @@ export interface ToolBatchSettings {
    * largest results become error results (the calls ran; the model learns their output was too large).
    */
   maxBatchBytes?: number;
+  /** The checkpoint's budget (see CHECKPOINT_BYTES); lower where payloads go by reference sooner. */
+  checkpointBytes?: number;
 }
 
 interface CallLimits {
@@ -87,7 +89,12 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
       order.push(index);
       for (const event of events) customEvents.push({ index, event });
     }
-    const details = () => checkpoint(input, finished, order, customEvents, settings.maxBatchBytes);
+    const budget = Math.min(
+      CHECKPOINT_BYTES,
+      settings.checkpointBytes ?? CHECKPOINT_BYTES,
+      settings.maxBatchBytes ?? CHECKPOINT_BYTES,
+    );
+    const details = () => checkpoint(input, finished, order, customEvents, budget);
     const stopHeartbeat = startHeartbeat(context, details);
     try {
       if (!signal.aborted) {
@@ -134,8 +141,13 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
   };
 }
 
-/** Heartbeat checkpoints stay well under Temporal's 2 MB payload limit; calls past it run again on retry. */
-const CHECKPOINT_BYTES = 1_500_000;
+/**
+ * A checkpoint rides on every heartbeat (the server keeps only the latest details), so it stays small:
+ * inline under the payload-storage threshold (an encrypted heartbeat would be stored anew each second),
+ * and a run's routed batches together far below the 4 MB a `describe()` answer may carry. Calls whose
+ * results do not fit run again on retry.
+ */
+const CHECKPOINT_BYTES = 192 * 1024;
 
 /**
  * The batch's progress for its heartbeat: counts for people, and the finished calls (in completion
@@ -146,9 +158,9 @@ function checkpoint(
   finished: Map<number, Finished>,
   order: number[],
   customEvents: Array<{ index: number; event: CustomEvent }>,
-  maxBatchBytes: number | undefined,
+  budget: number,
 ): ToolBatchCheckpoint & { finished: number; of: number } {
-  const budget = Math.min(CHECKPOINT_BYTES, maxBatchBytes ?? CHECKPOINT_BYTES);
+  // Later calls may still fit when an earlier large one did not.
   const done: ToolBatchCheckpoint['done'] = [];
   let bytes = 0;
   for (const index of order) {
@@ -157,8 +169,9 @@ function checkpoint(
       ...finished.get(index)!,
       custom_events: customEvents.filter((event) => event.index === index).map(({ event }) => event),
     };
-    bytes += utf8Bytes(JSON.stringify(entry));
-    if (bytes > budget) break;
+    const size = utf8Bytes(JSON.stringify(entry));
+    if (bytes + size > budget) continue;
+    bytes += size;
     done.push(entry);
   }
   return {

@@ -152,13 +152,19 @@ async function followEvents(
   output: FollowOutput,
   options: FollowOptions,
   result: Promise<unknown>,
+  stop: AbortSignal = new AbortController().signal,
 ): Promise<void> {
   const intervalMs = options.intervalMs ?? 150;
   let settled = false;
+  // Forks still running when this run ended without ending them (it failed, or was terminated) are
+  // abandoned by Temporal: they are followed a little longer, then let go.
+  let failed = false;
   void result.then(
     () => (settled = true),
-    () => (settled = true),
+    () => ((settled = true), (failed = true)),
   );
+  const abandon = new AbortController();
+  const stopForks = AbortSignal.any([stop, abandon.signal]);
   let after = 0;
   const tokens = new TokenFollower(run, output);
   const forks = new Map<string, Promise<void>>();
@@ -178,7 +184,7 @@ async function followEvents(
         if (fork?.starts && !forks.has(fork.child)) {
           const child = fork.child;
           const handle = new RunHandle(run.workflow.client.getHandle(child), run.chunks);
-          forks.set(child, followEvents(handle, output, options, handle.workflow.result()));
+          forks.set(child, followEvents(handle, output, options, handle.workflow.result(), stopForks));
         }
         // E.g. asking a person to decide a call that waits for approval.
         await options.onEvent?.(event);
@@ -188,11 +194,16 @@ async function followEvents(
     } catch {
       // No worker has answered yet; keep polling until the run ends.
     }
-    if (settled) break;
+    if (settled || stop.aborted) break;
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
   tokens.stop();
-  await Promise.all(forks.values());
+  const forksDone = Promise.all(forks.values());
+  if (failed) {
+    const grace = setTimeout(() => abandon.abort(), 2000);
+    await forksDone;
+    clearTimeout(grace);
+  } else await forksDone;
 }
 
 /** The child workflow id (its memory key) a fork event is about, and whether the fork starts. */

@@ -65,7 +65,10 @@ export class PatchloopClient {
     return new PatchloopClient(
       new Client({ connection, namespace: config.namespace, dataConverter }),
       config.taskQueue,
-      config.redis ? new RedisChunkTransport(config.redis, { encryption: config.encryption }) : undefined,
+      // Quiet: a follower learns of a Redis outage from its reads (and retries), not from log lines.
+      config.redis
+        ? new RedisChunkTransport(config.redis, { encryption: config.encryption, logger: { warn: () => undefined } })
+        : undefined,
     );
   }
 

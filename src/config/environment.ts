@@ -68,7 +68,10 @@ export interface PatchloopConfig {
   encryption?: EncryptionSettings | undefined;
   /** The shared token stream (`REDIS_URL`): chunks go through Redis Streams instead of staying in the worker. */
   redis?: RedisChunkSettings | undefined;
-  /** Worker capacity (`PATCHLOOP_MAX_*`); unset values get the worker's derived defaults. */
+  /**
+   * Worker capacity; unset values get the worker's derived defaults. Only workers read it (the CLI
+   * worker from its flags and `workerTuningFromEnvironment`), so other commands ignore bad values.
+   */
   workerTuning?: WorkerTuning;
 }
 
@@ -117,7 +120,6 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Pat
     payloadStorage: payloadStorageFromEnvironment(env),
     encryption: encryptionFromEnvironment(env),
     redis: redisFromEnvironment(env),
-    workerTuning: workerTuningFromEnvironment(env),
   };
 }
 
@@ -130,7 +132,8 @@ function redisFromEnvironment(env: NodeJS.ProcessEnv): RedisChunkSettings | unde
   const url = env['REDIS_URL'];
   if (!url) return undefined;
   if (!/^rediss?:\/\//.test(url))
-    throw new Error(`REDIS_URL must start with redis:// or rediss://, not '${url.slice(0, 20)}'`);
+    // Not echoed: the URL may hold a password.
+    throw new Error('REDIS_URL must start with redis:// or rediss://');
   const whole = (name: string, fallback: number) => {
     const text = env[name];
     const value = Number(text || fallback);

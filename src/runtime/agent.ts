@@ -48,6 +48,11 @@ export const AgentLimits = z.strictObject({
   max_fork_depth: z.number().int().nonnegative().default(3),
   /** Gated tool calls undecided for this long are rejected with reason `approval timed out`; null waits forever. */
   approval_timeout_seconds: z.number().positive().nullable().default(null),
+  /**
+   * A batch routed to another task queue (`tool_task_queues`) that no worker picks up within this long
+   * gives its calls an error result naming the queue, instead of waiting forever.
+   */
+  routed_tool_wait_seconds: z.number().positive().default(300),
 });
 export type AgentLimits = z.infer<typeof AgentLimits>;
 
@@ -88,6 +93,9 @@ export const ToolDescriptor = z.strictObject({
   best_practices: z.array(z.string()).default([]),
   prompt_injection: z.string().optional(),
   timeout_seconds: z.number().positive().optional(),
+  /** A tool that retries itself (`retry`): its attempts, and the longest it waits between them in all. */
+  max_attempts: z.number().int().positive().optional(),
+  retry_wait_seconds: z.number().nonnegative().optional(),
 });
 export type ToolDescriptor = z.infer<typeof ToolDescriptor>;
 

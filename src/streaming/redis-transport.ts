@@ -20,7 +20,6 @@ const MAX_IN_FLIGHT = 10_000;
  */
 export class RedisChunkTransport implements ChunkTransport {
   private readonly client: RedisClient;
-  private readonly ready: Promise<void>;
   private readonly codec: EncryptionCodec | undefined;
   private readonly logger: Logger;
   private readonly idleMs: number;
@@ -49,14 +48,26 @@ export class RedisChunkTransport implements ChunkTransport {
       socket: { reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 2000) },
     });
     this.client.on('error', (error: unknown) => this.warn('Redis connection error', error));
-    // The first connection, or an error after `connectTimeoutMs` (the client keeps trying after that).
-    this.ready = new Promise<void>((resolve, reject) => {
+    this.connectTimeoutMs = connectTimeoutMs;
+  }
+
+  private readonly connectTimeoutMs: number;
+  private connecting: Promise<void> | undefined;
+
+  /**
+   * The first connection, made on first use (a client that never follows tokens never connects), or an
+   * error after `connectTimeoutMs` (the client keeps trying after that).
+   */
+  private get ready(): Promise<void> {
+    this.connecting ??= new Promise<void>((resolve, reject) => {
       const late = setTimeout(
         () =>
           reject(
-            new Error(`Redis at ${redactedUrl(settings.url)} did not answer within ${connectTimeoutMs} ms (REDIS_URL)`),
+            new Error(
+              `Redis at ${redactedUrl(this.settings.url)} did not answer within ${this.connectTimeoutMs} ms (REDIS_URL)`,
+            ),
           ),
-        connectTimeoutMs,
+        this.connectTimeoutMs,
       );
       late.unref();
       this.client.connect().then(
@@ -64,7 +75,8 @@ export class RedisChunkTransport implements ChunkTransport {
         (error: unknown) => (clearTimeout(late), reject(error as Error)),
       );
     });
-    this.ready.catch((error: unknown) => this.warn('Redis connection failed', error));
+    this.connecting.catch((error: unknown) => this.warn('Redis connection failed', error));
+    return this.connecting;
   }
 
   /** Waits for the first connection: a worker checks Redis at start instead of dropping every chunk. */
@@ -150,17 +162,19 @@ export class RedisChunkTransport implements ChunkTransport {
     }
   }
 
-  /** Waits for every append issued so far (tests, and a worker that stops). */
-  async flush(): Promise<void> {
-    while (this.inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  /** Waits for every append issued so far, at most `timeoutMs` (a half-open connection never answers). */
+  async flush(timeoutMs = 5000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.inFlight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     await this.flush();
     this.closed = true;
-    // A client that never connected is still retrying: stop it rather than wait for it.
-    if (this.client.isReady) await this.client.close();
+    if (!this.connecting) return;
+    // A client still retrying, or with appends that never settled: stop it rather than wait for it.
+    if (this.client.isReady && this.inFlight === 0) await this.client.close();
     else this.client.destroy();
   }
 

@@ -112,7 +112,15 @@ export interface Tool {
   readonly taskQueue?: string;
 }
 
+/** The longest a policy waits between attempts, all waits added up. */
+function totalWaitMs(policy: ResolvedRetryPolicy): number {
+  let total = 0;
+  for (let attempt = 1; attempt < policy.maxAttempts; attempt += 1) total += retryDelayMs(policy, attempt);
+  return total;
+}
+
 export function defineTool<Parameters extends z.ZodType>(definition: ToolDefinition<Parameters>): Tool {
+  const retry = definition.retry ? resolveRetry(definition.name, definition.retry) : undefined;
   return {
     name: definition.name,
     parameters: definition.parameters,
@@ -123,12 +131,14 @@ export function defineTool<Parameters extends z.ZodType>(definition: ToolDefinit
       best_practices: definition.bestPractices ?? [],
       ...(definition.promptInjection !== undefined ? { prompt_injection: definition.promptInjection } : {}),
       ...(definition.timeoutSeconds !== undefined ? { timeout_seconds: definition.timeoutSeconds } : {}),
+      // The batch activity's own timeout must cover every attempt and wait.
+      ...(retry ? { max_attempts: retry.maxAttempts, retry_wait_seconds: Math.ceil(totalWaitMs(retry) / 1000) } : {}),
     },
     execute: (args, context) => definition.execute(args as z.output<Parameters>, context),
     ...(definition.needsApproval !== undefined
       ? { needsApproval: definition.needsApproval as NeedsApproval<unknown> }
       : {}),
-    ...(definition.retry ? { retry: resolveRetry(definition.name, definition.retry) } : {}),
+    ...(retry ? { retry } : {}),
     ...(definition.taskQueue ? { taskQueue: definition.taskQueue } : {}),
   };
 }

@@ -159,6 +159,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     chunks: { transport, url: stream.url, tokens },
     redactor,
     payloadsByReference: config.payloadStorage.kind !== 'off',
+    ...(config.payloadStorage.kind !== 'off' ? { payloadThresholdBytes: config.payloadStorage.thresholdBytes } : {}),
     searchAttributes: searchAttributesNow,
   });
   const worker = await Worker.create({

@@ -39,9 +39,14 @@ export function phaseActivities(agent: AgentSpec): PhaseActivities {
       nonRetryableErrorTypes: NON_RETRYABLE_PROVIDER_ERRORS,
     },
   };
+  // The slowest call, all its own retries included (each attempt under the tool's timeout).
   const slowestTool = Math.max(
     limits.tool_timeout_seconds,
-    ...agent.tool_descriptors.map((tool) => tool.timeout_seconds ?? 0),
+    ...agent.tool_descriptors.map(
+      (tool) =>
+        (tool.timeout_seconds ?? limits.tool_timeout_seconds) * (tool.max_attempts ?? 1) +
+        (tool.retry_wait_seconds ?? 0),
+    ),
   );
   const tools: ActivityOptions = {
     ...common,
@@ -57,7 +62,12 @@ export function phaseActivities(agent: AgentSpec): PhaseActivities {
   return {
     llmPhase: (input, summary) => proxyActivities<Activities>({ ...llm, summary }).llmPhase(input),
     toolBatch: (input, summary, taskQueue) =>
-      proxyActivities<Activities>({ ...tools, summary, ...(taskQueue ? { taskQueue } : {}) }).toolBatch(input),
+      proxyActivities<Activities>({
+        ...tools,
+        summary,
+        // Older specs have no such limit: routing did not exist when they were recorded.
+        ...(taskQueue ? { taskQueue, scheduleToStartTimeout: `${limits.routed_tool_wait_seconds ?? 300}s` } : {}),
+      }).toolBatch(input),
     reviewToolCalls: (input, summary) => proxyActivities<Activities>({ ...review, summary }).reviewToolCalls(input),
   };
 }

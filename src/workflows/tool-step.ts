@@ -1,4 +1,4 @@
-import { setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, setCurrentDetails, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import {
   queueIntent,
   SELFREF_FORK,
@@ -7,6 +7,7 @@ import {
   type ToolCallReport,
   type ToolCallRequest,
 } from '../runtime';
+import type { Mutation } from '../context';
 import { cancelledBatch, EMPTY_BATCH, failedBatch, mergeBatches, type WorkflowCallResult } from './batch';
 import { approvalGate, type ApprovalWaitHook } from './approval-gate';
 import { runFork } from './forks';
@@ -119,15 +120,29 @@ async function routedBatches(
     groups.set(queue, [...(groups.get(queue) ?? []), call]);
   }
   if (groups.size <= 1) return activityBatch(loop, calls, eventIteration, reports, [...groups.keys()][0]);
+  const entries = [...groups];
   const batches = await Promise.all(
-    [...groups].map(([queue, group]) => activityBatch(loop, group, eventIteration, reports, queue)),
+    entries.map(([queue, group]) => activityBatch(loop, group, eventIteration, reports, queue)),
   );
+  // Each call takes the next result for its id from its own queue's batch: a provider may repeat an id
+  // within one batch, even across queues.
+  const resultsByQueue = new Map(
+    entries.map(([queue], index) => {
+      const byId = new Map<string, Mutation[]>();
+      for (const mutation of batches[index]!.mutations) {
+        if (!('tool_call_id' in mutation)) continue;
+        byId.set(mutation.tool_call_id, [...(byId.get(mutation.tool_call_id) ?? []), mutation]);
+      }
+      return [queue, byId] as const;
+    }),
+  );
+  const declared = calls.flatMap((call) => resultsByQueue.get(routes[call.name])?.get(call.id)?.shift() ?? []);
   const position = new Map(calls.map((call, index) => [call.id, index]));
   const order = (id: string) => position.get(id) ?? 0;
   return {
     outcome: batches.some((batch) => batch.outcome === 'aborted') ? 'aborted' : 'completed',
-    // Put back in declared order by mergeBatches; intents are in declared order here.
-    mutations: batches.flatMap((batch) => batch.mutations),
+    // In declared order (mergeBatches then puts multimodal results last); intents too.
+    mutations: declared,
     reports: [],
     unfinished: batches.flatMap((batch) => batch.unfinished),
     intents: batches
@@ -158,7 +173,16 @@ async function activityBatch(
     reports.push(...result.reports);
     return result;
   } catch (error) {
-    return loop.run.abort.requested ? cancelledBatch(calls) : failedBatch(calls, error);
+    if (loop.run.abort.requested) return cancelledBatch(calls);
+    const unserved =
+      taskQueue !== undefined &&
+      error instanceof ActivityFailure &&
+      error.cause instanceof TimeoutFailure &&
+      error.cause.timeoutType === 'SCHEDULE_TO_START';
+    return failedBatch(
+      calls,
+      unserved ? new Error(`no worker took these tools from task queue '${taskQueue}' in time`) : error,
+    );
   }
 }
 

@@ -1,9 +1,10 @@
 import { createClient } from '@redis/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseKey, type RedisChunkSettings } from '../../src/config/environment';
-import type { ChunkEvent, StreamEvent, StreamOffset } from '../../src/streaming/chunk';
+import type { StreamEvent, StreamOffset } from '../../src/streaming/chunk';
 import { ChunkHub } from '../../src/streaming/chunk-hub';
 import { RedisChunkTransport } from '../../src/streaming/redis-transport';
+import { chunkEvent, endEvent, eventLabel } from '../support/chunk-events';
 import { startRedis } from '../support/redis';
 import { eventually } from '../support/wait';
 
@@ -11,16 +12,9 @@ let run = 0;
 /** A fresh run id per test: every test has its own stream. */
 const nextRun = () => `redis-test-${process.pid}-${(run += 1)}`;
 
-const chunk = (runId: string, llm_call: number, attempt: number, chunk_index: number): ChunkEvent => ({
-  event_type: 'llm_chunk_arrive',
-  run_id: runId,
-  iteration: 0,
-  llm_call,
-  attempt,
-  chunk_index,
-  chunk: `c${llm_call}.${attempt}.${chunk_index} `,
-  timestamp: '2026-01-01T00:00:00.000Z',
-});
+const chunk = (runId: string, llm_call: number, attempt: number, chunk_index: number) =>
+  chunkEvent(llm_call, attempt, chunk_index, runId);
+/** A failed attempt's end says it is retried, as the LLM activity's does. */
 const end = (
   runId: string,
   llm_call: number,
@@ -28,20 +22,10 @@ const end = (
   chunks: number,
   outcome: 'completed' | 'failed' = 'completed',
 ): StreamEvent => ({
-  event_type: 'llm_stream_end',
-  run_id: runId,
-  llm_call,
-  attempt,
-  chunks,
-  outcome,
+  ...endEvent(llm_call, attempt, chunks, outcome, runId),
   ...(outcome === 'failed' ? { retrying: true } : {}),
 });
-const label = (event: StreamEvent) =>
-  event.event_type === 'llm_chunk_arrive'
-    ? event.chunk.trim()
-    : event.event_type === 'llm_stream_end'
-      ? `${event.outcome}${event.llm_call}.${event.attempt}`
-      : 'delta';
+const label = eventLabel;
 
 /** Every event a subscriber gets until the stream has been idle for the transport's idle time. */
 async function drain(events: AsyncIterable<StreamEvent>): Promise<string[]> {
@@ -112,9 +96,9 @@ describe('Redis Streams chunk transport (real redis-server)', () => {
     }
     expect(fromRedis).toEqual(fromHub);
     // Spot checks, so the comparison cannot pass on two empty readers.
-    expect(fromRedis[0]).toEqual(['c1.1.0', 'c1.1.1', 'completed1.1', 'c2.2.0', 'c2.2.1', 'completed2.2', 'c3.1.0']);
+    expect(fromRedis[0]).toEqual(['c1.1.0', 'c1.1.1', 'end1.1', 'c2.2.0', 'c2.2.1', 'end2.2', 'c3.1.0']);
     // An offset in a replaced attempt reads the newer attempt from its start.
-    expect(fromRedis[6]).toEqual(['c2.2.0', 'c2.2.1', 'completed2.2', 'c3.1.0']);
+    expect(fromRedis[6]).toEqual(['c2.2.0', 'c2.2.1', 'end2.2', 'c3.1.0']);
     await redis.close();
   });
 
@@ -133,7 +117,9 @@ describe('Redis Streams chunk transport (real redis-server)', () => {
     })();
     // The follower subscribed before anything was published; the first attempt dies on one worker and
     // the retry streams from another.
-    await eventually(async () => ((await raw.clientList()).length >= 5 ? true : undefined));
+    await eventually(async () =>
+      (await raw.clientList()).some((client) => client.cmd === 'xread') ? true : undefined,
+    );
     first.publish(chunk(runId, 1, 1, 0));
     first.publish(end(runId, 1, 1, 1, 'failed'));
     await first.flush();
@@ -141,7 +127,7 @@ describe('Redis Streams chunk transport (real redis-server)', () => {
     second.publish(chunk(runId, 1, 2, 1));
     second.publish(end(runId, 1, 2, 2));
     await reading;
-    expect(seen).toEqual(['c1.1.0', 'failed1.1', 'c1.2.0', 'c1.2.1', 'completed1.2']);
+    expect(seen).toEqual(['c1.1.0', 'failed1.1', 'c1.2.0', 'c1.2.1', 'end1.2']);
     await Promise.all([first.close(), second.close(), follower.close()]);
   });
 

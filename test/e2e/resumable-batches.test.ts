@@ -1,9 +1,11 @@
+import { NativeConnection } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/context';
 import { FakeModelServer } from '../../src/fake-model/server';
-import { callTools, reply } from '../../src/fake-model/steps';
+import { callTools, reply, type FakeStep } from '../../src/fake-model/steps';
+import type { AgentDefinitionInput } from '../../src/runtime';
 import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
 import { addTool } from '../../src/tools/examples';
 import { repositoryRoot } from '../support/reference';
@@ -11,6 +13,7 @@ import { startSideEffectServer } from '../support/side-effects';
 import { tools as sideEffectTools } from '../support/side-effect-tools';
 import { clientOn, startWorld, temporalAddress, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
+import { createPatchloopWorker } from '../../src/worker/create-worker';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -41,10 +44,16 @@ const chargedResults: Message[] = [
   { role: 'tool', tool_call_id: 'c3', content: '"charged c"' },
 ];
 
-async function crashWorld() {
+/**
+ * A side-effect server, a fake model and worker processes (`patchloop worker --tools` with the
+ * side-effect tools) on a task queue of their own; `start` spawns one more worker, named for the
+ * effects it performs, on the queue given (the tools queue for a tools-only worker).
+ */
+async function sideEffectWorld(script: FakeStep[], agent: (toolQueue: string) => AgentDefinitionInput) {
   const effects = await startSideEffectServer();
-  const fake = await FakeModelServer.start({ script: [threeCharges(4), reply('paid')] });
-  const taskQueue = `resume-${randomUUID()}`;
+  const fake = await FakeModelServer.start({ script });
+  const taskQueue = `effects-${randomUUID()}`;
+  const toolQueue = `${taskQueue}-tools`;
   const client = await clientOn(taskQueue);
   const workers: WorkerProcess[] = [];
   cleanups.push(
@@ -55,19 +64,19 @@ async function crashWorld() {
       for (const worker of workers) await worker.kill('SIGKILL');
     },
   );
-  const startWorker = async () => {
+  const start = async (name: string, args: string[] = [], queue = taskQueue) => {
     const worker = await spawnWorker({
       address: temporalAddress(),
-      taskQueue,
+      taskQueue: queue,
       modelUrl: fake.url,
-      agents: [payer],
-      args: ['--tools', toolsModule],
-      env: { PATCHLOOP_TEST_EFFECTS_URL: effects.url },
+      agents: [agent(toolQueue)],
+      args: ['--tools', toolsModule, ...args],
+      env: { PATCHLOOP_TEST_EFFECTS_URL: effects.url, PATCHLOOP_TEST_WORKER_NAME: name },
     });
     workers.push(worker);
     return worker;
   };
-  return { effects, fake, client, startWorker };
+  return { effects, fake, client, taskQueue, toolQueue, start };
 }
 
 /** Each label's side effects: how many, and with how many distinct idempotency keys. */
@@ -85,8 +94,8 @@ function tally(effects: Array<{ label: string; key: string; phase: string }>) {
 describe('resumable tool batches: a finished call never runs twice', () => {
   for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
     it(`${signal} of the worker after 2 of 3 calls finished: the retry runs only the third`, async () => {
-      const { effects, fake, client, startWorker } = await crashWorld();
-      const first = await startWorker();
+      const { effects, fake, client, start } = await sideEffectWorld([threeCharges(4), reply('paid')], () => payer);
+      const first = await start('first');
       const run = await client.start({ agent: 'payer', input: 'charge three cards' });
       // The checkpoint of the two finished calls has reached the server (heartbeat details).
       await eventually(
@@ -100,7 +109,7 @@ describe('resumable tool batches: a finished call never runs twice', () => {
         'a checkpoint of two finished calls',
       );
       await first.kill(signal);
-      await startWorker();
+      await start('second');
       const result = await run.result();
       expect(result.status).toBe('completed');
       const { counts, keys } = tally(effects.effects);
@@ -170,39 +179,9 @@ describe('per-tool routing: tools on their own workers', () => {
     limits: { heartbeat_timeout_seconds: 2 },
   });
 
-  async function routedWorld(script: Parameters<typeof FakeModelServer.start>[0]) {
-    const effects = await startSideEffectServer();
-    const fake = await FakeModelServer.start(script);
-    const taskQueue = `routed-${randomUUID()}`;
-    const toolQueue = `${taskQueue}-gpu`;
-    const client = await clientOn(taskQueue);
-    const workers: WorkerProcess[] = [];
-    cleanups.push(
-      () => effects.close(),
-      () => fake.close(),
-      () => client.close(),
-      async () => {
-        for (const worker of workers) await worker.kill('SIGKILL');
-      },
-    );
-    const start = async (name: string, args: string[], queue = taskQueue) => {
-      const worker = await spawnWorker({
-        address: temporalAddress(),
-        taskQueue: queue,
-        modelUrl: fake.url,
-        agents: [router(toolQueue)],
-        args: ['--tools', toolsModule, ...args],
-        env: { PATCHLOOP_TEST_EFFECTS_URL: effects.url, PATCHLOOP_TEST_WORKER_NAME: name },
-      });
-      workers.push(worker);
-      return worker;
-    };
-    return { effects, fake, client, taskQueue, toolQueue, start };
-  }
-
   it('a batch split over two queues runs on both workers at once; the tools worker killed mid-batch resumes on another', async () => {
-    const { effects, fake, client, toolQueue, start } = await routedWorld({
-      script: [
+    const { effects, fake, client, toolQueue, start } = await sideEffectWorld(
+      [
         callTools([
           { id: 'c1', name: 'add', arguments: '{"a": 2, "b": 3}' },
           { id: 'c2', name: 'charge', arguments: '{"label": "b", "seconds": 0}' },
@@ -210,8 +189,9 @@ describe('per-tool routing: tools on their own workers', () => {
         ]),
         reply('routed'),
       ],
-    });
-    await start('main', []);
+      router,
+    );
+    await start('main');
     const tools = await start('tools-1', ['--tools-only', '--task-queue', toolQueue], toolQueue);
     const run = await client.start({ agent: 'router', input: 'add and charge' });
     await eventually(
@@ -252,15 +232,16 @@ describe('per-tool routing: tools on their own workers', () => {
   });
 
   it('an abort during a routed batch cancels the calls on every queue', async () => {
-    const { client, toolQueue, start } = await routedWorld({
-      script: [
+    const { client, toolQueue, start } = await sideEffectWorld(
+      [
         callTools([
           { id: 'w', name: 'wait', arguments: '{"seconds": 60}' },
           { id: 'c', name: 'charge', arguments: '{"label": "slow", "seconds": 60}' },
         ]),
       ],
-    });
-    await start('main', []);
+      router,
+    );
+    await start('main');
     await start('tools-1', ['--tools-only', '--task-queue', toolQueue], toolQueue);
     const run = await client.start({ agent: 'router', input: 'wait and charge' });
     await eventually(async () => ((await pendingHeartbeatDetails(run.workflow)).length === 2 ? true : undefined));
@@ -275,9 +256,93 @@ describe('per-tool routing: tools on their own workers', () => {
   });
 
   it('a tools-only worker that nothing is routed to refuses to start, saying why', async () => {
-    const { start } = await routedWorld({ script: [] });
+    const { start } = await sideEffectWorld([], router);
     await expect(
       start('stray', ['--tools-only', '--task-queue', 'nobody-routes-here'], 'nobody-routes-here'),
     ).rejects.toThrow(/no agent routes a tool to task queue 'nobody-routes-here'/);
+  });
+});
+
+describe('routing edge cases (in-process workers)', () => {
+  let world: TestWorld | undefined;
+  afterEach(async () => {
+    await world?.close();
+    world = undefined;
+  });
+
+  it('a batch routed to a queue no worker serves gives its calls an error naming the queue, and the run goes on', async () => {
+    const nowhere = `nowhere-${randomUUID()}`;
+    world = await startWorld({
+      agents: [
+        {
+          name: 'stranded',
+          instructions: 'x',
+          tools: ['add', 'repeat'],
+          tool_task_queues: { add: nowhere },
+          limits: { routed_tool_wait_seconds: 2 },
+        },
+      ],
+      fake: {
+        script: [
+          callTools([
+            { id: 'a', name: 'add', arguments: '{"a": 1, "b": 2}' },
+            { id: 'r', name: 'repeat', arguments: '{"text": "x", "times": 2}' },
+          ]),
+          reply('went on'),
+        ],
+      },
+    });
+    const result = await (await world.client.start({ agent: 'stranded', input: 'go' })).result();
+    expect(result.status).toBe('completed');
+    const tool = (id: string) =>
+      String(result.transcript.find((message) => message['tool_call_id'] === id)!['content']);
+    expect(tool('a')).toContain(`no worker took these tools from task queue '${nowhere}' in time`);
+    expect(tool('r')).toBe('"xx"');
+    world.fake.assertDone();
+  });
+
+  it('a call id the provider repeats across queues still gets each call its own result, in declared order', async () => {
+    const effects = await startSideEffectServer();
+    cleanups.push(() => effects.close());
+    process.env['PATCHLOOP_TEST_EFFECTS_URL'] = effects.url;
+    const toolQueue = `gpu-${randomUUID()}`;
+    const agent = {
+      name: 'twins',
+      instructions: 'x',
+      tools: ['add', 'charge'],
+      tool_task_queues: { charge: toolQueue },
+    };
+    world = await startWorld({
+      tools: [addTool, ...sideEffectTools],
+      agents: [agent],
+      fake: {
+        script: [
+          callTools([
+            { id: 'X', name: 'add', arguments: '{"a": 1, "b": 1}' },
+            { id: 'X', name: 'charge', arguments: '{"label": "card", "seconds": 0}' },
+            { id: 'X', name: 'add', arguments: '{"a": 2, "b": 2}' },
+          ]),
+          reply('done'),
+        ],
+      },
+    });
+    const connection = await NativeConnection.connect({ address: temporalAddress() });
+    const tools = await createPatchloopWorker({
+      connection,
+      config: { ...world.config, taskQueue: toolQueue },
+      agents: [agent],
+      tools: [addTool, ...sideEffectTools],
+      toolsOnly: true,
+    });
+    const running = tools.run();
+    cleanups.push(async () => {
+      tools.shutdown();
+      await running;
+      await connection.close();
+    });
+    const result = await (await world.client.start({ agent: 'twins', input: 'go' })).result();
+    expect(
+      result.transcript.filter((message) => message['role'] === 'tool').map((message) => message['content']),
+    ).toEqual(['2', '"charged card"', '4']);
   });
 });

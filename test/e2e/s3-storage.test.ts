@@ -79,6 +79,9 @@ describe('payloads by reference in S3 (moto)', () => {
       expect((listed.Contents ?? []).some((object) => (object.Size ?? 0) > 2 * 1024 * 1024)).toBe(true);
       // The 2.2 MB batch result and the result are references in history, not content.
       expect((await run.historySize()).bytes).toBeLessThan(256 * 1024);
+      // S3 dates have whole seconds: a renewal shows only once the clock has passed the first writes' second.
+      const newest = Math.max(...(listed.Contents ?? []).map((object) => object.LastModified!.getTime()));
+      await eventually(() => (Date.now() >= newest + 1000 ? true : undefined), 5000, 'the next S3 second');
       const again = await world.client.start({ agent: 'assistant', input: 'repeat a lot' });
       expect(await again.result()).toEqual(result);
       const relisted = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'runs/' }));

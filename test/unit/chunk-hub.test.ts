@@ -1,30 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { StreamEvent } from '../../src/streaming/chunk';
 import { ChunkHub } from '../../src/streaming/chunk-hub';
+import { chunkEvent, endEvent, eventLabel } from '../support/chunk-events';
 
-const chunk = (llm_call: number, attempt: number, chunk_index: number): StreamEvent => ({
-  event_type: 'llm_chunk_arrive',
-  run_id: 'r',
-  iteration: 0,
-  llm_call,
-  attempt,
-  chunk_index,
-  chunk: `c${llm_call}.${attempt}.${chunk_index} `,
-  timestamp: '2026-01-01T00:00:00.000Z',
-});
-const end = (
-  llm_call: number,
-  attempt: number,
-  chunks: number,
-  outcome: 'completed' | 'failed' = 'completed',
-): StreamEvent => ({ event_type: 'llm_stream_end', run_id: 'r', llm_call, attempt, chunks, outcome });
-
-const label = (event: StreamEvent) =>
-  event.event_type === 'llm_chunk_arrive'
-    ? event.chunk.trim()
-    : event.event_type === 'llm_stream_end'
-      ? `${event.outcome === 'failed' ? 'failed' : 'end'}${event.llm_call}.${event.attempt}`
-      : 'delta';
+const chunk = (llm_call: number, attempt: number, chunk_index: number) => chunkEvent(llm_call, attempt, chunk_index);
+const end = endEvent;
+const label = eventLabel;
 
 /** Reads one event at a time, so a test knows exactly what the subscriber has consumed. */
 function reader(iterable: AsyncIterable<StreamEvent>): (count: number) => Promise<string[]> {
