@@ -6,6 +6,7 @@ import type { Message } from '../../src/context';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply, type FakeStep } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
+import type { RunHandle } from '../../src/client/patchloop-client';
 import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
 import { addTool } from '../../src/tools/examples';
 import { repositoryRoot } from '../support/reference';
@@ -79,6 +80,20 @@ async function sideEffectWorld(script: FakeStep[], agent: (toolQueue: string) =>
   return { effects, fake, client, taskQueue, toolQueue, start };
 }
 
+/** Waits until a batch of `of` calls of the run has checkpointed `done` finished calls on the server. */
+function checkpointed(run: RunHandle, done: number, of: number): Promise<true> {
+  return eventually(
+    async () =>
+      (await pendingHeartbeatDetails(run.workflow)).some(
+        (details) => Array.isArray(details['done']) && details['done'].length === done && details['of'] === of,
+      )
+        ? true
+        : undefined,
+    30_000,
+    `a checkpoint of ${done} of ${of} finished calls`,
+  );
+}
+
 /** Each label's side effects: how many, and with how many distinct idempotency keys. */
 function tally(effects: Array<{ label: string; key: string; phase: string }>) {
   const byLabel = new Map<string, Set<string>>();
@@ -98,16 +113,7 @@ describe('resumable tool batches: a finished call never runs twice', () => {
       const first = await start('first');
       const run = await client.start({ agent: 'payer', input: 'charge three cards' });
       // The checkpoint of the two finished calls has reached the server (heartbeat details).
-      await eventually(
-        async () =>
-          (await pendingHeartbeatDetails(run.workflow)).some(
-            (details) => Array.isArray(details['done']) && details['done'].length === 2,
-          )
-            ? true
-            : undefined,
-        30_000,
-        'a checkpoint of two finished calls',
-      );
+      await checkpointed(run, 2, 3);
       await first.kill(signal);
       await start('second');
       const result = await run.result();
@@ -194,16 +200,7 @@ describe('per-tool routing: tools on their own workers', () => {
     await start('main');
     const tools = await start('tools-1', ['--tools-only', '--task-queue', toolQueue], toolQueue);
     const run = await client.start({ agent: 'router', input: 'add and charge' });
-    await eventually(
-      async () =>
-        (await pendingHeartbeatDetails(run.workflow)).some(
-          (details) => Array.isArray(details['done']) && details['done'].length === 1 && details['of'] === 2,
-        )
-          ? true
-          : undefined,
-      30_000,
-      'the routed batch checkpointing its first call',
-    );
+    await checkpointed(run, 1, 2);
     await tools.kill('SIGKILL');
     await start('tools-2', ['--tools-only', '--task-queue', toolQueue], toolQueue);
     const result = await run.result();
