@@ -5,6 +5,7 @@ import { createParser } from 'eventsource-parser';
 import OpenAI from 'openai';
 import type { JsonValue, Mutation, ToolCall } from '../context';
 import {
+  attemptFailureIn,
   truncatedReplyMutation,
   type LlmPhaseInput,
   type LlmPhaseResult,
@@ -81,11 +82,16 @@ export function createLlmPhase(
     // The heartbeat starts first: loading the request may take a while (a replaying workflow answers
     // the query), and both liveness and cancellation depend on it. It also tells followers where this
     // call's tokens stream from (nothing goes to history).
-    const stopHeartbeat = startHeartbeat(context, () => ({
+    // The last failed attempt rides along: when the retry budget runs out while an attempt is in
+    // flight, the server's timeout carries only these details, and the run reports that error.
+    let lastFailure = attemptFailureIn(context.info.heartbeatDetails);
+    const details = () => ({
       iteration: input.iteration,
       chars: stream.content.length,
       ...publisher.announcement,
-    }));
+      ...(lastFailure ? { last_failure: lastFailure } : {}),
+    });
+    const stopHeartbeat = startHeartbeat(context, details);
     const signal = context.cancellationSignal;
     let reply: Reply;
     try {
@@ -105,6 +111,8 @@ export function createLlmPhase(
       if (signal.aborted) return abortPath(context, publisher, stream, started);
       const failure = classifyProviderError(error);
       publisher.end('failed', { error: failure.type ?? 'Error', retrying: !failure.nonRetryable });
+      lastFailure = { type: failure.type ?? 'Error', message: failure.message };
+      context.heartbeat(details());
       throw failure;
     } finally {
       stopHeartbeat();

@@ -151,6 +151,20 @@ export const ToolBatchCheckpoint = z.object({
 });
 export type ToolBatchCheckpoint = z.infer<typeof ToolBatchCheckpoint>;
 
+/**
+ * The last failed attempt of a model call, carried in its heartbeat details from attempt to attempt:
+ * a retry budget that runs out while an attempt is in flight ends in a timeout that carries only the
+ * heartbeat details, and the run still reports the provider's error.
+ */
+export const AttemptFailure = z.object({ type: z.string(), message: z.string() });
+export type AttemptFailure = z.infer<typeof AttemptFailure>;
+
+/** The attempt failure recorded in heartbeat details, if any. */
+export function attemptFailureIn(details: unknown): AttemptFailure | undefined {
+  const parsed = AttemptFailure.safeParse((details as { last_failure?: unknown } | null)?.last_failure);
+  return parsed.success ? parsed.data : undefined;
+}
+
 /** Input of workflow `llmFunction`. */
 export const LlmFunctionInput = z.strictObject({
   function: z.string().min(1).describe("A registered function's name."),

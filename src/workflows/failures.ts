@@ -1,6 +1,6 @@
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
 import { ContextError } from '../context';
-import type { UnprocessedMessage } from '../runtime';
+import { attemptFailureIn, type UnprocessedMessage } from '../runtime';
 
 /** Failures that end a run: readable, typed and non-retryable, so nothing is left stuck. */
 export function asRunFailure(error: unknown): unknown {
@@ -31,8 +31,15 @@ export function withUnprocessedMessages(failure: unknown, unprocessed: Unprocess
 
 function activityFailure(error: ActivityFailure): ApplicationFailure {
   const cause = error.cause;
-  // The retry budget ran out: the last attempt's failure says why (a timeout failure wraps it).
-  const last = cause instanceof TimeoutFailure && cause.cause ? cause.cause : cause;
+  // The retry budget ran out: the last attempt's failure says why. A timeout wraps it, or (when the
+  // budget ran out during an attempt) only the attempt's heartbeat details record it.
+  const recorded = cause instanceof TimeoutFailure ? attemptFailureIn(cause.lastHeartbeatDetails) : undefined;
+  const last =
+    cause instanceof TimeoutFailure && cause.cause
+      ? cause.cause
+      : recorded
+        ? ApplicationFailure.create({ type: recorded.type, message: recorded.message })
+        : cause;
   const type =
     last instanceof ApplicationFailure
       ? (last.type ?? 'PhaseFailed')

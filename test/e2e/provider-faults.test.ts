@@ -1,3 +1,5 @@
+import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { RunFailedError } from '../../src/client/patchloop-client';
 import { jsonOutput, followRun } from '../../src/client/follow';
@@ -228,5 +230,30 @@ describe('retry budgets that fit a durable run', () => {
     // 1 s, 2 s, 4 s backoff: three or four attempts fit in 5 s, not a fixed five.
     expect(world.fake.requests.length).toBeGreaterThanOrEqual(3);
     expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
+  it('a budget that runs out during a hanging attempt still reports the last provider error', async () => {
+    const down = failWith(503, { message: 'upstream down' });
+    world = await startWorld({
+      // Attempts at 0 s and 1 s fail; the one at 3 s hangs until the 5 s budget ends it on the server.
+      fake: { script: [down, down, { kind: 'hang' }] },
+      agents: [{ name: 'plain', instructions: 'Answer.', tools: [], limits: { llm_retry_budget_seconds: 5 } }],
+    });
+    const run = await world.client.start({ agent: 'plain', input: 'hi' });
+    const error = (await run.result().catch((e: unknown) => e)) as RunFailedError;
+    expect(error).toBeInstanceOf(RunFailedError);
+    expect(error.message).toMatch(/retry budget ran out; last error: provider error \(503\): upstream down/);
+    expect(error.type).toBe('ProviderUnavailable');
+    expect(world.fake.requests).toHaveLength(3);
+    // The server timed the hanging attempt out, and its heartbeat details carry the previous
+    // attempt's failure: what the run reports when a timeout comes without the last failure.
+    const { events } = await world.client.temporal.workflow.getHandle(run.workflowId).fetchHistory();
+    const timedOut = (events ?? []).find((event) => event.activityTaskTimedOutEventAttributes);
+    const info = timedOut?.activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo;
+    expect(info?.timeoutType).toBe(temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE);
+    const [details] = info?.lastHeartbeatDetails?.payloads ?? [];
+    expect(defaultPayloadConverter.fromPayload(details!)).toMatchObject({
+      last_failure: { type: 'ProviderUnavailable', message: 'provider error (503): upstream down' },
+    });
   });
 });
