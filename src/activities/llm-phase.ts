@@ -18,7 +18,7 @@ import type { StreamTokens } from '../streaming/stream-token';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
 import { inGenAiSpan } from './gen-ai-spans';
 import { classifyProviderError, incompleteReply } from './provider-errors';
-import { loadRequest, type RequestCache } from './request-source';
+import { loadRequest, type LoadedRequest, type RequestCache } from './request-source';
 import { StreamAccumulator, type ArgumentsDelta, type StreamChunk } from './stream-accumulator';
 
 export interface ProviderSettings {
@@ -95,9 +95,11 @@ export function createLlmPhase(
     const signal = context.cancellationSignal;
     let reply: Reply;
     try {
-      const request = await loadCompiledRequest(input, cache);
+      const { request, chars, charsRead } = await loadCompiledRequest(input, cache);
       span.updateName(`chat ${request.model}`);
       span.setAttribute('gen_ai.request.model', request.model);
+      // How much of the request text crossed from the workflow (a long run reads only its new part).
+      span.setAttributes({ 'patchloop.request.chars': chars, 'patchloop.request.chars_read': charsRead });
       if (signal.aborted) throw signal.reason;
       const body = new BodyObserver();
       // One attempt's HTTP timeout stays below the attempt's own start-to-close timeout.
@@ -138,7 +140,7 @@ export function createLlmPhase(
 }
 
 /** The workflow's compiled request; failing to get it is not the provider's fault. */
-async function loadCompiledRequest(input: LlmPhaseInput, cache: RequestCache): Promise<LlmRequest> {
+async function loadCompiledRequest(input: LlmPhaseInput, cache: RequestCache): Promise<LoadedRequest> {
   try {
     return await loadRequest(input, cache);
   } catch (error) {

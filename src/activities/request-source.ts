@@ -1,27 +1,77 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { createHash } from 'node:crypto';
+import type { WorkflowHandle } from '@temporalio/client';
+import { createHash, type Hash } from 'node:crypto';
 import type { LlmPhaseInput, LlmRequest } from '../runtime';
 import { compiledRequestQuery } from '../common';
 
-/** A small LRU of compiled requests by digest: a retried attempt on the same worker skips the query. */
+/** The last request read for a workflow run, with the hash state at the end of its stable prefix. */
+interface HeldRequest {
+  text: string;
+  stable: number;
+  hashAtStable: Hash;
+}
+
+/**
+ * What the LLM activity keeps between calls, bounded in characters: parsed requests by digest (a retried
+ * attempt skips the query) and each run's last request text (the next call reads only what follows its
+ * stable prefix, so a long run's transfer per call is its new content, not the whole transcript).
+ */
 export class RequestCache {
-  private readonly entries = new Map<string, LlmRequest>();
-  constructor(private readonly capacity = 16) {}
+  private readonly parsed = new Map<string, { request: LlmRequest; chars: number }>();
+  private readonly held = new Map<string, HeldRequest>();
+  private chars = 0;
+  constructor(private readonly maxChars = 64 * 2 ** 20) {}
 
   get(digest: string): LlmRequest | undefined {
-    const hit = this.entries.get(digest);
-    if (hit) {
-      this.entries.delete(digest);
-      this.entries.set(digest, hit);
-    }
+    const hit = this.parsed.get(digest);
+    if (!hit) return undefined;
+    this.parsed.delete(digest);
+    this.parsed.set(digest, hit);
+    return hit.request;
+  }
+
+  set(digest: string, request: LlmRequest, chars: number): void {
+    this.dropParsed(digest);
+    this.parsed.set(digest, { request, chars });
+    this.chars += chars;
+    this.evict();
+  }
+
+  heldFor(run: string): HeldRequest | undefined {
+    const hit = this.held.get(run);
+    if (!hit) return undefined;
+    this.held.delete(run);
+    this.held.set(run, hit);
     return hit;
   }
 
-  set(digest: string, request: LlmRequest): void {
-    this.entries.delete(digest);
-    this.entries.set(digest, request);
-    while (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
+  hold(run: string, request: HeldRequest): void {
+    const previous = this.held.get(run);
+    if (previous) this.chars -= previous.text.length;
+    this.held.delete(run);
+    this.held.set(run, request);
+    this.chars += request.text.length;
+    this.evict();
+  }
+
+  private dropParsed(digest: string): void {
+    const entry = this.parsed.get(digest);
+    if (entry) this.chars -= entry.chars;
+    this.parsed.delete(digest);
+  }
+
+  /** Parsed requests go first (a retry can read its own again), then the texts held longest ago. */
+  private evict(): void {
+    for (const digest of this.parsed.keys()) {
+      if (this.chars <= this.maxChars) return;
+      this.dropParsed(digest);
+    }
+    for (const [run, held] of this.held) {
+      if (this.chars <= this.maxChars || this.held.size === 1) return;
+      this.chars -= held.text.length;
+      this.held.delete(run);
+    }
   }
 }
 
@@ -32,18 +82,58 @@ export class RequestCache {
  * same LLM call differently since (a deploy mid-run): then the workflow's current request is the one
  * to send, and sending it keeps the run going.
  */
-export async function loadRequest(input: LlmPhaseInput, cache: RequestCache): Promise<LlmRequest> {
-  if (input.request) return input.request;
+export async function loadRequest(input: LlmPhaseInput, cache: RequestCache): Promise<LoadedRequest> {
+  if (input.request) return { request: input.request, chars: 0, charsRead: 0 };
   const cached = cache.get(input.digest);
-  if (cached) return cached;
+  if (cached) return { request: cached, chars: 0, charsRead: 0 };
   const context = Context.current();
   const execution = context.info.workflowExecution;
   if (!execution) throw ApplicationFailure.nonRetryable('llmPhase must run inside a workflow', 'InvalidLlmRequest');
   const handle = context.client.workflow.getHandle(execution.workflowId, execution.runId);
-  const first = await handle.query(compiledRequestQuery, input.digest, 0, input.llm_call);
+  const run = `${execution.workflowId}/${execution.runId}`;
+  const held = cache.heldFor(run);
+  // With the previous request's prefix, only the rest is read; a prefix that turns out wrong (the
+  // transcript was rewritten: a compaction, a SelfRef change) costs one more read of the whole text.
+  const partial = held ? await readRequest(handle, input, held) : null;
+  const read = partial ?? (await readRequest(handle, input, undefined));
+  if (!read) {
+    throw ApplicationFailure.create({
+      type: 'StaleRequest',
+      message: 'the compiled request does not match its digest',
+    });
+  }
+  if (read.digest !== input.digest) {
+    context.log.warn('a newer build compiled this LLM call differently; sending its request', {
+      scheduledDigest: input.digest,
+      currentDigest: read.digest,
+    });
+  }
+  cache.hold(run, read.held);
+  // The digest proves this is the workflow's own request: no schema walk over a long transcript.
+  const request = JSON.parse(read.held.text) as LlmRequest;
+  cache.set(input.digest, request, read.held.text.length);
+  return { request, chars: read.held.text.length, charsRead: read.charsRead };
+}
+
+/** A request with how many characters its text has and how many of them were read by query this time. */
+export interface LoadedRequest {
+  request: LlmRequest;
+  chars: number;
+  charsRead: number;
+}
+
+/** The pages from `held`'s stable prefix on (or all of them), checked against the answer's digest. */
+async function readRequest(
+  handle: WorkflowHandle,
+  input: LlmPhaseInput,
+  held: HeldRequest | undefined,
+): Promise<{ digest: string; held: HeldRequest; charsRead: number } | null> {
+  const first = await handle.query(compiledRequestQuery, input.digest, 0, input.llm_call, held?.stable ?? 0);
+  // A workflow of an older build pages from the start, whatever was asked.
+  const from = held && first.from === held.stable ? held.stable : 0;
   const pages = [first.text];
   for (let page = 1; page < first.pages; page += 1) {
-    const next = await handle.query(compiledRequestQuery, first.digest, page, input.llm_call);
+    const next = await handle.query(compiledRequestQuery, first.digest, page, input.llm_call, from);
     if (next.digest !== first.digest)
       throw ApplicationFailure.create({
         type: 'StaleRequest',
@@ -51,22 +141,15 @@ export async function loadRequest(input: LlmPhaseInput, cache: RequestCache): Pr
       });
     pages.push(next.text);
   }
-  const text = pages.join('');
-  // Node's native SHA-256 gives the same digest as the workflow's pure-JS one, much faster.
-  if (createHash('sha256').update(text, 'utf8').digest('hex') !== first.digest) {
-    throw ApplicationFailure.create({
-      type: 'StaleRequest',
-      message: 'the compiled request does not match its digest',
-    });
-  }
-  if (first.digest !== input.digest) {
-    Context.current().log.warn('a newer build compiled this LLM call differently; sending its request', {
-      scheduledDigest: input.digest,
-      currentDigest: first.digest,
-    });
-  }
-  // The digest proves this is the workflow's own request: no schema walk over a long transcript.
-  const request = JSON.parse(text) as LlmRequest;
-  cache.set(input.digest, request);
-  return request;
+  const text = (from > 0 ? held!.text.slice(0, from) : '') + pages.join('');
+  // Node's native SHA-256 gives the same digest as the workflow's pure-JS one; it continues from the
+  // held prefix's state, so only the new part is hashed.
+  const stable =
+    first.stable !== undefined && first.stable >= from && first.stable <= text.length ? first.stable : from;
+  const hash = from > 0 ? held!.hashAtStable.copy() : createHash('sha256');
+  hash.update(text.slice(from, stable), 'utf8');
+  const hashAtStable = hash.copy();
+  const digest = hash.update(text.slice(stable), 'utf8').digest('hex');
+  if (digest !== first.digest) return null;
+  return { digest, held: { text, stable, hashAtStable }, charsRead: text.length - from };
 }

@@ -20,11 +20,12 @@ export const transcriptQuery = defineQuery<Message[]>('transcript');
 export const statusQuery = defineQuery<RunStatus, [StatusQueryInput?]>('status');
 /**
  * One page of the request compiled for the LLM phase in flight; read by the LLM activity, never
- * recorded. Arguments: the digest the activity was scheduled with, the page, and the LLM call number.
- * The workflow answers with its current request for that call even when its digest differs (a newer
+ * recorded. Arguments: the digest the activity was scheduled with, the page, the LLM call number and
+ * the offset the pages start from (a reader holding the previous request's prefix asks for the rest;
+ * the digest of the whole text tells it whether its prefix was right). The workflow answers with its current request for that call even when its digest differs (a newer
  * build compiled it differently): the answer carries its own digest, which guards integrity.
  */
-export const compiledRequestQuery = defineQuery<RequestPage, [string, number, number?]>('compiledRequest');
+export const compiledRequestQuery = defineQuery<RequestPage, [string, number, number?, number?]>('compiledRequest');
 
 /** Coarse events after an offset (`seq`), at most `limit` of them: deterministic under replay. */
 export const eventsQuery = defineQuery<EventPage, [EventsQueryInput?]>('events');

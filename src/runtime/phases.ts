@@ -199,7 +199,12 @@ export function replyToolCalls(result: LlmPhaseResult): ToolCall[] {
 export const RequestPage = z.strictObject({
   digest: z.string(),
   page: z.number().int().nonnegative(),
+  /** Pages of the text from `from` on. */
   pages: z.number().int().positive(),
   text: z.string(),
+  /** Where page 0 starts: a reader that holds the previous request asks only for what follows its prefix. */
+  from: z.number().int().nonnegative().optional(),
+  /** The stable prefix's length (see RequestText): where the next call's reader may start. */
+  stable: z.number().int().nonnegative().optional(),
 });
 export type RequestPage = z.infer<typeof RequestPage>;

@@ -133,7 +133,7 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
   );
   setHandler(
     compiledRequestQuery,
-    (digest, page, llmCall) => {
+    (digest, page, llmCall, from = 0) => {
       const request = run.request;
       // The same call recompiled by a newer build answers too: its own digest guards the text.
       if (!request || (request.digest !== digest && (llmCall === undefined || request.llmCall !== llmCall))) {
@@ -141,11 +141,14 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
           `no compiled request with digest ${digest}${llmCall !== undefined ? ` for LLM call ${llmCall}` : ''}`,
         );
       }
-      const pages = Math.max(1, Math.ceil(request.text.length / REQUEST_PAGE_CHARS));
+      // A reader asking from past the end holds some other prefix: it gets the whole text.
+      const start = Number.isInteger(from) && from > 0 && from <= request.text.length ? from : 0;
+      const pages = Math.max(1, Math.ceil((request.text.length - start) / REQUEST_PAGE_CHARS));
       if (!Number.isInteger(page) || page < 0 || page >= pages)
         throw new Error(`page ${page} out of range (0..${pages - 1})`);
-      const text = request.text.slice(page * REQUEST_PAGE_CHARS, (page + 1) * REQUEST_PAGE_CHARS);
-      return { digest: request.digest, page, pages, text };
+      const offset = start + page * REQUEST_PAGE_CHARS;
+      const text = request.text.slice(offset, offset + REQUEST_PAGE_CHARS);
+      return { digest: request.digest, page, pages, text, from: start, stable: request.stable };
     },
     { description: 'Internal: the LLM activity reads the compiled request here by digest and page.' },
   );

@@ -3,6 +3,7 @@ import { compileContext, type Message, type Mutation, type SelfRefSnapshot } fro
 import {
   checkUserMessage,
   DEFAULT_MESSAGE_LIMITS,
+  RequestDigest,
   emptySelfRefQueue,
   utf8Bytes,
   type ApprovalRecord,
@@ -58,8 +59,10 @@ export interface Run {
   forkId: string | null;
   /** The origin fields of this run's events (spec 7.8), from its workflow info and fork input. */
   origin: RunOrigin;
-  /** The request of the LLM phase in flight, for the activity to load by query. */
-  request: { digest: string; text: string; llmCall: number } | null;
+  /** The request of the LLM phase in flight, for the activity to load by query (`stable`: see RequestText). */
+  request: { digest: string; text: string; stable: number; llmCall: number } | null;
+  /** Hashes each request from where the previous one's stable prefix ended (memory only). */
+  requestDigest: RequestDigest;
   /** The most recent events (a bounded window: the log lives in workflow memory). */
   events: RunEvent[];
   /** JSON characters of the events in the window. */
@@ -140,6 +143,7 @@ export function newRun(agent: string, memoryKey: string): Run {
     forkId: null,
     origin: runOrigin(memoryKey, null),
     request: null,
+    requestDigest: new RequestDigest(),
     events: [],
     eventChars: 0,
     eventSeq: 0,

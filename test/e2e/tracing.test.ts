@@ -95,6 +95,17 @@ describe('tracing over OTLP', () => {
       // Beneath the activity's span (Temporal's interceptor), in the workflow's trace.
       expect(byId.get(chat.parentSpanId!)?.name).toBe('RunActivity:llmPhase');
     }
+    // The first call reads the whole request from the workflow; the second only what follows the
+    // first one's messages: the tool call, its result and the request's tail (the tool schemas), not
+    // the system prompt and the user's message again.
+    const [first, second] = chats.map((chat) => ({
+      chars: Number(chat.attributes['patchloop.request.chars']),
+      read: Number(chat.attributes['patchloop.request.chars_read']),
+    }));
+    expect(first!.read).toBe(first!.chars);
+    expect(second!.chars).toBeGreaterThan(first!.chars);
+    expect(second!.read).toBeGreaterThan(0);
+    expect(second!.read).toBeLessThan(second!.chars - first!.chars + first!.chars / 2);
     const tool = spans.find((span) => span.name === 'execute_tool add')!;
     expect(tool.attributes).toMatchObject({ 'gen_ai.tool.name': 'add', 'gen_ai.operation.name': 'execute_tool' });
     expect(String(tool.attributes['gen_ai.tool.call.id'])).toMatch(/^call_/);
