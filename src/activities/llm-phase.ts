@@ -95,7 +95,7 @@ export function createLlmPhase(
     const signal = context.cancellationSignal;
     let reply: Reply;
     try {
-      const { request, chars, charsRead } = await loadCompiledRequest(input, cache);
+      const { request, text, chars, charsRead } = await loadCompiledRequest(input, cache);
       span.updateName(`chat ${request.model}`);
       span.setAttribute('gen_ai.request.model', request.model);
       // How much of the request text crossed from the workflow (a long run reads only its new part).
@@ -105,9 +105,11 @@ export function createLlmPhase(
       // One attempt's HTTP timeout stays below the attempt's own start-to-close timeout.
       const timeout = Math.max(1000, Math.min(settings.timeoutMs, context.info.startToCloseTimeoutMs - 5000));
       const attemptClient = client.withOptions({ fetch: body.fetch, timeout });
+      // The workflow's text is the body, byte for byte: not parsed and serialized again.
+      const sent = text === undefined ? {} : { body: text, headers: { 'content-type': 'application/json' } };
       reply = request.stream
-        ? await streamReply(attemptClient, request, signal, stream, body)
-        : await plainReply(attemptClient, request, shutdownOnly(context));
+        ? await streamReply(attemptClient, request, { ...sent, signal }, stream, body)
+        : await plainReply(attemptClient, request, { ...sent, signal: shutdownOnly(context) });
     } catch (error) {
       // An abort before the first byte throws (APIUserAbortError): that is the abort path, not a failure.
       if (signal.aborted) return abortPath(context, publisher, stream, started);
@@ -192,16 +194,20 @@ class BodyObserver {
   };
 }
 
+/** How a request goes out: its abort signal and (when the workflow's text is sent as it is) the body. */
+type SendOptions = { signal: AbortSignal; body?: string; headers?: Record<string, string> };
+
 async function streamReply(
   client: OpenAI,
   request: LlmRequest,
-  signal: AbortSignal,
+  options: SendOptions,
   stream: StreamAccumulator,
   body: BodyObserver,
 ): Promise<Reply> {
+  const signal = options.signal;
   const chunks = (await client.chat.completions.create(
     request as unknown as OpenAI.ChatCompletionCreateParamsStreaming,
-    { signal },
+    options,
   )) as AsyncIterable<StreamChunk>;
   for await (const chunk of chunks) {
     stream.add(chunk);
@@ -224,10 +230,10 @@ async function streamReply(
 }
 
 /** Spec 8.2: a non-streamed request in flight is not interrupted by an abort; only a shutdown stops it. */
-async function plainReply(client: OpenAI, request: LlmRequest, signal: AbortSignal): Promise<Reply> {
+async function plainReply(client: OpenAI, request: LlmRequest, options: SendOptions): Promise<Reply> {
   const completion = await client.chat.completions.create(
     request as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming,
-    { signal },
+    options,
   );
   if (!Array.isArray(completion?.choices) || completion.choices.length === 0)
     throw incompleteReply('the reply has no choices');

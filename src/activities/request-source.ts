@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { WorkflowHandle } from '@temporalio/client';
 import { createHash, type Hash } from 'node:crypto';
-import type { LlmPhaseInput, LlmRequest } from '../runtime';
+import { requestFields, type LlmPhaseInput, type LlmRequest } from '../runtime';
 import { compiledRequestQuery } from '../common';
 
 /** The last request read for a workflow run, with the hash state at the end of its stable prefix. */
@@ -18,12 +18,12 @@ interface HeldRequest {
  * stable prefix, so a long run's transfer per call is its new content, not the whole transcript).
  */
 export class RequestCache {
-  private readonly parsed = new Map<string, { request: LlmRequest; chars: number }>();
+  private readonly parsed = new Map<string, { request: LoadedRequest; chars: number }>();
   private readonly held = new Map<string, HeldRequest>();
   private chars = 0;
   constructor(private readonly maxChars = 64 * 2 ** 20) {}
 
-  get(digest: string): LlmRequest | undefined {
+  get(digest: string): LoadedRequest | undefined {
     const hit = this.parsed.get(digest);
     if (!hit) return undefined;
     this.parsed.delete(digest);
@@ -31,7 +31,7 @@ export class RequestCache {
     return hit.request;
   }
 
-  set(digest: string, request: LlmRequest, chars: number): void {
+  set(digest: string, request: LoadedRequest, chars: number): void {
     this.dropParsed(digest);
     this.parsed.set(digest, { request, chars });
     this.chars += chars;
@@ -85,7 +85,7 @@ export class RequestCache {
 export async function loadRequest(input: LlmPhaseInput, cache: RequestCache): Promise<LoadedRequest> {
   if (input.request) return { request: input.request, chars: 0, charsRead: 0 };
   const cached = cache.get(input.digest);
-  if (cached) return { request: cached, chars: 0, charsRead: 0 };
+  if (cached) return { ...cached, charsRead: 0 };
   const context = Context.current();
   const execution = context.info.workflowExecution;
   if (!execution) throw ApplicationFailure.nonRetryable('llmPhase must run inside a workflow', 'InvalidLlmRequest');
@@ -108,16 +108,26 @@ export async function loadRequest(input: LlmPhaseInput, cache: RequestCache): Pr
       currentDigest: read.digest,
     });
   }
+  const { text, stable } = read.held;
   cache.hold(run, read.held);
-  // The digest proves this is the workflow's own request: no schema walk over a long transcript.
-  const request = JSON.parse(read.held.text) as LlmRequest;
-  cache.set(input.digest, request, read.held.text.length);
-  return { request, chars: read.held.text.length, charsRead: read.charsRead };
+  // The digest proves this is the workflow's own request: no schema walk over a long transcript, and
+  // the text goes to the provider as it is; only the fields around the messages are parsed.
+  const fields = read.messagesAt === undefined ? null : requestFields(text, stable, read.messagesAt);
+  const loaded: LoadedRequest = fields
+    ? { request: fields as LlmRequest, text, chars: text.length, charsRead: read.charsRead }
+    : { request: JSON.parse(text) as LlmRequest, chars: text.length, charsRead: read.charsRead };
+  cache.set(input.digest, loaded, text.length);
+  return loaded;
 }
 
-/** A request with how many characters its text has and how many of them were read by query this time. */
+/**
+ * A request to send: its fields, and (read from a workflow) its exact JSON text, the body to send; the
+ * fields then carry no messages. `chars`: the text's length; `charsRead`: how much of it was read by
+ * query this time.
+ */
 export interface LoadedRequest {
   request: LlmRequest;
+  text?: string;
   chars: number;
   charsRead: number;
 }
@@ -127,7 +137,7 @@ async function readRequest(
   handle: WorkflowHandle,
   input: LlmPhaseInput,
   held: HeldRequest | undefined,
-): Promise<{ digest: string; held: HeldRequest; charsRead: number } | null> {
+): Promise<{ digest: string; held: HeldRequest; charsRead: number; messagesAt?: number } | null> {
   const first = await handle.query(compiledRequestQuery, input.digest, 0, input.llm_call, held?.stable ?? 0);
   // A workflow of an older build pages from the start, whatever was asked.
   const from = held && first.from === held.stable ? held.stable : 0;
@@ -151,5 +161,10 @@ async function readRequest(
   const hashAtStable = hash.copy();
   const digest = hash.update(text.slice(stable), 'utf8').digest('hex');
   if (digest !== first.digest) return null;
-  return { digest, held: { text, stable, hashAtStable }, charsRead: text.length - from };
+  return {
+    digest,
+    held: { text, stable, hashAtStable },
+    charsRead: text.length - from,
+    ...(first.messages_at !== undefined && first.stable === stable ? { messagesAt: first.messages_at } : {}),
+  };
 }

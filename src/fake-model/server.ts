@@ -123,7 +123,9 @@ export class FakeModelServer {
     }
     let body: ChatRequestBody;
     try {
-      body = JSON.parse(await readBody(request)) as ChatRequestBody;
+      const raw = await readBody(request);
+      body = JSON.parse(raw) as ChatRequestBody;
+      bodyChars.set(body, raw.length);
     } catch {
       sendJson(response, 400, { error: { message: 'request body is not JSON', type: 'invalid_request_error' } });
       return;
@@ -362,8 +364,11 @@ function plainReply(response: ServerResponse, body: ChatRequestBody, step: FakeR
   new BodyWriter(response, fault.afterBytes ?? Math.floor(text.length / 2)).write(text);
 }
 
+/** Each request's body length: usage is estimated from it, not by serializing a long request again. */
+const bodyChars = new WeakMap<ChatRequestBody, number>();
+
 function defaultUsage(body: ChatRequestBody, content: string) {
-  const prompt = Math.ceil(JSON.stringify(body.messages).length / 4);
+  const prompt = Math.ceil((bodyChars.get(body) ?? JSON.stringify(body).length) / 4);
   const completion = Math.ceil(content.length / 4) + 1;
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }

@@ -16,6 +16,8 @@ export function digestText(text: string): string {
 export interface RequestText {
   text: string;
   stable: number;
+  /** Where the messages array starts (its `[`); with `stable`, the rest of the request parses alone. */
+  messagesAt: number;
 }
 
 /** Stands in for the messages while the rest of the request is serialized; escaped, it cannot clash. */
@@ -26,10 +28,23 @@ export function requestText(request: { messages: readonly unknown[] } & Record<s
   const shell = JSON.stringify({ ...request, messages: MESSAGES_MARK });
   const mark = JSON.stringify(MESSAGES_MARK);
   const at = shell.indexOf(mark);
-  if (at < 0 || shell.indexOf(mark, at + 1) >= 0) return { text: JSON.stringify(request), stable: 0 };
+  if (at < 0 || shell.indexOf(mark, at + 1) >= 0) return { text: JSON.stringify(request), stable: 0, messagesAt: 0 };
   const messages = JSON.stringify(request.messages);
   // The stable prefix ends before the messages' closing bracket: a structural, ASCII boundary.
-  return { text: shell.slice(0, at) + messages + shell.slice(at + mark.length), stable: at + messages.length - 1 };
+  return {
+    text: shell.slice(0, at) + messages + shell.slice(at + mark.length),
+    stable: at + messages.length - 1,
+    messagesAt: at,
+  };
+}
+
+/**
+ * The request without its messages (`messages: []`), parsed from its text without parsing the messages:
+ * what the LLM activity needs besides the text it sends as it is. Null when the text has no known layout.
+ */
+export function requestFields(text: string, stable: number, messagesAt: number): Record<string, unknown> | null {
+  if (stable <= messagesAt || text[messagesAt] !== '[' || text[stable] !== ']') return null;
+  return JSON.parse(text.slice(0, messagesAt) + '[]' + text.slice(stable + 1)) as Record<string, unknown>;
 }
 
 /**

@@ -206,5 +206,7 @@ export const RequestPage = z.strictObject({
   from: z.number().int().nonnegative().optional(),
   /** The stable prefix's length (see RequestText): where the next call's reader may start. */
   stable: z.number().int().nonnegative().optional(),
+  /** Where the messages array starts: the reader parses the rest without the messages. */
+  messages_at: z.number().int().nonnegative().optional(),
 });
 export type RequestPage = z.infer<typeof RequestPage>;

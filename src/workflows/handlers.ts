@@ -148,7 +148,15 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
         throw new Error(`page ${page} out of range (0..${pages - 1})`);
       const offset = start + page * REQUEST_PAGE_CHARS;
       const text = request.text.slice(offset, offset + REQUEST_PAGE_CHARS);
-      return { digest: request.digest, page, pages, text, from: start, stable: request.stable };
+      return {
+        digest: request.digest,
+        page,
+        pages,
+        text,
+        from: start,
+        stable: request.stable,
+        messages_at: request.messagesAt,
+      };
     },
     { description: 'Internal: the LLM activity reads the compiled request here by digest and page.' },
   );

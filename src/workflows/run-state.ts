@@ -60,7 +60,7 @@ export interface Run {
   /** The origin fields of this run's events (spec 7.8), from its workflow info and fork input. */
   origin: RunOrigin;
   /** The request of the LLM phase in flight, for the activity to load by query (`stable`: see RequestText). */
-  request: { digest: string; text: string; stable: number; llmCall: number } | null;
+  request: { digest: string; text: string; stable: number; messagesAt: number; llmCall: number } | null;
   /** Hashes each request from where the previous one's stable prefix ended (memory only). */
   requestDigest: RequestDigest;
   /** The most recent events (a bounded window: the log lives in workflow memory). */

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { digestText, RequestDigest, requestText } from '../../src/runtime';
+import { digestText, RequestDigest, requestFields, requestText } from '../../src/runtime';
 
 const message = fc.record({
   role: fc.constantFrom('user', 'assistant', 'tool'),
@@ -29,6 +29,10 @@ describe('request texts and their digests', () => {
           expect(text).toBe(JSON.stringify(request(messages)));
           expect(text[stable]).toBe(']');
           expect(requestText(request([...messages, ...more])).text.startsWith(text.slice(0, stable))).toBe(true);
+          // The fields around the messages parse alone, as the activity reads them.
+          expect(requestFields(text, stable, requestText(request(messages)).messagesAt)).toEqual(
+            JSON.parse(JSON.stringify(request([]))),
+          );
         },
       ),
     );
@@ -36,7 +40,7 @@ describe('request texts and their digests', () => {
 
   it('options that mimic the placeholder fall back to no stable prefix, with the same text', () => {
     const request = { note: '\u0000patchloop:messages\u0000', model: 'm', messages: [{ role: 'user', content: 'hi' }] };
-    expect(requestText(request)).toEqual({ text: JSON.stringify(request), stable: 0 });
+    expect(requestText(request)).toEqual({ text: JSON.stringify(request), stable: 0, messagesAt: 0 });
   });
 
   it('the incremental digest equals the whole-text SHA-256 through appends, rewrites and restarts', () => {
