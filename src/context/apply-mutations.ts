@@ -19,7 +19,21 @@ import { parsePythonInteger, trim } from './text';
  * object with them. Throws `ContextError` with the spec's message texts.
  */
 export function applyMutations(transcript: readonly Message[], mutations: readonly Mutation[]): Message[] {
-  const state: ApplyState = { messages: transcript.map(cloneJson), remembers: [], forgets: [] };
+  return applyMutationsTo(transcript.map(cloneJson), mutations);
+}
+
+/**
+ * `applyMutations` for a caller that treats messages as values (the workflow's own state): the result
+ * shares every message it keeps unchanged with the input, and a changed message is a changed copy.
+ * Deep-equal to `applyMutations`; copying a long transcript at every commit was most of a long run's
+ * workflow time.
+ */
+export function applyMutationsSharing(transcript: readonly Message[], mutations: readonly Mutation[]): Message[] {
+  return applyMutationsTo([...transcript], mutations);
+}
+
+function applyMutationsTo(messages: Message[], mutations: readonly Mutation[]): Message[] {
+  const state: ApplyState = { messages, remembers: [], forgets: [] };
   for (const mutation of mutations) applyOne(state, mutation);
   commitExperienceBatch(state);
   validateToolLinkage(state.messages);
@@ -90,11 +104,12 @@ function appendAssistantMessage(messages: Message[], mutation: AssistantMessageM
 
 function appendMultimodalToolResult(messages: Message[], mutation: MultimodalToolResultMutation): void {
   for (let index = messages.length - 1; index >= 0; index -= 1) {
-    const message = messages[index]!;
-    const toolCalls = message['tool_calls'];
-    if (message['role'] !== 'assistant' || !Array.isArray(toolCalls)) continue;
+    const toolCalls = messages[index]!['tool_calls'];
+    if (messages[index]!['role'] !== 'assistant' || !Array.isArray(toolCalls)) continue;
     const remaining = toolCalls.filter((call) => !hasCallId(call, mutation.tool_call_id));
     if (remaining.length === toolCalls.length) continue;
+    // The message may be shared with the input transcript: it is replaced, never edited.
+    const message = (messages[index] = cloneJson(messages[index]!));
     if (remaining.length > 0) {
       message['tool_calls'] = remaining;
     } else {

@@ -1,4 +1,4 @@
-import { applyMutations } from './apply-mutations';
+import { applyMutations, applyMutationsSharing } from './apply-mutations';
 import { renderSystemPromptWithExperiences } from './experiences';
 import { cloneJson, isPlainObject } from './json';
 import type { Message } from './messages';
@@ -26,8 +26,9 @@ export function reduceTurnContext(
   transcript: readonly Message[],
   mutations: readonly Mutation[],
   snapshot: SelfRefSnapshot | null,
+  share = false,
 ): ReducedTurnContext {
-  const applied = applyMutations(transcript, mutations);
+  const applied = (share ? applyMutationsSharing : applyMutations)(transcript, mutations);
   if (snapshot === null) return { transcript: applied, selfref_snapshot: null };
   const parsed = parseSelfRefSnapshot(applied);
   const carriesMarkers =
@@ -45,13 +46,22 @@ export function reduceTurnContext(
 export function convertToLlmRequest(
   reduced: ReducedTurnContext,
   contract: PromptContract,
+  share = false,
 ): Omit<CompiledTurn, 'reduced_transcript'> {
   const systemPrompt = resolveSystemPrompt(reduced.transcript, contract, reduced.selfref_snapshot);
-  const transcript = placeSystemPrompt(reduced.transcript.map(cloneJson), systemPrompt);
+  const transcript = placeSystemPrompt(
+    share ? [...reduced.transcript] : reduced.transcript.map(cloneJson),
+    systemPrompt,
+  );
   return {
     transcript,
     system_prompt: systemPrompt,
-    llm_messages: renderLlmInputMessages(transcript, contract.tool_prompt_specs, contract.include_must_principles),
+    llm_messages: renderLlmInputMessages(
+      transcript,
+      contract.tool_prompt_specs,
+      contract.include_must_principles,
+      share,
+    ),
     selfref_snapshot: reduced.selfref_snapshot === null ? null : cloneJson(reduced.selfref_snapshot),
   };
 }
@@ -66,6 +76,29 @@ export function compileInvocationTurn(
   const reduced = reduceTurnContext(transcript, mutations, snapshot);
   // `reduced` is ours alone, so its transcript is returned as it is; stage 2 copies what it changes.
   return { reduced_transcript: reduced.transcript, ...convertToLlmRequest(reduced, contract) };
+}
+
+/**
+ * The messages of `compileInvocationTurn(contract, transcript, [], snapshot)`, deep-equal, for a caller
+ * that treats messages as values (the workflow serializes them at once): they share every message the
+ * compile leaves unchanged with the transcript, so a long transcript costs no copies.
+ */
+export function compileRequestMessages(
+  contract: PromptContract,
+  transcript: readonly Message[],
+  snapshot: SelfRefSnapshot | null,
+): Message[] {
+  return convertToLlmRequest(reduceTurnContext(transcript, [], snapshot, true), contract, true).llm_messages;
+}
+
+/** `compileContext` whose transcript shares the messages it keeps with the input (see applyMutationsSharing). */
+export function commitContext(
+  transcript: readonly Message[],
+  mutations: readonly Mutation[],
+  selfrefEnabled: boolean,
+): { transcript: Message[]; selfref_snapshot: SelfRefSnapshot | null } {
+  const applied = applyMutationsSharing(transcript, mutations);
+  return { transcript: applied, selfref_snapshot: selfrefEnabled ? parseSelfRefSnapshot(applied) : null };
 }
 
 /** `compile_context` (spec 4.6): the loop's commit. With SelfRef on, the snapshot is always re-parsed. */
@@ -90,10 +123,11 @@ function resolveSystemPrompt(
   return contract.base_instruction !== '' ? contract.base_instruction : null;
 }
 
+/** Places the prompt in a copy of the array; a changed system message is a new object (messages are values). */
 function placeSystemPrompt(transcript: Message[], systemPrompt: string | null): Message[] {
   const first = transcript[0];
   if (isPlainObject(first) && first['role'] === 'system') {
-    if (systemPrompt) first['content'] = systemPrompt;
+    if (systemPrompt) transcript[0] = { ...cloneJson(first), content: systemPrompt };
     else transcript.shift();
   } else if (systemPrompt) {
     transcript.unshift({ role: 'system', content: systemPrompt });

@@ -23,12 +23,14 @@ export function renderLlmInputMessages(
   messages: readonly Message[],
   toolPromptSpecs: readonly ToolPromptSpec[],
   includeMustPrinciples: boolean,
+  share = false,
 ): Message[] {
-  const output = messages.map(cloneJson);
+  // Sharing (messages as values), the output keeps the unchanged messages and replaces the system one.
+  const output = share ? [...messages] : messages.map(cloneJson);
   if (output.length === 0) return output;
   const render = (base: string) => renderSystemContent(base, toolPromptSpecs, includeMustPrinciples);
-  const system = output.find((message) => message['role'] === 'system' && typeof message['content'] === 'string');
-  if (system) system['content'] = render(system['content'] as string);
+  const at = output.findIndex((message) => message['role'] === 'system' && typeof message['content'] === 'string');
+  if (at >= 0) output[at] = { ...cloneJson(output[at]!), content: render(output[at]!['content'] as string) };
   else output.unshift({ role: 'system', content: render('') });
   return output;
 }

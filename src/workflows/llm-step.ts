@@ -1,5 +1,5 @@
 import { setCurrentDetails } from '@temporalio/workflow';
-import { compileInvocationTurn, type JsonObject } from '../context';
+import { compileRequestMessages, type JsonObject } from '../context';
 import { addUsage, requestText, truncatedReplyMutation, withAbortReason, type LlmPhaseResult } from '../runtime';
 import type { LlmMode, LoopContext } from './loop-context';
 import { inPhaseScope } from './phase-scope';
@@ -8,13 +8,13 @@ import { emit } from './run-state';
 
 /** The provider request the workflow compiles from the current context (spec 7.3 step 2). */
 export function buildRequest(loop: LoopContext, mode: LlmMode) {
-  const compiled = compileInvocationTurn(loop.contract, loop.run.transcript, [], loop.run.snapshot);
+  const messages = compileRequestMessages(loop.contract, loop.run.transcript, loop.run.snapshot);
   const options: JsonObject = { ...loop.agent.llm_options };
   if (!mode.withTools) delete options['tool_choice'];
   return {
     ...options,
     model: loop.agent.model,
-    messages: compiled.llm_messages,
+    messages,
     ...(mode.withTools ? { tools: loop.tools } : {}),
     stream: mode.stream,
     ...(mode.stream ? { stream_options: { include_usage: true } } : {}),

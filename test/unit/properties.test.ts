@@ -2,7 +2,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   applyMutations,
+  commitContext,
+  compileContext,
   compileInvocationTurn,
+  compileRequestMessages,
   ContextError,
   convertToLlmRequest,
   normalizeSummary,
@@ -89,6 +92,25 @@ describe('invariant 1: purity', () => {
           expect(JSON.stringify(reduced)).toBe(reducedBefore);
           expectNoSharing(reduced, converted);
         }
+      }),
+      runs,
+    );
+  });
+});
+
+describe("the workflow's sharing compile", () => {
+  it('gives deep-equal messages and commits, and modifies no input', () => {
+    fc.assert(
+      fc.property(arb.compileCase, ({ input, prompt_contract, selfref_snapshot }) => {
+        const before = JSON.stringify([input, prompt_contract, selfref_snapshot]);
+        const copied = attempt(() => compileInvocationTurn(prompt_contract, input.transcript, [], selfref_snapshot));
+        const shared = attempt(() => compileRequestMessages(prompt_contract, input.transcript, selfref_snapshot));
+        expect(shared).toStrictEqual(copied instanceof ContextError ? copied : copied.llm_messages);
+        for (const selfref of [false, true]) {
+          const committed = attempt(() => commitContext(input.transcript, input.mutations, selfref));
+          expect(committed).toStrictEqual(attempt(() => compileContext(input.transcript, input.mutations, selfref)));
+        }
+        expect(JSON.stringify([input, prompt_contract, selfref_snapshot])).toBe(before);
       }),
       runs,
     );
