@@ -18,24 +18,87 @@ export interface RequestText {
   stable: number;
   /** Where the messages array starts (its `[`); with `stable`, the rest of the request parses alone. */
   messagesAt: number;
+  /** SHA-256 of the text, hex. */
+  digest: string;
 }
 
 /** Stands in for the messages while the rest of the request is serialized; escaped, it cannot clash. */
 const MESSAGES_MARK = '\u0000patchloop:messages\u0000';
+const MARK_JSON = JSON.stringify(MESSAGES_MARK);
 
-/** `JSON.stringify(request)`, exactly, with the stable prefix's length (0 when it cannot be found). */
-export function requestText(request: { messages: readonly unknown[] } & Record<string, unknown>): RequestText {
-  const shell = JSON.stringify({ ...request, messages: MESSAGES_MARK });
-  const mark = JSON.stringify(MESSAGES_MARK);
-  const at = shell.indexOf(mark);
-  if (at < 0 || shell.indexOf(mark, at + 1) >= 0) return { text: JSON.stringify(request), stable: 0, messagesAt: 0 };
-  const messages = JSON.stringify(request.messages);
-  // The stable prefix ends before the messages' closing bracket: a structural, ASCII boundary.
-  return {
-    text: shell.slice(0, at) + messages + shell.slice(at + mark.length),
-    stable: at + messages.length - 1,
-    messagesAt: at,
-  };
+type HashState = ReturnType<typeof sha256.create>;
+
+/**
+ * Writes and hashes the requests of one run. Its messages are values (a change replaces a message,
+ * see `compileRequestMessages`), so each message's JSON is written once, and when a request starts
+ * with the previous one's messages the hash goes on from the state kept at their end: a call costs its
+ * new messages, not the whole transcript (the pure-JS hash of the whole text was most of a long run's
+ * workflow time). The text is exactly `JSON.stringify(request)`. Held in workflow memory, never in history.
+ */
+export class RequestWriter {
+  private readonly json = new WeakMap<object, string>();
+  private last: {
+    head: string;
+    messages: readonly unknown[];
+    parts: string[];
+    stable: number;
+    state: HashState;
+  } | null = null;
+
+  write(request: { messages: readonly unknown[] } & Record<string, unknown>): RequestText {
+    const shell = JSON.stringify({ ...request, messages: MESSAGES_MARK });
+    const at = shell.indexOf(MARK_JSON);
+    if (at < 0 || shell.indexOf(MARK_JSON, at + 1) >= 0) {
+      this.last = null;
+      const text = JSON.stringify(request);
+      return { text, stable: 0, messagesAt: 0, digest: digestText(text) };
+    }
+    const head = shell.slice(0, at);
+    const parts = request.messages.map((message) => this.jsonOf(message));
+    const body = parts.join(',');
+    const text = head + '[' + body + ']' + shell.slice(at + MARK_JSON.length);
+    // The stable prefix ends before the messages' closing bracket: a structural, ASCII boundary.
+    const stable = at + 1 + body.length;
+    const last = this.last;
+    let state: HashState;
+    if (last && last.head === head && this.extends(last, request.messages, parts)) {
+      state = last.state.clone();
+      state.update(encoder.encode(text.slice(last.stable, stable)));
+    } else {
+      state = sha256.create();
+      state.update(encoder.encode(text.slice(0, stable)));
+    }
+    this.last = { head, messages: [...request.messages], parts, stable, state };
+    const digest = bytesToHex(
+      state
+        .clone()
+        .update(encoder.encode(text.slice(stable)))
+        .digest(),
+    );
+    return { text, stable, messagesAt: at, digest };
+  }
+
+  private jsonOf(message: unknown): string {
+    if (message === null || typeof message !== 'object') return JSON.stringify(message);
+    let json = this.json.get(message);
+    if (json === undefined) {
+      json = JSON.stringify(message);
+      this.json.set(message, json);
+    }
+    return json;
+  }
+
+  /** Whether these messages start with the last request's: the same values, or the same JSON. */
+  private extends(
+    last: { messages: readonly unknown[]; parts: string[] },
+    messages: readonly unknown[],
+    parts: string[],
+  ) {
+    if (messages.length < last.messages.length) return false;
+    for (let index = 0; index < last.messages.length; index += 1)
+      if (messages[index] !== last.messages[index] && parts[index] !== last.parts[index]) return false;
+    return true;
+  }
 }
 
 /**
@@ -45,36 +108,6 @@ export function requestText(request: { messages: readonly unknown[] } & Record<s
 export function requestFields(text: string, stable: number, messagesAt: number): Record<string, unknown> | null {
   if (stable <= messagesAt || text[messagesAt] !== '[' || text[stable] !== ']') return null;
   return JSON.parse(text.slice(0, messagesAt) + '[]' + text.slice(stable + 1)) as Record<string, unknown>;
-}
-
-/**
- * SHA-256 of request texts that mostly extend the previous one: the hash state at the end of the last
- * stable prefix is kept, so a digest costs the new part only (the pure-JS hash was most of a long run's
- * workflow time). Gives exactly `digestText(text)`. Held in workflow memory, never in history.
- */
-export class RequestDigest {
-  private prefix = '';
-  private state = sha256.create();
-
-  digest({ text, stable }: RequestText): string {
-    const prefix = text.slice(0, stable);
-    let state: ReturnType<typeof sha256.create>;
-    if (this.prefix.length > 0 && prefix.startsWith(this.prefix)) {
-      state = this.state.clone();
-      state.update(encoder.encode(prefix.slice(this.prefix.length)));
-    } else {
-      state = sha256.create();
-      state.update(encoder.encode(prefix));
-    }
-    this.prefix = prefix;
-    this.state = state;
-    return bytesToHex(
-      state
-        .clone()
-        .update(encoder.encode(text.slice(stable)))
-        .digest(),
-    );
-  }
 }
 
 /**

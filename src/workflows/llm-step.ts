@@ -1,6 +1,6 @@
 import { setCurrentDetails } from '@temporalio/workflow';
 import { compileRequestMessages, type JsonObject } from '../context';
-import { addUsage, requestText, truncatedReplyMutation, withAbortReason, type LlmPhaseResult } from '../runtime';
+import { addUsage, truncatedReplyMutation, withAbortReason, type LlmPhaseResult } from '../runtime';
 import type { LlmMode, LoopContext } from './loop-context';
 import { inPhaseScope } from './phase-scope';
 import * as events from './run-events';
@@ -31,8 +31,7 @@ export async function llmStep(loop: LoopContext, mode: LlmMode, eventIteration: 
   run.llmCalls += 1;
   const llmCall = run.llmCalls;
   const request = buildRequest(loop, mode);
-  const compiled = requestText(request);
-  run.request = { digest: run.requestDigest.digest(compiled), ...compiled, llmCall };
+  run.request = { ...run.requestWriter.write(request), llmCall };
   emit(run, events.llmCallStart(llmCall, mode, request.messages.length), eventIteration);
   setCurrentDetails(`iteration ${eventIteration}: model call ${llmCall}`);
   const raw = run.abort.requested ? abortedPhase() : await callActivity(loop, llmCall, eventIteration, request);

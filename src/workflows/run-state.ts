@@ -3,7 +3,7 @@ import { commitContext, type Message, type Mutation, type SelfRefSnapshot } from
 import {
   checkUserMessage,
   DEFAULT_MESSAGE_LIMITS,
-  RequestDigest,
+  RequestWriter,
   emptySelfRefQueue,
   utf8Bytes,
   type ApprovalRecord,
@@ -61,8 +61,8 @@ export interface Run {
   origin: RunOrigin;
   /** The request of the LLM phase in flight, for the activity to load by query (`stable`: see RequestText). */
   request: { digest: string; text: string; stable: number; messagesAt: number; llmCall: number } | null;
-  /** Hashes each request from where the previous one's stable prefix ended (memory only). */
-  requestDigest: RequestDigest;
+  /** Writes and hashes each request from where the previous one's messages ended (memory only). */
+  requestWriter: RequestWriter;
   /** The most recent events (a bounded window: the log lives in workflow memory). */
   events: RunEvent[];
   /** JSON characters of the events in the window. */
@@ -143,7 +143,7 @@ export function newRun(agent: string, memoryKey: string): Run {
     forkId: null,
     origin: runOrigin(memoryKey, null),
     request: null,
-    requestDigest: new RequestDigest(),
+    requestWriter: new RequestWriter(),
     events: [],
     eventChars: 0,
     eventSeq: 0,
