@@ -91,23 +91,18 @@ export function compileRequestMessages(
   return convertToLlmRequest(reduceTurnContext(transcript, [], snapshot, true), contract, true).llm_messages;
 }
 
-/** `compileContext` whose transcript shares the messages it keeps with the input (see applyMutationsSharing). */
-export function commitContext(
-  transcript: readonly Message[],
-  mutations: readonly Mutation[],
-  selfrefEnabled: boolean,
-): { transcript: Message[]; selfref_snapshot: SelfRefSnapshot | null } {
-  const applied = applyMutationsSharing(transcript, mutations);
-  return { transcript: applied, selfref_snapshot: selfrefEnabled ? parseSelfRefSnapshot(applied) : null };
-}
-
-/** `compile_context` (spec 4.6): the loop's commit. With SelfRef on, the snapshot is always re-parsed. */
+/**
+ * `compile_context` (spec 4.6): the loop's commit. With SelfRef on, the snapshot is always re-parsed.
+ * `share`: for a caller that treats messages as values (the workflow's own state), the transcript shares
+ * the messages it keeps with the input (see `applyMutationsSharing`); deep-equal either way.
+ */
 export function compileContext(
   transcript: readonly Message[],
   mutations: readonly Mutation[],
   selfrefEnabled: boolean,
+  share = false,
 ): { transcript: Message[]; selfref_snapshot: SelfRefSnapshot | null } {
-  const applied = applyMutations(transcript, mutations);
+  const applied = (share ? applyMutationsSharing : applyMutations)(transcript, mutations);
   return { transcript: applied, selfref_snapshot: selfrefEnabled ? parseSelfRefSnapshot(applied) : null };
 }
 

@@ -1,5 +1,5 @@
 import { patched, workflowInfo, type CancellationScope, type ChildWorkflowHandle } from '@temporalio/workflow';
-import { commitContext, type Message, type Mutation, type SelfRefSnapshot } from '../context';
+import { compileContext, type Message, type Mutation, type SelfRefSnapshot } from '../context';
 import {
   checkUserMessage,
   DEFAULT_MESSAGE_LIMITS,
@@ -165,7 +165,8 @@ export function commit(run: Run, mutations: readonly Mutation[]): void {
   // Nothing to fold and the snapshot already reflects the transcript: skip the O(transcript) copy.
   const snapshotCurrent = (run.snapshot !== null) === run.selfref;
   if (mutations.length === 0 && snapshotCurrent) return;
-  const next = commitContext(run.transcript, mutations, run.selfref);
+  // The run's messages are values: the commit shares the ones it keeps instead of copying the transcript.
+  const next = compileContext(run.transcript, mutations, run.selfref, true);
   run.transcript = next.transcript;
   run.snapshot = next.selfref_snapshot;
 }

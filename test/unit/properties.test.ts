@@ -2,7 +2,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   applyMutations,
-  commitContext,
   compileContext,
   compileInvocationTurn,
   compileRequestMessages,
@@ -107,7 +106,7 @@ describe("the workflow's sharing compile", () => {
         const shared = attempt(() => compileRequestMessages(prompt_contract, input.transcript, selfref_snapshot));
         expect(shared).toStrictEqual(copied instanceof ContextError ? copied : copied.llm_messages);
         for (const selfref of [false, true]) {
-          const committed = attempt(() => commitContext(input.transcript, input.mutations, selfref));
+          const committed = attempt(() => compileContext(input.transcript, input.mutations, selfref, true));
           expect(committed).toStrictEqual(attempt(() => compileContext(input.transcript, input.mutations, selfref)));
         }
         expect(JSON.stringify([input, prompt_contract, selfref_snapshot])).toBe(before);
