@@ -33,7 +33,10 @@ function activityFailure(error: ActivityFailure): ApplicationFailure {
   const cause = error.cause;
   // The retry budget ran out: the last attempt's failure says why. A timeout wraps it, or (when the
   // budget ran out during an attempt) only the attempt's heartbeat details record it.
-  const recorded = cause instanceof TimeoutFailure ? attemptFailureIn(cause.lastHeartbeatDetails) : undefined;
+  const recorded =
+    cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_CLOSE'
+      ? attemptFailureIn(cause.lastHeartbeatDetails)
+      : undefined;
   const last =
     cause instanceof TimeoutFailure && cause.cause
       ? cause.cause

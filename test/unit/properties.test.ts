@@ -37,6 +37,14 @@ function expectNoSharing(inputs: unknown, outputs: unknown): void {
   for (const object of objectsOf(outputs)) expect(inputObjects.has(object)).toBe(false);
 }
 
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object') {
+    for (const item of Object.values(value)) deepFreeze(item);
+    Object.freeze(value);
+  }
+  return value;
+}
+
 function attempt<T>(run: () => T): T | ContextError {
   try {
     return run();
@@ -103,10 +111,12 @@ describe("the workflow's sharing compile", () => {
       fc.property(arb.compileCase, ({ input, prompt_contract, selfref_snapshot }) => {
         const before = JSON.stringify([input, prompt_contract, selfref_snapshot]);
         const copied = attempt(() => compileInvocationTurn(prompt_contract, input.transcript, [], selfref_snapshot));
-        const shared = attempt(() => compileRequestMessages(prompt_contract, input.transcript, selfref_snapshot));
+        // Frozen inputs: the sharing compile must never edit a message (the workflow caches their JSON).
+        const frozen = deepFreeze(structuredClone([input.transcript, input.mutations, selfref_snapshot] as const));
+        const shared = attempt(() => compileRequestMessages(prompt_contract, frozen[0], frozen[2]));
         expect(shared).toStrictEqual(copied instanceof ContextError ? copied : copied.llm_messages);
         for (const selfref of [false, true]) {
-          const committed = attempt(() => compileContext(input.transcript, input.mutations, selfref, true));
+          const committed = attempt(() => compileContext(frozen[0], frozen[1], selfref, true));
           expect(committed).toStrictEqual(attempt(() => compileContext(input.transcript, input.mutations, selfref)));
         }
         expect(JSON.stringify([input, prompt_contract, selfref_snapshot])).toBe(before);

@@ -28,6 +28,14 @@ describe('a model call whose retry budget ran out', () => {
     expect(failure.message).toBe('the model call gave up: its retry budget ran out; last error: slow down');
   });
 
+  it('an attempt that timed out is reported as a timeout, not as the attempt before it', () => {
+    const details = { iteration: 1, last_failure: { type: 'ProviderUnavailable', message: 'earlier 503' } };
+    const timeout = new TimeoutFailure('activity Heartbeat timeout', details, 'HEARTBEAT');
+    const failure = asRunFailure(llmPhaseFailure(timeout, RetryState.MAXIMUM_ATTEMPTS_REACHED)) as ApplicationFailure;
+    expect(failure.type).toBe('PhaseTimedOut');
+    expect(failure.message).toBe('the model call failed: activity Heartbeat timeout');
+  });
+
   it('is a timeout of the phase when nothing says why', () => {
     const timeout = new TimeoutFailure('activity StartToClose timeout', { iteration: 1 }, 'START_TO_CLOSE');
     const failure = asRunFailure(llmPhaseFailure(timeout, RetryState.MAXIMUM_ATTEMPTS_REACHED)) as ApplicationFailure;
