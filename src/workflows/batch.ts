@@ -47,6 +47,16 @@ export interface WorkflowCallResult {
   report: ToolCallReport;
 }
 
+/** A batch's mutations for each call id, in order: a provider may repeat an id within one batch. */
+export function mutationsByCallId(mutations: readonly Mutation[]): Map<string, Mutation[]> {
+  const byId = new Map<string, Mutation[]>();
+  for (const mutation of mutations) {
+    if (!('tool_call_id' in mutation)) continue;
+    byId.set(mutation.tool_call_id, [...(byId.get(mutation.tool_call_id) ?? []), mutation]);
+  }
+  return byId;
+}
+
 /**
  * Merges the activity's batch with calls the workflow ran itself, back into the declared order of the
  * whole batch: plain results and cancellations first, multimodal results last (spec 7.6, 10.c).
@@ -58,11 +68,11 @@ export function mergeBatches(
   own: readonly WorkflowCallResult[],
   reports: ToolCallReport[],
 ): ToolBatchResult {
-  const byId = new Map<string, Mutation[]>();
-  for (const mutation of activity.mutations) {
-    if (mutation.type !== 'ToolResultMutation' && mutation.type !== 'MultimodalToolResultMutation') continue;
-    byId.set(mutation.tool_call_id, [...(byId.get(mutation.tool_call_id) ?? []), mutation]);
-  }
+  const byId = mutationsByCallId(
+    activity.mutations.filter(
+      (mutation) => mutation.type === 'ToolResultMutation' || mutation.type === 'MultimodalToolResultMutation',
+    ),
+  );
   // The workflow's own results belong to the very call they answer (ids may repeat within a batch).
   const ownByCall = new Map(own.map((result) => [result.call, result]));
   const plain: Mutation[] = [];

@@ -7,8 +7,14 @@ import {
   type ToolCallReport,
   type ToolCallRequest,
 } from '../runtime';
-import type { Mutation } from '../context';
-import { cancelledBatch, EMPTY_BATCH, failedBatch, mergeBatches, type WorkflowCallResult } from './batch';
+import {
+  cancelledBatch,
+  EMPTY_BATCH,
+  failedBatch,
+  mergeBatches,
+  mutationsByCallId,
+  type WorkflowCallResult,
+} from './batch';
 import { approvalGate, type ApprovalWaitHook } from './approval-gate';
 import { runFork } from './forks';
 import type { LoopContext } from './loop-context';
@@ -127,14 +133,7 @@ async function routedBatches(
   // Each call takes the next result for its id from its own queue's batch: a provider may repeat an id
   // within one batch, even across queues.
   const resultsByQueue = new Map(
-    entries.map(([queue], index) => {
-      const byId = new Map<string, Mutation[]>();
-      for (const mutation of batches[index]!.mutations) {
-        if (!('tool_call_id' in mutation)) continue;
-        byId.set(mutation.tool_call_id, [...(byId.get(mutation.tool_call_id) ?? []), mutation]);
-      }
-      return [queue, byId] as const;
-    }),
+    entries.map(([queue], index) => [queue, mutationsByCallId(batches[index]!.mutations)]),
   );
   const declared = calls.flatMap((call) => resultsByQueue.get(routes[call.name])?.get(call.id)?.shift() ?? []);
   const position = new Map(calls.map((call, index) => [call.id, index]));

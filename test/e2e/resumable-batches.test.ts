@@ -106,6 +106,14 @@ function tally(effects: Array<{ label: string; key: string; phase: string }>) {
   return { counts, keys: (label: string) => byLabel.get(label)?.size ?? 0 };
 }
 
+/** A side-effect server the in-process worker's tools report to (closed after the test). */
+async function sideEffectsInProcess() {
+  const effects = await startSideEffectServer();
+  cleanups.push(() => effects.close());
+  process.env['PATCHLOOP_TEST_EFFECTS_URL'] = effects.url;
+  return effects;
+}
+
 describe('resumable tool batches: a finished call never runs twice', () => {
   for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
     it(`${signal} of the worker after 2 of 3 calls finished: the retry runs only the third`, async () => {
@@ -141,9 +149,7 @@ describe('per-tool retries inside the batch attempt', () => {
   });
 
   it('a retryable tool succeeds on its third attempt; one that keeps failing gives up; invalid arguments are never retried', async () => {
-    const effects = await startSideEffectServer();
-    cleanups.push(() => effects.close());
-    process.env['PATCHLOOP_TEST_EFFECTS_URL'] = effects.url;
+    const effects = await sideEffectsInProcess();
     world = await startWorld({
       tools: [addTool, ...sideEffectTools],
       agents: [payer],
@@ -299,9 +305,7 @@ describe('routing edge cases (in-process workers)', () => {
   });
 
   it('a call id the provider repeats across queues still gets each call its own result, in declared order', async () => {
-    const effects = await startSideEffectServer();
-    cleanups.push(() => effects.close());
-    process.env['PATCHLOOP_TEST_EFFECTS_URL'] = effects.url;
+    await sideEffectsInProcess();
     const toolQueue = `gpu-${randomUUID()}`;
     const agent = {
       name: 'twins',
