@@ -2,8 +2,8 @@
  * `npm run bench:concurrency`: C concurrent agentRuns on one worker process (the real CLI worker, so
  * its memory is the worker's alone), each 5 tool iterations against a fake model that takes 300 ms per
  * call, on the stock dev server and on the embedded default's. For each C (BENCH_CONCURRENCY, default
- * 100,500,1000): runs per second, failures, the overhead per model call above the model's 300 ms
- * (p50/p95), and the worker's peak RSS, measured side by side in one run.
+ * 100,500,1000; BENCH_SERVERS, default stock,embedded): runs per second, failures, the overhead per
+ * model call above the model's 300 ms (p50/p95), and the worker's peak RSS, measured side by side.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +19,8 @@ import { spawnWorker } from '../test/support/worker-process';
 import { percentile, table } from './report';
 
 const LEVELS = (process.env['BENCH_CONCURRENCY'] ?? '100,500,1000').split(',').map(Number);
+/** Which dev servers (BENCH_SERVERS: `stock`, `embedded` or both, the default). */
+const SERVERS = (process.env['BENCH_SERVERS'] ?? 'stock,embedded').split(',').map((name) => name === 'stock');
 const ITERATIONS = 5;
 const MODEL_MS = 300;
 
@@ -95,7 +97,7 @@ async function level(concurrency: number, stock: boolean): Promise<string[]> {
 
 async function main() {
   const rows: string[][] = [];
-  for (const concurrency of LEVELS) for (const stock of [true, false]) rows.push(await level(concurrency, stock));
+  for (const concurrency of LEVELS) for (const stock of SERVERS) rows.push(await level(concurrency, stock));
   console.log(
     `Concurrent agentRuns on one worker process (${ITERATIONS} tool iterations each, ${MODEL_MS} ms per model call), on the stock dev server and the embedded default's:\n`,
   );

@@ -1,5 +1,5 @@
 import { Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, type WorkerOptions } from '@temporalio/worker';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +33,7 @@ export async function startBenchWorld(
     stock?: boolean;
     keepBodies?: boolean;
     config?: Partial<PatchloopConfig>;
+    workerOptions?: Partial<WorkerOptions>;
   } = {},
 ): Promise<BenchWorld> {
   // One runtime per process: several worlds may run one after the other.
@@ -60,6 +61,7 @@ export async function startBenchWorld(
     config,
     ...(options.agents ? { agents: options.agents } : {}),
     ...(options.tools ? { tools: options.tools } : {}),
+    ...(options.workerOptions ? { workerOptions: options.workerOptions } : {}),
   });
   const running = worker.run();
   const client = PatchloopClient.on(await Connection.connect({ address: server.address }), config);

@@ -16,6 +16,7 @@ export { followRun, jsonOutput, textOutput, type FollowOutput } from './client/f
 export {
   createPatchloopWorker,
   workflowsPath,
+  workflowBundleOptions,
   type PatchloopWorker,
   type PatchloopWorkerOptions,
 } from './worker/create-worker';

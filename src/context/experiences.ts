@@ -1,9 +1,12 @@
 import { z } from 'zod';
 import { ContextError } from './errors';
 import { collapse, lines, removeTaggedBlocks, trim, whitespacePattern } from './text';
+import { sharedSchema } from './shared-schema';
 
 /** A durable experience kept in the system prompt (spec 5.1). */
-export const Experience = z.strictObject({ id: z.string(), text: z.string() });
+export const Experience = sharedSchema('context/experiences#Experience', () =>
+  z.strictObject({ id: z.string(), text: z.string() }),
+);
 export type Experience = z.infer<typeof Experience>;
 
 const BLOCK_START = '<experience>';

@@ -1,11 +1,14 @@
 import { z } from 'zod';
+import { sharedSchema } from './shared-schema';
 
 export type JsonPrimitive = string | number | boolean | null;
 export type JsonValue = JsonPrimitive | JsonValue[] | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };
 
-export const JsonValue: z.ZodType<JsonValue> = z.json();
-export const JsonObject: z.ZodType<JsonObject> = z.record(z.string(), z.json());
+export const JsonValue: z.ZodType<JsonValue> = sharedSchema('context/json#JsonValue', () => z.json());
+export const JsonObject: z.ZodType<JsonObject> = sharedSchema('context/json#JsonObject', () =>
+  z.record(z.string(), z.json()),
+);
 
 /** Structural deep copy (the workflow sandbox has no `structuredClone`). */
 export function cloneJson<T>(value: T): T {

@@ -4,15 +4,18 @@ import { removeFrameworkBlocks } from './framework-blocks';
 import { cloneJson, isPlainObject, JsonObject } from './json';
 import { Message } from './messages';
 import { parseSummary, renderSummary, SummaryPayload } from './summary';
+import { sharedSchema } from './shared-schema';
 
 /** The SelfRef state a transcript carries (spec 2.3, `DataFromSelfRef` in the reference). */
-export const SelfRefSnapshot = z.strictObject({
-  base_system_prompt: z.string(),
-  experiences: z.array(Experience),
-  summary: SummaryPayload.nullable(),
-  summary_message: JsonObject.nullable(),
-  working_messages: z.array(Message),
-});
+export const SelfRefSnapshot = sharedSchema('context/selfref-snapshot#SelfRefSnapshot', () =>
+  z.strictObject({
+    base_system_prompt: z.string(),
+    experiences: z.array(Experience),
+    summary: SummaryPayload.nullable(),
+    summary_message: JsonObject.nullable(),
+    working_messages: z.array(Message),
+  }),
+);
 export type SelfRefSnapshot = z.infer<typeof SelfRefSnapshot>;
 
 /** `parse_data_from_selfref` (spec 5.4). Output shares nothing with the input. */

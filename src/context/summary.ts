@@ -1,17 +1,20 @@
 import { z } from 'zod';
 import { ContextError } from './errors';
 import { lines, trim } from './text';
+import { sharedSchema } from './shared-schema';
 
 /** The seven-field compaction payload (spec 5.3). */
-export const SummaryPayload = z.strictObject({
-  goal: z.string(),
-  instruction: z.string(),
-  discoveries: z.array(z.string()),
-  completed: z.array(z.string()),
-  current_status: z.string(),
-  likely_next_work: z.array(z.string()),
-  relevant_files_directories: z.array(z.string()),
-});
+export const SummaryPayload = sharedSchema('context/summary#SummaryPayload', () =>
+  z.strictObject({
+    goal: z.string(),
+    instruction: z.string(),
+    discoveries: z.array(z.string()),
+    completed: z.array(z.string()),
+    current_status: z.string(),
+    likely_next_work: z.array(z.string()),
+    relevant_files_directories: z.array(z.string()),
+  }),
+);
 export type SummaryPayload = z.infer<typeof SummaryPayload>;
 
 type TextField = 'goal' | 'instruction' | 'current_status';

@@ -1,102 +1,109 @@
 import { z } from 'zod';
 import { JsonObject } from '../context';
+import { sharedSchema } from '../context/shared-schema';
 
 /** Timeouts and retry budgets of an agent's phases. Seconds, so agent files stay readable JSON. */
-export const AgentLimits = z.strictObject({
-  /** One LLM attempt, start to close (the provider HTTP timeout is set a little below it). */
-  llm_timeout_seconds: z.number().positive().default(300),
-  /**
-   * How long an LLM call keeps retrying while the provider is unavailable (429, 5xx, network errors,
-   * broken streams), with backoff up to 60 s and the provider's retry-after. Attempts are unbounded
-   * within it unless `llm_max_attempts` is set.
-   */
-  llm_retry_budget_seconds: z.number().positive().default(1800),
-  /** An optional cap on attempts inside the budget; null: as many as the budget allows. */
-  llm_max_attempts: z.number().int().positive().nullable().default(null),
-  /** A phase without a heartbeat for this long is retried elsewhere (a dead worker). */
-  heartbeat_timeout_seconds: z.number().positive().default(10),
-  /** Per tool call, unless the tool sets its own. */
-  tool_timeout_seconds: z.number().positive().default(60),
-  tool_batch_max_attempts: z.number().int().positive().default(3),
-  /** A tool result larger than this becomes an error result the model sees. */
-  max_tool_result_bytes: z
-    .number()
-    .int()
-    .positive()
-    .default(256 * 1024),
-  /** Per image a tool returns (files are sent as data URLs); above it the call fails with an error result. */
-  max_image_bytes: z
-    .number()
-    .int()
-    .positive()
-    .default(1024 * 1024),
-  /** How long an aborted run waits for its phase to hand back partial results before giving up on them. */
-  abort_wait_seconds: z.number().positive().default(10),
-  /** One user message (signal or update); a larger one is refused with a visible warning. */
-  max_user_message_bytes: z
-    .number()
-    .int()
-    .positive()
-    .default(256 * 1024),
-  /** All user messages waiting for their turn at once; more are refused until the run catches up. */
-  max_queued_message_bytes: z
-    .number()
-    .int()
-    .positive()
-    .default(1024 * 1024),
-  /** How deep `selfref_fork` may nest (a top-level run has depth 0). */
-  max_fork_depth: z.number().int().nonnegative().default(3),
-  /** Gated tool calls undecided for this long are rejected with reason `approval timed out`; null waits forever. */
-  approval_timeout_seconds: z.number().positive().nullable().default(null),
-  /**
-   * A batch routed to another task queue (`tool_task_queues`) that no worker picks up within this long
-   * gives its calls an error result naming the queue, instead of waiting forever.
-   */
-  routed_tool_wait_seconds: z.number().positive().default(300),
-});
+export const AgentLimits = sharedSchema('runtime/agent#AgentLimits', () =>
+  z.strictObject({
+    /** One LLM attempt, start to close (the provider HTTP timeout is set a little below it). */
+    llm_timeout_seconds: z.number().positive().default(300),
+    /**
+     * How long an LLM call keeps retrying while the provider is unavailable (429, 5xx, network errors,
+     * broken streams), with backoff up to 60 s and the provider's retry-after. Attempts are unbounded
+     * within it unless `llm_max_attempts` is set.
+     */
+    llm_retry_budget_seconds: z.number().positive().default(1800),
+    /** An optional cap on attempts inside the budget; null: as many as the budget allows. */
+    llm_max_attempts: z.number().int().positive().nullable().default(null),
+    /** A phase without a heartbeat for this long is retried elsewhere (a dead worker). */
+    heartbeat_timeout_seconds: z.number().positive().default(10),
+    /** Per tool call, unless the tool sets its own. */
+    tool_timeout_seconds: z.number().positive().default(60),
+    tool_batch_max_attempts: z.number().int().positive().default(3),
+    /** A tool result larger than this becomes an error result the model sees. */
+    max_tool_result_bytes: z
+      .number()
+      .int()
+      .positive()
+      .default(256 * 1024),
+    /** Per image a tool returns (files are sent as data URLs); above it the call fails with an error result. */
+    max_image_bytes: z
+      .number()
+      .int()
+      .positive()
+      .default(1024 * 1024),
+    /** How long an aborted run waits for its phase to hand back partial results before giving up on them. */
+    abort_wait_seconds: z.number().positive().default(10),
+    /** One user message (signal or update); a larger one is refused with a visible warning. */
+    max_user_message_bytes: z
+      .number()
+      .int()
+      .positive()
+      .default(256 * 1024),
+    /** All user messages waiting for their turn at once; more are refused until the run catches up. */
+    max_queued_message_bytes: z
+      .number()
+      .int()
+      .positive()
+      .default(1024 * 1024),
+    /** How deep `selfref_fork` may nest (a top-level run has depth 0). */
+    max_fork_depth: z.number().int().nonnegative().default(3),
+    /** Gated tool calls undecided for this long are rejected with reason `approval timed out`; null waits forever. */
+    approval_timeout_seconds: z.number().positive().nullable().default(null),
+    /**
+     * A batch routed to another task queue (`tool_task_queues`) that no worker picks up within this long
+     * gives its calls an error result naming the queue, instead of waiting forever.
+     */
+    routed_tool_wait_seconds: z.number().positive().default(300),
+  }),
+);
 export type AgentLimits = z.infer<typeof AgentLimits>;
 
 /** An agent is data: any service can read, store and reason about it. */
-export const AgentDefinition = z.strictObject({
-  name: z.string().min(1),
-  instructions: z.string(),
-  /** Provider model; defaults to the worker's PATCHLOOP_MODEL. */
-  model: z.string().min(1).optional(),
-  /** Names of registered tools. */
-  tools: z.array(z.string().min(1)).default([]),
-  /** Tools (of `tools`) whose calls wait for a person's decision before they run (the `approve` update). */
-  needs_approval: z.array(z.string().min(1)).default([]),
-  /**
-   * Tools (of `tools`) that run on another task queue, served by `patchloop worker --tools-only`: a
-   * batch's calls go out as one batch activity per queue, concurrently. Tools name a queue in code too
-   * (`defineTool({ taskQueue })`); this map wins.
-   */
-  tool_task_queues: z.record(z.string().min(1), z.string().min(1)).default({}),
-  /** SelfRef memory tools and snapshot-driven prompts (spec sections 5 and 6). */
-  selfref: z.boolean().default(false),
-  stream: z.boolean().default(true),
-  /** Budget of individual tool calls per run (spec 7.5); null is unlimited. */
-  max_tool_calls: z.number().int().nonnegative().nullable().default(null),
-  /** Extra provider options (temperature, ...), sent as given. */
-  llm_options: JsonObject.default({}),
-  limits: AgentLimits.default(AgentLimits.parse({})),
-});
+export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () =>
+  z.strictObject({
+    name: z.string().min(1),
+    instructions: z.string(),
+    /** Provider model; defaults to the worker's PATCHLOOP_MODEL. */
+    model: z.string().min(1).optional(),
+    /** Names of registered tools. */
+    tools: z.array(z.string().min(1)).default([]),
+    /** Tools (of `tools`) whose calls wait for a person's decision before they run (the `approve` update). */
+    needs_approval: z.array(z.string().min(1)).default([]),
+    /**
+     * Tools (of `tools`) that run on another task queue, served by `patchloop worker --tools-only`: a
+     * batch's calls go out as one batch activity per queue, concurrently. Tools name a queue in code too
+     * (`defineTool({ taskQueue })`); this map wins.
+     */
+    tool_task_queues: z.record(z.string().min(1), z.string().min(1)).default({}),
+    /** SelfRef memory tools and snapshot-driven prompts (spec sections 5 and 6). */
+    selfref: z.boolean().default(false),
+    stream: z.boolean().default(true),
+    /** Budget of individual tool calls per run (spec 7.5); null is unlimited. */
+    max_tool_calls: z.number().int().nonnegative().nullable().default(null),
+    /** Extra provider options (temperature, ...), sent as given. */
+    llm_options: JsonObject.default({}),
+    limits: AgentLimits.default(AgentLimits.parse({})),
+  }),
+);
 export type AgentDefinition = z.infer<typeof AgentDefinition>;
 export type AgentDefinitionInput = z.input<typeof AgentDefinition>;
 
 /** What the model and the prompt need to know about one tool. */
-export const ToolDescriptor = z.strictObject({
-  name: z.string(),
-  description: z.string(),
-  /** JSON Schema of the arguments, as zod produces it. */
-  parameters: JsonObject,
-  best_practices: z.array(z.string()).default([]),
-  prompt_injection: z.string().optional(),
-  timeout_seconds: z.number().positive().optional(),
-  /** A tool that retries itself (`retry`): its attempts, and the longest it waits between them in all. */
-  max_attempts: z.number().int().positive().optional(),
-  retry_wait_seconds: z.number().nonnegative().optional(),
-});
+export const ToolDescriptor = sharedSchema('runtime/agent#ToolDescriptor', () =>
+  z.strictObject({
+    name: z.string(),
+    description: z.string(),
+    /** JSON Schema of the arguments, as zod produces it. */
+    parameters: JsonObject,
+    best_practices: z.array(z.string()).default([]),
+    prompt_injection: z.string().optional(),
+    timeout_seconds: z.number().positive().optional(),
+    /** A tool that retries itself (`retry`): its attempts, and the longest it waits between them in all. */
+    max_attempts: z.number().int().positive().optional(),
+    retry_wait_seconds: z.number().nonnegative().optional(),
+  }),
+);
 export type ToolDescriptor = z.infer<typeof ToolDescriptor>;
 
 /** An agent resolved by a worker: the definition plus its tools' descriptors and the model in use. */

@@ -1,12 +1,15 @@
 import { z } from 'zod';
 import { JsonObject } from '../context';
+import { sharedSchema } from '../context/shared-schema';
 
 /** Input of the `approve` update: one decision on one gated tool call. */
-export const ApprovalDecision = z.strictObject({
-  tool_call_id: z.string().min(1),
-  approved: z.boolean(),
-  reason: z.string().max(4000).optional(),
-});
+export const ApprovalDecision = sharedSchema('runtime/approvals#ApprovalDecision', () =>
+  z.strictObject({
+    tool_call_id: z.string().min(1),
+    approved: z.boolean(),
+    reason: z.string().max(4000).optional(),
+  }),
+);
 export type ApprovalDecision = z.infer<typeof ApprovalDecision>;
 
 /** What the `approve` update returns. */
@@ -16,14 +19,16 @@ export interface ApprovalAccepted {
 }
 
 /** A gated tool call waiting for a person, as `status` lists it. */
-export const PendingApproval = z.strictObject({
-  tool_call_id: z.string(),
-  tool_name: z.string(),
-  /** The repaired, validated arguments the tool will run with when approved. */
-  arguments: JsonObject,
-  /** ISO time the request was made (workflow time, stable under replay). */
-  requested_at: z.string(),
-});
+export const PendingApproval = sharedSchema('runtime/approvals#PendingApproval', () =>
+  z.strictObject({
+    tool_call_id: z.string(),
+    tool_name: z.string(),
+    /** The repaired, validated arguments the tool will run with when approved. */
+    arguments: JsonObject,
+    /** ISO time the request was made (workflow time, stable under replay). */
+    requested_at: z.string(),
+  }),
+);
 export type PendingApproval = z.infer<typeof PendingApproval>;
 
 /** An approval request of the batch in flight, decided or not. */
@@ -41,23 +46,27 @@ export const ApprovalRecord = PendingApproval.extend({
 export type ApprovalRecord = z.infer<typeof ApprovalRecord>;
 
 /** Input of the `reviewToolCalls` activity: the calls of a batch whose tool may need approval. */
-export const ToolReviewInput = z.strictObject({
-  agent: z.string(),
-  iteration: z.number().int().nonnegative(),
-  calls: z.array(z.strictObject({ id: z.string(), name: z.string(), arguments: z.string() })),
-  run_chain_id: z.string(),
-});
+export const ToolReviewInput = sharedSchema('runtime/approvals#ToolReviewInput', () =>
+  z.strictObject({
+    agent: z.string(),
+    iteration: z.number().int().nonnegative(),
+    calls: z.array(z.strictObject({ id: z.string(), name: z.string(), arguments: z.string() })),
+    run_chain_id: z.string(),
+  }),
+);
 export type ToolReviewInput = z.infer<typeof ToolReviewInput>;
 
 /**
  * Per reviewed call, in order: whether a person must decide it, and its repaired and validated
  * arguments. A call whose arguments fail validation needs no approval: it fails as an argument error.
  */
-export const ToolReview = z.strictObject({
-  tool_call_id: z.string(),
-  needs_approval: z.boolean(),
-  arguments: JsonObject.nullable(),
-});
+export const ToolReview = sharedSchema('runtime/approvals#ToolReview', () =>
+  z.strictObject({
+    tool_call_id: z.string(),
+    needs_approval: z.boolean(),
+    arguments: JsonObject.nullable(),
+  }),
+);
 export type ToolReview = z.infer<typeof ToolReview>;
 
 export const APPROVAL_TIMED_OUT = 'approval timed out';

@@ -2,71 +2,80 @@ import { z } from 'zod';
 import { ChatMessages, Message } from '../context';
 import { AgentRunState, ContinueAsNewPolicy } from './carried-state';
 import { TokenUsage } from './usage';
+import { sharedSchema } from '../context/shared-schema';
 
 /** Where a fork child comes from (spec 6.6): its ids and the parent's context it starts from. */
-export const ForkOrigin = z.strictObject({
-  fork_id: z.string(),
-  parent_fork_id: z.string().nullable(),
-  depth: z.number().int().positive(),
-  source_memory_key: z.string(),
-  memory_key: z.string(),
-  context: z.array(Message),
-});
+export const ForkOrigin = sharedSchema('runtime/run-input#ForkOrigin', () =>
+  z.strictObject({
+    fork_id: z.string(),
+    parent_fork_id: z.string().nullable(),
+    depth: z.number().int().positive(),
+    source_memory_key: z.string(),
+    memory_key: z.string(),
+    context: z.array(Message),
+  }),
+);
 export type ForkOrigin = z.infer<typeof ForkOrigin>;
 
 /** Input of workflow `agentRun` (published as schemas/agent-run-input.schema.json). */
-export const AgentRunInput = z.strictObject({
-  agent: z.string().min(1).describe("A registered agent's name."),
-  input: z.string().describe("The user's request."),
-  history: ChatMessages.nullish().describe(
-    'Earlier conversation (OpenAI chat shape); checked before the run starts. null means none (the HTTP API payload shorthand sends [] as null).',
-  ),
-  max_tool_calls: z
-    .number()
-    .int()
-    .nonnegative()
-    .nullable()
-    .optional()
-    .describe("Overrides the agent's tool-call budget for this run (null: unlimited)."),
-  /**
-   * How the LLM activity gets the compiled request: `query` (default) pulls it from the workflow by
-   * digest, so history grows with new content only; `inline` passes the whole request as activity
-   * input (recorded in history every iteration: quadratic growth, for comparison benchmarks only).
-   */
-  request_transport: z
-    .enum(['query', 'inline'])
-    .default('query')
-    .describe('query (default): O(new content) history; inline: for comparison benchmarks only.'),
-  fork: ForkOrigin.optional().describe('Set by a parent run for a selfref_fork child; not for callers.'),
-  continue_as_new: ContinueAsNewPolicy.default(ContinueAsNewPolicy.parse({})).describe(
-    'When the run continues as new at an iteration boundary (besides Temporal suggesting it).',
-  ),
-  state: AgentRunState.optional().describe('Carried by continue-as-new; not for callers.'),
-});
+export const AgentRunInput = sharedSchema('runtime/run-input#AgentRunInput', () =>
+  z.strictObject({
+    agent: z.string().min(1).describe("A registered agent's name."),
+    input: z.string().describe("The user's request."),
+    history: ChatMessages.nullish().describe(
+      'Earlier conversation (OpenAI chat shape); checked before the run starts. null means none (the HTTP API payload shorthand sends [] as null).',
+    ),
+    max_tool_calls: z
+      .number()
+      .int()
+      .nonnegative()
+      .nullable()
+      .optional()
+      .describe("Overrides the agent's tool-call budget for this run (null: unlimited)."),
+    /**
+     * How the LLM activity gets the compiled request: `query` (default) pulls it from the workflow by
+     * digest, so history grows with new content only; `inline` passes the whole request as activity
+     * input (recorded in history every iteration: quadratic growth, for comparison benchmarks only).
+     */
+    request_transport: z
+      .enum(['query', 'inline'])
+      .default('query')
+      .describe('query (default): O(new content) history; inline: for comparison benchmarks only.'),
+    fork: ForkOrigin.optional().describe('Set by a parent run for a selfref_fork child; not for callers.'),
+    continue_as_new: ContinueAsNewPolicy.default(ContinueAsNewPolicy.parse({})).describe(
+      'When the run continues as new at an iteration boundary (besides Temporal suggesting it).',
+    ),
+    state: AgentRunState.optional().describe('Carried by continue-as-new; not for callers.'),
+  }),
+);
 export type AgentRunInput = z.infer<typeof AgentRunInput>;
 export type AgentRunInputWire = z.input<typeof AgentRunInput>;
 
 /** A user message the run accepted but the model never saw (the run ended first). */
-export const UnprocessedMessage = z.strictObject({
-  content: z.string(),
-});
+export const UnprocessedMessage = sharedSchema('runtime/run-input#UnprocessedMessage', () =>
+  z.strictObject({
+    content: z.string(),
+  }),
+);
 export type UnprocessedMessage = z.infer<typeof UnprocessedMessage>;
 
 /** Result of workflow `agentRun` (schemas/agent-run-result.schema.json). */
-export const AgentRunResult = z.strictObject({
-  status: z.enum(['completed', 'aborted']),
-  answer: z.string().nullable(),
-  transcript: z.array(Message),
-  /** Summed over every LLM call of the run (spec 7.9); null when no call reported usage. */
-  usage: TokenUsage.nullable(),
-  abort_reason: z.string().optional(),
-  /**
-   * Accepted user messages that are not in the transcript because the run ended before its next
-   * compile boundary (an abort, for example), in arrival order. Absent when there are none.
-   */
-  unprocessed_messages: z.array(UnprocessedMessage).optional(),
-  /** A fork child's result leaves its transcript out (the parent uses its length only). */
-  transcript_omitted: z.literal(true).optional(),
-  transcript_length: z.number().int().nonnegative().optional(),
-});
+export const AgentRunResult = sharedSchema('runtime/run-input#AgentRunResult', () =>
+  z.strictObject({
+    status: z.enum(['completed', 'aborted']),
+    answer: z.string().nullable(),
+    transcript: z.array(Message),
+    /** Summed over every LLM call of the run (spec 7.9); null when no call reported usage. */
+    usage: TokenUsage.nullable(),
+    abort_reason: z.string().optional(),
+    /**
+     * Accepted user messages that are not in the transcript because the run ended before its next
+     * compile boundary (an abort, for example), in arrival order. Absent when there are none.
+     */
+    unprocessed_messages: z.array(UnprocessedMessage).optional(),
+    /** A fork child's result leaves its transcript out (the parent uses its length only). */
+    transcript_omitted: z.literal(true).optional(),
+    transcript_length: z.number().int().nonnegative().optional(),
+  }),
+);
 export type AgentRunResult = z.infer<typeof AgentRunResult>;

@@ -1,11 +1,14 @@
 import { z } from 'zod';
+import { sharedSchema } from '../context/shared-schema';
 
 /** Token usage of one LLM call or summed over a run. */
-export const TokenUsage = z.strictObject({
-  prompt_tokens: z.number(),
-  completion_tokens: z.number(),
-  total_tokens: z.number(),
-});
+export const TokenUsage = sharedSchema('runtime/usage#TokenUsage', () =>
+  z.strictObject({
+    prompt_tokens: z.number(),
+    completion_tokens: z.number(),
+    total_tokens: z.number(),
+  }),
+);
 export type TokenUsage = z.infer<typeof TokenUsage>;
 
 /** Field-by-field sum of non-null usages (spec 7.9, deviation 10.d). */

@@ -29,7 +29,10 @@ export interface PatchloopWorkerOptions {
   tools?: Tool[];
   /** Defaults to the example functions `summarize` and `classify_sentiment`. */
   functions?: LlmFunction[];
-  /** A prebuilt bundle (`bundleWorkflowCode`); without it the worker bundles `src/workflows`. */
+  /**
+   * A prebuilt bundle (`bundleWorkflowCode({ ...workflowBundleOptions() })`, so runs share their schemas);
+   * without it the worker bundles `src/workflows`.
+   */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /**
    * Whether runs keep patchloop's search attributes current. By default the worker checks the namespace
@@ -58,17 +61,28 @@ function withoutInterceptors(options: Partial<WorkerOptions> | undefined): Parti
   return rest;
 }
 
-/** The workflows' entry file, as source (tsx, tests) or compiled (dist). */
+/** A module of this package, as source (tsx, tests) or compiled (dist). */
+function sourceFile(...path: string[]): string {
+  const source = `${join(__dirname, '..', ...path)}.ts`;
+  return existsSync(source) ? source : `${join(__dirname, '..', ...path)}.js`;
+}
+
+/** The workflows' entry file. */
 export function workflowsPath(): string {
-  const source = join(__dirname, '..', 'workflows', 'index.ts');
-  return existsSync(source) ? source : join(__dirname, '..', 'workflows', 'index.js');
+  return sourceFile('workflows', 'index');
+}
+
+/** How the workflow bundle is built: with the modules its runs share (`src/workflows/shared-modules.ts`). */
+export function workflowBundleOptions(): { workflowsPath: string; preloadModules: string[] } {
+  return { workflowsPath: workflowsPath(), preloadModules: [sourceFile('workflows', 'shared-modules')] };
 }
 
 /**
- * Memory a cached run holds in the workflow thread, as measured for a run of 5 small iterations (about
- * 1.8 MB, `npm run bench:concurrency` in issue 16's baseline); longer contexts hold more.
+ * Memory budgeted per cached run: twice what a run of 4 small iterations holds (about 0.5 MB with its
+ * model call in flight, `npm run bench:memory`; 2 MB before runs shared their schemas), since longer
+ * contexts hold more.
  */
-const CACHED_RUN_BYTES = 2 * 1024 * 1024;
+const CACHED_RUN_BYTES = 1024 * 1024;
 
 /**
  * The worker's capacity: what the environment or the CLI set, and otherwise a cache bound derived from
@@ -172,7 +186,10 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
       ? {}
       : options.workflowBundle
         ? { workflowBundle: options.workflowBundle }
-        : { workflowsPath: workflowsPath() }),
+        : {
+            workflowsPath: workflowsPath(),
+            bundlerOptions: { preloadModules: workflowBundleOptions().preloadModules },
+          }),
     activities: options.toolsOnly ? { toolBatch: activities.toolBatch } : activities,
     interceptors: {
       ...options.workerOptions?.interceptors,

@@ -15,7 +15,7 @@ import { FakeModelServer, type FakeModelOptions } from '../../src/fake-model/ser
 import type { AgentDefinitionInput } from '../../src/runtime';
 import type { Tool } from '../../src/tools/define-tool';
 import { configFromEnvironment, type PatchloopConfig } from '../../src/config/environment';
-import { createPatchloopWorker, workflowsPath, type PatchloopWorker } from '../../src/worker/create-worker';
+import { createPatchloopWorker, workflowBundleOptions, type PatchloopWorker } from '../../src/worker/create-worker';
 import { findTemporalCli } from '../../src/worker/temporal-cli';
 
 let runtimeInstalled = false;
@@ -33,7 +33,7 @@ let bundle: ReturnType<typeof bundleWorkflowCode> | undefined;
 /** Bundling takes a second or two: once per test file. */
 export function workflowBundle(): ReturnType<typeof bundleWorkflowCode> {
   quietRuntime();
-  bundle ??= bundleWorkflowCode({ workflowsPath: workflowsPath(), logger: new DefaultLogger('WARN') });
+  bundle ??= bundleWorkflowCode({ ...workflowBundleOptions(), logger: new DefaultLogger('WARN') });
   return bundle;
 }
 
