@@ -159,9 +159,10 @@ export default tseslint.config(
     },
   },
   {
-    files: ['bin/**/*.js', 'scripts/**/*.{js,mjs,cjs}', 'test/**/*.cjs'],
+    files: ['bin/**/*.js', 'scripts/**/*.{js,mjs,cjs}', 'test/**/*.cjs', 'bench/peers/**/*.mjs'],
     languageOptions: {
       globals: {
+        fetch: 'readonly',
         require: 'readonly',
         module: 'writable',
         process: 'readonly',
