@@ -9,6 +9,9 @@
  *   that posts to the fake model, a tool returning 4 KB); not an agent.
  * - `ai-sdk`: `@temporalio/ai-sdk` (the AI SDK's generateText in the workflow, the model through the
  *   plugin's activity, the tool as an activity).
+ * - `openai-agents`: the OpenAI Agents SDK with Temporal's integration (Python; Runner.run in the
+ *   workflow, the model through the plugin's activity, the tool through activity_as_tool).
+ * - `pydantic-ai`: Pydantic AI's TemporalAgent (Python; model and tool calls as activities).
  *
  * For each system and N (BENCH_ITERATIONS, default 5,20,40,80): history bytes and events (read from
  * Temporal), marginal history bytes per iteration, wall ms per iteration (first to last model call,
@@ -16,7 +19,7 @@
  * last carried N tool results of 4 KB.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -34,7 +37,7 @@ import { median, table } from './report';
 
 const ITERATIONS = (process.env['BENCH_ITERATIONS'] ?? '5,20,40,80').split(',').map(Number);
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 3);
-const SYSTEMS = (process.env['BENCH_SYSTEMS'] ?? 'patchloop,ai-sdk,bare').split(',');
+const SYSTEMS = (process.env['BENCH_SYSTEMS'] ?? 'patchloop,ai-sdk,openai-agents,pydantic-ai,bare').split(',');
 const TOOL_OUTPUT = 'abcdefghijklmnop'.repeat(256); // 4,096 characters
 /** The tool's output as each system hands it to the model: as is, or JSON-encoded (patchloop). */
 const TOOL_RESULTS = [TOOL_OUTPUT, JSON.stringify(TOOL_OUTPUT)];
@@ -48,6 +51,8 @@ interface Measured {
   msPerIteration: number;
   historyBytes: number;
   historyEvents: number;
+  /** Runs in the chain (continue-as-new). */
+  runs: number;
 }
 
 /** How many tool results the current run must reach before the model answers. */
@@ -58,34 +63,56 @@ const responder: Responder = (body) => {
   return callTools([{ id: `call_${done}`, name: 'repeat', arguments: '{"text": "abcdefghijklmnop", "times": 256}' }]);
 };
 
-/** Bytes and events of a run's history, as Temporal stores it (protobuf-encoded events). */
-async function history(client: PatchloopClient, workflowId: string): Promise<{ bytes: number; events: number }> {
+/**
+ * Bytes and events of a workflow's history as Temporal stores it (protobuf-encoded events), over its
+ * whole chain of runs: from the latest back (a run started by continue-as-new names the one before).
+ */
+async function history(
+  client: PatchloopClient,
+  workflowId: string,
+): Promise<{ bytes: number; events: number; runs: number }> {
   let bytes = 0;
   let events = 0;
-  let nextPageToken: Uint8Array | undefined;
+  let runs = 0;
+  let run: string | undefined;
   do {
-    const page = await client.temporal.workflowService.getWorkflowExecutionHistory({
-      namespace: client.temporal.options.namespace,
-      execution: { workflowId },
-      maximumPageSize: 100,
-      ...(nextPageToken ? { nextPageToken } : {}),
-    });
-    for (const event of page.history?.events ?? []) {
-      bytes += temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
-      events += 1;
-    }
-    nextPageToken = page.nextPageToken && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
-  } while (nextPageToken);
-  return { bytes, events };
+    let previous: string | undefined;
+    let nextPageToken: Uint8Array | undefined;
+    do {
+      const page = await client.temporal.workflowService.getWorkflowExecutionHistory({
+        namespace: client.temporal.options.namespace,
+        execution: { workflowId, ...(run ? { runId: run } : {}) },
+        maximumPageSize: 100,
+        ...(nextPageToken ? { nextPageToken } : {}),
+      });
+      for (const event of page.history?.events ?? []) {
+        bytes += temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
+        events += 1;
+        previous ||= event.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
+      }
+      nextPageToken = page.nextPageToken && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
+    } while (nextPageToken);
+    runs += 1;
+    run = previous;
+  } while (run);
+  return { bytes, events, runs };
 }
 
 /** Runs a peer's own runner (its own process, its own SDK) and returns the workflow it ran. */
 async function runPeer(system: string, server: DevServer, fake: FakeModelServer, iterations: number) {
-  const runner = join(peersFolder, system, 'run.mjs');
+  const folder = join(peersFolder, system);
+  // Node peers have a run.mjs, Python peers a run.py and their own .venv (scripts/peers-setup.sh).
+  const python = existsSync(join(folder, 'run.py'));
   const { stdout } = await promisify(execFile)(
-    process.execPath,
-    [runner, server.address, `peer-${system}-${Date.now()}`, String(iterations), fake.url],
-    { timeout: 600_000, maxBuffer: 16 * 2 ** 20 },
+    python ? join(folder, '.venv', 'bin', 'python') : process.execPath,
+    [
+      join(folder, python ? 'run.py' : 'run.mjs'),
+      server.address,
+      `peer-${system}-${Date.now()}`,
+      String(iterations),
+      fake.url,
+    ],
+    { timeout: 600_000, maxBuffer: 16 * 2 ** 20, cwd: folder },
   );
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as { workflowId: string };
 }
@@ -116,14 +143,14 @@ async function measureServer(stock: boolean): Promise<Measured[]> {
         for (let run = 0; run < RUNS; run += 1) {
           target = iterations;
           const before = fake.requests.length;
-          let workflowId: string;
+          let started: { workflowId: string };
           try {
             if (system === 'patchloop') {
               const handle = await client.start({ agent: 'assistant', input: 'repeat' });
               const result = await handle.result();
               if (result.status !== 'completed') throw new Error(`run ended ${result.status}`);
-              workflowId = handle.workflowId;
-            } else workflowId = (await runPeer(system, server, fake, iterations)).workflowId;
+              started = { workflowId: handle.workflowId };
+            } else started = await runPeer(system, server, fake, iterations);
             const requests = fake.requests.slice(before);
             if (requests.length !== iterations + 1)
               throw new Error(`the model saw ${requests.length} calls, not ${iterations + 1}`);
@@ -135,7 +162,7 @@ async function measureServer(stock: boolean): Promise<Measured[]> {
               throw new Error(
                 `the last call carried ${last.length} tool results, not ${iterations} of 4 KB: ${JSON.stringify(last[0]?.['content']).slice(0, 80)}`,
               );
-            const { bytes, events } = await history(client, workflowId);
+            const { bytes, events, runs } = await history(client, started.workflowId);
             measured.push({
               system,
               iterations,
@@ -143,6 +170,7 @@ async function measureServer(stock: boolean): Promise<Measured[]> {
               msPerIteration: (requests.at(-1)!.receivedAt - requests[0]!.receivedAt) / iterations,
               historyBytes: bytes,
               historyEvents: events,
+              runs,
             });
           } catch (error) {
             const message = error instanceof Error ? error.message : String(error);
@@ -154,6 +182,7 @@ async function measureServer(stock: boolean): Promise<Measured[]> {
               msPerIteration: NaN,
               historyBytes: NaN,
               historyEvents: NaN,
+              runs: NaN,
             });
           }
         }
@@ -195,6 +224,7 @@ function report(title: string, measured: Measured[]): void {
         `${done.length}/${runs.length}${runs.find((m) => m.error)?.error ? ` (${runs.find((m) => m.error)!.error})` : ''}`,
         first ? String(first.historyBytes) : '',
         first ? String(first.historyEvents) : '',
+        first ? String(first.runs) : '',
         marginal,
         times.length ? median(times).toFixed(1) : '',
         times.length ? `${Math.min(...times).toFixed(1)}-${Math.max(...times).toFixed(1)}` : '',
@@ -211,6 +241,7 @@ function report(title: string, measured: Measured[]): void {
         'completed',
         'history bytes',
         'events',
+        'runs',
         'marginal bytes/iteration',
         'ms/iteration (median)',
         'min-max',
