@@ -120,7 +120,7 @@ const layerZones = Object.entries(layers).flatMap(([layer, allowed]) =>
 );
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'scratch/**', 'node_modules/**', '.venv/**', '.patchloop/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'scratch/**', 'node_modules/**', '**/.venv/**', '.patchloop/**', 'coverage/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
