@@ -19,21 +19,16 @@
  * last carried N tool results of 4 KB.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import { PatchloopClient } from '../src/client/patchloop-client';
-import { configFromEnvironment } from '../src/config/environment';
-import { FakeModelServer, type Responder } from '../src/fake-model/server';
+import type { FakeModelServer, Responder } from '../src/fake-model/server';
 import { callTools, reply } from '../src/fake-model/steps';
-import { createPatchloopWorker } from '../src/worker/create-worker';
-import { freePort } from '../src/worker/free-port';
-import { startDevServer, type DevServer } from '../src/worker/temporal-cli';
+import type { DevServer } from '../src/worker/temporal-cli';
+import type { PatchloopClient } from '../src/client/patchloop-client';
 import { median, table } from './report';
+import { startBenchWorld } from './world';
 
 const ITERATIONS = (process.env['BENCH_ITERATIONS'] ?? '5,20,40,80').split(',').map(Number);
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 3);
@@ -118,24 +113,7 @@ async function runPeer(system: string, server: DevServer, fake: FakeModelServer,
 }
 
 async function measureServer(stock: boolean): Promise<Measured[]> {
-  const server = await startDevServer({
-    port: await freePort(),
-    dbFile: join(mkdtempSync(join(tmpdir(), 'patchloop-bench-peers-')), 'temporal.db'),
-    ...(stock ? { stock: true } : {}),
-  });
-  const fake = await FakeModelServer.start({ responder, keepBodies: true });
-  const config = {
-    ...configFromEnvironment({}),
-    temporalAddress: server.address,
-    taskQueue: 'bench-peers',
-    openaiBaseUrl: fake.url,
-    openaiApiKey: 'bench',
-    model: 'fake-model',
-  };
-  const connection = await NativeConnection.connect({ address: server.address });
-  const worker = await createPatchloopWorker({ connection, config });
-  const running = worker.run();
-  const client = PatchloopClient.on(await Connection.connect({ address: server.address }), config);
+  const { server, fake, client, close } = await startBenchWorld(responder, { stock });
   const measured: Measured[] = [];
   try {
     for (const iterations of ITERATIONS)
@@ -187,12 +165,7 @@ async function measureServer(stock: boolean): Promise<Measured[]> {
           }
         }
   } finally {
-    worker.shutdown();
-    await running;
-    await client.close();
-    await connection.close();
-    await fake.close();
-    await server.stop();
+    await close();
   }
   return measured;
 }
@@ -254,7 +227,6 @@ function report(title: string, measured: Measured[]): void {
 }
 
 async function main() {
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
   report('stock temporal server start-dev', await measureServer(true));
   report('embedded default (the demo and the tests)', await measureServer(false));
 }
