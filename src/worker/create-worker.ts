@@ -176,6 +176,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     ...(config.payloadStorage.kind !== 'off' ? { payloadThresholdBytes: config.payloadStorage.thresholdBytes } : {}),
     searchAttributes: searchAttributesNow,
   });
+  const bundle = workflowBundleOptions();
   const worker = await Worker.create({
     connection: options.connection,
     namespace: config.namespace,
@@ -186,10 +187,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
       ? {}
       : options.workflowBundle
         ? { workflowBundle: options.workflowBundle }
-        : {
-            workflowsPath: workflowsPath(),
-            bundlerOptions: { preloadModules: workflowBundleOptions().preloadModules },
-          }),
+        : { workflowsPath: bundle.workflowsPath, bundlerOptions: { preloadModules: bundle.preloadModules } }),
     activities: options.toolsOnly ? { toolBatch: activities.toolBatch } : activities,
     interceptors: {
       ...options.workerOptions?.interceptors,

@@ -7,7 +7,7 @@ import { PatchloopClient } from '../../src/client/patchloop-client';
 import { configFromEnvironment, type PatchloopConfig } from '../../src/config/environment';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { reply } from '../../src/fake-model/steps';
-import { createPatchloopWorker, workflowsPath } from '../../src/worker/create-worker';
+import { createPatchloopWorker, workflowBundleOptions } from '../../src/worker/create-worker';
 import { temporalAddress, workflowBundle } from '../support/temporal';
 import { replyReceived } from '../support/wait';
 
@@ -19,7 +19,7 @@ afterEach(async () => {
 /** The workflow code of a later build: one prompt constant of the compile layer changed. */
 function laterBuild() {
   return bundleWorkflowCode({
-    workflowsPath: workflowsPath(),
+    ...workflowBundleOptions(),
     logger: new DefaultLogger('WARN'),
     webpackConfigHook: (config) => {
       config.module?.rules?.push({
