@@ -15,8 +15,11 @@ export function startHeartbeat(context: Context, details: () => unknown, interva
  * shutdown, pause or reset the phase throws, so it runs again elsewhere instead of recording half a result.
  */
 export function isUserAbort(context: Context): boolean {
+  const signal = context.cancellationSignal;
   const details = context.cancellationDetails;
-  return context.cancellationSignal.aborted && details?.cancelRequested === true && details.workerShutdown !== true;
+  // The worker cancels a local activity itself, without the server's details: only its reason tells.
+  if (context.info.isLocal) return signal.aborted && (signal.reason as Error | undefined)?.message === 'CANCELLED';
+  return signal.aborted && details?.cancelRequested === true && details.workerShutdown !== true;
 }
 
 /** The error to throw when cancelled for any reason other than a user abort. */

@@ -95,7 +95,9 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
       settings.maxBatchBytes ?? CHECKPOINT_BYTES,
     );
     const details = () => checkpoint(input, finished, order, customEvents, budget);
-    const stopHeartbeat = startHeartbeat(context, details);
+    // A local activity (fast tools) has no heartbeats: the workflow task it runs in is its liveness.
+    const local = context.info.isLocal;
+    const stopHeartbeat = local ? () => undefined : startHeartbeat(context, details);
     try {
       if (!signal.aborted) {
         const runs = input.calls.map(async (call, index) => {
@@ -124,7 +126,7 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
           order.push(index);
           // Checkpointed at once (the SDK sends it as soon as its heartbeat throttle allows), so a crash
           // after this point does not run the call again.
-          context.heartbeat(details());
+          if (!local) context.heartbeat(details());
         });
         await Promise.race([Promise.all(runs), aborted(signal)]);
         if (signal.aborted) await Promise.race([Promise.all(runs), delay(settings.abortGraceMs)]);

@@ -102,6 +102,8 @@ export const ToolDescriptor = sharedSchema('runtime/agent#ToolDescriptor', () =>
     /** A tool that retries itself (`retry`): its attempts, and the longest it waits between them in all. */
     max_attempts: z.number().int().positive().optional(),
     retry_wait_seconds: z.number().nonnegative().optional(),
+    /** `defineTool({ fast })`: batches of fast calls only run as local activities. */
+    fast: z.boolean().optional(),
   }),
 );
 export type ToolDescriptor = z.infer<typeof ToolDescriptor>;

@@ -99,7 +99,21 @@ export interface ToolDefinition<Parameters extends z.ZodType> {
   retry?: ToolRetryPolicy;
   /** The task queue whose workers run this tool (`patchloop worker --tools-only --task-queue <queue>`). */
   taskQueue?: string;
+  /**
+   * A quick tool (pure or nearly: arithmetic, formatting, a cache lookup). A batch whose calls are all
+   * fast runs as a local activity inside the workflow task that follows the model's reply, one dispatch
+   * per iteration instead of two. It then has no heartbeat checkpoints (a retried batch runs every call
+   * again, with the same idempotency keys), and signals such as an abort wait until the batch ends, so
+   * its worst case, retries included, is at most FAST_TOOL_MAX_TIMEOUT_SECONDS (the timeout is
+   * FAST_TOOL_TIMEOUT_SECONDS unless set).
+   */
+  fast?: boolean;
 }
+
+/** A fast tool's timeout unless it sets one. */
+export const FAST_TOOL_TIMEOUT_SECONDS = 5;
+/** Below the workflow task's 10 s timeout: a longer batch would hold the run's signals past it. */
+export const FAST_TOOL_MAX_TIMEOUT_SECONDS = 8;
 
 export interface Tool {
   readonly name: string;
@@ -119,8 +133,23 @@ function totalWaitMs(policy: ResolvedRetryPolicy): number {
   return total;
 }
 
+/** A fast tool runs inside a workflow task: its worst case, every attempt and wait, stays under the cap. */
+function checkFast(definition: ToolDefinition<z.ZodType>, retry: ResolvedRetryPolicy | undefined): void {
+  if (!definition.fast) return;
+  if (definition.taskQueue)
+    throw new Error(`tool '${definition.name}': a fast tool runs on the workflow's worker, it cannot name a taskQueue`);
+  const timeout = definition.timeoutSeconds ?? FAST_TOOL_TIMEOUT_SECONDS;
+  const worst = timeout * (retry?.maxAttempts ?? 1) + (retry ? totalWaitMs(retry) / 1000 : 0);
+  if (worst > FAST_TOOL_MAX_TIMEOUT_SECONDS)
+    throw new Error(
+      `tool '${definition.name}': a fast tool may take at most ${FAST_TOOL_MAX_TIMEOUT_SECONDS} s, every retry included (it runs inside a workflow task), not ${worst} s; lower timeoutSeconds or drop fast`,
+    );
+}
+
 export function defineTool<Parameters extends z.ZodType>(definition: ToolDefinition<Parameters>): Tool {
   const retry = definition.retry ? resolveRetry(definition.name, definition.retry) : undefined;
+  checkFast(definition, retry);
+  const timeoutSeconds = definition.timeoutSeconds ?? (definition.fast ? FAST_TOOL_TIMEOUT_SECONDS : undefined);
   return {
     name: definition.name,
     parameters: definition.parameters,
@@ -130,9 +159,10 @@ export function defineTool<Parameters extends z.ZodType>(definition: ToolDefinit
       parameters: providerJsonSchema(definition.parameters),
       best_practices: definition.bestPractices ?? [],
       ...(definition.promptInjection !== undefined ? { prompt_injection: definition.promptInjection } : {}),
-      ...(definition.timeoutSeconds !== undefined ? { timeout_seconds: definition.timeoutSeconds } : {}),
+      ...(timeoutSeconds !== undefined ? { timeout_seconds: timeoutSeconds } : {}),
       // The batch activity's own timeout must cover every attempt and wait.
       ...(retry ? { max_attempts: retry.maxAttempts, retry_wait_seconds: Math.ceil(totalWaitMs(retry) / 1000) } : {}),
+      ...(definition.fast ? { fast: true } : {}),
     },
     execute: (args, context) => definition.execute(args as z.output<Parameters>, context),
     ...(definition.needsApproval !== undefined

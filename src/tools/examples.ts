@@ -7,6 +7,7 @@ export const addTool = defineTool({
   description: 'Add two numbers and return the sum.',
   parameters: z.object({ a: z.number(), b: z.number() }),
   bestPractices: ['Use for exact arithmetic instead of computing in your head.'],
+  fast: true,
   execute: ({ a, b }) => a + b,
 });
 
@@ -25,6 +26,7 @@ export const repeatTool = defineTool({
   name: 'repeat',
   description: 'Repeat a text a number of times.',
   parameters: z.object({ text: z.string(), times: z.number().int().nonnegative().max(10_000) }),
+  fast: true,
   execute: ({ text, times }) => text.repeat(times),
 });
 

@@ -1,4 +1,10 @@
-import { ActivityCancellationType, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityOptions,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { NON_RETRYABLE_PROVIDER_ERRORS } from '../common';
 import type { AgentSpec } from '../runtime';
@@ -14,6 +20,8 @@ type Activity<Name extends keyof Activities> = (
 export interface PhaseActivities {
   llmPhase: Activity<'llmPhase'>;
   toolBatch: Activity<'toolBatch'>;
+  /** A batch of fast tools only, as a local activity on this worker (`defineTool({ fast })`). */
+  localToolBatch: Activity<'toolBatch'>;
   reviewToolCalls: Activity<'reviewToolCalls'>;
 }
 
@@ -53,6 +61,22 @@ export function phaseActivities(agent: AgentSpec): PhaseActivities {
     startToCloseTimeout: `${slowestTool + 30}s`,
     retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: limits.tool_batch_max_attempts },
   };
+  // Each fast tool's worst case is capped (FAST_TOOL_MAX_TIMEOUT_SECONDS); the batch runs them concurrently.
+  const slowestFast = Math.max(
+    0,
+    ...agent.tool_descriptors
+      .filter((tool) => tool.fast)
+      .map(
+        (tool) =>
+          (tool.timeout_seconds ?? limits.tool_timeout_seconds) * (tool.max_attempts ?? 1) +
+          (tool.retry_wait_seconds ?? 0),
+      ),
+  );
+  const local: LocalActivityOptions = {
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    startToCloseTimeout: `${slowestFast + 2}s`,
+    retry: tools.retry,
+  };
   // Validation and `needsApproval` predicates only: short, and safe to repeat.
   const review: ActivityOptions = {
     startToCloseTimeout: `${limits.tool_timeout_seconds}s`,
@@ -68,6 +92,7 @@ export function phaseActivities(agent: AgentSpec): PhaseActivities {
         // Older specs have no such limit: routing did not exist when they were recorded.
         ...(taskQueue ? { taskQueue, scheduleToStartTimeout: `${limits.routed_tool_wait_seconds ?? 300}s` } : {}),
       }).toolBatch(input),
+    localToolBatch: (input, summary) => proxyLocalActivities<Activities>({ ...local, summary }).toolBatch(input),
     reviewToolCalls: (input, summary) => proxyActivities<Activities>({ ...review, summary }).reviewToolCalls(input),
   };
 }

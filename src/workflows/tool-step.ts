@@ -1,4 +1,4 @@
-import { ActivityFailure, setCurrentDetails, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, setCurrentDetails, sleep, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import {
   queueIntent,
   SELFREF_FORK,
@@ -166,10 +166,14 @@ async function activityBatch(
     calls,
     run_chain_id: workflowInfo().firstExecutionRunId,
   };
+  const local = allFast(loop, calls, taskQueue);
   try {
     const summary = `tools: ${toolNames(calls)}${taskQueue ? ` on ${taskQueue}` : ''}`;
-    const result = await loop.activities.toolBatch(input, summary, taskQueue);
+    const result = local
+      ? await loop.activities.localToolBatch(input, summary)
+      : await loop.activities.toolBatch(input, summary, taskQueue);
     reports.push(...result.reports);
+    if (local) await letSignalsIn(result);
     return result;
   } catch (error) {
     if (loop.run.abort.requested) return cancelledBatch(calls);
@@ -183,6 +187,33 @@ async function activityBatch(
       unserved ? new Error(`no worker took these tools from task queue '${taskQueue}' in time`) : error,
     );
   }
+}
+
+/**
+ * Calls of fast tools only, on the workflow's own queue, run as one local activity: no dispatch of their
+ * own. Decided from the spec the run recorded, so a replay takes the same path.
+ */
+function allFast(loop: LoopContext, calls: readonly ToolCallRequest[], taskQueue: string | undefined): boolean {
+  if (taskQueue !== undefined) return false;
+  const fast = new Set(loop.agent.tool_descriptors.filter((tool) => tool.fast).map((tool) => tool.name));
+  return calls.every((call) => fast.has(call.name));
+}
+
+/**
+ * A local batch runs inside the workflow task, so a signal that arrived meanwhile (an abort, a user
+ * message) is not seen until the task ends. After a batch slow enough for that to matter, a 1 ms timer
+ * ends the task before the next model call starts: an abort then stops the run at this boundary
+ * instead of cancelling a model call it just started. Decided from the recorded durations: replays agree.
+ */
+const SIGNAL_BOUNDARY_MS = 200;
+
+async function letSignalsIn(batch: ToolBatchResult): Promise<void> {
+  const longest = Math.max(0, ...batch.reports.map((report) => report.duration_ms));
+  if (longest < SIGNAL_BOUNDARY_MS) return;
+  // Cancelled when an abort arrives: the batch's results stand all the same.
+  await sleep(1, { summary: `tools took ${longest} ms: signals that came meanwhile are read first` }).catch(
+    () => undefined,
+  );
 }
 
 /** `add, repeat x2`: the batch's tools, for the UI's activity summary and current details. */

@@ -195,7 +195,8 @@ describe('per-tool routing: tools on their own workers', () => {
     const { effects, fake, client, toolQueue, start } = await sideEffectWorld(
       [
         callTools([
-          { id: 'c1', name: 'add', arguments: '{"a": 2, "b": 3}' },
+          // Not `add`: a fast tool alone would run as a local activity, not as a batch activity of its own.
+          { id: 'c1', name: 'wait', arguments: '{"seconds": 0}' },
           { id: 'c2', name: 'charge', arguments: '{"label": "b", "seconds": 0}' },
           { id: 'c3', name: 'charge', arguments: '{"label": "c", "seconds": 4}' },
         ]),
@@ -205,7 +206,7 @@ describe('per-tool routing: tools on their own workers', () => {
     );
     await start('main');
     const tools = await start('tools-1', ['--tools-only', '--task-queue', toolQueue], toolQueue);
-    const run = await client.start({ agent: 'router', input: 'add and charge' });
+    const run = await client.start({ agent: 'router', input: 'wait and charge' });
     await checkpointed(run, 1, 2);
     await tools.kill('SIGKILL');
     await start('tools-2', ['--tools-only', '--task-queue', toolQueue], toolQueue);
@@ -213,7 +214,7 @@ describe('per-tool routing: tools on their own workers', () => {
     expect(result.status).toBe('completed');
     // Declared order across both batches, as if one batch had run them.
     expect(fake.requests[1]!.body.messages.slice(-3)).toEqual([
-      { role: 'tool', tool_call_id: 'c1', content: '5' },
+      { role: 'tool', tool_call_id: 'c1', content: '"waited 0 s"' },
       { role: 'tool', tool_call_id: 'c2', content: '"charged b"' },
       { role: 'tool', tool_call_id: 'c3', content: '"charged c"' },
     ]);

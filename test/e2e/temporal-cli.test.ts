@@ -142,11 +142,12 @@ describe('what the Temporal UI and CLI show of a run', () => {
       PatchloopToolCalls: [2],
     });
     expect(Number(attributes['PatchloopTotalTokens']?.[0])).toBeGreaterThan(0);
-    // The timeline's bars say what each activity did.
+    // The timeline's bars say what each activity did, the local one of fast tools (its marker) too.
     const history = await run.workflow.fetchHistory();
     const summaries = (history.events ?? []).flatMap((event) => {
       const data = event.userMetadata?.summary?.data;
-      return event.activityTaskScheduledEventAttributes && data ? [JSON.parse(Buffer.from(data).toString())] : [];
+      const activity = event.activityTaskScheduledEventAttributes ?? event.markerRecordedEventAttributes;
+      return activity && data ? [JSON.parse(Buffer.from(data).toString())] : [];
     });
     expect(summaries).toEqual(['resolve agent assistant', 'llm call 1', 'tools: add, repeat', 'llm call 2']);
 

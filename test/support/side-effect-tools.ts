@@ -50,4 +50,17 @@ export const tools = [
       throw new RetryableToolError(`${label}: attempt ${String(attempt)} failed`);
     },
   }),
+  defineTool({
+    name: 'note',
+    description: 'Writes a note (a side effect), a fast tool: it runs as a local activity.',
+    parameters: z.object({ label: z.string(), ms: z.number().int().nonnegative().max(4000) }),
+    fast: true,
+    execute: async ({ label, ms }, { idempotencyKey, signal }) => {
+      const worker = process.env['PATCHLOOP_TEST_WORKER_NAME'] ?? 'test';
+      await post('/effect', { label, key: idempotencyKey, worker, phase: 'start' });
+      await sleep(ms, undefined, { signal });
+      await post('/effect', { label, key: idempotencyKey, worker, phase: 'end' });
+      return `noted ${label}`;
+    },
+  }),
 ];

@@ -1,0 +1,234 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { temporal } from '@temporalio/proto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { validateToolLinkage } from '../../src/context';
+import { FakeModelServer } from '../../src/fake-model/server';
+import { callTools, reply } from '../../src/fake-model/steps';
+import type { RunHandle } from '../../src/client/patchloop-client';
+import { defineTool } from '../../src/tools/define-tool';
+import { repeatTool, waitTool } from '../../src/tools/examples';
+import { repositoryRoot } from '../support/reference';
+import { startSideEffectServer } from '../support/side-effects';
+import { clientOn, startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { eventually } from '../support/wait';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+
+const cleanups: Array<() => Promise<void>> = [];
+let world: TestWorld | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** `repeat` as an ordinary tool: the same work, one activity task of its own per batch. */
+const slowRepeat = defineTool({
+  name: 'repeat_slow',
+  description: repeatTool.descriptor.description,
+  parameters: z.object({ text: z.string(), times: z.number().int() }),
+  execute: ({ text, times }) => text.repeat(times),
+});
+
+/** Three single-call batches of `tool`, then an answer. */
+const threeIterations = (tool: string) => [
+  callTools([{ id: 'r1', name: tool, arguments: '{"text": "ab", "times": 2}' }]),
+  callTools([{ id: 'r2', name: tool, arguments: '{"text": "cd", "times": 2}' }]),
+  callTools([{ id: 'r3', name: tool, arguments: '{"text": "ef", "times": 2}' }]),
+  reply('done'),
+];
+
+async function historyEvents(run: RunHandle): Promise<temporal.api.history.v1.IHistoryEvent[]> {
+  return (await run.workflow.fetchHistory()).events ?? [];
+}
+
+function scheduledActivities(events: temporal.api.history.v1.IHistoryEvent[]): string[] {
+  return events.flatMap((event) => event.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+}
+
+function completedWorkflowTasks(events: temporal.api.history.v1.IHistoryEvent[]): number {
+  return events.filter((event) => event.workflowTaskCompletedEventAttributes).length;
+}
+
+describe('fast tools: a batch of them runs as a local activity', () => {
+  it('one workflow task and one activity per iteration instead of two of each; the model sees the same requests', async () => {
+    world = await startWorld({
+      tools: [repeatTool, slowRepeat],
+      agents: [
+        { name: 'quick', instructions: 'You repeat.', tools: ['repeat'] },
+        { name: 'plain', instructions: 'You repeat.', tools: ['repeat_slow'] },
+      ],
+      fake: { script: [...threeIterations('repeat'), ...threeIterations('repeat_slow')] },
+    });
+    const quick = await world.client.start({ agent: 'quick', input: 'repeat three times' });
+    const quickResult = await quick.result();
+    const plain = await world.client.start({ agent: 'plain', input: 'repeat three times' });
+    const plainResult = await plain.result();
+    expect(quickResult.status).toBe('completed');
+    expect(plainResult.status).toBe('completed');
+
+    const toolMessages = (messages: Array<Record<string, unknown>>) =>
+      messages.filter((message) => message['role'] === 'tool');
+    const expected = [
+      { role: 'tool', tool_call_id: 'r1', content: '"abab"' },
+      { role: 'tool', tool_call_id: 'r2', content: '"cdcd"' },
+      { role: 'tool', tool_call_id: 'r3', content: '"efef"' },
+    ];
+    const requests = world.fake.requests;
+    expect(requests).toHaveLength(8);
+    // What the model received after each batch is the same on both paths, call by call.
+    for (const offset of [0, 4])
+      for (const step of [1, 2, 3])
+        expect(toolMessages(requests[offset + step]!.body.messages)).toEqual(expected.slice(0, step));
+    expect(toolMessages(quickResult.transcript)).toEqual(expected);
+
+    const quickEvents = await historyEvents(quick);
+    const plainEvents = await historyEvents(plain);
+    expect(scheduledActivities(quickEvents).filter((name) => name === 'toolBatch')).toEqual([]);
+    expect(scheduledActivities(plainEvents).filter((name) => name === 'toolBatch')).toHaveLength(3);
+    // Each local batch leaves one marker with its result in history.
+    expect(
+      quickEvents.filter((event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity'),
+    ).toHaveLength(3);
+    const quickTasks = completedWorkflowTasks(quickEvents);
+    const plainTasks = completedWorkflowTasks(plainEvents);
+    console.log(`workflow tasks for 3 iterations: fast tools ${quickTasks}, ordinary tools ${plainTasks}`);
+    expect(quickTasks).toBe(plainTasks - 3);
+    world.fake.assertDone();
+  });
+
+  it('a batch that mixes fast and ordinary tools runs as one ordinary activity', async () => {
+    world = await startWorld({
+      tools: [repeatTool, waitTool],
+      agents: [{ name: 'mixed', instructions: 'You repeat and wait.', tools: ['repeat', 'wait'] }],
+      fake: {
+        script: [
+          callTools([
+            { id: 'r', name: 'repeat', arguments: '{"text": "x", "times": 3}' },
+            { id: 'w', name: 'wait', arguments: '{"seconds": 0}' },
+          ]),
+          reply('done'),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'mixed', input: 'repeat and wait' });
+    const result = await run.result();
+    expect(result.transcript.filter((message) => message['role'] === 'tool')).toEqual([
+      { role: 'tool', tool_call_id: 'r', content: '"xxx"' },
+      { role: 'tool', tool_call_id: 'w', content: '"waited 0 s"' },
+    ]);
+    const events = await historyEvents(run);
+    expect(scheduledActivities(events).filter((name) => name === 'toolBatch')).toHaveLength(1);
+    expect(events.some((event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toBe(
+      false,
+    );
+    world.fake.assertDone();
+  });
+
+  it('an abort that arrives while a fast batch runs: the batch keeps its result, the run stops before the next model call', async () => {
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const pause = defineTool({
+      name: 'pause',
+      description: 'Takes a moment.',
+      parameters: z.object({}),
+      fast: true,
+      execute: async () => {
+        started();
+        await sleep(1500);
+        return 'paused';
+      },
+    });
+    world = await startWorld({
+      tools: [pause],
+      agents: [{ name: 'pauser', instructions: 'You pause.', tools: ['pause'] }],
+      fake: {
+        script: [callTools([{ id: 'p', name: 'pause', arguments: '{}' }])],
+      },
+    });
+    const run = await world.client.start({ agent: 'pauser', input: 'pause' });
+    await running;
+    await run.abort('user_interrupt');
+    const result = await run.result();
+    expect(result.status).toBe('aborted');
+    expect(result.abort_reason).toBe('user_interrupt');
+    // The run stopped at the boundary after the batch (the AssistantTruncatedMutation marker, spec 3.4): no model call was
+    // started only to be cancelled.
+    expect(result.transcript.slice(2)).toEqual([
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'p', type: 'function', function: { name: 'pause', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'p', content: '"paused"' },
+      { role: 'assistant', content: '<Truncated due to cancel from user. Reason: user_interrupt>' },
+    ]);
+    validateToolLinkage(result.transcript);
+    expect(world.fake.requests).toHaveLength(1);
+    const events = await historyEvents(run);
+    expect(scheduledActivities(events).filter((name) => name === 'llmPhase')).toHaveLength(1);
+    world.fake.assertDone();
+  });
+});
+
+describe('fast tools: crash survival', () => {
+  it('kill -9 while a fast batch runs: a new worker runs the batch again with the same key, the model gets one result', async () => {
+    const effects = await startSideEffectServer();
+    const fake = await FakeModelServer.start({
+      script: [callTools([{ id: 'n', name: 'note', arguments: '{"label": "a", "ms": 3000}' }]), reply('noted')],
+    });
+    const taskQueue = `fast-crash-${randomUUID()}`;
+    const client = await clientOn(taskQueue);
+    const workers: WorkerProcess[] = [];
+    cleanups.push(
+      () => effects.close(),
+      () => fake.close(),
+      () => client.close(),
+      async () => {
+        for (const worker of workers) await worker.kill('SIGKILL');
+      },
+    );
+    const start = async (name: string) => {
+      const worker = await spawnWorker({
+        address: temporalAddress(),
+        taskQueue,
+        modelUrl: fake.url,
+        agents: [{ name: 'noter', instructions: 'You take notes.', tools: ['note'] }],
+        args: ['--tools', join(repositoryRoot, 'test', 'support', 'side-effect-tools.ts')],
+        env: { PATCHLOOP_TEST_EFFECTS_URL: effects.url, PATCHLOOP_TEST_WORKER_NAME: name },
+      });
+      workers.push(worker);
+      return worker;
+    };
+    const first = await start('first');
+    const run = await client.start({ agent: 'noter', input: 'take a note' });
+    await eventually(
+      () => (effects.effects.some((effect) => effect.worker === 'first') ? true : undefined),
+      30_000,
+      'the first worker to start the note',
+    );
+    await first.kill('SIGKILL');
+    await start('second');
+    const result = await run.result();
+    expect(result.status).toBe('completed');
+    expect(result.transcript.slice(2)).toEqual([
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'n', type: 'function', function: { name: 'note', arguments: '{"label": "a", "ms": 3000}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'n', content: '"noted a"' },
+      { role: 'assistant', content: 'noted' },
+    ]);
+    // At least once: the call in flight at the kill ran again, with the same idempotency key.
+    const phases = effects.effects.map((effect) => `${effect.worker}:${effect.phase}`);
+    expect(phases).toEqual(['first:start', 'second:start', 'second:end']);
+    expect(new Set(effects.effects.map((effect) => effect.key)).size).toBe(1);
+    expect(fake.requests[1]!.body.messages.at(-1)).toEqual({ role: 'tool', tool_call_id: 'n', content: '"noted a"' });
+    fake.assertDone();
+  });
+});
