@@ -1,9 +1,12 @@
 /**
  * `npm run bench:concurrency`: C concurrent agentRuns on one worker process (the real CLI worker, so
  * its memory is the worker's alone), each 5 tool iterations against a fake model that takes 300 ms per
- * call, on the stock dev server and on the embedded default's. For each C (BENCH_CONCURRENCY, default
- * 100,500,1000; BENCH_SERVERS, default stock,embedded): runs per second, failures, the overhead per
- * model call above the model's 300 ms (p50/p95), and the worker's peak RSS, measured side by side.
+ * call. For each C (BENCH_CONCURRENCY, default 100,500,1000), dev server (BENCH_SERVERS: `stock`, the
+ * `embedded` default's settings, `memory` for those settings without SQLite; default stock,memory) and
+ * worker settings (BENCH_SETTINGS: `default`, or `recommended` = RECOMMENDED_ARGS; default both): runs
+ * per second, failures, the overhead per model call above the model's 300 ms (p50/p95), the worker's
+ * peak RSS and heap, and from its Prometheus metrics the workflow cache's hits, misses (each a full
+ * replay of the run's history, for a workflow task or a query) and forced evictions, side by side.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,8 +22,12 @@ import { spawnWorker } from '../test/support/worker-process';
 import { percentile, table } from './report';
 
 const LEVELS = (process.env['BENCH_CONCURRENCY'] ?? '100,500,1000').split(',').map(Number);
-/** Which dev servers (BENCH_SERVERS: `stock`, `embedded` or both, the default). */
-const SERVERS = (process.env['BENCH_SERVERS'] ?? 'stock,embedded').split(',').map((name) => name === 'stock');
+const SERVERS = (process.env['BENCH_SERVERS'] ?? 'stock,memory').split(',') as Array<'stock' | 'embedded' | 'memory'>;
+const SETTINGS = (process.env['BENCH_SETTINGS'] ?? 'default,recommended').split(',') as Array<
+  'default' | 'recommended'
+>;
+/** Where memory matters more than the replays of evicted runs: a cache of 250 runs. */
+const RECOMMENDED_ARGS = ['--max-cached-workflows', '250'];
 const ITERATIONS = 5;
 const MODEL_MS = 300;
 
@@ -38,29 +45,58 @@ function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
 }
 
-async function level(concurrency: number, stock: boolean): Promise<string[]> {
-  const server = await startDevServer({
+/** Sums of the samples of each metric a Prometheus text page lists (all label sets together). */
+function metricSums(text: string): Map<string, number> {
+  const sums = new Map<string, number>();
+  for (const match of text.matchAll(/^(\w+)(?:\{[^}]*\})? (\S+)$/gm))
+    sums.set(match[1]!, (sums.get(match[1]!) ?? 0) + Number(match[2]));
+  return sums;
+}
+
+async function scrape(url: string): Promise<Map<string, number>> {
+  return metricSums(await (await fetch(url)).text());
+}
+
+async function level(
+  concurrency: number,
+  server: 'stock' | 'embedded' | 'memory',
+  settings: 'default' | 'recommended',
+): Promise<string[]> {
+  const dev = await startDevServer({
     port: await freePort(),
-    dbFile: join(mkdtempSync(join(tmpdir(), 'patchloop-bench-concurrency-')), 'temporal.db'),
-    stock,
+    ...(server === 'memory'
+      ? {}
+      : { dbFile: join(mkdtempSync(join(tmpdir(), 'patchloop-bench-concurrency-')), 'temporal.db') }),
+    stock: server === 'stock',
   });
   const fake = await FakeModelServer.start({ responder, keepBodies: false });
   const taskQueue = `concurrency-${concurrency}`;
+  const metricsAddress = `127.0.0.1:${await freePort()}`;
+  const metricsUrl = `http://${metricsAddress}/metrics`;
   const worker = await spawnWorker({
-    address: server.address,
+    address: dev.address,
     taskQueue,
     modelUrl: fake.url,
     agents: [{ name: 'assistant', instructions: 'Add.', tools: ['add'] }],
+    args: ['--metrics-address', metricsAddress, ...(settings === 'recommended' ? RECOMMENDED_ARGS : [])],
   });
-  const client = PatchloopClient.on(await Connection.connect({ address: server.address }), {
+  const client = PatchloopClient.on(await Connection.connect({ address: dev.address }), {
     ...configFromEnvironment({}),
     taskQueue,
   });
   let peakRss = rssMb(worker.child.pid!);
-  const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(worker.child.pid!))), 250);
+  let peakHeap = 0;
+  const sampleRss = setInterval(() => (peakRss = Math.max(peakRss, rssMb(worker.child.pid!))), 250);
+  const sampleHeap = setInterval(() => {
+    scrape(metricsUrl).then(
+      (metrics) => (peakHeap = Math.max(peakHeap, metrics.get('patchloop_worker_heap_used_bytes') ?? 0)),
+      () => undefined,
+    );
+  }, 1000);
   const started = Date.now();
   const overheads: number[] = [];
   let failures = 0;
+  let metrics = new Map<string, number>();
   try {
     await Promise.all(
       Array.from({ length: concurrency }, async (_, index) => {
@@ -75,43 +111,62 @@ async function level(concurrency: number, stock: boolean): Promise<string[]> {
         }
       }),
     );
+    // The SDK exports its counters on an interval: wait until every run is counted.
+    const deadline = Date.now() + 30_000;
+    do {
+      metrics = await scrape(metricsUrl);
+      if ((metrics.get('temporal_workflow_completed') ?? 0) >= concurrency - failures) break;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    } while (Date.now() < deadline);
   } finally {
-    clearInterval(sampler);
+    clearInterval(sampleRss);
+    clearInterval(sampleHeap);
     await worker.kill('SIGTERM');
     await client.close();
     await fake.close();
-    await server.stop();
+    await dev.stop();
   }
   const seconds = (Date.now() - started) / 1000;
+  const count = (name: string) => String(Math.round(metrics.get(name) ?? 0));
   return [
-    stock ? 'stock' : 'embedded',
+    server,
+    settings,
     String(concurrency),
     String(concurrency - failures),
-    String(failures),
     (concurrency / seconds).toFixed(2),
     percentile(overheads, 0.5).toFixed(0),
     percentile(overheads, 0.95).toFixed(0),
     peakRss.toFixed(0),
+    (peakHeap / 2 ** 20).toFixed(0),
+    count('temporal_sticky_cache_hit'),
+    count('temporal_sticky_cache_miss'),
+    count('temporal_sticky_cache_total_forced_eviction'),
   ];
 }
 
 async function main() {
   const rows: string[][] = [];
-  for (const concurrency of LEVELS) for (const stock of SERVERS) rows.push(await level(concurrency, stock));
+  for (const concurrency of LEVELS)
+    for (const server of SERVERS)
+      for (const settings of SETTINGS) rows.push(await level(concurrency, server, settings));
   console.log(
-    `Concurrent agentRuns on one worker process (${ITERATIONS} tool iterations each, ${MODEL_MS} ms per model call), on the stock dev server and the embedded default's:\n`,
+    `Concurrent agentRuns on one worker process (${ITERATIONS} tool iterations each, ${MODEL_MS} ms per model call); recommended settings: ${RECOMMENDED_ARGS.join(' ')}:\n`,
   );
   console.log(
     table(
       [
         'dev server',
+        'worker settings',
         'concurrent runs',
         'completed',
-        'failed',
         'runs/s',
         'ms above the model per call p50',
         'p95',
         'worker peak RSS MB',
+        'peak heap MB',
+        'cache hits',
+        'cache misses',
+        'evictions',
       ],
       rows,
     ),

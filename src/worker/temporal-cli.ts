@@ -33,7 +33,8 @@ export const EMBEDDED_DYNAMIC_CONFIG: Record<string, number> = { 'history.transf
 export interface DevServerOptions {
   port: number;
   uiPort?: number;
-  dbFile: string;
+  /** The SQLite file; without it the server keeps everything in memory (gone when it stops). */
+  dbFile?: string;
   headless?: boolean;
   /** Temporal's HTTP API (for services without an SDK: curl); off unless set. */
   httpPort?: number;
@@ -52,7 +53,7 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-/** Starts `temporal server start-dev` (SQLite) and waits until it reports SERVING. */
+/** Starts `temporal server start-dev` (SQLite, or in memory) and waits until it reports SERVING. */
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const cli = options.cli ?? findTemporalCli();
   if (!cli) throw new Error('temporal CLI not found: set TEMPORAL_CLI_PATH or run "bash scripts/setup.sh"');
@@ -63,10 +64,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     '127.0.0.1',
     '--port',
     String(options.port),
-    '--db-filename',
-    options.dbFile,
     '--log-level',
     'error',
+    ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
   ];
   if (options.httpPort) args.push('--http-port', String(options.httpPort));
   if (options.headless ?? true) args.push('--headless');

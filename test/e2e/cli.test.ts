@@ -215,6 +215,42 @@ describe('CLI against a real dev server', () => {
     );
   });
 
+  it('worker --metrics-address serves Prometheus metrics: the workflow cache and its hits, the heap', async () => {
+    world = await startWorld();
+    const taskQueue = `metrics-${Date.now()}`;
+    const address = `127.0.0.1:${await freePort()}`;
+    const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: taskQueue };
+    const worker = await startCliWorker(['--fake-model', '--metrics-address', address], env);
+    try {
+      expect(worker.output()).toContain(`metrics on http://${address}/metrics`);
+      const run = await cli(['run', 'assistant', 'add', '2', 'and', '3'], '', { PATCHLOOP_TASK_QUEUE: taskQueue });
+      expect(run.code, run.stderr).toBe(0);
+      const value = (text: string, name: string) =>
+        [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce(
+          (sum, match) => sum + Number(match[1]),
+          0,
+        );
+      // Exported on the SDK's own interval: wait until the finished run is counted.
+      const metrics = await eventually(async () => {
+        const text = await (await fetch(`http://${address}/metrics`)).text();
+        return value(text, 'temporal_workflow_completed') >= 1 ? text : undefined;
+      });
+      expect(value(metrics, 'temporal_sticky_cache_hit')).toBeGreaterThanOrEqual(1);
+      expect(metrics).toMatch(/^temporal_sticky_cache_size\{/m);
+      expect(value(metrics, 'patchloop_worker_heap_used_bytes')).toBeGreaterThan(10 * 2 ** 20);
+      expect(value(metrics, 'patchloop_worker_heap_limit_bytes')).toBeGreaterThan(
+        value(metrics, 'patchloop_worker_heap_used_bytes'),
+      );
+    } finally {
+      await worker.stop();
+    }
+    const bad = await cli(['worker', '--fake-model', '--metrics-address', 'port-9464']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe(
+      "error: --metrics-address (PATCHLOOP_METRICS_ADDRESS): metrics address 'port-9464' is not HOST:PORT (for example 0.0.0.0:9464)\n",
+    );
+  });
+
   it('server fails on a busy port instead of reporting the other server as its own', async () => {
     world = await startWorld();
     const busy = Number(world.config.temporalAddress.split(':').at(-1));

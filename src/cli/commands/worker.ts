@@ -18,12 +18,13 @@ import { demoModel } from '../../fake-model/demo-model';
 import { FakeModelServer } from '../../fake-model/server';
 import { exampleTools } from '../../tools/examples';
 import type { Tool } from '../../tools/define-tool';
+import { prometheusTelemetry, startHeapGauges } from '../../worker/metrics';
 import { CliError } from '../errors';
 import { parseCommand } from '../arguments';
 
 export const WORKER_SYNTAX = {
   usage:
-    'patchloop worker [--agents FILE.json] [--tools MODULE] [--fake-model] [--tools-only --task-queue QUEUE] [--max-cached-workflows N] [--max-concurrent-workflow-tasks N] [--max-concurrent-activities N] [--verbose]',
+    'patchloop worker [--agents FILE.json] [--tools MODULE] [--fake-model] [--tools-only --task-queue QUEUE] [--max-cached-workflows N] [--max-concurrent-workflow-tasks N] [--max-concurrent-activities N] [--metrics-address HOST:PORT] [--verbose]',
   summary:
     "A worker serving the example agents (or the agents in FILE) until Ctrl-C, with the example tools and those MODULE exports (`export const tools = [defineTool(...), ...]`). It needs a provider (OPENAI_API_KEY or OPENAI_BASE_URL), or --fake-model for the offline scripted model the demo uses. With --tools-only it runs only the tool batches routed to QUEUE (defineTool({ taskQueue }) or an agent's tool_task_queues) and needs no provider.",
   options: {
@@ -34,6 +35,7 @@ export const WORKER_SYNTAX = {
     'max-cached-workflows': { type: 'string' },
     'max-concurrent-workflow-tasks': { type: 'string' },
     'max-concurrent-activities': { type: 'string' },
+    'metrics-address': { type: 'string' },
     'fake-model': { type: 'boolean' },
     verbose: { type: 'boolean' },
   },
@@ -71,9 +73,12 @@ export async function workerCommand(args: string[], print: (line: string) => voi
     );
   // Worker log lines (activity failures among them) pass through the same redaction as failures. Quiet
   // by default: INFO (webpack's bundle statistics among it) with --verbose.
+  const metricsAddress = values['metrics-address'] ?? process.env['PATCHLOOP_METRICS_ADDRESS'];
   Runtime.install({
     logger: new RedactingLogger(new DefaultLogger(values.verbose ? 'INFO' : 'WARN'), workerRedactor(environment)),
+    ...(metricsAddress ? { telemetryOptions: metricsOrUsageError(metricsAddress) } : {}),
   });
+  const stopHeapGauges = metricsAddress ? startHeapGauges(Runtime.instance().metricMeter) : undefined;
   const agents = values.agents
     ? z.array(AgentDefinition).parse(JSON.parse(await readFile(values.agents, 'utf8')))
     : [assistantAgent, carefulAssistantAgent];
@@ -110,6 +115,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
       `worker polling task queue '${config.taskQueue}' on ${config.temporalAddress} (namespace ${config.namespace}); ` +
         `agents: ${agents.map((agent) => agent.name).join(', ')}; ` +
         `caches up to ${String(workerCapacity(tuning).maxCachedWorkflows)} runs; ` +
+        (metricsAddress ? `metrics on http://${metricsAddress}/metrics; ` : '') +
         (toolsOnly
           ? 'tools only (no workflows, no model calls)'
           : fake
@@ -119,11 +125,21 @@ export async function workerCommand(args: string[], print: (line: string) => voi
     await worker.run();
     print('worker stopped');
   } finally {
+    stopHeapGauges?.();
     await connection.close();
     await fake?.close();
     await tracing?.shutdown();
   }
   return undefined;
+}
+
+/** The Prometheus exporter's options, or a usage error naming the flag and its variable. */
+function metricsOrUsageError(address: string) {
+  try {
+    return prometheusTelemetry(address);
+  } catch (error) {
+    throw new CliError(`--metrics-address (PATCHLOOP_METRICS_ADDRESS): ${(error as Error).message}`, 'UsageError');
+  }
 }
 
 const TUNING_FLAGS: Record<string, string> = {
