@@ -26,24 +26,30 @@ export interface ActivitySettings {
 
 /** The activities a patchloop worker registers. Workflows import their type only. */
 export function createActivities(settings: ActivitySettings) {
+  // Shared: the next request is the last one plus what this worker's model call and tools returned.
+  const requests = new RequestCache();
   return {
     describeAgent: createDescribeAgent(settings.registry, settings.defaultModel, {
       payloadsByReference: settings.payloadsByReference ?? false,
       searchAttributes: settings.searchAttributes ?? (async () => false),
     }),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
-    llmPhase: createLlmPhase(settings.provider, new RequestCache(), settings.registry, settings.chunks),
+    llmPhase: createLlmPhase(settings.provider, requests, settings.registry, settings.chunks),
     reviewToolCalls: createReviewToolCalls(settings.registry),
-    toolBatch: createToolBatch(settings.registry, {
-      abortGraceMs: 200,
-      ...(settings.redactor ? { redactor: settings.redactor } : {}),
-      // Inline payloads: the batch result keeps to the same budget as everything a workflow sends.
-      ...(settings.payloadsByReference ? {} : { maxBatchBytes: 1_500_000 }),
-      ...(settings.payloadThresholdBytes !== undefined
-        ? { checkpointBytes: Math.floor(settings.payloadThresholdBytes * 0.75) }
-        : {}),
-      ...settings.tools,
-    }),
+    toolBatch: createToolBatch(
+      settings.registry,
+      {
+        abortGraceMs: 200,
+        ...(settings.redactor ? { redactor: settings.redactor } : {}),
+        // Inline payloads: the batch result keeps to the same budget as everything a workflow sends.
+        ...(settings.payloadsByReference ? {} : { maxBatchBytes: 1_500_000 }),
+        ...(settings.payloadThresholdBytes !== undefined
+          ? { checkpointBytes: Math.floor(settings.payloadThresholdBytes * 0.75) }
+          : {}),
+        ...settings.tools,
+      },
+      requests,
+    ),
   };
 }
 

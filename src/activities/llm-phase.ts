@@ -95,11 +95,15 @@ export function createLlmPhase(
     const signal = context.cancellationSignal;
     let reply: Reply;
     try {
-      const { request, text, chars, charsRead } = await loadCompiledRequest(input, cache);
+      const { request, text, chars, charsRead, source } = await loadCompiledRequest(input, cache);
       span.updateName(`chat ${request.model}`);
       span.setAttribute('gen_ai.request.model', request.model);
       // How much of the request text crossed from the workflow (a long run reads only its new part).
-      span.setAttributes({ 'patchloop.request.chars': chars, 'patchloop.request.chars_read': charsRead });
+      span.setAttributes({
+        'patchloop.request.chars': chars,
+        'patchloop.request.chars_read': charsRead,
+        ...(source ? { 'patchloop.request.source': source } : {}),
+      });
       if (signal.aborted) throw signal.reason;
       const body = new BodyObserver();
       // One attempt's HTTP timeout stays below the attempt's own start-to-close timeout.
@@ -124,6 +128,8 @@ export function createLlmPhase(
     if (!reply.streamed) publisher.chunk(reply.content);
     publisher.end('completed');
     const result = completedResult(reply, started);
+    const execution = context.info.workflowExecution;
+    if (execution) cache.replied(`${execution.workflowId}/${execution.runId}`, result.mutations);
     if (result.usage) {
       span.setAttribute('gen_ai.usage.input_tokens', result.usage.prompt_tokens);
       span.setAttribute('gen_ai.usage.output_tokens', result.usage.completion_tokens);

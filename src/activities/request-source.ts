@@ -2,14 +2,17 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { WorkflowHandle } from '@temporalio/client';
 import { createHash, type Hash } from 'node:crypto';
+import { applyMutations, type Mutation } from '../context';
 import { requestFields, type LlmPhaseInput, type LlmRequest } from '../runtime';
 import { compiledRequestQuery } from '../common';
 
 /** The last request read for a workflow run, with the hash state at the end of its stable prefix. */
-interface HeldRequest {
+export interface HeldRequest {
   text: string;
   stable: number;
   hashAtStable: Hash;
+  /** Where its messages array starts (see RequestText); absent when its layout is unknown. */
+  messagesAt?: number;
 }
 
 /**
@@ -20,6 +23,8 @@ interface HeldRequest {
 export class RequestCache {
   private readonly parsed = new Map<string, { request: LoadedRequest; chars: number }>();
   private readonly held = new Map<string, HeldRequest>();
+  /** Per run: what this worker's activities returned since its held request (a reply, then results). */
+  private readonly since = new Map<string, Mutation[]>();
   private chars = 0;
   constructor(private readonly maxChars = 64 * 2 ** 20) {}
 
@@ -55,6 +60,35 @@ export class RequestCache {
     this.evict();
   }
 
+  /** The reply this worker's LLM call returned for the run: the first thing the next request adds. */
+  replied(run: string, mutations: readonly Mutation[]): void {
+    if (!this.held.has(run)) return;
+    this.since.delete(run);
+    this.since.set(run, [...mutations]);
+    this.evictSince();
+  }
+
+  /** Results this worker's tool batch returned for the run, after the reply. */
+  answered(run: string, mutations: readonly Mutation[]): void {
+    const since = this.since.get(run);
+    if (since) since.push(...mutations);
+  }
+
+  /** What came since the held request, once: a second read means the prediction did not hold. */
+  takeSince(run: string): Mutation[] | undefined {
+    const since = this.since.get(run);
+    this.since.delete(run);
+    return since;
+  }
+
+  /** Runs that ended elsewhere leave no entry behind for long: as many as held texts, at most. */
+  private evictSince(): void {
+    for (const run of this.since.keys()) {
+      if (this.since.size <= Math.max(this.held.size, 1)) return;
+      this.since.delete(run);
+    }
+  }
+
   private dropParsed(digest: string): void {
     const entry = this.parsed.get(digest);
     if (entry) this.chars -= entry.chars;
@@ -83,15 +117,26 @@ export class RequestCache {
  * to send, and sending it keeps the run going.
  */
 export async function loadRequest(input: LlmPhaseInput, cache: RequestCache): Promise<LoadedRequest> {
-  if (input.request) return { request: input.request, chars: 0, charsRead: 0 };
-  const cached = cache.get(input.digest);
-  if (cached) return { ...cached, charsRead: 0 };
   const context = Context.current();
+  if (input.request) return counted(context, 'inline', { request: input.request, chars: 0, charsRead: 0 });
+  const cached = cache.get(input.digest);
+  if (cached) return counted(context, 'cache', { ...cached, charsRead: 0 });
   const execution = context.info.workflowExecution;
   if (!execution) throw ApplicationFailure.nonRetryable('llmPhase must run inside a workflow', 'InvalidLlmRequest');
   const handle = context.client.workflow.getHandle(execution.workflowId, execution.runId);
   const run = `${execution.workflowId}/${execution.runId}`;
   const held = cache.heldFor(run);
+  // When this worker returned everything that came since the held request (a reply, then its tool
+  // results), the next request is the held one plus those messages: checked against the digest, it
+  // needs no query, so an evicted workflow is not replayed just to answer one.
+  const since = cache.takeSince(run);
+  const predicted = held && since ? predictRequest(held, since, input.digest) : null;
+  if (predicted) {
+    cache.hold(run, predicted);
+    const loaded = loadedFrom(predicted, 0);
+    cache.set(input.digest, loaded, predicted.text.length);
+    return counted(context, 'predicted', loaded);
+  }
   // With the previous request's prefix, only the rest is read; a prefix that turns out wrong (the
   // transcript was rewritten: a compaction, a SelfRef change) costs one more read of the whole text.
   const partial = held ? await readRequest(handle, input, held) : null;
@@ -108,16 +153,61 @@ export async function loadRequest(input: LlmPhaseInput, cache: RequestCache): Pr
       currentDigest: read.digest,
     });
   }
-  const { text, stable } = read.held;
   cache.hold(run, read.held);
-  // The digest proves this is the workflow's own request: no schema walk over a long transcript, and
-  // the text goes to the provider as it is; only the fields around the messages are parsed.
-  const fields = read.messagesAt === undefined ? null : requestFields(text, stable, read.messagesAt);
-  const loaded: LoadedRequest = fields
-    ? { request: fields as LlmRequest, text, chars: text.length, charsRead: read.charsRead }
-    : { request: JSON.parse(text) as LlmRequest, chars: text.length, charsRead: read.charsRead };
-  cache.set(input.digest, loaded, text.length);
-  return loaded;
+  const loaded = loadedFrom(read.held, read.charsRead);
+  cache.set(input.digest, loaded, read.held.text.length);
+  return counted(context, 'query', loaded);
+}
+
+/**
+ * `patchloop_llm_requests{source}` in the worker's metrics: how each request was had (in the input, from
+ * the cache on a retry, predicted from the last one, or by query), so the queries a deployment pays for
+ * (each a replay when the run is not cached) are visible.
+ */
+function counted(context: Context, source: RequestSource, loaded: LoadedRequest): LoadedRequest {
+  context.metricMeter
+    .createCounter('patchloop_llm_requests', 'requests', 'How the LLM activity got each request it sent')
+    .add(1, { source });
+  return { ...loaded, source };
+}
+
+export type RequestSource = 'inline' | 'cache' | 'predicted' | 'query';
+
+/**
+ * The digest proves this is the workflow's own request: no schema walk over a long transcript, and the
+ * text goes to the provider as it is; only the fields around the messages are parsed.
+ */
+function loadedFrom(held: HeldRequest, charsRead: number): LoadedRequest {
+  const { text, stable, messagesAt } = held;
+  const fields = messagesAt === undefined ? null : requestFields(text, stable, messagesAt);
+  return fields
+    ? { request: fields as LlmRequest, text, chars: text.length, charsRead }
+    : { request: JSON.parse(text) as LlmRequest, chars: text.length, charsRead };
+}
+
+/**
+ * The held request with the messages these mutations append (as the workflow's commit appends them),
+ * if its SHA-256 is the digest the workflow scheduled; null otherwise (anything else changed: a user
+ * message, a SelfRef edit, another worker's results). The hash goes on from the held prefix's state.
+ */
+export function predictRequest(held: HeldRequest, since: readonly Mutation[], digest: string): HeldRequest | null {
+  const { text, stable, messagesAt } = held;
+  if (messagesAt === undefined || since.length === 0 || text[stable] !== ']') return null;
+  let appended: string;
+  try {
+    appended = applyMutations([], since)
+      .map((message) => JSON.stringify(message))
+      .join(',');
+  } catch {
+    return null;
+  }
+  if (appended === '') return null;
+  const delta = (text[stable - 1] === '[' ? '' : ',') + appended;
+  const hash = held.hashAtStable.copy().update(delta, 'utf8');
+  const hashAtStable = hash.copy();
+  const tail = text.slice(stable);
+  if (hash.update(tail, 'utf8').digest('hex') !== digest) return null;
+  return { text: text.slice(0, stable) + delta + tail, stable: stable + delta.length, hashAtStable, messagesAt };
 }
 
 /**
@@ -130,6 +220,7 @@ export interface LoadedRequest {
   text?: string;
   chars: number;
   charsRead: number;
+  source?: RequestSource;
 }
 
 /** The pages from `held`'s stable prefix on (or all of them), checked against the answer's digest. */
@@ -137,7 +228,7 @@ async function readRequest(
   handle: WorkflowHandle,
   input: LlmPhaseInput,
   held: HeldRequest | undefined,
-): Promise<{ digest: string; held: HeldRequest; charsRead: number; messagesAt?: number } | null> {
+): Promise<{ digest: string; held: HeldRequest; charsRead: number } | null> {
   const first = await handle.query(compiledRequestQuery, input.digest, 0, input.llm_call, held?.stable ?? 0);
   // A workflow of an older build pages from the start, whatever was asked.
   const from = held && first.from === held.stable ? held.stable : 0;
@@ -163,8 +254,12 @@ async function readRequest(
   if (digest !== first.digest) return null;
   return {
     digest,
-    held: { text, stable, hashAtStable },
+    held: {
+      text,
+      stable,
+      hashAtStable,
+      ...(first.messages_at !== undefined && first.stable === stable ? { messagesAt: first.messages_at } : {}),
+    },
     charsRead: text.length - from,
-    ...(first.messages_at !== undefined && first.stable === stable ? { messagesAt: first.messages_at } : {}),
   };
 }

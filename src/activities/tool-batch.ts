@@ -27,6 +27,7 @@ import {
   utf8Bytes,
 } from '../runtime';
 import type { AgentRegistry } from '../agents/registry';
+import type { RequestCache } from './request-source';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
 import { inGenAiSpan } from './gen-ai-spans';
 import type { SecretRedactor } from './redact';
@@ -67,7 +68,7 @@ type CustomEvent = NonNullable<ToolBatchResult['custom_events']>[number];
  * model sees. On a user abort the finished calls keep their results and the others are reported
  * unfinished; on worker shutdown the batch throws and runs again (idempotency keys make that safe).
  */
-export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSettings) {
+export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSettings, requests?: RequestCache) {
   return async function toolBatch(input: ToolBatchInput): Promise<ToolBatchResult> {
     const context = Context.current();
     const signal = context.cancellationSignal;
@@ -135,11 +136,16 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
       stopHeartbeat();
     }
     if (signal.aborted && !isUserAbort(context)) throw cancellationError(context);
-    const result = {
+    const batch = {
       ...batchResult(input.calls, finished, order, signal.aborted),
       custom_events: customEvents.map(({ event }) => event),
     };
-    return settings.maxBatchBytes === undefined ? result : withinBudget(result, input.calls, settings.maxBatchBytes);
+    const result =
+      settings.maxBatchBytes === undefined ? batch : withinBudget(batch, input.calls, settings.maxBatchBytes);
+    // The next request's new messages, if this worker also makes the run's next model call.
+    if (result.outcome === 'completed' && context.info.workflowExecution)
+      requests?.answered(`${workflowId}/${context.info.workflowExecution.runId}`, result.mutations);
+    return result;
   };
 }
 

@@ -237,6 +237,13 @@ describe('CLI against a real dev server', () => {
       });
       expect(value(metrics, 'temporal_sticky_cache_hit')).toBeGreaterThanOrEqual(1);
       expect(metrics).toMatch(/^temporal_sticky_cache_size\{/m);
+      // The first request of the run was read by query; the second was the first plus the reply and the
+      // tool result this worker returned, so no query (and no replay, were the run evicted).
+      const requests = (source: string) =>
+        Number(
+          new RegExp(`^patchloop_llm_requests\\{[^}]*source="${source}"[^}]*\\} (\\S+)$`, 'm').exec(metrics)?.[1] ?? 0,
+        );
+      expect([requests('query'), requests('predicted')]).toEqual([1, 1]);
       expect(value(metrics, 'patchloop_worker_heap_used_bytes')).toBeGreaterThan(10 * 2 ** 20);
       expect(value(metrics, 'patchloop_worker_heap_limit_bytes')).toBeGreaterThan(
         value(metrics, 'patchloop_worker_heap_used_bytes'),

@@ -2,8 +2,10 @@ import { createServer, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/worker/free-port';
 import { startWorld, type TestWorld } from '../support/temporal';
+import type { RunHandle } from '../../src/client/patchloop-client';
 import { runCli, startCliWorker } from '../support/cli';
-import { eventually } from '../support/wait';
+import { clientOn } from '../support/temporal';
+import { eventOf, eventually } from '../support/wait';
 
 interface ReceivedSpan {
   name: string;
@@ -70,11 +72,19 @@ describe('tracing over OTLP', () => {
       OTEL_SERVICE_NAME: 'patchloop-test',
     };
     const worker = await startCliWorker(['--fake-model'], { ...env, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' });
+    const client = await clientOn(env.PATCHLOOP_TASK_QUEUE);
+    let interrupted: RunHandle;
     try {
       const run = await runCli(['run', 'assistant', 'add', '2', 'and', '3', '--follow'], env);
       expect(run.code, run.stderr).toBe(0);
+      // A user message while a tool runs: the next request is not only what this worker returned.
+      interrupted = await client.start({ agent: 'assistant', input: 'wait 1 s' });
+      await eventOf(interrupted, 'tool_call_start');
+      await interrupted.sendUserMessage('and now?');
+      expect((await interrupted.result()).answer).toBe('You said: and now?');
     } finally {
       await worker.stop();
+      await client.close();
     }
     // The worker flushes its spans when it stops.
     const spans = await eventually(
@@ -83,7 +93,12 @@ describe('tracing over OTLP', () => {
       `spans\n${worker.output()}`,
     );
     const byId = new Map(spans.map((span) => [span.spanId, span]));
-    const chats = spans.filter((span) => span.name === 'chat patchloop-demo-model');
+    const interruptedTrace = spans.find((span) =>
+      JSON.stringify(span.attributes).includes(interrupted.workflowId),
+    )?.traceId;
+    expect(interruptedTrace).toBeDefined();
+    const allChats = spans.filter((span) => span.name === 'chat patchloop-demo-model');
+    const chats = allChats.filter((span) => span.traceId !== interruptedTrace);
     expect(chats).toHaveLength(2);
     for (const chat of chats) {
       expect(chat.attributes).toMatchObject({
@@ -95,17 +110,26 @@ describe('tracing over OTLP', () => {
       // Beneath the activity's span (Temporal's interceptor), in the workflow's trace.
       expect(byId.get(chat.parentSpanId!)?.name).toBe('RunActivity:llmPhase');
     }
-    // The first call reads the whole request from the workflow; the second only what follows the
-    // first one's messages: the tool call, its result and the request's tail (the tool schemas), not
-    // the system prompt and the user's message again.
-    const [first, second] = chats.map((chat) => ({
-      chars: Number(chat.attributes['patchloop.request.chars']),
-      read: Number(chat.attributes['patchloop.request.chars_read']),
-    }));
-    expect(first!.read).toBe(first!.chars);
+    // The first call reads the whole request from the workflow. The second is the first plus the reply
+    // and the tool result this worker returned: predicted, nothing read.
+    const loads = (list: typeof spans) =>
+      list.map((chat) => ({
+        chars: Number(chat.attributes['patchloop.request.chars']),
+        read: Number(chat.attributes['patchloop.request.chars_read']),
+        source: chat.attributes['patchloop.request.source'],
+      }));
+    const [first, second] = loads(chats);
+    expect(first).toMatchObject({ source: 'query', read: first!.chars });
     expect(second!.chars).toBeGreaterThan(first!.chars);
-    expect(second!.read).toBeGreaterThan(0);
-    expect(second!.read).toBeLessThan(second!.chars - first!.chars + first!.chars / 2);
+    expect(second).toMatchObject({ source: 'predicted', read: 0 });
+    // With a user message folded in, the query reads only what follows the held request's messages: the
+    // tool call, its result, the message and the request's tail, not the system prompt and the first
+    // user message again.
+    const [before, after] = loads(allChats.filter((span) => span.traceId === interruptedTrace));
+    expect(before).toMatchObject({ source: 'query', read: before!.chars });
+    expect(after!.source).toBe('query');
+    expect(after!.read).toBeGreaterThan(0);
+    expect(after!.read).toBeLessThan(after!.chars - before!.chars + before!.chars / 2);
     const tool = spans.find((span) => span.name === 'execute_tool add')!;
     expect(tool.attributes).toMatchObject({ 'gen_ai.tool.name': 'add', 'gen_ai.operation.name': 'execute_tool' });
     expect(String(tool.attributes['gen_ai.tool.call.id'])).toMatch(/^call_/);
