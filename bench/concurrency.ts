@@ -48,8 +48,13 @@ function rssMb(pid: number): number {
 /** Sums of the samples of each metric a Prometheus text page lists (all label sets together). */
 function metricSums(text: string): Map<string, number> {
   const sums = new Map<string, number>();
-  for (const match of text.matchAll(/^(\w+)(?:\{[^}]*\})? (\S+)$/gm))
-    sums.set(match[1]!, (sums.get(match[1]!) ?? 0) + Number(match[2]));
+  const add = (name: string, value: number) => sums.set(name, (sums.get(name) ?? 0) + value);
+  for (const match of text.matchAll(/^(\w+)(?:\{([^}]*)\})? (\S+)$/gm)) {
+    add(match[1]!, Number(match[3]));
+    // And per source, for the LLM activity's requests.
+    const source = /source="(\w+)"/.exec(match[2] ?? '')?.[1];
+    if (source) add(`${match[1]!}:${source}`, Number(match[3]));
+  }
   return sums;
 }
 
@@ -141,6 +146,7 @@ async function level(
     count('temporal_sticky_cache_hit'),
     count('temporal_sticky_cache_miss'),
     count('temporal_sticky_cache_total_forced_eviction'),
+    `${count('patchloop_llm_requests:query')} / ${count('patchloop_llm_requests:predicted')}`,
   ];
 }
 
@@ -167,6 +173,7 @@ async function main() {
         'cache hits',
         'cache misses',
         'evictions',
+        'requests by query / predicted',
       ],
       rows,
     ),
