@@ -1,20 +1,15 @@
-import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { temporal } from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { validateToolLinkage } from '../../src/context';
-import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { RunHandle } from '../../src/client/patchloop-client';
 import { defineTool } from '../../src/tools/define-tool';
 import { repeatTool, waitTool } from '../../src/tools/examples';
-import { repositoryRoot } from '../support/reference';
-import { startSideEffectServer } from '../support/side-effects';
-import { clientOn, startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { startWorld, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+import { sideEffectWorld } from '../support/side-effect-world';
 
 const cleanups: Array<() => Promise<void>> = [];
 let world: TestWorld | undefined;
@@ -175,33 +170,11 @@ describe('fast tools: a batch of them runs as a local activity', () => {
 
 describe('fast tools: crash survival', () => {
   it('kill -9 while a fast batch runs: a new worker runs the batch again with the same key, the model gets one result', async () => {
-    const effects = await startSideEffectServer();
-    const fake = await FakeModelServer.start({
-      script: [callTools([{ id: 'n', name: 'note', arguments: '{"label": "a", "ms": 3000}' }]), reply('noted')],
-    });
-    const taskQueue = `fast-crash-${randomUUID()}`;
-    const client = await clientOn(taskQueue);
-    const workers: WorkerProcess[] = [];
-    cleanups.push(
-      () => effects.close(),
-      () => fake.close(),
-      () => client.close(),
-      async () => {
-        for (const worker of workers) await worker.kill('SIGKILL');
-      },
+    const { effects, fake, client, start } = await sideEffectWorld(
+      [callTools([{ id: 'n', name: 'note', arguments: '{"label": "a", "ms": 3000}' }]), reply('noted')],
+      () => ({ name: 'noter', instructions: 'You take notes.', tools: ['note'] }),
+      cleanups,
     );
-    const start = async (name: string) => {
-      const worker = await spawnWorker({
-        address: temporalAddress(),
-        taskQueue,
-        modelUrl: fake.url,
-        agents: [{ name: 'noter', instructions: 'You take notes.', tools: ['note'] }],
-        args: ['--tools', join(repositoryRoot, 'test', 'support', 'side-effect-tools.ts')],
-        env: { PATCHLOOP_TEST_EFFECTS_URL: effects.url, PATCHLOOP_TEST_WORKER_NAME: name },
-      });
-      workers.push(worker);
-      return worker;
-    };
     const first = await start('first');
     const run = await client.start({ agent: 'noter', input: 'take a note' });
     await eventually(

@@ -1,28 +1,23 @@
 import { NativeConnection } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/context';
-import { FakeModelServer } from '../../src/fake-model/server';
-import { callTools, reply, type FakeStep } from '../../src/fake-model/steps';
-import type { AgentDefinitionInput } from '../../src/runtime';
+import { callTools, reply } from '../../src/fake-model/steps';
 import type { RunHandle } from '../../src/client/patchloop-client';
 import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
 import { addTool } from '../../src/tools/examples';
-import { repositoryRoot } from '../support/reference';
 import { startSideEffectServer } from '../support/side-effects';
+import { sideEffectWorld } from '../support/side-effect-world';
 import { tools as sideEffectTools } from '../support/side-effect-tools';
-import { clientOn, startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
 import { createPatchloopWorker } from '../../src/worker/create-worker';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-const toolsModule = join(repositoryRoot, 'test', 'support', 'side-effect-tools.ts');
 const payer = {
   name: 'payer',
   instructions: 'You charge cards.',
@@ -44,41 +39,6 @@ const chargedResults: Message[] = [
   { role: 'tool', tool_call_id: 'c2', content: '"charged b"' },
   { role: 'tool', tool_call_id: 'c3', content: '"charged c"' },
 ];
-
-/**
- * A side-effect server, a fake model and worker processes (`patchloop worker --tools` with the
- * side-effect tools) on a task queue of their own; `start` spawns one more worker, named for the
- * effects it performs, on the queue given (the tools queue for a tools-only worker).
- */
-async function sideEffectWorld(script: FakeStep[], agent: (toolQueue: string) => AgentDefinitionInput) {
-  const effects = await startSideEffectServer();
-  const fake = await FakeModelServer.start({ script });
-  const taskQueue = `effects-${randomUUID()}`;
-  const toolQueue = `${taskQueue}-tools`;
-  const client = await clientOn(taskQueue);
-  const workers: WorkerProcess[] = [];
-  cleanups.push(
-    () => effects.close(),
-    () => fake.close(),
-    () => client.close(),
-    async () => {
-      for (const worker of workers) await worker.kill('SIGKILL');
-    },
-  );
-  const start = async (name: string, args: string[] = [], queue = taskQueue) => {
-    const worker = await spawnWorker({
-      address: temporalAddress(),
-      taskQueue: queue,
-      modelUrl: fake.url,
-      agents: [agent(toolQueue)],
-      args: ['--tools', toolsModule, ...args],
-      env: { PATCHLOOP_TEST_EFFECTS_URL: effects.url, PATCHLOOP_TEST_WORKER_NAME: name },
-    });
-    workers.push(worker);
-    return worker;
-  };
-  return { effects, fake, client, taskQueue, toolQueue, start };
-}
 
 /** Waits until a batch of `of` calls of the run has checkpointed `done` finished calls on the server. */
 function checkpointed(run: RunHandle, done: number, of: number): Promise<true> {
@@ -117,7 +77,11 @@ async function sideEffectsInProcess() {
 describe('resumable tool batches: a finished call never runs twice', () => {
   for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
     it(`${signal} of the worker after 2 of 3 calls finished: the retry runs only the third`, async () => {
-      const { effects, fake, client, start } = await sideEffectWorld([threeCharges(4), reply('paid')], () => payer);
+      const { effects, fake, client, start } = await sideEffectWorld(
+        [threeCharges(4), reply('paid')],
+        () => payer,
+        cleanups,
+      );
       const first = await start('first');
       const run = await client.start({ agent: 'payer', input: 'charge three cards' });
       // The checkpoint of the two finished calls has reached the server (heartbeat details).
@@ -203,6 +167,7 @@ describe('per-tool routing: tools on their own workers', () => {
         reply('routed'),
       ],
       router,
+      cleanups,
     );
     await start('main');
     const tools = await start('tools-1', ['--tools-only', '--task-queue', toolQueue], toolQueue);
@@ -244,6 +209,7 @@ describe('per-tool routing: tools on their own workers', () => {
         ]),
       ],
       router,
+      cleanups,
     );
     await start('main');
     await start('tools-1', ['--tools-only', '--task-queue', toolQueue], toolQueue);
@@ -260,7 +226,7 @@ describe('per-tool routing: tools on their own workers', () => {
   });
 
   it('a tools-only worker that nothing is routed to refuses to start, saying why', async () => {
-    const { start } = await sideEffectWorld([], router);
+    const { start } = await sideEffectWorld([], router, cleanups);
     await expect(
       start('stray', ['--tools-only', '--task-queue', 'nobody-routes-here'], 'nobody-routes-here'),
     ).rejects.toThrow(/no agent routes a tool to task queue 'nobody-routes-here'/);
