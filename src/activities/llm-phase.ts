@@ -18,7 +18,7 @@ import type { StreamTokens } from '../streaming/stream-token';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
 import { inGenAiSpan } from './gen-ai-spans';
 import { classifyProviderError, incompleteReply } from './provider-errors';
-import { loadRequest, type LoadedRequest, type RequestCache } from './request-source';
+import { loadRequest, runKey, type LoadedRequest, type RequestCache } from './request-source';
 import { StreamAccumulator, type ArgumentsDelta, type StreamChunk } from './stream-accumulator';
 
 export interface ProviderSettings {
@@ -129,7 +129,7 @@ export function createLlmPhase(
     publisher.end('completed');
     const result = completedResult(reply, started);
     const execution = context.info.workflowExecution;
-    if (execution) cache.replied(`${execution.workflowId}/${execution.runId}`, result.mutations);
+    if (execution) cache.replied(runKey(execution), result.mutations);
     if (result.usage) {
       span.setAttribute('gen_ai.usage.input_tokens', result.usage.prompt_tokens);
       span.setAttribute('gen_ai.usage.output_tokens', result.usage.completion_tokens);

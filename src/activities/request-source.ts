@@ -15,6 +15,11 @@ export interface HeldRequest {
   messagesAt?: number;
 }
 
+/** A run's key in the cache: its workflow id and run id (the activity's own workflow execution). */
+export function runKey(execution: { workflowId: string; runId: string }): string {
+  return `${execution.workflowId}/${execution.runId}`;
+}
+
 /**
  * What the LLM activity keeps between calls, bounded in characters: parsed requests by digest (a retried
  * attempt skips the query) and each run's last request text (the next call reads only what follows its
@@ -124,7 +129,7 @@ export async function loadRequest(input: LlmPhaseInput, cache: RequestCache): Pr
   const execution = context.info.workflowExecution;
   if (!execution) throw ApplicationFailure.nonRetryable('llmPhase must run inside a workflow', 'InvalidLlmRequest');
   const handle = context.client.workflow.getHandle(execution.workflowId, execution.runId);
-  const run = `${execution.workflowId}/${execution.runId}`;
+  const run = runKey(execution);
   const held = cache.heldFor(run);
   // When this worker returned everything that came since the held request (a reply, then its tool
   // results), the next request is the held one plus those messages: checked against the digest, it

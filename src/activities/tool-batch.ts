@@ -27,7 +27,7 @@ import {
   utf8Bytes,
 } from '../runtime';
 import type { AgentRegistry } from '../agents/registry';
-import type { RequestCache } from './request-source';
+import { runKey, type RequestCache } from './request-source';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
 import { inGenAiSpan } from './gen-ai-spans';
 import type { SecretRedactor } from './redact';
@@ -143,8 +143,8 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
     const result =
       settings.maxBatchBytes === undefined ? batch : withinBudget(batch, input.calls, settings.maxBatchBytes);
     // The next request's new messages, if this worker also makes the run's next model call.
-    if (result.outcome === 'completed' && context.info.workflowExecution)
-      requests?.answered(`${workflowId}/${context.info.workflowExecution.runId}`, result.mutations);
+    const execution = context.info.workflowExecution;
+    if (result.outcome === 'completed' && execution) requests?.answered(runKey(execution), result.mutations);
     return result;
   };
 }

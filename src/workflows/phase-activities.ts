@@ -48,30 +48,16 @@ export function phaseActivities(agent: AgentSpec): PhaseActivities {
     },
   };
   // The slowest call, all its own retries included (each attempt under the tool's timeout).
-  const slowestTool = Math.max(
-    limits.tool_timeout_seconds,
-    ...agent.tool_descriptors.map(
-      (tool) =>
-        (tool.timeout_seconds ?? limits.tool_timeout_seconds) * (tool.max_attempts ?? 1) +
-        (tool.retry_wait_seconds ?? 0),
-    ),
-  );
+  const worstCase = (tool: (typeof agent.tool_descriptors)[number]) =>
+    (tool.timeout_seconds ?? limits.tool_timeout_seconds) * (tool.max_attempts ?? 1) + (tool.retry_wait_seconds ?? 0);
+  const slowestTool = Math.max(limits.tool_timeout_seconds, ...agent.tool_descriptors.map(worstCase));
   const tools: ActivityOptions = {
     ...common,
     startToCloseTimeout: `${slowestTool + 30}s`,
     retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: limits.tool_batch_max_attempts },
   };
   // Each fast tool's worst case is capped (FAST_TOOL_MAX_TIMEOUT_SECONDS); the batch runs them concurrently.
-  const slowestFast = Math.max(
-    0,
-    ...agent.tool_descriptors
-      .filter((tool) => tool.fast)
-      .map(
-        (tool) =>
-          (tool.timeout_seconds ?? limits.tool_timeout_seconds) * (tool.max_attempts ?? 1) +
-          (tool.retry_wait_seconds ?? 0),
-      ),
-  );
+  const slowestFast = Math.max(0, ...agent.tool_descriptors.filter((tool) => tool.fast).map(worstCase));
   const local: LocalActivityOptions = {
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     startToCloseTimeout: `${slowestFast + 2}s`,
