@@ -109,20 +109,22 @@ export const ToolDescriptor = sharedSchema('runtime/agent#ToolDescriptor', () =>
 export type ToolDescriptor = z.infer<typeof ToolDescriptor>;
 
 /** An agent resolved by a worker: the definition plus its tools' descriptors and the model in use. */
-export const AgentSpec = AgentDefinition.extend({
-  model: z.string().min(1),
-  tool_descriptors: z.array(ToolDescriptor),
-  /**
-   * The worker sends payloads over its threshold by reference (External Storage): no result, batch,
-   * fork context or continue-as-new state meets Temporal's 2 MB payload limit. Without it, workflows
-   * keep what they send under a budget instead.
-   */
-  // Absent in specs recorded by workers that predate it: those runs keep their old behaviour, unchecked.
-  payloads_by_reference: z.boolean().optional(),
-  /**
-   * The namespace has patchloop's search attributes (the worker checked, or registered them): runs keep
-   * them current. Absent in specs recorded before: those runs replay without upserts.
-   */
-  search_attributes: z.boolean().optional(),
-});
+export const AgentSpec = sharedSchema('runtime/agent#AgentSpec', () =>
+  AgentDefinition.extend({
+    model: z.string().min(1),
+    tool_descriptors: z.array(ToolDescriptor),
+    /**
+     * The worker sends payloads over its threshold by reference (External Storage): no result, batch,
+     * fork context or continue-as-new state meets Temporal's 2 MB payload limit. Without it, workflows
+     * keep what they send under a budget instead.
+     */
+    // Absent in specs recorded by workers that predate it: those runs keep their old behaviour, unchecked.
+    payloads_by_reference: z.boolean().optional(),
+    /**
+     * The namespace has patchloop's search attributes (the worker checked, or registered them): runs keep
+     * them current. Absent in specs recorded before: those runs replay without upserts.
+     */
+    search_attributes: z.boolean().optional(),
+  }),
+);
 export type AgentSpec = z.infer<typeof AgentSpec>;

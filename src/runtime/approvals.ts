@@ -32,17 +32,19 @@ export const PendingApproval = sharedSchema('runtime/approvals#PendingApproval',
 export type PendingApproval = z.infer<typeof PendingApproval>;
 
 /** An approval request of the batch in flight, decided or not. */
-export const ApprovalRecord = PendingApproval.extend({
-  /** The call's position in its batch (ids may repeat within one); absent: the first call with the id. */
-  call_index: z.number().int().nonnegative().optional(),
-  decision: z
-    .strictObject({
-      approved: z.boolean(),
-      reason: z.string().optional(),
-      by: z.enum(['update', 'timeout']),
-    })
-    .optional(),
-});
+export const ApprovalRecord = sharedSchema('runtime/approvals#ApprovalRecord', () =>
+  PendingApproval.extend({
+    /** The call's position in its batch (ids may repeat within one); absent: the first call with the id. */
+    call_index: z.number().int().nonnegative().optional(),
+    decision: z
+      .strictObject({
+        approved: z.boolean(),
+        reason: z.string().optional(),
+        by: z.enum(['update', 'timeout']),
+      })
+      .optional(),
+  }),
+);
 export type ApprovalRecord = z.infer<typeof ApprovalRecord>;
 
 /** Input of the `reviewToolCalls` activity: the calls of a batch whose tool may need approval. */

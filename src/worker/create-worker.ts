@@ -72,9 +72,17 @@ export function workflowsPath(): string {
   return sourceFile('workflows', 'index');
 }
 
-/** How the workflow bundle is built: with the modules its runs share (`src/workflows/shared-modules.ts`). */
+/**
+ * How the workflow bundle is built: every module preloaded, so the runs of a worker thread share one
+ * instance of each (a cached run holds its own state only, not its own copy of patchloop's code).
+ * Sound because no workflow module keeps state at module level (a unit test checks), and zod schemas,
+ * which zod writes to, are shielded from the SDK's freeze of shared modules (`sharedSchema`).
+ */
 export function workflowBundleOptions(): { workflowsPath: string; preloadModules: string[] } {
-  return { workflowsPath: workflowsPath(), preloadModules: [sourceFile('workflows', 'shared-modules')] };
+  return {
+    workflowsPath: workflowsPath(),
+    preloadModules: [sourceFile('workflows', 'shared-modules'), workflowsPath()],
+  };
 }
 
 /**

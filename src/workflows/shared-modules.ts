@@ -1,7 +1,6 @@
 /**
- * The bundle's preloaded modules (`workflowBundleOptions`): evaluated once per worker thread and
- * shared by its runs, where every other module is evaluated once per run. zod holds no per-run state;
- * the schema registry is what lets runs share schemas (see `sharedSchema`). zod is re-exported, not
+ * Preloaded first (`workflowBundleOptions`), before the workflows: zod and the schema registry, which
+ * a bundle that preloads only this module shares all the same (see `sharedSchema`). zod is re-exported, not
  * imported for effect: it declares itself free of side effects, so the bundler would drop a bare import.
  */
 import { z } from 'zod';
