@@ -21,47 +21,38 @@ export function runKey(execution: { workflowId: string; runId: string }): string
 }
 
 /**
- * What the LLM activity keeps between calls, bounded in characters: parsed requests by digest (a retried
- * attempt skips the query) and each run's last request text (the next call reads only what follows its
- * stable prefix, so a long run's transfer per call is its new content, not the whole transcript).
+ * What the LLM activity keeps between calls: each run's last request, bounded in characters. A retried
+ * attempt of the same call sends it again without a query; the next call reads only what follows its
+ * stable prefix (or predicts it), so a long run's transfer per call is its new content, not the whole
+ * transcript. One entry per run: older requests of a run are never sent again.
  */
 export class RequestCache {
-  private readonly parsed = new Map<string, { request: LoadedRequest; chars: number }>();
-  private readonly held = new Map<string, HeldRequest>();
+  private readonly held = new Map<string, { held: HeldRequest; digest: string; loaded: LoadedRequest }>();
   /** Per run: what this worker's activities returned since its held request (a reply, then results). */
   private readonly since = new Map<string, Mutation[]>();
   private chars = 0;
   constructor(private readonly maxChars = 64 * 2 ** 20) {}
 
-  get(digest: string): LoadedRequest | undefined {
-    const hit = this.parsed.get(digest);
-    if (!hit) return undefined;
-    this.parsed.delete(digest);
-    this.parsed.set(digest, hit);
-    return hit.request;
-  }
-
-  set(digest: string, request: LoadedRequest, chars: number): void {
-    this.dropParsed(digest);
-    this.parsed.set(digest, { request, chars });
-    this.chars += chars;
-    this.evict();
+  /** The run's held request, if it is the one with this digest (an attempt of the same call). */
+  loaded(run: string, digest: string): LoadedRequest | undefined {
+    const entry = this.held.get(run);
+    return entry?.digest === digest ? entry.loaded : undefined;
   }
 
   heldFor(run: string): HeldRequest | undefined {
-    const hit = this.held.get(run);
-    if (!hit) return undefined;
+    const entry = this.held.get(run);
+    if (!entry) return undefined;
     this.held.delete(run);
-    this.held.set(run, hit);
-    return hit;
+    this.held.set(run, entry);
+    return entry.held;
   }
 
-  hold(run: string, request: HeldRequest): void {
+  hold(run: string, digest: string, held: HeldRequest, loaded: LoadedRequest): void {
     const previous = this.held.get(run);
-    if (previous) this.chars -= previous.text.length;
+    if (previous) this.chars -= previous.held.text.length;
     this.held.delete(run);
-    this.held.set(run, request);
-    this.chars += request.text.length;
+    this.held.set(run, { held, digest, loaded });
+    this.chars += held.text.length;
     this.evict();
   }
 
@@ -94,21 +85,11 @@ export class RequestCache {
     }
   }
 
-  private dropParsed(digest: string): void {
-    const entry = this.parsed.get(digest);
-    if (entry) this.chars -= entry.chars;
-    this.parsed.delete(digest);
-  }
-
-  /** Parsed requests go first (a retry can read its own again), then the texts held longest ago. */
+  /** The texts held longest ago go first; a text larger than the bound stays alone. */
   private evict(): void {
-    for (const digest of this.parsed.keys()) {
-      if (this.chars <= this.maxChars) return;
-      this.dropParsed(digest);
-    }
-    for (const [run, held] of this.held) {
+    for (const [run, entry] of this.held) {
       if (this.chars <= this.maxChars || this.held.size === 1) return;
-      this.chars -= held.text.length;
+      this.chars -= entry.held.text.length;
       this.held.delete(run);
     }
   }
@@ -124,12 +105,12 @@ export class RequestCache {
 export async function loadRequest(input: LlmPhaseInput, cache: RequestCache): Promise<LoadedRequest> {
   const context = Context.current();
   if (input.request) return counted(context, 'inline', { request: input.request, chars: 0, charsRead: 0 });
-  const cached = cache.get(input.digest);
-  if (cached) return counted(context, 'cache', { ...cached, charsRead: 0 });
   const execution = context.info.workflowExecution;
   if (!execution) throw ApplicationFailure.nonRetryable('llmPhase must run inside a workflow', 'InvalidLlmRequest');
-  const handle = context.client.workflow.getHandle(execution.workflowId, execution.runId);
   const run = runKey(execution);
+  const cached = cache.loaded(run, input.digest);
+  if (cached) return counted(context, 'cache', { ...cached, charsRead: 0 });
+  const handle = context.client.workflow.getHandle(execution.workflowId, execution.runId);
   const held = cache.heldFor(run);
   // When this worker returned everything that came since the held request (a reply, then its tool
   // results), the next request is the held one plus those messages: checked against the digest, it
@@ -137,9 +118,8 @@ export async function loadRequest(input: LlmPhaseInput, cache: RequestCache): Pr
   const since = cache.takeSince(run);
   const predicted = held && since ? predictRequest(held, since, input.digest) : null;
   if (predicted) {
-    cache.hold(run, predicted);
     const loaded = loadedFrom(predicted, 0);
-    cache.set(input.digest, loaded, predicted.text.length);
+    cache.hold(run, input.digest, predicted, loaded);
     return counted(context, 'predicted', loaded);
   }
   // With the previous request's prefix, only the rest is read; a prefix that turns out wrong (the
@@ -158,9 +138,9 @@ export async function loadRequest(input: LlmPhaseInput, cache: RequestCache): Pr
       currentDigest: read.digest,
     });
   }
-  cache.hold(run, read.held);
   const loaded = loadedFrom(read.held, read.charsRead);
-  cache.set(input.digest, loaded, read.held.text.length);
+  // Held under the digest asked for: a retry of this call finds it, even when a newer build's is sent.
+  cache.hold(run, input.digest, read.held, loaded);
   return counted(context, 'query', loaded);
 }
 

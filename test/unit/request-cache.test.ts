@@ -27,31 +27,41 @@ const loaded = (text: string): LoadedRequest => ({
 });
 
 describe('the LLM activity cache', () => {
+  const hold = (cache: RequestCache, run: string, text: string, digest = `digest-${text}`) =>
+    cache.hold(run, digest, held(text), loaded(text));
+
   it('keeps each run its last request text, the least recently used going first past the bound', () => {
     const cache = new RequestCache(100);
-    cache.hold('a', held('a'.repeat(40)));
-    cache.hold('b', held('b'.repeat(40)));
+    hold(cache, 'a', 'a'.repeat(40));
+    hold(cache, 'b', 'b'.repeat(40));
     expect(cache.heldFor('a')?.text).toBe('a'.repeat(40));
     // 'b' is now the least recently used: it goes when 'c' needs the room.
-    cache.hold('c', held('c'.repeat(40)));
+    hold(cache, 'c', 'c'.repeat(40));
     expect(cache.heldFor('b')).toBeUndefined();
     expect(cache.heldFor('a')).toBeDefined();
     expect(cache.heldFor('c')).toBeDefined();
     // A run's newer text replaces its older one and is counted once.
-    cache.hold('a', held('A'.repeat(50)));
+    hold(cache, 'a', 'A'.repeat(50));
     expect(cache.heldFor('a')?.text).toBe('A'.repeat(50));
     expect(cache.heldFor('c')).toBeDefined();
   });
 
-  it('drops parsed requests before held texts, and keeps a text larger than the bound alone', () => {
+  it('keeps a text larger than the bound alone', () => {
     const cache = new RequestCache(100);
-    cache.hold('a', held('a'.repeat(60)));
-    cache.set('digest-a', loaded('a'.repeat(60)), 60);
-    expect(cache.get('digest-a')).toBeUndefined();
-    expect(cache.heldFor('a')).toBeDefined();
-    cache.hold('big', held('x'.repeat(500)));
+    hold(cache, 'a', 'a'.repeat(60));
+    hold(cache, 'big', 'x'.repeat(500));
     expect(cache.heldFor('a')).toBeUndefined();
     expect(cache.heldFor('big')?.text).toHaveLength(500);
+  });
+
+  it('gives a retried call its run’s last request by digest, and nothing for an older or another run’s', () => {
+    const cache = new RequestCache();
+    hold(cache, 'a', 'first', 'd1');
+    expect(cache.loaded('a', 'd1')?.text).toBe('first');
+    hold(cache, 'a', 'second', 'd2');
+    expect(cache.loaded('a', 'd1')).toBeUndefined();
+    expect(cache.loaded('a', 'd2')?.text).toBe('second');
+    expect(cache.loaded('b', 'd2')).toBeUndefined();
   });
 });
 
