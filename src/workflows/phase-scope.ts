@@ -21,7 +21,12 @@ export async function inPhaseScope<T>(run: Run, abortWaitSeconds: number, start:
     );
   });
   try {
-    return await Promise.race([phase, deadline]);
+    const result = await Promise.race([phase, deadline]);
+    // Everything in the scope has settled. A scope stays reachable from its parent for the whole run,
+    // and so does what its activities and timers hook onto it (their inputs too), until it is cancelled:
+    // cancelling a settled scope sends no command and lets all of that go.
+    scope.cancel();
+    return result;
   } finally {
     run.phase = null;
     deadlineScope.cancel();
