@@ -1,8 +1,9 @@
-import { type NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type BundleOptions, type NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { existsSync } from 'node:fs';
 import { getHeapStatistics } from 'node:v8';
 import { join } from 'node:path';
 import { createActivities, SecretRedactor } from '../activities';
+import { bundleInChildProcess } from './bundle';
 import { redactionInterceptor } from './redaction';
 import { ensureSearchAttributes } from './search-attributes';
 import type { Tracing } from './tracing';
@@ -109,6 +110,33 @@ export function workerCapacity(tuning: WorkerTuning = {}): Partial<WorkerOptions
   };
 }
 
+/**
+ * The worker's workflow code: the bundle it was given, or one built in a child process (with the
+ * workflow interceptors of the tracing plugin). Options that shape bundling in other ways (plugins,
+ * bundler hooks) leave bundling to the SDK, in this process.
+ */
+async function workflowCode(options: PatchloopWorkerOptions): Promise<Partial<WorkerOptions>> {
+  if (options.workflowBundle) return { workflowBundle: options.workflowBundle };
+  const bundle = workflowBundleOptions();
+  const custom = options.workerOptions;
+  if (custom?.plugins || custom?.bundlerOptions || custom?.workflowsPath)
+    return { workflowsPath: bundle.workflowsPath, bundlerOptions: { preloadModules: bundle.preloadModules } };
+  const configured: BundleOptions = options.tracing?.plugin.configureBundler?.(bundle) ?? bundle;
+  const started = Date.now();
+  const { code } = await bundleInChildProcess({
+    workflowsPath: configured.workflowsPath,
+    preloadModules: bundle.preloadModules,
+    ...(configured.workflowInterceptorModules
+      ? { workflowInterceptorModules: configured.workflowInterceptorModules }
+      : {}),
+  });
+  Runtime.instance().logger.info('workflow bundle built in a child process', {
+    ms: Date.now() - started,
+    bytes: code.length,
+  });
+  return { workflowBundle: { code } };
+}
+
 /** A Temporal worker plus its token-stream endpoint; `run()` resolves after shutdown, with the endpoint closed. */
 export interface PatchloopWorker {
   readonly temporal: Worker;
@@ -184,18 +212,14 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     ...(config.payloadStorage.kind !== 'off' ? { payloadThresholdBytes: config.payloadStorage.thresholdBytes } : {}),
     searchAttributes: searchAttributesNow,
   });
-  const bundle = workflowBundleOptions();
+  const workflows = options.toolsOnly ? {} : await workflowCode(options);
   const worker = await Worker.create({
     connection: options.connection,
     namespace: config.namespace,
     // Payloads over the threshold go by reference; the worker's own client (activities' queries) too.
     dataConverter: patchloopDataConverter(config.payloadStorage, config.encryption),
     taskQueue: config.taskQueue,
-    ...(options.toolsOnly
-      ? {}
-      : options.workflowBundle
-        ? { workflowBundle: options.workflowBundle }
-        : { workflowsPath: bundle.workflowsPath, bundlerOptions: { preloadModules: bundle.preloadModules } }),
+    ...workflows,
     activities: options.toolsOnly ? { toolBatch: activities.toolBatch } : activities,
     interceptors: {
       ...options.workerOptions?.interceptors,
