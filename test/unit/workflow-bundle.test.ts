@@ -1,6 +1,8 @@
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { bundleInChildProcess } from '../../src/worker/bundle';
+import { workflowBundleOptions } from '../../src/worker/create-worker';
 import { workflowBundle } from '../support/temporal';
 
 describe('workflow bundle', () => {
@@ -21,5 +23,22 @@ describe('workflow bundle', () => {
     expect(code).not.toMatch(/node_modules\/openai\//);
     expect(code).not.toMatch(/require\(["']node:/);
     expect(code).not.toMatch(/src\/activities\//);
+  });
+
+  it('is built in a child process as the worker builds it, with the preloaded workflows', async () => {
+    const { code } = await bundleInChildProcess(workflowBundleOptions());
+    expect(code).toContain('agentRun');
+    expect(/preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(code)?.[1]).toContain(
+      './src/workflows/index.ts',
+    );
+  });
+
+  it('reports a bundling failure in the child as one line, without a stack', async () => {
+    const failure = await bundleInChildProcess({ workflowsPath: join(__dirname, 'no-such-workflows.ts') }).then(
+      () => undefined,
+      (error: unknown) => error as Error,
+    );
+    expect(failure?.message).toMatch(/^could not bundle the workflows: .*no-such-workflows\.ts/);
+    expect(failure?.message).not.toContain('\n');
   });
 });
