@@ -37,7 +37,8 @@ export async function startBenchWorld(
   } = {},
 ): Promise<BenchWorld> {
   // One runtime per process: several worlds may run one after the other.
-  if (!runtimeInstalled) Runtime.install({ logger: new DefaultLogger('ERROR') });
+  if (!runtimeInstalled)
+    Runtime.install({ logger: new DefaultLogger((process.env['BENCH_LOG_LEVEL'] as 'WARN' | undefined) ?? 'ERROR') });
   runtimeInstalled = true;
   const server = await startDevServer({
     port: await freePort(),
