@@ -87,9 +87,9 @@ export function workflowBundleOptions(): { workflowsPath: string; preloadModules
 }
 
 /**
- * Memory budgeted per cached run: twice what a run of 4 small iterations holds (about 0.5 MB with its
- * model call in flight, `npm run bench:memory`; 2 MB before runs shared their schemas), since longer
- * contexts hold more.
+ * Memory budgeted per cached run: over three times what a run of 4 small iterations holds (about
+ * 0.3 MB with its model call in flight, 0.15 MB of it workflow state, `npm run bench:memory`; 2 MB
+ * before runs shared their modules), since longer contexts hold more (about 15 KB an iteration).
  */
 const CACHED_RUN_BYTES = 1024 * 1024;
 
