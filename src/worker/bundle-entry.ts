@@ -6,8 +6,8 @@ import { bundleWorkflowCode, DefaultLogger, type BundleOptions } from '@temporal
 
 process.once('message', (options: BundleOptions) => {
   bundleWorkflowCode({ ...options, logger: new DefaultLogger('WARN') }).then(
-    ({ code }) => process.send?.({ code }, () => process.exit(0)),
+    ({ code }) => process.send?.({ code }, () => process.disconnect()),
     (error: unknown) =>
-      process.send?.({ error: error instanceof Error ? error.message : String(error) }, () => process.exit(1)),
+      process.send?.({ error: error instanceof Error ? error.message : String(error) }, () => process.disconnect()),
   );
 });

@@ -22,7 +22,7 @@ export async function bundleInChildProcess(request: BundleRequest): Promise<{ co
   // has no Node option that says so.
   const tsx = entry === source && !process.execArgv.some((option) => option.includes('tsx'));
   const child = fork(entry, [], {
-    execArgv: [...process.execArgv, ...(tsx ? ['--require', require.resolve('tsx/cjs')] : [])],
+    execArgv: [...childNodeOptions(process.execArgv), ...(tsx ? ['--require', require.resolve('tsx/cjs')] : [])],
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
   let stderr = '';
@@ -31,20 +31,49 @@ export async function bundleInChildProcess(request: BundleRequest): Promise<{ co
   });
   return new Promise((resolve, reject) => {
     let answer: { code?: string; error?: string } | undefined;
+    const timer = setTimeout(() => child.kill('SIGKILL'), BUNDLE_TIMEOUT_MS);
+    // The answer counts when it arrives; 'close' (after the IPC channel too) tells a child that gave none.
     child.once('message', (message: { code?: string; error?: string }) => {
       answer = message;
+      if (message.code !== undefined) {
+        clearTimeout(timer);
+        resolve({ code: message.code });
+      }
     });
-    child.once('error', reject);
-    child.once('exit', (code, signal) => {
-      if (answer?.code !== undefined) return resolve({ code: answer.code });
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      if (answer?.code !== undefined) return;
       // The bundler's own message, or the first line of what the child printed: no stack for the user.
       const printed = stderr
         .split('\n')
         .find((line) => /error/i.test(line))
         ?.trim();
-      const why = answer?.error ?? printed ?? `the bundler exited with ${signal ?? `code ${String(code)}`}`;
+      const ended = signal === 'SIGKILL' ? `no answer within ${BUNDLE_TIMEOUT_MS / 1000} s` : undefined;
+      const why = answer?.error ?? ended ?? printed ?? `the bundler exited with ${signal ?? `code ${String(code)}`}`;
       reject(new Error(`could not bundle the workflows: ${why}`));
     });
     child.send(request);
   });
+}
+
+/** Bundling takes seconds; a child that hangs (a debugger flag it should not have had) is killed. */
+const BUNDLE_TIMEOUT_MS = 5 * 60 * 1000;
+
+/**
+ * This process's Node options the child keeps: loaders, conditions, memory. Not code to evaluate
+ * (`-e`, `-p`: the child would run the parent's script) nor a debugger (`--inspect-brk` waits forever,
+ * `--inspect` takes the parent's port).
+ */
+export function childNodeOptions(execArgv: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (let index = 0; index < execArgv.length; index += 1) {
+    const option = execArgv[index]!;
+    if (['-e', '--eval', '-p', '--print'].includes(option)) index += 1;
+    else if (!/^(--eval=|--print=|--inspect|--debug)/.test(option)) kept.push(option);
+  }
+  return kept;
 }

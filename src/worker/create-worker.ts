@@ -119,7 +119,15 @@ async function workflowCode(options: PatchloopWorkerOptions): Promise<Partial<Wo
   if (options.workflowBundle) return { workflowBundle: options.workflowBundle };
   const bundle = workflowBundleOptions();
   const custom = options.workerOptions;
-  if (custom?.plugins || custom?.bundlerOptions || custom?.workflowsPath)
+  if (custom?.workflowBundle) return {};
+  const converters = custom?.dataConverter?.payloadConverterPath ?? custom?.dataConverter?.failureConverterPath;
+  if (
+    custom?.plugins ||
+    custom?.bundlerOptions ||
+    custom?.workflowsPath ||
+    custom?.interceptors?.workflowModules ||
+    converters
+  )
     return { workflowsPath: bundle.workflowsPath, bundlerOptions: { preloadModules: bundle.preloadModules } };
   const configured: BundleOptions = options.tracing?.plugin.configureBundler?.(bundle) ?? bundle;
   const started = Date.now();
@@ -165,6 +173,8 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
         `no agent routes a tool to task queue '${config.taskQueue}': name it in defineTool({ taskQueue }) or an agent's tool_task_queues`,
       );
   }
+  // Before anything listens: a bundle that fails leaves nothing open behind it.
+  const workflows = options.toolsOnly ? {} : await workflowCode(options);
   const namespace = options.workerOptions?.namespace ?? config.namespace;
   const check = () => ensureSearchAttributes(options.connection, namespace, Runtime.instance().logger);
   const searchAttributes =
@@ -212,7 +222,6 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     ...(config.payloadStorage.kind !== 'off' ? { payloadThresholdBytes: config.payloadStorage.thresholdBytes } : {}),
     searchAttributes: searchAttributesNow,
   });
-  const workflows = options.toolsOnly ? {} : await workflowCode(options);
   const worker = await Worker.create({
     connection: options.connection,
     namespace: config.namespace,

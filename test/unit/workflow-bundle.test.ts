@@ -1,7 +1,7 @@
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bundleInChildProcess } from '../../src/worker/bundle';
+import { bundleInChildProcess, childNodeOptions } from '../../src/worker/bundle';
 import { workflowBundleOptions } from '../../src/worker/create-worker';
 import { workflowBundle } from '../support/temporal';
 
@@ -40,5 +40,21 @@ describe('workflow bundle', () => {
     );
     expect(failure?.message).toMatch(/^could not bundle the workflows: .*no-such-workflows\.ts/);
     expect(failure?.message).not.toContain('\n');
+  });
+
+  it('gives the child this process’s loaders and memory options, not code to evaluate or a debugger', () => {
+    expect(
+      childNodeOptions([
+        '--import',
+        'tsx',
+        '-e',
+        'startWorker()',
+        '--max-old-space-size=4096',
+        '--inspect-brk=9229',
+        '--print=1',
+        '--conditions',
+        'node',
+      ]),
+    ).toEqual(['--import', 'tsx', '--max-old-space-size=4096', '--conditions', 'node']);
   });
 });
