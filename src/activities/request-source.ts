@@ -36,7 +36,10 @@ export class RequestCache {
   /** The run's held request, if it is the one with this digest (an attempt of the same call). */
   loaded(run: string, digest: string): LoadedRequest | undefined {
     const entry = this.held.get(run);
-    return entry?.digest === digest ? entry.loaded : undefined;
+    if (entry?.digest !== digest) return undefined;
+    this.held.delete(run);
+    this.held.set(run, entry);
+    return entry.loaded;
   }
 
   heldFor(run: string): HeldRequest | undefined {
@@ -49,10 +52,11 @@ export class RequestCache {
 
   hold(run: string, digest: string, held: HeldRequest, loaded: LoadedRequest): void {
     const previous = this.held.get(run);
-    if (previous) this.chars -= previous.held.text.length;
+    if (previous) this.chars -= size(previous);
     this.held.delete(run);
-    this.held.set(run, { held, digest, loaded });
-    this.chars += held.text.length;
+    const entry = { held, digest, loaded };
+    this.held.set(run, entry);
+    this.chars += size(entry);
     this.evict();
   }
 
@@ -89,10 +93,15 @@ export class RequestCache {
   private evict(): void {
     for (const [run, entry] of this.held) {
       if (this.chars <= this.maxChars || this.held.size === 1) return;
-      this.chars -= entry.held.text.length;
+      this.chars -= size(entry);
       this.held.delete(run);
     }
   }
+}
+
+/** An entry's text, and its messages again when they had to be parsed (a request of unknown layout). */
+function size(entry: { held: HeldRequest; loaded: LoadedRequest }): number {
+  return entry.held.text.length + (entry.loaded.text === undefined ? entry.loaded.chars : 0);
 }
 
 /**

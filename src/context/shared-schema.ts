@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * One instance of each module-level zod schema per worker thread, instead of one per run, and a schema
  * the SDK's freeze leaves alone.
@@ -18,7 +20,7 @@ const schemas = new Map<string, unknown>();
 export function sharedSchema<T>(key: string, build: () => T): T {
   if (schemas.has(key)) return schemas.get(key) as T;
   const schema = build();
-  if (typeof schema === 'object' && schema !== null) shieldFromFreeze(schema);
+  if (schema instanceof z.ZodType) shieldFromFreeze(schema);
   schemas.set(key, schema);
   return schema;
 }

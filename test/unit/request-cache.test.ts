@@ -63,6 +63,15 @@ describe('the LLM activity cache', () => {
     expect(cache.loaded('a', 'd2')?.text).toBe('second');
     expect(cache.loaded('b', 'd2')).toBeUndefined();
   });
+
+  it('counts a request it had to parse twice: its text and its parsed messages', () => {
+    const cache = new RequestCache(100);
+    cache.hold('parsed', 'd', held('p'.repeat(40)), { ...loaded('p'.repeat(40)), text: undefined });
+    hold(cache, 'b', 'b'.repeat(30));
+    // 80 + 30 is over the bound: the parsed one, held longest ago, goes.
+    expect(cache.heldFor('parsed')).toBeUndefined();
+    expect(cache.heldFor('b')).toBeDefined();
+  });
 });
 
 describe('the next request, predicted from the last one', () => {
