@@ -20,6 +20,13 @@ export function runKey(execution: { workflowId: string; runId: string }): string
   return `${execution.workflowId}/${execution.runId}`;
 }
 
+/** A run's last request: its text and hash state, the digest it was loaded for, and what was sent. */
+interface HeldEntry {
+  held: HeldRequest;
+  digest: string;
+  loaded: LoadedRequest;
+}
+
 /**
  * What the LLM activity keeps between calls: each run's last request, bounded in characters. A retried
  * attempt of the same call sends it again without a query; the next call reads only what follows its
@@ -27,7 +34,7 @@ export function runKey(execution: { workflowId: string; runId: string }): string
  * transcript. One entry per run: older requests of a run are never sent again.
  */
 export class RequestCache {
-  private readonly held = new Map<string, { held: HeldRequest; digest: string; loaded: LoadedRequest }>();
+  private readonly held = new Map<string, HeldEntry>();
   /** Per run: what this worker's activities returned since its held request (a reply, then results). */
   private readonly since = new Map<string, Mutation[]>();
   private chars = 0;
@@ -36,18 +43,19 @@ export class RequestCache {
   /** The run's held request, if it is the one with this digest (an attempt of the same call). */
   loaded(run: string, digest: string): LoadedRequest | undefined {
     const entry = this.held.get(run);
-    if (entry?.digest !== digest) return undefined;
-    this.held.delete(run);
-    this.held.set(run, entry);
-    return entry.loaded;
+    return entry?.digest === digest ? this.touch(run, entry).loaded : undefined;
   }
 
   heldFor(run: string): HeldRequest | undefined {
     const entry = this.held.get(run);
-    if (!entry) return undefined;
+    return entry ? this.touch(run, entry).held : undefined;
+  }
+
+  /** The entry, now the run held most recently (eviction goes by least recent use). */
+  private touch(run: string, entry: HeldEntry): HeldEntry {
     this.held.delete(run);
     this.held.set(run, entry);
-    return entry.held;
+    return entry;
   }
 
   hold(run: string, digest: string, held: HeldRequest, loaded: LoadedRequest): void {
@@ -100,7 +108,7 @@ export class RequestCache {
 }
 
 /** An entry's text, and its messages again when they had to be parsed (a request of unknown layout). */
-function size(entry: { held: HeldRequest; loaded: LoadedRequest }): number {
+function size(entry: HeldEntry): number {
   return entry.held.text.length + (entry.loaded.text === undefined ? entry.loaded.chars : 0);
 }
 

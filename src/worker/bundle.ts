@@ -1,7 +1,6 @@
 import { fork } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { BundleOptions } from '@temporalio/worker';
+import { sourceFile } from './source-file';
 
 /** What a child process can be sent: the bundle options that are data (paths), no hooks or plugins. */
 export type BundleRequest = Pick<
@@ -16,11 +15,10 @@ export type BundleRequest = Pick<
  * process's Node options, so under tsx it loads the TypeScript sources as this process does.
  */
 export async function bundleInChildProcess(request: BundleRequest): Promise<{ code: string }> {
-  const source = join(__dirname, 'bundle-entry.ts');
-  const entry = existsSync(source) ? source : join(__dirname, 'bundle-entry.js');
+  const entry = sourceFile('worker', 'bundle-entry');
   // The sources run through tsx: a process that registered it in code (bin/patchloop.js in a checkout)
   // has no Node option that says so.
-  const tsx = entry === source && !process.execArgv.some((option) => option.includes('tsx'));
+  const tsx = entry.endsWith('.ts') && !process.execArgv.some((option) => option.includes('tsx'));
   const child = fork(entry, [], {
     execArgv: [...childNodeOptions(process.execArgv), ...(tsx ? ['--require', require.resolve('tsx/cjs')] : [])],
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],

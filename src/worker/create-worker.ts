@@ -1,9 +1,8 @@
 import { type BundleOptions, type NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
-import { existsSync } from 'node:fs';
 import { getHeapStatistics } from 'node:v8';
-import { join } from 'node:path';
 import { createActivities, SecretRedactor } from '../activities';
 import { bundleInChildProcess } from './bundle';
+import { sourceFile } from './source-file';
 import { redactionInterceptor } from './redaction';
 import { ensureSearchAttributes } from './search-attributes';
 import type { Tracing } from './tracing';
@@ -60,12 +59,6 @@ export function workerRedactor(config: Pick<PatchloopConfig, 'openaiApiKey'>): S
 function withoutInterceptors(options: Partial<WorkerOptions> | undefined): Partial<WorkerOptions> {
   const { interceptors: _interceptors, ...rest } = options ?? {};
   return rest;
-}
-
-/** A module of this package, as source (tsx, tests) or compiled (dist). */
-function sourceFile(...path: string[]): string {
-  const source = `${join(__dirname, '..', ...path)}.ts`;
-  return existsSync(source) ? source : `${join(__dirname, '..', ...path)}.js`;
 }
 
 /** The workflows' entry file. */

@@ -1,0 +1,8 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** A module of this package by its path under `src`, as source (tsx, tests) or compiled (dist). */
+export function sourceFile(...path: string[]): string {
+  const source = `${join(__dirname, '..', ...path)}.ts`;
+  return existsSync(source) ? source : `${join(__dirname, '..', ...path)}.js`;
+}
