@@ -29,6 +29,7 @@ import {
 import type { AgentRegistry } from '../agents/registry';
 import { runKey, type RequestCache } from './request-source';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
+import { attemptSignal, raceAbort } from './attempt-signal';
 import { inGenAiSpan } from './gen-ai-spans';
 import type { SecretRedactor } from './redact';
 import { isRetryableToolError, retryDelayMs, type Tool } from '../tools/define-tool';
@@ -286,17 +287,17 @@ async function runTool(scope: CallScope, tool: Tool, args: unknown, argumentText
     emit: (eventName: string, data: JsonObject = {}) => scope.emit(eventName, data),
   };
   for (let attempt = 1; ; attempt += 1) {
-    const timeout = AbortSignal.timeout(timeoutSeconds * 1000);
-    const signal = AbortSignal.any([scope.batchSignal, timeout]);
+    const under = attemptSignal(scope.batchSignal, timeoutSeconds * 1000);
+    const { signal } = under;
     try {
       const value = await raceAbort(
         Promise.resolve().then(() => tool.execute(args, { ...context, signal })),
         signal,
-      );
+      ).finally(under.release);
       return await toolOutcome(scope, value, argumentText);
     } catch (error) {
       if (scope.batchSignal.aborted) return null;
-      if (timeout.aborted) {
+      if (under.timedOut()) {
         const message = `Tool '${call.name}' timed out after ${timeoutSeconds} s`;
         return callResult(scope, toolStepErrorContent(message), false, message);
       }
@@ -349,11 +350,6 @@ export function idempotencyKey(
   return input.run_chain_id
     ? `${workflowId}/${input.run_chain_id}/${input.iteration}/${call.id}`
     : `${workflowId}/${input.iteration}/${call.id}`;
-}
-
-/** Stops waiting for a tool that ignores its signal; its late result is dropped. */
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return Promise.race([promise, aborted(signal).then(() => Promise.reject(signal.reason))]);
 }
 
 function aborted(signal: AbortSignal): Promise<void> {

@@ -1,0 +1,55 @@
+/**
+ * The abort signal one tool attempt runs under, and a race against it that lets go when it settles.
+ *
+ * Why not `AbortSignal.any([batch, AbortSignal.timeout(ms)])`: Node keeps a composite or timeout signal
+ * that has an abort listener reachable from a global set until it aborts, so every call's signal, with
+ * the activity context and input its listeners close over, stayed in the worker's heap for the whole
+ * tool timeout (an hour for a tool declared so), after the call had long finished. A plain controller,
+ * released when the attempt settles, is garbage as soon as the tool lets go of it.
+ */
+export interface AttemptSignal {
+  signal: AbortSignal;
+  /** Whether the timeout, not the batch, aborted it. */
+  timedOut(): boolean;
+  /** Stops the timer and unhooks from the batch's signal; call once the attempt has settled. */
+  release(): void;
+}
+
+export function attemptSignal(batch: AbortSignal, timeoutMs: number): AttemptSignal {
+  const controller = new AbortController();
+  let timedOut = false;
+  const onBatchAbort = () => controller.abort(batch.reason);
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+  }, timeoutMs);
+  const release = () => {
+    clearTimeout(timer);
+    batch.removeEventListener('abort', onBatchAbort);
+  };
+  if (batch.aborted) controller.abort(batch.reason);
+  else batch.addEventListener('abort', onBatchAbort, { once: true });
+  return { signal: controller.signal, timedOut: () => timedOut, release };
+}
+
+/** The promise, or the signal's reason once it aborts first; the signal's listener goes when either settles. */
+export function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    promise.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
