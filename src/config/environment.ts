@@ -81,15 +81,32 @@ export interface WorkerTuning {
   maxCachedWorkflows?: number;
   maxConcurrentWorkflowTaskExecutions?: number;
   maxConcurrentActivityTaskExecutions?: number;
+  /**
+   * How far V8 lets each heap of the process grow past what its last full collection kept, in percent
+   * (`--heap-growing-percent`); 0 leaves it to V8. Process-wide: set only where asked for (the CLI
+   * worker sets 50, `WORKER_HEAP_GROWING_PERCENT`).
+   */
+  heapGrowingPercent?: number;
 }
 
-/** `PATCHLOOP_MAX_CACHED_WORKFLOWS`, `PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS`, `PATCHLOOP_MAX_CONCURRENT_ACTIVITIES`. */
+/**
+ * `PATCHLOOP_MAX_CACHED_WORKFLOWS`, `PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS`, `PATCHLOOP_MAX_CONCURRENT_ACTIVITIES`,
+ * `PATCHLOOP_HEAP_GROWING_PERCENT`.
+ */
 export function workerTuningFromEnvironment(env: NodeJS.ProcessEnv): WorkerTuning {
   const count = (name: string): number | undefined => {
     const text = env[name];
     if (text === undefined || text === '') return undefined;
     const value = Number(text);
     if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number from 1, not '${text}'`);
+    return value;
+  };
+  const percent = (name: string): number | undefined => {
+    const text = env[name];
+    if (text === undefined || text === '') return undefined;
+    const value = Number(text);
+    if (!Number.isInteger(value) || value < 0 || value > 1000)
+      throw new Error(`${name} must be a whole number from 0 to 1000, not '${text}'`);
     return value;
   };
   const tuning: WorkerTuning = {};
@@ -99,6 +116,8 @@ export function workerTuningFromEnvironment(env: NodeJS.ProcessEnv): WorkerTunin
   if (cached !== undefined) tuning.maxCachedWorkflows = cached;
   if (workflowTasks !== undefined) tuning.maxConcurrentWorkflowTaskExecutions = workflowTasks;
   if (activities !== undefined) tuning.maxConcurrentActivityTaskExecutions = activities;
+  const growing = percent('PATCHLOOP_HEAP_GROWING_PERCENT');
+  if (growing !== undefined) tuning.heapGrowingPercent = growing;
   return tuning;
 }
 

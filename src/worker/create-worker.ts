@@ -15,6 +15,7 @@ import type { Tool } from '../tools/define-tool';
 import type { LlmFunction } from '../functions/define-llm-function';
 import { exampleFunctions } from '../functions/examples';
 import type { PatchloopConfig, WorkerTuning } from '../config/environment';
+import { setHeapGrowingPercent } from './heap-growth';
 import type { RunEndedSummary } from '../common';
 import { ChunkHub } from '../streaming/chunk-hub';
 import { RedisChunkTransport } from '../streaming/redis-transport';
@@ -215,6 +216,9 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     ...(config.payloadStorage.kind !== 'off' ? { payloadThresholdBytes: config.payloadStorage.thresholdBytes } : {}),
     searchAttributes: searchAttributesNow,
   });
+  // Before the workflow threads start, though V8 reads it at every collection anyway.
+  const growing = config.workerTuning?.heapGrowingPercent;
+  if (growing !== undefined) setHeapGrowingPercent(growing);
   const worker = await Worker.create({
     connection: options.connection,
     namespace: config.namespace,

@@ -196,22 +196,34 @@ describe('CLI against a real dev server', () => {
     expect(worker.stderr).not.toMatch(/\n\s+at /);
   });
 
-  it('worker capacity comes from flags or PATCHLOOP_MAX_* variables, a derived cache bound otherwise; bad values are usage errors', async () => {
+  it('worker capacity and heap growth come from flags or PATCHLOOP_* variables, derived defaults otherwise; bad values are usage errors', async () => {
     world = await startWorld();
     const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: `tuned-${Date.now()}` };
-    const flagged = await startCliWorker(['--fake-model', '--max-cached-workflows', '7'], env);
+    const flagged = await startCliWorker(
+      ['--fake-model', '--max-cached-workflows', '7', '--heap-growing-percent', '0'],
+      env,
+    );
     await flagged.stop();
-    expect(flagged.output()).toContain('caches up to 7 runs');
-    const fromEnvironment = await startCliWorker(['--fake-model'], { ...env, PATCHLOOP_MAX_CACHED_WORKFLOWS: '9' });
+    expect(flagged.output()).toContain("caches up to 7 runs; heap growing at V8's own rate;");
+    const fromEnvironment = await startCliWorker(['--fake-model'], {
+      ...env,
+      PATCHLOOP_MAX_CACHED_WORKFLOWS: '9',
+      PATCHLOOP_HEAP_GROWING_PERCENT: '25',
+    });
     await fromEnvironment.stop();
-    expect(fromEnvironment.output()).toContain('caches up to 9 runs');
+    expect(fromEnvironment.output()).toContain('caches up to 9 runs; heap growing 25%;');
     const derived = await startCliWorker(['--fake-model'], env);
     await derived.stop();
-    expect(derived.output()).toMatch(/caches up to \d+ runs/);
+    expect(derived.output()).toMatch(/caches up to \d+ runs; heap growing 50%;/);
     const bad = await cli(['worker', '--fake-model', '--max-concurrent-activities', '0']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe(
       "error: --max-concurrent-activities (PATCHLOOP_MAX_CONCURRENT_ACTIVITIES) must be a whole number from 1, not '0'\n",
+    );
+    const badGrowth = await cli(['worker', '--fake-model', '--heap-growing-percent', '1001']);
+    expect(badGrowth.code).toBe(2);
+    expect(badGrowth.stderr).toBe(
+      "error: --heap-growing-percent (PATCHLOOP_HEAP_GROWING_PERCENT) must be a whole number from 0 to 1000, not '1001'\n",
     );
   });
 

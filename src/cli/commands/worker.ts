@@ -11,6 +11,7 @@ import {
   type PatchloopConfig,
 } from '../../config/environment';
 import { createPatchloopWorker, workerCapacity, workerRedactor } from '../../worker/create-worker';
+import { WORKER_HEAP_GROWING_PERCENT } from '../../worker/heap-growth';
 import { RedactingLogger } from '../../worker/redaction';
 import { tracingFromEnvironment } from '../../worker/tracing';
 import { assistantAgent, carefulAssistantAgent } from '../../agents/assistant';
@@ -24,7 +25,7 @@ import { parseCommand } from '../arguments';
 
 export const WORKER_SYNTAX = {
   usage:
-    'patchloop worker [--agents FILE.json] [--tools MODULE] [--fake-model] [--tools-only --task-queue QUEUE] [--max-cached-workflows N] [--max-concurrent-workflow-tasks N] [--max-concurrent-activities N] [--metrics-address HOST:PORT] [--verbose]',
+    'patchloop worker [--agents FILE.json] [--tools MODULE] [--fake-model] [--tools-only --task-queue QUEUE] [--max-cached-workflows N] [--max-concurrent-workflow-tasks N] [--max-concurrent-activities N] [--heap-growing-percent N] [--metrics-address HOST:PORT] [--verbose]',
   summary:
     "A worker serving the example agents (or the agents in FILE) until Ctrl-C, with the example tools and those MODULE exports (`export const tools = [defineTool(...), ...]`). It needs a provider (OPENAI_API_KEY or OPENAI_BASE_URL), or --fake-model for the offline scripted model the demo uses. With --tools-only it runs only the tool batches routed to QUEUE (defineTool({ taskQueue }) or an agent's tool_task_queues) and needs no provider.",
   options: {
@@ -35,6 +36,7 @@ export const WORKER_SYNTAX = {
     'max-cached-workflows': { type: 'string' },
     'max-concurrent-workflow-tasks': { type: 'string' },
     'max-concurrent-activities': { type: 'string' },
+    'heap-growing-percent': { type: 'string' },
     'metrics-address': { type: 'string' },
     'fake-model': { type: 'boolean' },
     verbose: { type: 'boolean' },
@@ -56,10 +58,13 @@ export async function workerCommand(args: string[], print: (line: string) => voi
       values['max-concurrent-workflow-tasks'] ?? process.env['PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS'],
     PATCHLOOP_MAX_CONCURRENT_ACTIVITIES:
       values['max-concurrent-activities'] ?? process.env['PATCHLOOP_MAX_CONCURRENT_ACTIVITIES'],
+    PATCHLOOP_HEAP_GROWING_PERCENT: values['heap-growing-percent'] ?? process.env['PATCHLOOP_HEAP_GROWING_PERCENT'],
   });
+  // This process is the worker's alone: its heaps grow less than V8's default lets them.
+  const heapGrowingPercent = tuning.heapGrowingPercent ?? WORKER_HEAP_GROWING_PERCENT;
   const environment = {
     ...base,
-    workerTuning: tuning,
+    workerTuning: { ...tuning, heapGrowingPercent },
     ...(values['task-queue'] ? { taskQueue: values['task-queue'] } : {}),
   };
   const toolsOnly = values['tools-only'] === true;
@@ -115,6 +120,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
       `worker polling task queue '${config.taskQueue}' on ${config.temporalAddress} (namespace ${config.namespace}); ` +
         `agents: ${agents.map((agent) => agent.name).join(', ')}; ` +
         `caches up to ${String(workerCapacity(tuning).maxCachedWorkflows)} runs; ` +
+        `heap growing ${heapGrowingPercent === 0 ? "at V8's own rate" : `${heapGrowingPercent}%`}; ` +
         (metricsAddress ? `metrics on http://${metricsAddress}/metrics; ` : '') +
         (toolsOnly
           ? 'tools only (no workflows, no model calls)'
@@ -146,6 +152,7 @@ const TUNING_FLAGS: Record<string, string> = {
   PATCHLOOP_MAX_CACHED_WORKFLOWS: '--max-cached-workflows',
   PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS: '--max-concurrent-workflow-tasks',
   PATCHLOOP_MAX_CONCURRENT_ACTIVITIES: '--max-concurrent-activities',
+  PATCHLOOP_HEAP_GROWING_PERCENT: '--heap-growing-percent',
 };
 
 /** The tuning, or a usage error naming both the flag and its variable. */
@@ -153,7 +160,7 @@ function tuningOrUsageError(env: NodeJS.ProcessEnv) {
   try {
     return workerTuningFromEnvironment(env);
   } catch (error) {
-    const message = (error as Error).message.replace(/^PATCHLOOP_MAX_\w+/, (name) => `${TUNING_FLAGS[name]} (${name})`);
+    const message = (error as Error).message.replace(/^PATCHLOOP_[A-Z_]+/, (name) => `${TUNING_FLAGS[name]} (${name})`);
     throw new CliError(message, 'UsageError');
   }
 }
