@@ -3,7 +3,8 @@
  * its memory is the worker's alone), each 5 tool iterations against a fake model that takes 300 ms per
  * call. For each C (BENCH_CONCURRENCY, default 100,500,1000), dev server (BENCH_SERVERS: `stock`, the
  * `embedded` default's settings, `memory` for those settings without SQLite; default stock,memory) and
- * worker settings (BENCH_SETTINGS: `default`, or `recommended` = RECOMMENDED_ARGS; default both): runs
+ * worker settings (BENCH_SETTINGS: `default`, `recommended` = RECOMMENDED_ARGS, `v8-heap` = the CLI's
+ * default but with V8's own heap growth, `--heap-growing-percent 0`; default all three): runs
  * per second, failures, the overhead per model call above the model's 300 ms (p50/p95), the worker's
  * peak RSS and heap, and from its Prometheus metrics the workflow cache's hits, misses (each a full
  * replay of the run's history, for a workflow task or a query) and forced evictions, side by side.
@@ -23,11 +24,15 @@ import { percentile, table } from './report';
 
 const LEVELS = (process.env['BENCH_CONCURRENCY'] ?? '100,500,1000').split(',').map(Number);
 const SERVERS = (process.env['BENCH_SERVERS'] ?? 'stock,memory').split(',') as Array<'stock' | 'embedded' | 'memory'>;
-const SETTINGS = (process.env['BENCH_SETTINGS'] ?? 'default,recommended').split(',') as Array<
-  'default' | 'recommended'
->;
+type Settings = 'default' | 'recommended' | 'v8-heap';
+const SETTINGS = (process.env['BENCH_SETTINGS'] ?? 'default,recommended,v8-heap').split(',') as Settings[];
 /** Where memory matters more than the replays of evicted runs: a cache of 250 runs. */
 const RECOMMENDED_ARGS = ['--max-cached-workflows', '250'];
+const SETTINGS_ARGS: Record<Settings, string[]> = {
+  default: [],
+  recommended: RECOMMENDED_ARGS,
+  'v8-heap': ['--heap-growing-percent', '0'],
+};
 const ITERATIONS = 5;
 const MODEL_MS = 300;
 
@@ -65,7 +70,7 @@ async function scrape(url: string): Promise<Map<string, number>> {
 async function level(
   concurrency: number,
   server: 'stock' | 'embedded' | 'memory',
-  settings: 'default' | 'recommended',
+  settings: Settings,
 ): Promise<string[]> {
   const dev = await startDevServer({
     port: await freePort(),
@@ -83,7 +88,7 @@ async function level(
     taskQueue,
     modelUrl: fake.url,
     agents: [{ name: 'assistant', instructions: 'Add.', tools: ['add'] }],
-    args: ['--metrics-address', metricsAddress, ...(settings === 'recommended' ? RECOMMENDED_ARGS : [])],
+    args: ['--metrics-address', metricsAddress, ...SETTINGS_ARGS[settings]],
   });
   const client = PatchloopClient.on(await Connection.connect({ address: dev.address }), {
     ...configFromEnvironment({}),
