@@ -94,29 +94,24 @@ export interface WorkerTuning {
  * `PATCHLOOP_HEAP_GROWING_PERCENT`.
  */
 export function workerTuningFromEnvironment(env: NodeJS.ProcessEnv): WorkerTuning {
-  const count = (name: string): number | undefined => {
+  const wholeNumber = (name: string, min: number, max?: number): number | undefined => {
     const text = env[name];
     if (text === undefined || text === '') return undefined;
     const value = Number(text);
-    if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number from 1, not '${text}'`);
-    return value;
-  };
-  const percent = (name: string): number | undefined => {
-    const text = env[name];
-    if (text === undefined || text === '') return undefined;
-    const value = Number(text);
-    if (!Number.isInteger(value) || value < 0 || value > 1000)
-      throw new Error(`${name} must be a whole number from 0 to 1000, not '${text}'`);
+    if (!Number.isInteger(value) || value < min || (max !== undefined && value > max))
+      throw new Error(
+        `${name} must be a whole number from ${min}${max !== undefined ? ` to ${max}` : ''}, not '${text}'`,
+      );
     return value;
   };
   const tuning: WorkerTuning = {};
-  const cached = count('PATCHLOOP_MAX_CACHED_WORKFLOWS');
-  const workflowTasks = count('PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS');
-  const activities = count('PATCHLOOP_MAX_CONCURRENT_ACTIVITIES');
+  const cached = wholeNumber('PATCHLOOP_MAX_CACHED_WORKFLOWS', 1);
+  const workflowTasks = wholeNumber('PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS', 1);
+  const activities = wholeNumber('PATCHLOOP_MAX_CONCURRENT_ACTIVITIES', 1);
   if (cached !== undefined) tuning.maxCachedWorkflows = cached;
   if (workflowTasks !== undefined) tuning.maxConcurrentWorkflowTaskExecutions = workflowTasks;
   if (activities !== undefined) tuning.maxConcurrentActivityTaskExecutions = activities;
-  const growing = percent('PATCHLOOP_HEAP_GROWING_PERCENT');
+  const growing = wholeNumber('PATCHLOOP_HEAP_GROWING_PERCENT', 0, 1000);
   if (growing !== undefined) tuning.heapGrowingPercent = growing;
   return tuning;
 }
