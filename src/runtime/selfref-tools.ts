@@ -10,6 +10,7 @@ import {
   type SummaryPayload,
 } from '../context';
 import type { ToolDescriptor } from './agent';
+import { sharedSchema } from '../context/shared-schema';
 import { providerJsonSchema } from './json-schemas';
 
 /**
@@ -113,7 +114,8 @@ export function forkMessage(args: JsonObject): string {
   return message;
 }
 
-const summaryFields = {
+// Module-level schemas come from the shared registry: one instance per worker thread, not per run.
+const summaryFields = sharedSchema('runtime/selfref-tools#summaryFields', () => ({
   goal: z.string().describe('What the whole task is for.'),
   instruction: z.string().describe('How the user wants it done.'),
   discoveries: z.array(z.string()).describe('Facts learned so far that later work needs.'),
@@ -122,7 +124,7 @@ const summaryFields = {
   likely_next_work: z.array(z.string()).describe('What probably comes next.'),
   relevant_files_directories: z.array(z.string()).describe('Paths that matter.'),
   remember: z.array(z.string()).optional().describe('Durable experiences to keep in the system prompt.'),
-};
+}));
 
 function descriptor(name: string, description: string, parameters: z.ZodType, bestPractices: string[]): ToolDescriptor {
   return { name, description, parameters: providerJsonSchema(parameters), best_practices: bestPractices };

@@ -1,12 +1,9 @@
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import type { BundleOptions } from '@temporalio/worker';
 import { sourceFile } from './source-file';
 
 /** What a child process can be sent: the bundle options that are data (paths), no hooks or plugins. */
-export type BundleRequest = Pick<
-  BundleOptions,
-  'workflowsPath' | 'preloadModules' | 'workflowInterceptorModules' | 'ignoreModules'
->;
+export type BundleRequest = Pick<BundleOptions, 'workflowsPath' | 'preloadModules' | 'workflowInterceptorModules'>;
 
 /**
  * Builds the workflow bundle in a child process and returns its code. Bundling in the worker itself
@@ -15,14 +12,7 @@ export type BundleRequest = Pick<
  * process's Node options, so under tsx it loads the TypeScript sources as this process does.
  */
 export async function bundleInChildProcess(request: BundleRequest): Promise<{ code: string }> {
-  const entry = sourceFile('worker', 'bundle-entry');
-  // The sources run through tsx: a process that registered it in code (bin/patchloop.js in a checkout)
-  // has no Node option that says so.
-  const tsx = entry.endsWith('.ts') && !process.execArgv.some((option) => option.includes('tsx'));
-  const child = fork(entry, [], {
-    execArgv: [...childNodeOptions(process.execArgv), ...(tsx ? ['--require', require.resolve('tsx/cjs')] : [])],
-    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-  });
+  const child = forkBundler();
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString('utf8')).slice(-4096);
@@ -58,8 +48,22 @@ export async function bundleInChildProcess(request: BundleRequest): Promise<{ co
   });
 }
 
+/** The bundling child, waiting for its request on the IPC channel; its stderr piped. */
+export function forkBundler(): ChildProcess {
+  const entry = sourceFile('worker', 'bundle-entry');
+  // The sources run through tsx: a process that registered it in code (bin/patchloop.js in a checkout)
+  // has no Node option that says so.
+  const tsx = entry.endsWith('.ts') && !process.execArgv.some((option) => option.includes('tsx'));
+  return fork(entry, [], {
+    execArgv: [...childNodeOptions(process.execArgv), ...(tsx ? ['--require', require.resolve('tsx/cjs')] : [])],
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
+}
+
 /** Bundling takes seconds; a child that hangs (a debugger flag it should not have had) is killed. */
 const BUNDLE_TIMEOUT_MS = 5 * 60 * 1000;
+/** The exit code of a bundling child whose parent went away before it answered. */
+export const PARENT_GONE_EXIT_CODE = 3;
 
 /**
  * This process's Node options the child keeps: loaders, conditions, memory. Not code to evaluate

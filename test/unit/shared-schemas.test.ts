@@ -25,6 +25,9 @@ describe('schemas shared by the runs of a worker thread', () => {
       const text = readFileSync(file, 'utf8');
       // A module-level schema built directly would be built again by every run of the workflow bundle.
       expect(text, relative(sourceRoot, file)).not.toMatch(/^(export )?const \w+(: [^=]+)? = z\./m);
+      // Nor schemas inside a module-level object or array literal (fields spread into a z.object later).
+      for (const [literal] of text.matchAll(/^(?:export )?const \w+[^=\n]*= [{[]\n[\s\S]*?^[}\]]/gm))
+        expect(literal, relative(sourceRoot, file)).not.toMatch(/\bz\.\w+\(/);
       const name = relative(sourceRoot, file).replace(/\.ts$/, '');
       for (const [, constant, key] of text.matchAll(/const (\w+)[^=]*= sharedSchema\(\s*'([^']+)'/g)) {
         expect(key).toBe(`${name}#${constant}`);

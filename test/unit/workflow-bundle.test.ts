@@ -1,7 +1,8 @@
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bundleInChildProcess, childNodeOptions } from '../../src/worker/bundle';
+import { once } from 'node:events';
+import { bundleInChildProcess, childNodeOptions, forkBundler, PARENT_GONE_EXIT_CODE } from '../../src/worker/bundle';
 import { workflowBundleOptions } from '../../src/worker/create-worker';
 import { workflowBundle } from '../support/temporal';
 
@@ -40,6 +41,16 @@ describe('workflow bundle', () => {
     );
     expect(failure?.message).toMatch(/^could not bundle the workflows: .*no-such-workflows\.ts/);
     expect(failure?.message).not.toContain('\n');
+  });
+
+  it('stops building when its parent goes away before the bundle is built', async () => {
+    const child = forkBundler();
+    const exited = once(child, 'exit');
+    child.send(workflowBundleOptions());
+    // What the child sees when its parent dies or is killed alone: the IPC channel closes.
+    child.disconnect();
+    const [code] = (await exited) as [number | null];
+    expect(code).toBe(PARENT_GONE_EXIT_CODE);
   });
 
   it('gives the child this process’s loaders and memory options, not code to evaluate or a debugger', () => {
