@@ -27,6 +27,39 @@ export function repeatedCalls(effects: readonly SideEffect[]): { finished: numbe
   return { finished: count('end'), started: count('start') };
 }
 
+/** A worker process stopped by the test (SIGKILL or SIGTERM), and when the signal was sent. */
+export interface WorkerDeath {
+  worker: string;
+  at: number;
+}
+
+/**
+ * Finished calls that ran again, split by cause. A call's checkpoint reaches the server within the
+ * heartbeat throttle (0.25 s) of its end, so a call that finished less than `windowMs` before its
+ * worker was stopped may run again (the documented at-least-once window, same idempotency key); any
+ * other repeat is a finished call the checkpoint failed to keep.
+ */
+export function finishedRepeats(
+  effects: readonly SideEffect[],
+  deaths: readonly WorkerDeath[],
+  windowMs: number,
+): { inWindow: number; outside: number } {
+  const ends = new Map<string, SideEffect[]>();
+  for (const effect of effects)
+    if (effect.phase === 'end') ends.set(effect.key, [...(ends.get(effect.key) ?? []), effect]);
+  let inWindow = 0;
+  let outside = 0;
+  for (const [, [first, ...again]] of ends) {
+    if (!first || again.length === 0) continue;
+    const stoppedSoonAfter = deaths.some(
+      (death) => death.worker === first.worker && death.at >= first.at && death.at - first.at <= windowMs,
+    );
+    if (stoppedSoonAfter) inWindow += 1;
+    else outside += 1;
+  }
+  return { inWindow, outside };
+}
+
 export async function startSideEffectServer(): Promise<{
   url: string;
   effects: SideEffect[];
