@@ -23,7 +23,7 @@ import { configFromEnvironment } from '../../src/config/environment';
 import { freePort } from '../../src/worker/free-port';
 import { startDevServer, type DevServer } from '../../src/worker/temporal-cli';
 import { repositoryRoot } from '../support/reference';
-import { finishedRepeats, repeatedCalls, startSideEffectServer, type WorkerDeath } from '../support/side-effects';
+import { finishedRepeats, restartedCalls, startSideEffectServer, type WorkerDeath } from '../support/side-effects';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 
 /**
@@ -485,6 +485,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   await server.stop();
   await sideEffects.close();
   rmSync(folder, { recursive: true, force: true });
+  const repeats = finishedRepeats(sideEffects.effects, deaths, CHECKPOINT_WINDOW_MS);
   const report: Omit<ChaosReport, 'table'> = {
     runs: checks,
     providerFaults: model.faults,
@@ -498,10 +499,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     aborts: counts.aborts,
     sideEffects: {
       calls: new Set(sideEffects.effects.map((effect) => effect.key)).size,
-      started: repeatedCalls(sideEffects.effects).started,
-      ...(({ inWindow, outside }) => ({ finished: outside, finishedInWindow: inWindow }))(
-        finishedRepeats(sideEffects.effects, deaths, CHECKPOINT_WINDOW_MS),
-      ),
+      finished: repeats.outside,
+      finishedInWindow: repeats.inWindow,
+      started: restartedCalls(sideEffects.effects),
     },
     durationMs: Date.now() - started,
   };

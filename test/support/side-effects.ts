@@ -12,19 +12,11 @@ export interface SideEffect {
   at: number;
 }
 
-/**
- * A service outside the worker that tools call to perform side effects, so a test counts what really
- * happened across worker crashes: `POST /effect {label, key}` records one; `POST /attempt {key}` counts
- * attempts of one call and answers how many so far.
- */
-/** Calls that finished more than once (two `end`s for one key), and calls that started more than once. */
-export function repeatedCalls(effects: readonly SideEffect[]): { finished: number; started: number } {
-  const count = (phase: SideEffect['phase']) => {
-    const seen = new Map<string, number>();
-    for (const effect of effects) if (effect.phase === phase) seen.set(effect.key, (seen.get(effect.key) ?? 0) + 1);
-    return [...seen.values()].filter((times) => times > 1).length;
-  };
-  return { finished: count('end'), started: count('start') };
+/** Calls that started more than once (calls in flight at a kill may; finished ones: finishedRepeats). */
+export function restartedCalls(effects: readonly SideEffect[]): number {
+  const starts = new Map<string, number>();
+  for (const effect of effects) if (effect.phase === 'start') starts.set(effect.key, (starts.get(effect.key) ?? 0) + 1);
+  return [...starts.values()].filter((times) => times > 1).length;
 }
 
 /** A worker process stopped by the test (SIGKILL or SIGTERM), and when the signal was sent. */
@@ -60,6 +52,11 @@ export function finishedRepeats(
   return { inWindow, outside };
 }
 
+/**
+ * A service outside the worker that tools call to perform side effects, so a test counts what really
+ * happened across worker crashes: `POST /effect {label, key}` records one; `POST /attempt {key}` counts
+ * attempts of one call and answers how many so far.
+ */
 export async function startSideEffectServer(): Promise<{
   url: string;
   effects: SideEffect[];
