@@ -6,6 +6,19 @@ import { builtinModules } from 'node:module';
 
 // Code that workflows import must stay deterministic and bundle into the workflow sandbox:
 // no Node built-ins, no I/O clients, no clock, no randomness.
+// Failure types come from one catalogue (src/common/failure-types.ts): no failure built from a loose
+// string, no retry policy naming one.
+const failureRestrictions = [
+  {
+    selector:
+      "CallExpression[callee.object.name='ApplicationFailure'][callee.property.name=/^(create|nonRetryable|retryable)$/]",
+    message: 'Build failures with failure(FailureType.X, ...) (or carriedFailure) from src/common/failure-types.ts.',
+  },
+  {
+    selector: "Property[key.name='nonRetryableErrorTypes'] > ArrayExpression > Literal",
+    message: 'Name failure types as FailureType.X from src/common/failure-types.ts.',
+  },
+];
 const nodeBuiltins = builtinModules.flatMap((name) => [name, `node:${name}`]);
 const pureRestrictions = {
   '@typescript-eslint/no-restricted-imports': [
@@ -58,6 +71,7 @@ const pureRestrictions = {
   'no-restricted-syntax': [
     'error',
     { selector: "NewExpression[callee.name='Date']", message: 'No clock in pure code.' },
+    ...failureRestrictions,
   ],
 };
 
@@ -72,11 +86,11 @@ const layers = {
   workflows: ['common', 'runtime', 'context'],
   tools: ['runtime', 'context'],
   functions: ['runtime', 'context'],
-  agents: ['tools', 'functions', 'runtime', 'context'],
+  agents: ['tools', 'functions', 'common', 'runtime', 'context'],
   streaming: ['storage', 'config', 'runtime', 'context'],
   'fake-model': [],
   config: [],
-  storage: ['config'],
+  storage: ['config', 'common', 'runtime', 'context'],
   activities: ['agents', 'tools', 'functions', 'streaming', 'common', 'runtime', 'context'],
   client: ['functions', 'streaming', 'storage', 'config', 'common', 'runtime', 'context'],
   worker: [
@@ -143,6 +157,11 @@ export default tseslint.config(
       'import-x/no-restricted-paths': ['error', { zones: layerZones }],
     },
   },
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/common/failure-types.ts', 'src/activities/redact.ts'],
+    rules: { 'no-restricted-syntax': ['error', ...failureRestrictions] },
+  },
   // Tests use Python's line-boundary control characters on purpose.
   { files: ['test/**/*.ts'], rules: { 'no-control-regex': 'off' } },
   { files: ['src/context/**/*.ts', 'src/runtime/**/*.ts'], rules: pureRestrictions },
@@ -155,7 +174,7 @@ export default tseslint.config(
         'error',
         { object: 'Math', property: 'random', message: 'Use uuid4() from @temporalio/workflow.' },
       ],
-      'no-restricted-syntax': 'off',
+      'no-restricted-syntax': ['error', ...failureRestrictions],
     },
   },
   {

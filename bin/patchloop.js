@@ -9,6 +9,10 @@ const compiled = join(root, 'dist', 'src', 'cli', 'cli.js');
 if (existsSync(compiled) && !existsSync(join(root, '.git'))) {
   require(compiled);
 } else {
-  require('tsx/cjs');
-  require(join(root, 'src', 'cli', 'cli.ts'));
+  // Both module systems: the CLI loads its commands with import(), and tool modules may be TypeScript.
+  import('tsx/esm/api').then(({ register }) => {
+    register();
+    require('tsx/cjs');
+    require(join(root, 'src', 'cli', 'cli.ts'));
+  });
 }

@@ -20,6 +20,7 @@ import { inGenAiSpan } from './gen-ai-spans';
 import { classifyProviderError, incompleteReply } from './provider-errors';
 import { loadRequest, runKey, type LoadedRequest, type RequestCache } from './request-source';
 import { StreamAccumulator, type ArgumentsDelta, type StreamChunk } from './stream-accumulator';
+import { failure, FailureType } from '../common';
 
 export interface ProviderSettings {
   baseURL?: string;
@@ -155,7 +156,7 @@ async function loadCompiledRequest(input: LlmPhaseInput, cache: RequestCache): P
     // The workflow did not hand out its request (evicted and replaying too slowly, no worker up).
     if (error instanceof ApplicationFailure) throw error;
     const message = `could not load the compiled request: ${(error as Error).message}`;
-    throw ApplicationFailure.create({ type: 'RequestUnavailable', message });
+    throw failure(FailureType.RequestUnavailable, message, { retryable: true });
   }
 }
 

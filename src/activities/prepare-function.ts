@@ -1,7 +1,7 @@
-import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import type { AgentRegistry } from '../agents/registry';
 import { AgentSpec, type LlmFunctionInput, type PreparedFunction } from '../runtime';
+import { failure, FailureType } from '../common';
 
 /**
  * Resolves a typed LLM function for workflow `llmFunction`: checks the arguments with the function's
@@ -13,9 +13,9 @@ export function createPrepareFunction(registry: AgentRegistry, defaultModel: str
     const fn = registry.llmFunction(input.function);
     const parsed = fn.definition.input.safeParse(input.args);
     if (!parsed.success) {
-      throw ApplicationFailure.nonRetryable(
+      throw failure(
+        FailureType.InvalidFunctionArgs,
         `invalid arguments for function '${fn.name}': ${z.prettifyError(parsed.error)}`,
-        'InvalidFunctionArgs',
       );
     }
     const tools = fn.definition.tools ?? [];

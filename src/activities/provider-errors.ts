@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
+import { carriedFailure, failure, FailureType } from '../common';
 
 /**
  * Classifies provider failures once, at the activity edge. Unavailability (429, 5xx, 408, 409, network
@@ -14,21 +15,18 @@ export function classifyProviderError(error: unknown): ApplicationFailure {
   if (error instanceof OpenAI.APIError) return classifyStreamedError(error);
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof SyntaxError)
-    return ApplicationFailure.create({
-      type: 'ProviderMalformedReply',
-      message: `the provider sent data that is not JSON: ${message}`,
+    return failure(FailureType.ProviderMalformedReply, `the provider sent data that is not JSON: ${message}`, {
+      retryable: true,
     });
-  return ApplicationFailure.create({
-    type: 'ProviderUnavailable',
-    message: `provider unreachable or the connection broke: ${message}`,
+  return failure(FailureType.ProviderUnavailable, `provider unreachable or the connection broke: ${message}`, {
+    retryable: true,
   });
 }
 
 /** A reply that ended before it was complete; retried like any unavailability. */
 export function incompleteReply(what: string): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: 'ProviderStreamIncomplete',
-    message: `the provider's reply is incomplete: ${what}`,
+  return failure(FailureType.ProviderStreamIncomplete, `the provider's reply is incomplete: ${what}`, {
+    retryable: true,
   });
 }
 
@@ -41,86 +39,71 @@ function classifyStreamedError(error: InstanceType<typeof OpenAI.APIError>): App
   const kind = `${String(body.code ?? error.code ?? '')} ${String(body.type ?? error.type ?? '')}`;
   const detail = providerMessage(error);
   if (isQuotaExhausted(error))
-    return ApplicationFailure.nonRetryable(
-      `the provider account has no quota left: ${detail}`,
-      'ProviderQuotaExceeded',
-    );
+    return failure(FailureType.ProviderQuotaExceeded, `the provider account has no quota left: ${detail}`);
   if (/context_length_exceeded/.test(kind))
-    return ApplicationFailure.nonRetryable(
-      `the request is longer than the model's context: ${detail}`,
-      'ContextTooLong',
-    );
+    return failure(FailureType.ContextTooLong, `the request is longer than the model's context: ${detail}`);
   if (/invalid_api_key|authentication|permission/.test(kind))
-    return ApplicationFailure.nonRetryable(`provider refused the credentials: ${detail}`, 'ProviderAuthFailed');
+    return failure(FailureType.ProviderAuthFailed, `provider refused the credentials: ${detail}`);
   if (/invalid_request|content_filter|content_policy/.test(kind))
-    return ApplicationFailure.nonRetryable(`provider rejected the request: ${detail}`, 'ProviderRejected');
-  return ApplicationFailure.create({ type: 'ProviderUnavailable', message: `provider error in the stream: ${detail}` });
+    return failure(FailureType.ProviderRejected, `provider rejected the request: ${detail}`);
+  return failure(FailureType.ProviderUnavailable, `provider error in the stream: ${detail}`, { retryable: true });
 }
 
 function classifyStatus(error: InstanceType<typeof OpenAI.APIError>): ApplicationFailure {
   const status = error.status!;
   const detail = providerMessage(error);
   if (status === 429 && isQuotaExhausted(error)) {
-    return ApplicationFailure.nonRetryable(
+    return failure(
+      FailureType.ProviderQuotaExceeded,
       `the provider account has no quota left (429 insufficient_quota): ${detail}. Check the plan and billing of the key.`,
-      'ProviderQuotaExceeded',
     );
   }
   if (status === 429) {
     const delay = retryAfterMs(error.headers);
-    return ApplicationFailure.create({
-      type: 'ProviderRateLimited',
-      message: `provider rate limit (429): ${detail}`,
-      ...(delay !== undefined ? { nextRetryDelay: delay } : {}),
+    return failure(FailureType.ProviderRateLimited, `provider rate limit (429): ${detail}`, {
+      retryable: true,
+      nextRetryDelay: delay,
     });
   }
   if (status >= 500 || status === 408 || status === 409) {
     const delay = retryAfterMs(error.headers);
-    return ApplicationFailure.create({
-      type: 'ProviderUnavailable',
-      message: `provider error (${status}): ${detail}`,
-      ...(delay !== undefined ? { nextRetryDelay: delay } : {}),
+    return failure(FailureType.ProviderUnavailable, `provider error (${status}): ${detail}`, {
+      retryable: true,
+      nextRetryDelay: delay,
     });
   }
   if (status === 401 || status === 403) {
-    return ApplicationFailure.nonRetryable(
+    return failure(
+      FailureType.ProviderAuthFailed,
       `provider refused the credentials (${status}): ${detail}. Check OPENAI_API_KEY and OPENAI_BASE_URL.`,
-      'ProviderAuthFailed',
     );
   }
   if (status === 400 && (error.code === 'context_length_exceeded' || /context length|maximum context/i.test(detail))) {
-    return ApplicationFailure.nonRetryable(
-      `the request is longer than the model's context (400): ${detail}`,
-      'ContextTooLong',
-    );
+    return failure(FailureType.ContextTooLong, `the request is longer than the model's context (400): ${detail}`);
   }
   const hint =
     status === 404 ? " Check the model name (PATCHLOOP_MODEL or the agent's model) and OPENAI_BASE_URL." : '';
-  return ApplicationFailure.nonRetryable(
-    `provider rejected the request (${status}): ${detail}.${hint}`,
-    'ProviderRejected',
-  );
+  return failure(FailureType.ProviderRejected, `provider rejected the request (${status}): ${detail}.${hint}`);
 }
 
 /** `x-should-retry: true|false` is the provider's own verdict, as the openai client itself honours it. */
-function withRetryHint(failure: ApplicationFailure, headers: Headers | undefined): ApplicationFailure {
+function withRetryHint(classified: ApplicationFailure, headers: Headers | undefined): ApplicationFailure {
   const hint = headers?.get('x-should-retry');
-  if (hint === 'false' && !failure.nonRetryable) {
-    return ApplicationFailure.nonRetryable(
-      `${failure.message} (the provider said not to retry: x-should-retry: false)`,
-      failure.type ?? undefined,
+  if (hint === 'false' && !classified.nonRetryable) {
+    return carriedFailure(
+      classified.type,
+      `${classified.message} (the provider said not to retry: x-should-retry: false)`,
     );
   }
-  if (hint === 'true' && failure.nonRetryable && failure.type !== 'ProviderQuotaExceeded') {
+  if (hint === 'true' && classified.nonRetryable && classified.type !== FailureType.ProviderQuotaExceeded) {
     // Typed as unavailability: the workflow's retry policy never retries the rejection types.
     const delay = retryAfterMs(headers);
-    return ApplicationFailure.create({
-      type: 'ProviderUnavailable',
-      message: `${failure.message} (retried: x-should-retry: true)`,
-      ...(delay !== undefined ? { nextRetryDelay: delay } : {}),
+    return failure(FailureType.ProviderUnavailable, `${classified.message} (retried: x-should-retry: true)`, {
+      retryable: true,
+      nextRetryDelay: delay,
     });
   }
-  return failure;
+  return classified;
 }
 
 function isQuotaExhausted(error: InstanceType<typeof OpenAI.APIError>): boolean {

@@ -1,10 +1,9 @@
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import type { WorkflowHandle } from '@temporalio/client';
 import { createHash, type Hash } from 'node:crypto';
 import { applyMutations, type Mutation } from '../context';
 import { requestFields, type LlmPhaseInput, type LlmRequest } from '../runtime';
-import { compiledRequestQuery } from '../common';
+import { compiledRequestQuery, failure, FailureType } from '../common';
 
 /** The last request read for a workflow run, with the hash state at the end of its stable prefix. */
 export interface HeldRequest {
@@ -123,7 +122,7 @@ export async function loadRequest(input: LlmPhaseInput, cache: RequestCache): Pr
   const context = Context.current();
   if (input.request) return counted(context, 'inline', { request: input.request, chars: 0, charsRead: 0 });
   const execution = context.info.workflowExecution;
-  if (!execution) throw ApplicationFailure.nonRetryable('llmPhase must run inside a workflow', 'InvalidLlmRequest');
+  if (!execution) throw failure(FailureType.InvalidLlmRequest, 'llmPhase must run inside a workflow');
   const run = runKey(execution);
   const cached = cache.loaded(run, input.digest);
   if (cached) return counted(context, 'cache', { ...cached, charsRead: 0 });
@@ -144,10 +143,7 @@ export async function loadRequest(input: LlmPhaseInput, cache: RequestCache): Pr
   const partial = held ? await readRequest(handle, input, held) : null;
   const read = partial ?? (await readRequest(handle, input, undefined));
   if (!read) {
-    throw ApplicationFailure.create({
-      type: 'StaleRequest',
-      message: 'the compiled request does not match its digest',
-    });
+    throw failure(FailureType.StaleRequest, 'the compiled request does not match its digest', { retryable: true });
   }
   if (read.digest !== input.digest) {
     context.log.warn('a newer build compiled this LLM call differently; sending its request', {
@@ -238,10 +234,7 @@ async function readRequest(
   for (let page = 1; page < first.pages; page += 1) {
     const next = await handle.query(compiledRequestQuery, first.digest, page, input.llm_call, from);
     if (next.digest !== first.digest)
-      throw ApplicationFailure.create({
-        type: 'StaleRequest',
-        message: 'the compiled request changed while it was read',
-      });
+      throw failure(FailureType.StaleRequest, 'the compiled request changed while it was read', { retryable: true });
     pages.push(next.text);
   }
   const text = (from > 0 ? held!.text.slice(0, from) : '') + pages.join('');

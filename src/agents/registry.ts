@@ -1,4 +1,3 @@
-import { ApplicationFailure } from '@temporalio/common';
 import {
   AgentDefinition,
   AgentSpec,
@@ -6,9 +5,11 @@ import {
   selfRefToolDescriptors,
   type AgentDefinitionInput,
   type ToolDescriptor,
+  ConfigurationError,
 } from '../runtime';
 import type { LlmFunction } from '../functions/define-llm-function';
 import type { Tool } from '../tools/define-tool';
+import { failure, FailureType } from '../common';
 
 /** The agents and tools a worker serves. Checked once, when the worker starts. */
 export class AgentRegistry {
@@ -18,34 +19,36 @@ export class AgentRegistry {
 
   constructor(tools: readonly Tool[], agents: readonly AgentDefinitionInput[], functions: readonly LlmFunction[] = []) {
     for (const tool of tools) {
-      if (isSelfRefTool(tool.name)) throw new Error(`tool name '${tool.name}' is reserved for SelfRef`);
-      if (this.tools.has(tool.name)) throw new Error(`tool '${tool.name}' is registered twice`);
+      if (isSelfRefTool(tool.name)) throw new ConfigurationError(`tool name '${tool.name}' is reserved for SelfRef`);
+      if (this.tools.has(tool.name)) throw new ConfigurationError(`tool '${tool.name}' is registered twice`);
       this.tools.set(tool.name, tool);
     }
     for (const input of agents) {
       const agent = AgentDefinition.parse(input);
-      if (this.agents.has(agent.name)) throw new Error(`agent '${agent.name}' is registered twice`);
+      if (this.agents.has(agent.name)) throw new ConfigurationError(`agent '${agent.name}' is registered twice`);
       const reserved = agent.tools.filter((name) => isSelfRefTool(name));
       if (reserved.length > 0)
-        throw new Error(`agent '${agent.name}' lists ${reserved.join(', ')}: set "selfref": true instead`);
+        throw new ConfigurationError(`agent '${agent.name}' lists ${reserved.join(', ')}: set "selfref": true instead`);
       const missing = agent.tools.filter((name) => !this.tools.has(name));
-      if (missing.length > 0) throw new Error(`agent '${agent.name}' uses unregistered tool(s): ${missing.join(', ')}`);
+      if (missing.length > 0)
+        throw new ConfigurationError(`agent '${agent.name}' uses unregistered tool(s): ${missing.join(', ')}`);
       const ungated = agent.needs_approval.filter((name) => !agent.tools.includes(name));
       if (ungated.length > 0)
-        throw new Error(
+        throw new ConfigurationError(
           `agent '${agent.name}': needs_approval lists ${ungated.join(', ')}, which ${ungated.length === 1 ? 'is' : 'are'} not among its tools (${agent.tools.join(', ') || 'none'})`,
         );
       const unrouted = Object.keys(agent.tool_task_queues).filter((name) => !agent.tools.includes(name));
       if (unrouted.length > 0)
-        throw new Error(
+        throw new ConfigurationError(
           `agent '${agent.name}': tool_task_queues names ${unrouted.join(', ')}, not among its tools (${agent.tools.join(', ') || 'none'})`,
         );
       this.agents.set(agent.name, agent);
     }
     for (const fn of functions) {
-      if (this.functions.has(fn.name)) throw new Error(`function '${fn.name}' is registered twice`);
+      if (this.functions.has(fn.name)) throw new ConfigurationError(`function '${fn.name}' is registered twice`);
       const missing = (fn.definition.tools ?? []).filter((name) => !this.tools.has(name));
-      if (missing.length > 0) throw new Error(`function '${fn.name}' uses unregistered tool(s): ${missing.join(', ')}`);
+      if (missing.length > 0)
+        throw new ConfigurationError(`function '${fn.name}' uses unregistered tool(s): ${missing.join(', ')}`);
       this.functions.set(fn.name, fn);
     }
   }
@@ -58,9 +61,9 @@ export class AgentRegistry {
   llmFunction(name: string): LlmFunction {
     const fn = this.functions.get(name);
     if (!fn)
-      throw ApplicationFailure.nonRetryable(
+      throw failure(
+        FailureType.UnknownFunction,
         `unknown function '${name}'; this worker serves: ${this.functionNames.join(', ') || 'no functions'}`,
-        'UnknownFunction',
       );
     return fn;
   }
@@ -78,9 +81,9 @@ export class AgentRegistry {
   describe(name: string, defaultModel: string): AgentSpec {
     const agent = this.agents.get(name);
     if (!agent) {
-      throw ApplicationFailure.nonRetryable(
+      throw failure(
+        FailureType.UnknownAgent,
         `unknown agent '${name}'; this worker serves: ${this.agentNames.join(', ') || 'no agents'}`,
-        'UnknownAgent',
       );
     }
     const own = agent.tools.map((toolName) => this.tools.get(toolName)!.descriptor);

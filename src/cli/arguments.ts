@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { UsageError } from './errors';
 
-type OptionSpec = Readonly<Record<string, { readonly type: 'string' | 'boolean'; readonly short?: string }>>;
+export type OptionSpec = Readonly<Record<string, { readonly type: 'string' | 'boolean'; readonly short?: string }>>;
 type ParsedValues<T extends OptionSpec> = { [K in keyof T]?: T[K]['type'] extends 'boolean' ? boolean : string };
 
 /**
@@ -25,7 +25,10 @@ export function helpText(syntax: CommandSyntax<OptionSpec>): string {
   return `usage: ${syntax.usage}\n\n${syntax.summary}\n`;
 }
 
-/** `node:util` parseArgs, strict: unknown options and extra words are usage errors, never ignored. */
+/**
+ * `node:util` parseArgs, strict: unknown options and extra words are usage errors, never ignored. Every
+ * command takes `--help` and `--json` (errors as one JSON object; output as JSON where it has a text form).
+ */
 export function parseCommand<T extends OptionSpec>(
   args: string[],
   syntax: CommandSyntax<T>,
@@ -34,7 +37,7 @@ export function parseCommand<T extends OptionSpec>(
   try {
     parsed = parseArgs({
       args,
-      options: { ...syntax.options, help: { type: 'boolean', short: 'h' } },
+      options: { json: { type: 'boolean' }, ...syntax.options, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
       strict: true,
     });

@@ -1,111 +1,79 @@
 #!/usr/bin/env node
-import { Connection } from '@temporalio/client';
-import {
-  APPROVALS_SYNTAX,
-  APPROVE_SYNTAX,
-  approvalsCommand,
-  approveCommand,
-  REJECT_SYNTAX,
-  rejectCommand,
-} from './commands/approvals';
-import { CHAT_SYNTAX, chatCommand } from './commands/chat';
-import { CODEC_SERVER_SYNTAX, codecServerCommand } from './commands/codec-server';
-import { compileCommand } from './commands/compile';
-import { demoCommand } from './commands/demo';
-import { LIST_SYNTAX, listCommand } from './commands/list';
-import {
-  ABORT_SYNTAX,
-  abortCommand,
-  FOLLOW_SYNTAX,
-  followCommand,
-  RUN_SYNTAX,
-  runCommand,
-  SEND_SYNTAX,
-  sendCommand,
-  SHOW_SYNTAX,
-  showCommand,
-} from './commands/runs';
-import { SERVER_SYNTAX, serverCommand } from './commands/server';
-import { WORKER_SYNTAX, workerCommand } from './commands/worker';
-import { helpText, HelpRequested, parseCommand, type CommandSyntax } from './arguments';
-import { CliError, exitCodeOf, toErrorReport } from './errors';
-import { PatchloopClient } from '../client/patchloop-client';
-import { configFromEnvironment, connectionOptions } from '../config/environment';
+import { helpText, HelpRequested, parseCommand, type CommandSyntax, type OptionSpec } from './arguments';
+import { exitCodeOf, toErrorReport, UsageError } from './errors';
+import type { withClient } from './connect';
+import * as syntax from './syntax';
 
 type Print = (line: string) => void;
 type Command = (args: string[], print: Print) => Promise<unknown>;
 
-const COMPILE_SYNTAX = {
-  usage: 'patchloop compile <file>',
-  summary: 'The next LLM request compiled from a saved state (JSON file, or - for standard input).',
-  options: {},
-  positionals: ['file'],
-} as const;
-const DEMO_SYNTAX = {
-  usage: 'patchloop demo',
-  summary:
-    'A dev server, a worker and three example runs (tools, an abort, an approval); offline unless OPENAI_* is set. The server stays up until Ctrl-C.',
-  options: {},
-  positionals: [],
-} as const;
+type Entry = { syntax: CommandSyntax<OptionSpec>; run: Command; errors?: 'stdout' };
+type ClientCommand = Parameters<typeof withClient>[0];
 
-/** Connects to Temporal, or says which address failed and what to do about it. */
-async function connect(): Promise<PatchloopClient> {
-  const config = configFromEnvironment();
-  try {
-    return PatchloopClient.on(await Connection.connect({ ...connectionOptions(config), connectTimeout: '5s' }), config);
-  } catch (error) {
-    throw new CliError(
-      `cannot reach Temporal at ${config.temporalAddress} (${(error as Error).message}). Start a dev server with 'npx patchloop server', or set TEMPORAL_ADDRESS.`,
-      'ConnectionError',
-    );
-  }
+/** A command that needs a connection: its arguments are checked before the connection is made. */
+function clientCommand(commandSyntax: CommandSyntax<OptionSpec>, load: () => Promise<ClientCommand>): Entry {
+  return {
+    syntax: commandSyntax,
+    run: async (args, print) => {
+      parseCommand(args, commandSyntax);
+      const command = await load();
+      return (await import('./connect.js')).withClient(command, args, print);
+    },
+  };
 }
 
-const withClient =
-  (command: (client: PatchloopClient, args: string[], print: Print) => Promise<unknown>): Command =>
-  async (args, print) => {
-    const client = await connect();
-    try {
-      return await command(client, args, print);
-    } finally {
-      await client.close();
-    }
-  };
+/** A command that runs on its own (a server, a worker, a compile). */
+function plainCommand(commandSyntax: CommandSyntax<OptionSpec>, load: () => Promise<Command>): Entry {
+  return { syntax: commandSyntax, run: async (args, print) => (await load())(args, print) };
+}
 
-/** Every command, its syntax (usage, `--help`) and what runs it, in the order the help lists them. */
-const commands: Record<
-  string,
-  { syntax: CommandSyntax<Record<string, { type: 'string' | 'boolean' }>>; run: Command }
-> = {
-  demo: { syntax: DEMO_SYNTAX, run: (args, print) => (parseCommand(args, DEMO_SYNTAX), demoCommand(args, print)) },
-  server: { syntax: SERVER_SYNTAX, run: serverCommand },
-  worker: { syntax: WORKER_SYNTAX, run: workerCommand },
-  run: { syntax: RUN_SYNTAX, run: withClient(runCommand) },
-  follow: { syntax: FOLLOW_SYNTAX, run: withClient(followCommand) },
-  list: { syntax: LIST_SYNTAX, run: withClient(listCommand) },
-  show: { syntax: SHOW_SYNTAX, run: withClient(showCommand) },
-  abort: { syntax: ABORT_SYNTAX, run: withClient(abortCommand) },
-  send: { syntax: SEND_SYNTAX, run: withClient(sendCommand) },
-  chat: { syntax: CHAT_SYNTAX, run: withClient(chatCommand) },
-  approvals: { syntax: APPROVALS_SYNTAX, run: withClient(approvalsCommand) },
-  approve: { syntax: APPROVE_SYNTAX, run: withClient(approveCommand) },
-  reject: { syntax: REJECT_SYNTAX, run: withClient(rejectCommand) },
-  'codec-server': { syntax: CODEC_SERVER_SYNTAX, run: codecServerCommand },
+/**
+ * Every command: its syntax (usage, `--help`) and how to run it, in the order the help lists them. A
+ * command's module is loaded only when it runs, so help and light commands start without the SDK.
+ * `errors: 'stdout'`: the command's documented output is JSON, failures included (`compile`).
+ */
+const commands: Record<string, Entry> = {
+  demo: plainCommand(syntax.DEMO_SYNTAX, async () => {
+    const { demoCommand } = await import('./commands/demo.js');
+    return (args, print) => (parseCommand(args, syntax.DEMO_SYNTAX), demoCommand(args, print));
+  }),
+  server: plainCommand(syntax.SERVER_SYNTAX, async () => (await import('./commands/server.js')).serverCommand),
+  worker: plainCommand(syntax.WORKER_SYNTAX, async () => (await import('./commands/worker.js')).workerCommand),
+  run: clientCommand(syntax.RUN_SYNTAX, async () => (await import('./commands/runs.js')).runCommand),
+  follow: clientCommand(syntax.FOLLOW_SYNTAX, async () => (await import('./commands/runs.js')).followCommand),
+  list: clientCommand(syntax.LIST_SYNTAX, async () => (await import('./commands/list.js')).listCommand),
+  show: clientCommand(syntax.SHOW_SYNTAX, async () => (await import('./commands/runs.js')).showCommand),
+  abort: clientCommand(syntax.ABORT_SYNTAX, async () => (await import('./commands/runs.js')).abortCommand),
+  send: clientCommand(syntax.SEND_SYNTAX, async () => (await import('./commands/runs.js')).sendCommand),
+  chat: clientCommand(syntax.CHAT_SYNTAX, async () => (await import('./commands/chat.js')).chatCommand),
+  approvals: clientCommand(
+    syntax.APPROVALS_SYNTAX,
+    async () => (await import('./commands/approvals.js')).approvalsCommand,
+  ),
+  approve: clientCommand(syntax.APPROVE_SYNTAX, async () => (await import('./commands/approvals.js')).approveCommand),
+  reject: clientCommand(syntax.REJECT_SYNTAX, async () => (await import('./commands/approvals.js')).rejectCommand),
+  'codec-server': plainCommand(
+    syntax.CODEC_SERVER_SYNTAX,
+    async () => (await import('./commands/codec-server.js')).codecServerCommand,
+  ),
   compile: {
-    syntax: COMPILE_SYNTAX,
-    run: async (args) => compileCommand(parseCommand(args, COMPILE_SYNTAX).positionals['file']),
+    ...plainCommand(syntax.COMPILE_SYNTAX, async () => {
+      const { compileCommand } = await import('./commands/compile.js');
+      return async (args) => compileCommand(parseCommand(args, syntax.COMPILE_SYNTAX).positionals['file']);
+    }),
+    errors: 'stdout',
   },
 };
 
 function usage(): string {
-  const lines = Object.values(commands).map(({ syntax }) => `  ${syntax.usage.replace(/^patchloop /, '')}`);
-  return `usage: patchloop <command> [--help]
+  const lines = Object.values(commands).map((command) => `  ${command.syntax.usage.replace(/^patchloop /, '')}`);
+  return `usage: patchloop <command> [--help] [--json]
 
 ${lines.join('\n')}
 
 'patchloop <command> --help' explains a command. Exit codes: 0 done, 1 failed, 2 usage error.
-Errors go to stderr as text (as JSON with --json).
+Errors go to stderr as text, or as one JSON object {"error": {"type", "message"}} with --json
+(compile prints its errors that way on stdout).
 Environment: TEMPORAL_ADDRESS (localhost:7233), TEMPORAL_NAMESPACE (default), PATCHLOOP_TASK_QUEUE
 (patchloop), OPENAI_BASE_URL, OPENAI_API_KEY, PATCHLOOP_MODEL (gpt-4o-mini).
 `;
@@ -118,9 +86,9 @@ async function main(argv: string[]): Promise<number> {
     return name === undefined ? 2 : 0;
   }
   const print: Print = (line) => process.stdout.write(`${line}\n`);
+  const command = commands[name];
   try {
-    const command = commands[name];
-    if (!command) throw new CliError(`unknown command '${name}'\n\n${usage()}`, 'UsageError');
+    if (!command) throw new UsageError(`unknown command '${name}'\n\n${usage()}`);
     // Help needs no server: answer it before any connection is made.
     if (args.includes('--help') || args.includes('-h')) throw new HelpRequested(helpText(command.syntax));
     const output = await command.run(args, print);
@@ -132,7 +100,11 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     const report = toErrorReport(error);
-    process.stderr.write(args.includes('--json') ? `${JSON.stringify(report)}\n` : `error: ${report.error.message}\n`);
+    if (command?.errors === 'stdout') print(JSON.stringify(report));
+    else
+      process.stderr.write(
+        args.includes('--json') ? `${JSON.stringify(report)}\n` : `error: ${report.error.message}\n`,
+      );
     return exitCodeOf(error);
   }
 }

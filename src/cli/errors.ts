@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FailureType } from '../common/failure-types';
 import { ContextError, type ContextErrorKind } from '../context';
 
 /** The error shape the CLI prints with --json: `{"error": {"type", "message"}}`; never a stack trace. */
@@ -6,11 +7,11 @@ export interface ErrorReport {
   error: { type: string; message: string };
 }
 
-const CONTEXT_ERROR_TYPES: Record<ContextErrorKind, string> = {
-  linkage: 'LinkageError',
-  experience: 'ExperienceError',
-  summary: 'SummaryError',
-  invalid_input: 'InvalidInput',
+const CONTEXT_ERROR_TYPES: Record<ContextErrorKind, FailureType> = {
+  linkage: FailureType.LinkageError,
+  experience: FailureType.ExperienceError,
+  summary: FailureType.SummaryError,
+  invalid_input: FailureType.InvalidInput,
 };
 
 export class UsageError extends Error {
@@ -21,7 +22,7 @@ export class UsageError extends Error {
 export class CliError extends Error {
   constructor(
     message: string,
-    readonly type: string,
+    readonly type: FailureType,
   ) {
     super(message);
     this.name = type;
@@ -30,18 +31,27 @@ export class CliError extends Error {
 
 /** 2 for usage errors, 1 for everything else that failed. */
 export function exitCodeOf(error: unknown): number {
-  return error instanceof UsageError || (error instanceof CliError && error.type === 'UsageError') ? 2 : 1;
+  return error instanceof UsageError || (error instanceof CliError && error.type === FailureType.UsageError) ? 2 : 1;
 }
 
 export function toErrorReport(error: unknown): ErrorReport {
   if (error instanceof ContextError)
     return { error: { type: CONTEXT_ERROR_TYPES[error.kind], message: error.message } };
-  if (error instanceof z.ZodError) return { error: { type: 'InvalidInput', message: z.prettifyError(error) } };
-  if (error instanceof SyntaxError) return { error: { type: 'InvalidJson', message: error.message } };
-  if (error instanceof UsageError) return { error: { type: 'UsageError', message: error.message } };
+  if (error instanceof z.ZodError)
+    return { error: { type: FailureType.InvalidInput, message: z.prettifyError(error) } };
+  if (error instanceof SyntaxError) return { error: { type: FailureType.InvalidJson, message: error.message } };
+  if (error instanceof UsageError) return { error: { type: FailureType.UsageError, message: error.message } };
   if (error instanceof CliError) return { error: { type: error.type, message: error.message } };
   const message = error instanceof Error ? error.message : String(error);
   const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && code.startsWith('E')) return { error: { type: 'ReadError', message } };
+  if (typeof code === 'string' && code.startsWith('E')) return { error: { type: FailureType.ReadError, message } };
   return { error: { type: error instanceof Error ? error.name : 'Error', message } };
+}
+
+/** Temporal cannot be reached: which address, and what to do about it. */
+export function temporalUnreachable(address: string, error: unknown): CliError {
+  return new CliError(
+    `cannot reach Temporal at ${address} (${(error as Error).message}). Start a dev server with 'npx patchloop server', or set TEMPORAL_ADDRESS.`,
+    FailureType.ConnectionError,
+  );
 }

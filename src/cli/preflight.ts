@@ -1,6 +1,7 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { RunFailedError, type PatchloopClient, type RunHandle } from '../client/patchloop-client';
+import { FailureType } from '../common/failure-types';
 import { CliError } from './errors';
 
 /** Whether any worker polled the task queue in the last two minutes (Temporal remembers recent pollers). */
@@ -39,19 +40,23 @@ export async function failureOf(run: RunHandle): Promise<never> {
   try {
     await run.result();
   } catch (error) {
-    if (error instanceof RunFailedError) throw new CliError(error.causeMessage, error.type ?? 'RunFailed');
+    if (error instanceof RunFailedError)
+      throw new CliError(error.causeMessage, (error.type ?? FailureType.RunFailed) as FailureType);
     throw error;
   }
-  throw new CliError(`run ${run.workflowId} is not failed`, 'Error');
+  throw new Error(`run ${run.workflowId} is not failed`);
 }
 
 /** For commands on an id: a run that does not exist or ended says so, instead of a bare SDK error. */
 export async function explainUnavailable(run: RunHandle, error: unknown): Promise<never> {
   if (error instanceof WorkflowNotFoundError)
-    throw new CliError(`no run or session with id '${run.workflowId}' (see 'npx patchloop list')`, 'NotFound');
+    throw new CliError(
+      `no run or session with id '${run.workflowId}' (see 'npx patchloop list')`,
+      FailureType.NotFound,
+    );
   const description = await run.workflow.describe().catch(() => undefined);
   if (description?.status.name === 'FAILED') await failureOf(run);
   if (description && description.status.name !== 'RUNNING')
-    throw new CliError(`${run.workflowId} has ended (${description.status.name.toLowerCase()})`, 'RunEnded');
+    throw new CliError(`${run.workflowId} has ended (${description.status.name.toLowerCase()})`, FailureType.RunEnded);
   throw error;
 }

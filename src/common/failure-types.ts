@@ -1,13 +1,102 @@
+import { ApplicationFailure } from '@temporalio/common';
+
 /**
- * Failure types shared by activities (which throw them) and workflows (which decide on them). Pure
- * data, so workflow code may import it.
+ * Every failure type patchloop gives a failure, in one place: activities throw them, workflows decide
+ * on them (`nonRetryableErrorTypes`), clients branch on them (`RunFailedError.type`, the CLI's
+ * `{"error": {"type"}}`). A type is a contract: never rename one that runs or clients may have seen.
+ * Pure data, so workflow code may import it. Build failures with `failure()`, never with a loose string.
  */
+export const FailureType = {
+  // The provider could not answer, or answered incompletely: retried within the LLM retry budget.
+  ProviderUnavailable: 'ProviderUnavailable',
+  ProviderRateLimited: 'ProviderRateLimited',
+  ProviderStreamIncomplete: 'ProviderStreamIncomplete',
+  ProviderMalformedReply: 'ProviderMalformedReply',
+  // The provider refused the request: retrying cannot help (NON_RETRYABLE_PROVIDER_ERRORS).
+  ProviderRejected: 'ProviderRejected',
+  ProviderAuthFailed: 'ProviderAuthFailed',
+  ProviderQuotaExceeded: 'ProviderQuotaExceeded',
+  ContextTooLong: 'ContextTooLong',
+  InvalidLlmRequest: 'InvalidLlmRequest',
+  // The LLM activity could not load its request from the workflow (retried: the run is busy or moved on).
+  RequestUnavailable: 'RequestUnavailable',
+  StaleRequest: 'StaleRequest',
+  // A run's input, agent or function cannot be served: the run fails at once.
+  InvalidRunInput: 'InvalidRunInput',
+  UnsupportedStateVersion: 'UnsupportedStateVersion',
+  UnknownAgent: 'UnknownAgent',
+  UnknownFunction: 'UnknownFunction',
+  InvalidFunctionArgs: 'InvalidFunctionArgs',
+  InvalidFunctionOutput: 'InvalidFunctionOutput',
+  FunctionAborted: 'FunctionAborted',
+  InvalidTranscript: 'InvalidTranscript',
+  ResultTooLarge: 'ResultTooLarge',
+  AbortWaitExpired: 'AbortWaitExpired',
+  EncryptionKeyUnknown: 'EncryptionKeyUnknown',
+  // A phase ended without a typed failure of its own (the activity's failure carries no type).
+  PhaseFailed: 'PhaseFailed',
+  PhaseTimedOut: 'PhaseTimedOut',
+  // An update refused after validation (an approval decision the run cannot take).
+  ApprovalRefused: 'ApprovalRefused',
+  // A tool call's error, as its events report it (the model gets the error as the call's result).
+  ToolError: 'ToolError',
+  ToolTimeout: 'ToolTimeout',
+  // What the CLI reports with --json (and in its text), beside the run failures above.
+  UsageError: 'UsageError',
+  ConnectionError: 'ConnectionError',
+  NoProvider: 'NoProvider',
+  NoEncryptionKey: 'NoEncryptionKey',
+  PortInUse: 'PortInUse',
+  BadConfiguration: 'BadConfiguration',
+  ToolsNotLoaded: 'ToolsNotLoaded',
+  NotFound: 'NotFound',
+  RunEnded: 'RunEnded',
+  RunFailed: 'RunFailed',
+  InvalidInput: 'InvalidInput',
+  InvalidJson: 'InvalidJson',
+  ReadError: 'ReadError',
+  LinkageError: 'LinkageError',
+  ExperienceError: 'ExperienceError',
+  SummaryError: 'SummaryError',
+} as const;
+export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 
 /** LLM failures that end a call at once: retrying cannot help. */
-export const NON_RETRYABLE_PROVIDER_ERRORS = [
-  'ProviderRejected',
-  'ProviderAuthFailed',
-  'ProviderQuotaExceeded',
-  'ContextTooLong',
-  'InvalidLlmRequest',
+export const NON_RETRYABLE_PROVIDER_ERRORS: FailureType[] = [
+  FailureType.ProviderRejected,
+  FailureType.ProviderAuthFailed,
+  FailureType.ProviderQuotaExceeded,
+  FailureType.ContextTooLong,
+  FailureType.InvalidLlmRequest,
 ];
+
+/**
+ * A failure whose type another failure recorded (a phase's last attempt, a classified provider error):
+ * the type passes on unchanged, whatever it is. New failures use `failure()`.
+ */
+export function carriedFailure(
+  type: string | null | undefined,
+  message: string,
+  options: { retryable?: boolean; details?: unknown[]; cause?: Error; nextRetryDelay?: number } = {},
+): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: type ?? undefined,
+    message,
+    nonRetryable: options.retryable !== true,
+    ...(options.details ? { details: options.details } : {}),
+    ...(options.cause ? { cause: options.cause } : {}),
+    ...(options.nextRetryDelay !== undefined ? { nextRetryDelay: options.nextRetryDelay } : {}),
+  });
+}
+
+/**
+ * A typed failure: non-retryable unless `retryable` says so (an activity's retryable failures are
+ * retried by its retry policy; a workflow's failure always ends the run).
+ */
+export function failure(
+  type: FailureType,
+  message: string,
+  options: { retryable?: boolean; details?: unknown[]; cause?: Error; nextRetryDelay?: number } = {},
+): ApplicationFailure {
+  return carriedFailure(type, message, options);
+}

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { JsonObject } from '../context';
-import { providerJsonSchema } from '../runtime';
+import { providerJsonSchema, ConfigurationError } from '../runtime';
 
 export interface LlmFunctionDefinition<Input extends z.ZodObject, Output extends z.ZodType> {
   name: string;
@@ -36,7 +36,7 @@ export function defineLlmFunction<Input extends z.ZodObject, Output extends z.Zo
   const fields = Object.keys(definition.input.shape);
   for (const match of definition.prompt.matchAll(PLACEHOLDER)) {
     if (match[1] !== undefined && !fields.includes(match[1])) {
-      throw new Error(
+      throw new ConfigurationError(
         `function '${definition.name}': prompt uses {${match[1]}}, which is not an input field (${fields.join(', ')})`,
       );
     }

@@ -13,3 +13,4 @@ export * from './next-step';
 export * from './abort-mutations';
 export * from './approvals';
 export { providerJsonSchema } from './json-schemas';
+export * from './configuration-error';

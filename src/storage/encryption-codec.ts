@@ -1,7 +1,8 @@
-import { ApplicationFailure, type Payload, type PayloadCodec } from '@temporalio/common';
+import { type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { EncryptionSettings } from '../config/environment';
+import { failure, FailureType } from '../common';
 
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 const KEY_ID = 'encryption-key-id';
@@ -44,9 +45,9 @@ export class EncryptionCodec implements PayloadCodec {
       const key = this.keys.get(id);
       // Not retryable by waiting: this worker (or codec server) lacks the key.
       if (!key)
-        throw ApplicationFailure.nonRetryable(
+        throw failure(
+          FailureType.EncryptionKeyUnknown,
           `payload encrypted with key '${id}', which this process does not hold (PATCHLOOP_ENCRYPTION_PREVIOUS_KEYS)`,
-          'EncryptionKeyUnknown',
         );
       const data = Buffer.from(payload.data ?? []);
       const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));

@@ -1,7 +1,7 @@
 import { msToNumber, type Duration } from '@temporalio/common/lib/time';
 import { type z } from 'zod';
 import type { JsonObject } from '../context';
-import { providerJsonSchema, type ToolDescriptor } from '../runtime';
+import { providerJsonSchema, type ToolDescriptor, ConfigurationError } from '../runtime';
 
 /** What a running tool gets besides its arguments. */
 export interface ToolContext {
@@ -70,8 +70,8 @@ function resolveRetry(name: string, policy: ToolRetryPolicy): ResolvedRetryPolic
     maxIntervalMs: msToNumber(policy.maxInterval ?? 60_000),
   };
   if (!Number.isInteger(resolved.maxAttempts) || resolved.maxAttempts < 1)
-    throw new Error(`tool '${name}': retry.maxAttempts must be a whole number from 1`);
-  if (!(resolved.backoff >= 1)) throw new Error(`tool '${name}': retry.backoff must be at least 1`);
+    throw new ConfigurationError(`tool '${name}': retry.maxAttempts must be a whole number from 1`);
+  if (!(resolved.backoff >= 1)) throw new ConfigurationError(`tool '${name}': retry.backoff must be at least 1`);
   return resolved;
 }
 
@@ -137,11 +137,13 @@ function totalWaitMs(policy: ResolvedRetryPolicy): number {
 function checkFast(definition: ToolDefinition<z.ZodType>, retry: ResolvedRetryPolicy | undefined): void {
   if (!definition.fast) return;
   if (definition.taskQueue)
-    throw new Error(`tool '${definition.name}': a fast tool runs on the workflow's worker, it cannot name a taskQueue`);
+    throw new ConfigurationError(
+      `tool '${definition.name}': a fast tool runs on the workflow's worker, it cannot name a taskQueue`,
+    );
   const timeout = definition.timeoutSeconds ?? FAST_TOOL_TIMEOUT_SECONDS;
   const worst = timeout * (retry?.maxAttempts ?? 1) + (retry ? totalWaitMs(retry) / 1000 : 0);
   if (worst > FAST_TOOL_MAX_TIMEOUT_SECONDS)
-    throw new Error(
+    throw new ConfigurationError(
       `tool '${definition.name}': a fast tool may take at most ${FAST_TOOL_MAX_TIMEOUT_SECONDS} s, every retry included (it runs inside a workflow task), not ${worst} s; lower timeoutSeconds or drop fast`,
     );
 }

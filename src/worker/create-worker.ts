@@ -21,6 +21,7 @@ import { ChunkHub } from '../streaming/chunk-hub';
 import { RedisChunkTransport } from '../streaming/redis-transport';
 import { startStreamServer } from '../streaming/stream-server';
 import { StreamTokens } from '../streaming/stream-token';
+import { ConfigurationError } from '../runtime';
 
 export interface PatchloopWorkerOptions {
   connection: NativeConnection;
@@ -163,7 +164,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
       Object.entries(registry.taskQueues(agent)).flatMap(([tool, queue]) => (queue === config.taskQueue ? [tool] : [])),
     );
     if (routed.length === 0)
-      throw new Error(
+      throw new ConfigurationError(
         `no agent routes a tool to task queue '${config.taskQueue}': name it in defineTool({ taskQueue }) or an agent's tool_task_queues`,
       );
   }

@@ -1,6 +1,5 @@
 import {
   allHandlersFinished,
-  ApplicationFailure,
   condition,
   ContinueAsNew,
   continueAsNew,
@@ -23,7 +22,7 @@ import {
 } from '../runtime';
 import { AgentLoop, type TurnProgress } from './agent-loop';
 import { carriedInputFits, continueAsNewDue, recentEvents, restoreEvents } from './continue-as-new';
-import { nextRequestQuery } from '../common';
+import { nextRequestQuery, failure, FailureType } from '../common';
 import { parseWorkflowInput } from './input';
 import { asRunFailure, withUnprocessedMessages } from './failures';
 import { checkedResult } from './payload-budget';
@@ -105,9 +104,9 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
 export function parseRunInput(raw: unknown): AgentRunInput {
   const version = (raw as { state?: { schema_version?: unknown } } | null)?.state?.schema_version;
   if (version !== undefined && !RUN_STATE_SCHEMA_VERSIONS.includes(version as number)) {
-    throw ApplicationFailure.nonRetryable(
+    throw failure(
+      FailureType.UnsupportedStateVersion,
       `agentRun state schema_version ${String(version)} is not supported by this worker (supports ${RUN_STATE_SCHEMA_VERSIONS.join(', ')})`,
-      'UnsupportedStateVersion',
     );
   }
   return parseWorkflowInput(AgentRunInput, raw, 'agentRun');
@@ -219,10 +218,7 @@ export function checkedSeed(
   try {
     validateToolLinkage(seed);
   } catch (error) {
-    throw ApplicationFailure.nonRetryable(
-      `invalid ${workflow} input: history: ${(error as Error).message}`,
-      'InvalidRunInput',
-    );
+    throw failure(FailureType.InvalidRunInput, `invalid ${workflow} input: history: ${(error as Error).message}`);
   }
   return seed;
 }
@@ -231,7 +227,7 @@ export async function resolveAgent(name: string): Promise<AgentSpec> {
   const { describeAgent } = proxyActivities<Activities>({
     startToCloseTimeout: '30s',
     summary: `resolve agent ${name}`,
-    retry: { maximumAttempts: 5, nonRetryableErrorTypes: ['UnknownAgent'] },
+    retry: { maximumAttempts: 5, nonRetryableErrorTypes: [FailureType.UnknownAgent] },
   });
   // Parsed again here: a spec recorded by an older worker lacks newer limits, which take their defaults.
   return AgentSpec.parse(await describeAgent(name));

@@ -1,6 +1,5 @@
 import {
   allHandlersFinished,
-  ApplicationFailure,
   condition,
   ContinueAsNew,
   continueAsNew,
@@ -20,7 +19,7 @@ import { AgentLoop } from './agent-loop';
 import { carriedInputFits, continueAsNewDue } from './continue-as-new';
 import { checkedResult } from './payload-budget';
 import { checkedSeed, resolveAgent } from './agent-run';
-import { abortSignal, closeSignal, nextRequestQuery, sendUpdate } from '../common';
+import { abortSignal, closeSignal, nextRequestQuery, sendUpdate, failure, FailureType } from '../common';
 import { parseWorkflowInput } from './input';
 import { asRunFailure, turnFailure, withUnprocessedMessages } from './failures';
 import { registerRunHandlers } from './handlers';
@@ -260,9 +259,9 @@ async function runTurn(run: Run, loop: AgentLoop, checkpoint: TurnCheckpoint): P
 export function parseSessionInput(raw: unknown): ChatSessionInput {
   const version = (raw as { state?: { schema_version?: unknown } } | null)?.state?.schema_version;
   if (version !== undefined && version !== SESSION_SCHEMA_VERSION) {
-    throw ApplicationFailure.nonRetryable(
+    throw failure(
+      FailureType.UnsupportedStateVersion,
       `chatSession state schema_version ${String(version)} is not supported by this worker (supports ${SESSION_SCHEMA_VERSION})`,
-      'UnsupportedStateVersion',
     );
   }
   return parseWorkflowInput(ChatSessionInput, raw, 'chatSession');

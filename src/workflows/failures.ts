@@ -1,31 +1,29 @@
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
 import { ContextError } from '../context';
 import { attemptFailureIn, type UnprocessedMessage } from '../runtime';
+import { carriedFailure, failure, FailureType } from '../common';
 
 /** Failures that end a run: readable, typed and non-retryable, so nothing is left stuck. */
 export function asRunFailure(error: unknown): unknown {
   if (error instanceof ApplicationFailure) return error;
-  if (error instanceof ContextError) return ApplicationFailure.nonRetryable(error.message, 'InvalidTranscript');
+  if (error instanceof ContextError) return failure(FailureType.InvalidTranscript, error.message);
   if (error instanceof ActivityFailure) return activityFailure(error);
   return error;
 }
 
 /** A failure that ended one turn of a session, as its `send` reply reports it. */
 export function turnFailure(error: unknown): { type: string; message: string } | null {
-  const failure = asRunFailure(error);
-  if (!(failure instanceof ApplicationFailure)) return null;
-  return { type: failure.type ?? 'Error', message: failure.message };
+  const ended = asRunFailure(error);
+  if (!(ended instanceof ApplicationFailure)) return null;
+  return { type: ended.type ?? 'Error', message: ended.message };
 }
 
 /** The run's failure, carrying the accepted messages the model never saw (in its details). */
-export function withUnprocessedMessages(failure: unknown, unprocessed: UnprocessedMessage[]): unknown {
-  if (!(failure instanceof ApplicationFailure) || unprocessed.length === 0) return failure;
-  return ApplicationFailure.create({
-    message: failure.message,
-    type: failure.type ?? undefined,
-    nonRetryable: true,
-    details: [...(failure.details ?? []), { unprocessed_messages: unprocessed }],
-    ...(failure.cause ? { cause: failure.cause } : {}),
+export function withUnprocessedMessages(ended: unknown, unprocessed: UnprocessedMessage[]): unknown {
+  if (!(ended instanceof ApplicationFailure) || unprocessed.length === 0) return ended;
+  return carriedFailure(ended.type, ended.message, {
+    details: [...(ended.details ?? []), { unprocessed_messages: unprocessed }],
+    ...(ended.cause ? { cause: ended.cause } : {}),
   });
 }
 
@@ -41,22 +39,22 @@ function activityFailure(error: ActivityFailure): ApplicationFailure {
     cause instanceof TimeoutFailure && cause.cause
       ? cause.cause
       : recorded
-        ? ApplicationFailure.create({ type: recorded.type, message: recorded.message })
+        ? carriedFailure(recorded.type, recorded.message, { retryable: true })
         : cause;
   const type =
     last instanceof ApplicationFailure
-      ? (last.type ?? 'PhaseFailed')
+      ? (last.type ?? FailureType.PhaseFailed)
       : cause instanceof TimeoutFailure
-        ? 'PhaseTimedOut'
-        : 'PhaseFailed';
+        ? FailureType.PhaseTimedOut
+        : FailureType.PhaseFailed;
   const budgetSpent =
     error.retryState === 'TIMEOUT' || (cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_CLOSE');
   const message = last?.message ?? error.message;
   // A failure that explains itself (an unknown agent names the ones served) needs no prefix.
-  if (type === 'UnknownAgent' || type === 'UnknownFunction') return ApplicationFailure.nonRetryable(message, type);
+  if (type === FailureType.UnknownAgent || type === FailureType.UnknownFunction) return carriedFailure(type, message);
   const phase = PHASE_NAMES[error.activityType] ?? error.activityType;
   const prefix = budgetSpent ? `${phase} gave up: its retry budget ran out; last error: ` : `${phase} failed: `;
-  return ApplicationFailure.nonRetryable(`${prefix}${message}`, type);
+  return carriedFailure(type, `${prefix}${message}`);
 }
 
 /** What each activity does, in the words a failure message uses. */

@@ -1,4 +1,4 @@
-import { ApplicationFailure, setHandler, workflowInfo } from '@temporalio/workflow';
+import { setHandler, workflowInfo } from '@temporalio/workflow';
 import { decisionRefusal, REQUEST_PAGE_CHARS, type PendingApproval, type RunEvent } from '../runtime';
 import {
   abortSignal,
@@ -10,6 +10,8 @@ import {
   transcriptQuery,
   userMessageSignal,
   userMessageUpdate,
+  failure,
+  FailureType,
 } from '../common';
 import { decide, pendingOf, undecided } from './approval-gate';
 import {
@@ -107,7 +109,7 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
     (payload) => {
       const checked = decisionRefusal(run.approvals, payload);
       // An ApplicationFailure fails the update; any other error would fail the workflow task.
-      if ('refusal' in checked) throw ApplicationFailure.nonRetryable(checked.refusal, 'ApprovalRefused');
+      if ('refusal' in checked) throw failure(FailureType.ApprovalRefused, checked.refusal);
       const { decision } = checked;
       for (const record of run.approvals)
         if (record.tool_call_id === decision.tool_call_id && !record.decision)

@@ -1,5 +1,5 @@
-import { ApplicationFailure } from '@temporalio/workflow';
 import { z } from 'zod';
+import { failure, FailureType } from '../common';
 
 /**
  * A workflow's input, checked with its schema. Invalid input fails the run at once (non-retryable, a
@@ -12,10 +12,7 @@ export function parseWorkflowInput<Schema extends z.ZodType>(
 ): z.output<Schema> {
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
-    throw ApplicationFailure.nonRetryable(
-      `invalid ${workflow} input: ${z.prettifyError(parsed.error)}`,
-      'InvalidRunInput',
-    );
+    throw failure(FailureType.InvalidRunInput, `invalid ${workflow} input: ${z.prettifyError(parsed.error)}`);
   }
   return parsed.data;
 }

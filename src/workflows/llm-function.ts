@@ -1,9 +1,9 @@
-import { ApplicationFailure, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { JsonValue } from '../context';
 import { LlmFunctionInput, PreparedFunction } from '../runtime';
 import { AgentLoop } from './agent-loop';
-import { nextRequestQuery } from '../common';
+import { nextRequestQuery, failure, FailureType } from '../common';
 import { parseWorkflowInput } from './input';
 import { asRunFailure } from './failures';
 import { registerRunHandlers } from './handlers';
@@ -40,9 +40,9 @@ export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
     for (let attempt = 1; ; attempt += 1) {
       const turn = await loop.turn();
       if (turn.status === 'aborted')
-        throw ApplicationFailure.nonRetryable(
+        throw failure(
+          FailureType.FunctionAborted,
           `function '${input.function}' was aborted${run.abort.reason ? `: ${run.abort.reason}` : ''}`,
-          'FunctionAborted',
         );
       const check = turn.outputCheck ?? { ok: false as const, error: 'no output check ran' };
       if (check.ok) {
@@ -56,9 +56,9 @@ export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
         return check.value;
       }
       if (attempt > prepared.max_repairs) {
-        throw ApplicationFailure.nonRetryable(
+        throw failure(
+          FailureType.InvalidFunctionOutput,
           `function '${input.function}' returned invalid output ${attempt} time(s): ${check.error}. Last raw output: ${JSON.stringify(turn.finalResponse)}`,
-          'InvalidFunctionOutput',
         );
       }
       run.pending.push(
@@ -76,7 +76,10 @@ export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
 async function prepare(input: LlmFunctionInput): Promise<PreparedFunction> {
   const { prepareFunction } = proxyActivities<Activities>({
     startToCloseTimeout: '30s',
-    retry: { maximumAttempts: 5, nonRetryableErrorTypes: ['UnknownFunction', 'InvalidFunctionArgs'] },
+    retry: {
+      maximumAttempts: 5,
+      nonRetryableErrorTypes: [FailureType.UnknownFunction, FailureType.InvalidFunctionArgs],
+    },
   });
   // Parsed again: a function prepared by an older worker lacks newer limits, which take their defaults.
   return PreparedFunction.parse(await prepareFunction(input));

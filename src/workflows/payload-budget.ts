@@ -1,5 +1,5 @@
-import { ApplicationFailure } from '@temporalio/workflow';
 import { utf8Bytes, type AgentSpec } from '../runtime';
+import { failure, FailureType } from '../common';
 
 /** What a workflow sends inline stays well under Temporal's 2 MB payload limit. */
 export const INLINE_PAYLOAD_BUDGET = 1_500_000;
@@ -25,8 +25,8 @@ export function payloadFits(
 export function checkedResult<T>(agent: Pick<AgentSpec, 'payloads_by_reference'>, result: T, what: string): T {
   const { fits, bytes } = payloadFits(agent, result);
   if (fits) return result;
-  throw ApplicationFailure.nonRetryable(
+  throw failure(
+    FailureType.ResultTooLarge,
     `the ${what} is ${bytes} bytes, over Temporal's payload limit; with PATCHLOOP_PAYLOAD_STORAGE=local or s3 (the default is local) large payloads go by reference`,
-    'ResultTooLarge',
   );
 }

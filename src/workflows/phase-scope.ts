@@ -1,5 +1,6 @@
-import { ApplicationFailure, CancellationScope, condition, sleep } from '@temporalio/workflow';
+import { CancellationScope, condition, sleep } from '@temporalio/workflow';
 import type { Run } from './run-state';
+import { failure, FailureType } from '../common';
 
 /**
  * Runs one phase in its own cancellation scope, so an abort cancels exactly this phase. After an abort
@@ -15,10 +16,7 @@ export async function inPhaseScope<T>(run: Run, abortWaitSeconds: number, start:
     await sleep(`${abortWaitSeconds}s`, {
       summary: `abort: waits up to ${abortWaitSeconds} s for the phase to hand back its partial results`,
     });
-    throw ApplicationFailure.nonRetryable(
-      'the phase did not hand back its results in time after the abort',
-      'AbortWaitExpired',
-    );
+    throw failure(FailureType.AbortWaitExpired, 'the phase did not hand back its results in time after the abort');
   });
   try {
     const result = await Promise.race([phase, deadline]);

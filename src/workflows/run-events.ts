@@ -8,6 +8,7 @@ import {
   type ToolCallRequest,
 } from '../runtime';
 import type { Run } from './run-state';
+import { FailureType } from '../common';
 
 /**
  * Every event the loop logs is built here (spec 7.8 vocabulary, compact fields). The event log lives in
@@ -115,7 +116,7 @@ export function batchOutcome(
             ...call,
             error: report.error ?? '',
             error_message: report.error ?? '',
-            error_type: /timed out after/.test(report.error ?? '') ? 'ToolTimeout' : 'ToolError',
+            error_type: /timed out after/.test(report.error ?? '') ? FailureType.ToolTimeout : FailureType.ToolError,
           },
     );
   }

@@ -41,6 +41,19 @@ describe('purity lint rules', () => {
     expect(ids).toEqual(['no-restricted-properties', 'no-restricted-syntax']);
   });
 
+  for (const folder of ['src/activities', 'src/workflows', 'src/context']) {
+    it(`rejects failures built from loose type strings in ${folder} (the catalogue is FailureType)`, async () => {
+      const ids = await ruleIds(
+        "import { ApplicationFailure } from '@temporalio/common';\n" +
+          "export const a = ApplicationFailure.nonRetryable('no', 'UnknownAgnet');\n" +
+          "export const b = ApplicationFailure.create({ type: 'Oops', message: 'no' });\n" +
+          "export const c = { retry: { nonRetryableErrorTypes: ['UnknownAgent'] } };\n",
+        `${folder}/probe.ts`,
+      );
+      expect(ids.filter((id) => id === 'no-restricted-syntax')).toHaveLength(3);
+    });
+  }
+
   it('does not restrict activity code', async () => {
     const ids = await ruleIds(
       "import { readFileSync } from 'node:fs';\nexport const x = [readFileSync, Buffer.from('a')];\n",

@@ -3,27 +3,16 @@ import type { RunEvent } from '../../runtime';
 import type { PatchloopClient, RunHandle } from '../../client/patchloop-client';
 import { parseCommand } from '../arguments';
 import { UsageError } from '../errors';
+import { APPROVALS_SYNTAX, APPROVE_SYNTAX, REJECT_SYNTAX } from '../syntax';
 
 type Print = (line: string) => void;
 
-export const APPROVALS_SYNTAX = {
-  usage: 'patchloop approvals <id>',
-  summary: 'The tool calls of a run or session that wait for a decision, with their arguments.',
-  options: {},
-  positionals: ['id'],
-} as const;
 /** The gated tool calls of a run or session that wait for a decision. */
 export async function approvalsCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
   const id = parseCommand(args, APPROVALS_SYNTAX).positionals['id']!;
   return { workflow_id: id, pending_approvals: await client.run(id).pendingApprovals() };
 }
 
-export const APPROVE_SYNTAX = {
-  usage: 'patchloop approve <id> <call id> [--reason TEXT]',
-  summary: "Lets a waiting tool call run (update 'approve').",
-  options: { reason: { type: 'string' } },
-  positionals: ['id', 'call id'],
-} as const;
 export async function approveCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
   const { values, positionals } = parseCommand(args, APPROVE_SYNTAX);
   const id = positionals['id']!;
@@ -31,12 +20,6 @@ export async function approveCommand(client: PatchloopClient, args: string[]): P
   return { workflow_id: id, ...(await client.run(id).approve(call, values.reason)) };
 }
 
-export const REJECT_SYNTAX = {
-  usage: 'patchloop reject <id> <call id> --reason TEXT',
-  summary: "Refuses a waiting tool call (update 'approve'): the model gets the reason as the call's result.",
-  options: { reason: { type: 'string' } },
-  positionals: ['id', 'call id'],
-} as const;
 export async function rejectCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
   const { values, positionals } = parseCommand(args, REJECT_SYNTAX);
   const id = positionals['id']!;

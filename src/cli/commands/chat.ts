@@ -8,16 +8,9 @@ import { agentResolved, noWorkerNotice, workerPolls } from '../preflight';
 import type { Message } from '../../context';
 import type { TurnReply } from '../../runtime';
 import type { PatchloopClient, SessionHandle } from '../../client/patchloop-client';
+import { CHAT_SYNTAX } from '../syntax';
 
 const write = (text: string) => void process.stdout.write(text);
-
-export const CHAT_SYNTAX = {
-  usage: 'patchloop chat <agent> [--id SESSION_ID]',
-  summary:
-    'An interactive chat on a long-lived chatSession. With --id it reconnects to that session (or starts it). /quit leaves it running, /close ends it, Ctrl-C aborts a turn.',
-  options: { id: { type: 'string' } },
-  positionals: ['agent'],
-} as const;
 
 /**
  * An interactive chat on a `chatSession` workflow. With --id it reconnects to that session (or starts

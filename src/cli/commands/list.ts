@@ -2,20 +2,7 @@ import { PATCHLOOP_SEARCH_ATTRIBUTES as keys } from '../../common';
 import type { PatchloopClient } from '../../client/patchloop-client';
 import { parseCommand } from '../arguments';
 import { UsageError } from '../errors';
-
-const STATUSES = ['running', 'awaiting_approval', 'completed', 'aborted', 'failed'];
-
-export const LIST_SYNTAX = {
-  usage: 'patchloop list [--agent A] [--status S] [--limit N] [--json]',
-  summary: `Recent runs and sessions, newest first, over patchloop's search attributes. --status is one of ${STATUSES.join(', ')}.`,
-  options: {
-    agent: { type: 'string' },
-    status: { type: 'string' },
-    limit: { type: 'string' },
-    json: { type: 'boolean' },
-  },
-  positionals: [],
-} as const;
+import { LIST_STATUSES, LIST_SYNTAX } from '../syntax';
 
 interface Listed {
   workflow_id: string;
@@ -37,8 +24,8 @@ export async function listCommand(
   const limit = values.limit === undefined ? 20 : Number(values.limit);
   if (!Number.isInteger(limit) || limit < 1)
     throw new UsageError(`--limit must be a whole number >= 1\nusage: ${LIST_SYNTAX.usage}`);
-  if (values.status !== undefined && !STATUSES.includes(values.status))
-    throw new UsageError(`--status must be one of ${STATUSES.join(', ')}\nusage: ${LIST_SYNTAX.usage}`);
+  if (values.status !== undefined && !LIST_STATUSES.includes(values.status))
+    throw new UsageError(`--status must be one of ${LIST_STATUSES.join(', ')}\nusage: ${LIST_SYNTAX.usage}`);
   if (values.agent !== undefined && !/^[\w.-]+$/.test(values.agent))
     throw new UsageError(`--agent takes an agent name (letters, digits, _ . -)\nusage: ${LIST_SYNTAX.usage}`);
   const query = [

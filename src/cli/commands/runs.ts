@@ -7,21 +7,10 @@ import { followRun, jsonOutput, textOutput } from '../../client/follow';
 import type { PatchloopClient, RunHandle } from '../../client/patchloop-client';
 import { UsageError } from '../errors';
 import { agentResolved, explainUnavailable, failureOf, noWorkerNotice, workerPolls } from '../preflight';
+import { RUN_SYNTAX, FOLLOW_SYNTAX, ABORT_SYNTAX, SEND_SYNTAX, SHOW_SYNTAX } from '../syntax';
 
 type Print = (line: string) => void;
 
-export const RUN_SYNTAX = {
-  usage: 'patchloop run <agent> <text...> [--id ID] [--follow [--json]] [--max-tool-calls N]',
-  summary:
-    'Starts workflow agentRun. The text is every remaining word. Without --follow it prints the workflow id once the worker has resolved the agent; with --follow it prints events and tokens live, then the answer.',
-  options: {
-    id: { type: 'string' },
-    follow: { type: 'boolean' },
-    json: { type: 'boolean' },
-    'max-tool-calls': { type: 'string' },
-  },
-  positionals: ['agent', 'text...'],
-} as const;
 const write = (text: string) => void process.stdout.write(text);
 
 export async function runCommand(client: PatchloopClient, args: string[], print: Print): Promise<unknown> {
@@ -43,13 +32,6 @@ export async function runCommand(client: PatchloopClient, args: string[], print:
   return follow(run, Boolean(values.json), print);
 }
 
-export const FOLLOW_SYNTAX = {
-  usage: 'patchloop follow <id> [--json]',
-  summary:
-    'Follows a run (going or finished): its events, live tokens, then the outcome. --json: one JSON event per line.',
-  options: { json: { type: 'boolean' } },
-  positionals: ['id'],
-} as const;
 /** Follows a run that is already going (or finished): its events, then live tokens, then a summary. */
 export async function followCommand(client: PatchloopClient, args: string[], print: Print): Promise<unknown> {
   const { values, positionals } = parseCommand(args, FOLLOW_SYNTAX);
@@ -85,12 +67,6 @@ export function printOutcome(result: AgentRunResult, print: Print): void {
     );
 }
 
-export const ABORT_SYNTAX = {
-  usage: 'patchloop abort <id> [--reason TEXT]',
-  summary: "Signals 'abort': the run (or a session's current turn) ends with a valid transcript.",
-  options: { reason: { type: 'string' } },
-  positionals: ['id'],
-} as const;
 export async function abortCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
   const { values, positionals } = parseCommand(args, ABORT_SYNTAX);
   const id = positionals['id']!;
@@ -101,13 +77,6 @@ export async function abortCommand(client: PatchloopClient, args: string[]): Pro
   return { workflow_id: id, signal: 'abort', reason: values.reason ?? '' };
 }
 
-export const SEND_SYNTAX = {
-  usage: 'patchloop send <id> <text...> [--no-wait]',
-  summary:
-    "To a run: signal 'user_message'. To a session: update 'send', printing the turn's reply (--no-wait only queues it).",
-  options: { 'no-wait': { type: 'boolean' } },
-  positionals: ['id', 'text...'],
-} as const;
 /** To a run: signal `user_message`. To a session: update `send`, printing the turn's reply (or queue with --no-wait). */
 export async function sendCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
   const { values, positionals } = parseCommand(args, SEND_SYNTAX);
@@ -125,12 +94,6 @@ export async function sendCommand(client: PatchloopClient, args: string[]): Prom
   return { workflow_id: id, signal: 'user_message' };
 }
 
-export const SHOW_SYNTAX = {
-  usage: 'patchloop show <id> [--json]',
-  summary: 'Status, failure, what runs now, and the transcript of a run or session.',
-  options: { json: { type: 'boolean' } },
-  positionals: ['id'],
-} as const;
 export async function showCommand(client: PatchloopClient, args: string[], print: Print): Promise<unknown> {
   const { values, positionals } = parseCommand(args, SHOW_SYNTAX);
   const id = positionals['id']!;

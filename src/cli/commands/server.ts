@@ -2,15 +2,10 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startDevServer } from '../../worker/temporal-cli';
 import { parseCommand } from '../arguments';
+import { FailureType } from '../../common/failure-types';
 import { CliError, UsageError } from '../errors';
 import { portIsFree } from '../../worker/free-port';
-
-export const SERVER_SYNTAX = {
-  usage: 'patchloop server [--port 7233] [--ui-port 8233] [--db .patchloop/temporal.db]',
-  summary: 'The Temporal dev server (SQLite file, web UI) until Ctrl-C. Fails if the port is taken.',
-  options: { port: { type: 'string' }, 'ui-port': { type: 'string' }, db: { type: 'string' } },
-  positionals: [],
-} as const;
+import { SERVER_SYNTAX } from '../syntax';
 
 /** The Temporal dev server with a SQLite file under .patchloop/ and its web UI, until Ctrl-C. */
 export async function serverCommand(args: string[], print: (line: string) => void): Promise<undefined> {
@@ -27,7 +22,7 @@ export async function serverCommand(args: string[], print: (line: string) => voi
     if (!(await portIsFree(value)))
       throw new CliError(
         `port ${value} is in use (another Temporal server?): choose another with ${flag}`,
-        'PortInUse',
+        FailureType.PortInUse,
       );
   }
   mkdirSync('.patchloop', { recursive: true });

@@ -3,7 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { AgentDefinition } from '../../runtime';
+import { AgentDefinition, isConfigurationError } from '../../runtime';
+import { FailureType } from '../../common/failure-types';
 import {
   configFromEnvironment,
   connectionOptions,
@@ -20,29 +21,9 @@ import { FakeModelServer } from '../../fake-model/server';
 import { exampleTools } from '../../tools/examples';
 import type { Tool } from '../../tools/define-tool';
 import { prometheusTelemetry, startHeapGauges } from '../../worker/metrics';
-import { CliError } from '../errors';
+import { CliError, temporalUnreachable } from '../errors';
 import { parseCommand } from '../arguments';
-
-export const WORKER_SYNTAX = {
-  usage:
-    'patchloop worker [--agents FILE.json] [--tools MODULE] [--fake-model] [--tools-only --task-queue QUEUE] [--max-cached-workflows N] [--max-concurrent-workflow-tasks N] [--max-concurrent-activities N] [--heap-growing-percent N] [--metrics-address HOST:PORT] [--verbose]',
-  summary:
-    "A worker serving the example agents (or the agents in FILE) until Ctrl-C, with the example tools and those MODULE exports (`export const tools = [defineTool(...), ...]`). It needs a provider (OPENAI_API_KEY or OPENAI_BASE_URL), or --fake-model for the offline scripted model the demo uses. With --tools-only it runs only the tool batches routed to QUEUE (defineTool({ taskQueue }) or an agent's tool_task_queues) and needs no provider.",
-  options: {
-    agents: { type: 'string' },
-    tools: { type: 'string' },
-    'tools-only': { type: 'boolean' },
-    'task-queue': { type: 'string' },
-    'max-cached-workflows': { type: 'string' },
-    'max-concurrent-workflow-tasks': { type: 'string' },
-    'max-concurrent-activities': { type: 'string' },
-    'heap-growing-percent': { type: 'string' },
-    'metrics-address': { type: 'string' },
-    'fake-model': { type: 'boolean' },
-    verbose: { type: 'boolean' },
-  },
-  positionals: [],
-} as const;
+import { WORKER_SYNTAX } from '../syntax';
 
 /**
  * Runs a worker until SIGINT/SIGTERM, then shuts down gracefully (Temporal's runtime handles the
@@ -69,12 +50,12 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   };
   const toolsOnly = values['tools-only'] === true;
   if (toolsOnly && !values['task-queue'])
-    throw new CliError('--tools-only needs --task-queue: the queue its tools are routed to', 'UsageError');
+    throw new CliError('--tools-only needs --task-queue: the queue its tools are routed to', FailureType.UsageError);
   // Offline by choice, never by surprise: no provider and no --fake-model is an error, not api.openai.com.
   if (!toolsOnly && !values['fake-model'] && !environment.openaiApiKey && !environment.openaiBaseUrl)
     throw new CliError(
       "no model provider configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for another OpenAI-compatible provider), or start 'npx patchloop worker --fake-model' for the offline scripted model the demo uses",
-      'NoProvider',
+      FailureType.NoProvider,
     );
   // Worker log lines (activity failures among them) pass through the same redaction as failures. Quiet
   // by default: INFO (webpack's bundle statistics among it) with --verbose.
@@ -104,12 +85,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
       ...(tracing ? { tracing } : {}),
     }).catch((error: unknown) => {
       // A configuration the worker refuses (an agent's tools, routing) is the user's to fix: no stack.
-      if (
-        error instanceof Error &&
-        !(error instanceof CliError) &&
-        /^(no agent routes|agent '|tool )/.test(error.message)
-      )
-        throw new CliError(error.message, 'BadConfiguration');
+      if (isConfigurationError(error)) throw new CliError(error.message, FailureType.BadConfiguration);
       throw error;
     });
     if (worker.searchAttributes.registered.length > 0)
@@ -144,7 +120,10 @@ function metricsOrUsageError(address: string) {
   try {
     return prometheusTelemetry(address);
   } catch (error) {
-    throw new CliError(`--metrics-address (PATCHLOOP_METRICS_ADDRESS): ${(error as Error).message}`, 'UsageError');
+    throw new CliError(
+      `--metrics-address (PATCHLOOP_METRICS_ADDRESS): ${(error as Error).message}`,
+      FailureType.UsageError,
+    );
   }
 }
 
@@ -161,7 +140,7 @@ function tuningOrUsageError(env: NodeJS.ProcessEnv) {
     return workerTuningFromEnvironment(env);
   } catch (error) {
     const message = (error as Error).message.replace(/^PATCHLOOP_[A-Z_]+/, (name) => `${TUNING_FLAGS[name]} (${name})`);
-    throw new CliError(message, 'UsageError');
+    throw new CliError(message, FailureType.UsageError);
   }
 }
 
@@ -171,13 +150,13 @@ async function loadTools(file: string): Promise<Tool[]> {
   try {
     loaded = (await import(pathToFileURL(resolve(file)).href)) as typeof loaded;
   } catch (error) {
-    throw new CliError(`cannot load tools from ${file}: ${(error as Error).message}`, 'ToolsNotLoaded');
+    throw new CliError(`cannot load tools from ${file}: ${(error as Error).message}`, FailureType.ToolsNotLoaded);
   }
   const tools = loaded.tools ?? loaded.default;
   const isTool = (value: unknown) =>
     typeof value === 'object' && value !== null && 'descriptor' in value && 'execute' in value;
   if (!Array.isArray(tools) || !tools.every(isTool))
-    throw new CliError(`${file} must export 'tools': an array of defineTool(...) results`, 'ToolsNotLoaded');
+    throw new CliError(`${file} must export 'tools': an array of defineTool(...) results`, FailureType.ToolsNotLoaded);
   return tools as Tool[];
 }
 
@@ -185,9 +164,6 @@ async function connectWorker(config: PatchloopConfig): Promise<NativeConnection>
   try {
     return await NativeConnection.connect(connectionOptions(config));
   } catch (error) {
-    throw new CliError(
-      `cannot reach Temporal at ${config.temporalAddress} (${(error as Error).message}). Start a dev server with 'npx patchloop server', or set TEMPORAL_ADDRESS.`,
-      'ConnectionError',
-    );
+    throw temporalUnreachable(config.temporalAddress, error);
   }
 }

@@ -1,0 +1,144 @@
+/**
+ * The syntax of every CLI command: usage line, summary and options, in the order `--help` lists them.
+ * Kept apart from the commands themselves, so that help, usage errors and light commands (`compile`)
+ * load none of the Temporal SDK.
+ */
+
+/** The states `list --status` filters on (patchloop's search attribute). */
+export const LIST_STATUSES = ['running', 'awaiting_approval', 'completed', 'aborted', 'failed'];
+
+export const DEMO_SYNTAX = {
+  usage: 'patchloop demo',
+  summary:
+    'A dev server, a worker and three example runs (tools, an abort, an approval); offline unless OPENAI_* is set. The server stays up until Ctrl-C.',
+  options: {},
+  positionals: [],
+} as const;
+
+export const COMPILE_SYNTAX = {
+  usage: 'patchloop compile <file>',
+  summary:
+    'The next LLM request compiled from a saved state (JSON file, or - for standard input). Prints one JSON object; a compile that fails prints {"error": {"type", "message"}} on stdout and exits 1.',
+  options: {},
+  positionals: ['file'],
+} as const;
+
+export const APPROVALS_SYNTAX = {
+  usage: 'patchloop approvals <id>',
+  summary: 'The tool calls of a run or session that wait for a decision, with their arguments.',
+  options: {},
+  positionals: ['id'],
+} as const;
+
+export const APPROVE_SYNTAX = {
+  usage: 'patchloop approve <id> <call id> [--reason TEXT]',
+  summary: "Lets a waiting tool call run (update 'approve').",
+  options: { reason: { type: 'string' } },
+  positionals: ['id', 'call id'],
+} as const;
+
+export const REJECT_SYNTAX = {
+  usage: 'patchloop reject <id> <call id> --reason TEXT',
+  summary: "Refuses a waiting tool call (update 'approve'): the model gets the reason as the call's result.",
+  options: { reason: { type: 'string' } },
+  positionals: ['id', 'call id'],
+} as const;
+
+export const CHAT_SYNTAX = {
+  usage: 'patchloop chat <agent> [--id SESSION_ID]',
+  summary:
+    'An interactive chat on a long-lived chatSession. With --id it reconnects to that session (or starts it). /quit leaves it running, /close ends it, Ctrl-C aborts a turn.',
+  options: { id: { type: 'string' } },
+  positionals: ['agent'],
+} as const;
+
+export const CODEC_SERVER_SYNTAX = {
+  usage: 'patchloop codec-server [--port 8888] [--host 127.0.0.1] [--cors-origin http://localhost:8233]',
+  summary:
+    "Temporal's remote codec endpoint for encrypted payloads (PATCHLOOP_ENCRYPTION_KEY and the previous keys): point the web UI or `temporal workflow show --codec-endpoint` at it to read plaintext. Until Ctrl-C.",
+  options: { port: { type: 'string' }, host: { type: 'string' }, 'cors-origin': { type: 'string' } },
+  positionals: [],
+} as const;
+
+export const LIST_SYNTAX = {
+  usage: 'patchloop list [--agent A] [--status S] [--limit N] [--json]',
+  summary: `Recent runs and sessions, newest first, over patchloop's search attributes. --status is one of ${LIST_STATUSES.join(', ')}.`,
+  options: {
+    agent: { type: 'string' },
+    status: { type: 'string' },
+    limit: { type: 'string' },
+    json: { type: 'boolean' },
+  },
+  positionals: [],
+} as const;
+
+export const RUN_SYNTAX = {
+  usage: 'patchloop run <agent> <text...> [--id ID] [--follow [--json]] [--max-tool-calls N]',
+  summary:
+    'Starts workflow agentRun. The text is every remaining word. Without --follow it prints the workflow id once the worker has resolved the agent; with --follow it prints events and tokens live, then the answer.',
+  options: {
+    id: { type: 'string' },
+    follow: { type: 'boolean' },
+    json: { type: 'boolean' },
+    'max-tool-calls': { type: 'string' },
+  },
+  positionals: ['agent', 'text...'],
+} as const;
+
+export const FOLLOW_SYNTAX = {
+  usage: 'patchloop follow <id> [--json]',
+  summary:
+    'Follows a run (going or finished): its events, live tokens, then the outcome. --json: one JSON event per line.',
+  options: { json: { type: 'boolean' } },
+  positionals: ['id'],
+} as const;
+
+export const ABORT_SYNTAX = {
+  usage: 'patchloop abort <id> [--reason TEXT]',
+  summary: "Signals 'abort': the run (or a session's current turn) ends with a valid transcript.",
+  options: { reason: { type: 'string' } },
+  positionals: ['id'],
+} as const;
+
+export const SEND_SYNTAX = {
+  usage: 'patchloop send <id> <text...> [--no-wait]',
+  summary:
+    "To a run: signal 'user_message'. To a session: update 'send', printing the turn's reply (--no-wait only queues it).",
+  options: { 'no-wait': { type: 'boolean' } },
+  positionals: ['id', 'text...'],
+} as const;
+
+export const SHOW_SYNTAX = {
+  usage: 'patchloop show <id> [--json]',
+  summary: 'Status, failure, what runs now, and the transcript of a run or session.',
+  options: { json: { type: 'boolean' } },
+  positionals: ['id'],
+} as const;
+
+export const SERVER_SYNTAX = {
+  usage: 'patchloop server [--port 7233] [--ui-port 8233] [--db .patchloop/temporal.db]',
+  summary: 'The Temporal dev server (SQLite file, web UI) until Ctrl-C. Fails if the port is taken.',
+  options: { port: { type: 'string' }, 'ui-port': { type: 'string' }, db: { type: 'string' } },
+  positionals: [],
+} as const;
+
+export const WORKER_SYNTAX = {
+  usage:
+    'patchloop worker [--agents FILE.json] [--tools MODULE] [--fake-model] [--tools-only --task-queue QUEUE] [--max-cached-workflows N] [--max-concurrent-workflow-tasks N] [--max-concurrent-activities N] [--heap-growing-percent N] [--metrics-address HOST:PORT] [--verbose]',
+  summary:
+    "A worker serving the example agents (or the agents in FILE) until Ctrl-C, with the example tools and those MODULE exports (`export const tools = [defineTool(...), ...]`). It needs a provider (OPENAI_API_KEY or OPENAI_BASE_URL), or --fake-model for the offline scripted model the demo uses. With --tools-only it runs only the tool batches routed to QUEUE (defineTool({ taskQueue }) or an agent's tool_task_queues) and needs no provider.",
+  options: {
+    agents: { type: 'string' },
+    tools: { type: 'string' },
+    'tools-only': { type: 'boolean' },
+    'task-queue': { type: 'string' },
+    'max-cached-workflows': { type: 'string' },
+    'max-concurrent-workflow-tasks': { type: 'string' },
+    'max-concurrent-activities': { type: 'string' },
+    'heap-growing-percent': { type: 'string' },
+    'metrics-address': { type: 'string' },
+    'fake-model': { type: 'boolean' },
+    verbose: { type: 'boolean' },
+  },
+  positionals: [],
+} as const;
