@@ -24,7 +24,6 @@ export const CarriedInboxEntry = sharedSchema('runtime/carried-state#CarriedInbo
   z.strictObject({ id: z.number().int(), content: z.string() }),
 );
 
-/** Version 2 added `awaiting_batch`; version 1 states still load. */
 export const RUN_STATE_SCHEMA_VERSION = 2;
 export const RUN_STATE_SCHEMA_VERSIONS: readonly number[] = [1, 2];
 
@@ -46,35 +45,44 @@ export const AwaitingBatch = sharedSchema('runtime/carried-state#AwaitingBatch',
 export type AwaitingBatch = z.infer<typeof AwaitingBatch>;
 
 /**
- * What `agentRun` carries across continue-as-new, at an iteration boundary: the context state itself
- * (transcript, pending patches, queued messages, the SelfRef queue), the counters ids and keys depend
- * on, and the tail of the event log. Versioned: a new build reads every older version (fixtures in
- * test/fixtures/carried-state keep them loadable).
+ * What every durable run carries across continue-as-new, runs and sessions alike, at a boundary: the
+ * context state itself (transcript, pending patches, queued messages, the SelfRef queue), the counters
+ * ids and keys depend on, usage, the tail of the event log, and a batch waiting for approval decisions.
+ * `agentRun` and `chatSession` extend it with their own fields and a schema version each; one carry and
+ * one restore (`workflows/carried-run.ts`) read and write it. Fields added after a version was recorded
+ * have defaults, so every older state still loads (fixtures in test/fixtures/carried-state).
  */
-export const AgentRunState = sharedSchema('runtime/carried-state#AgentRunState', () =>
+export const CarriedRun = sharedSchema('runtime/carried-state#CarriedRun', () =>
   z.strictObject({
-    schema_version: z.union([z.literal(1), z.literal(2)]),
     agent: AgentSpec,
     transcript: z.array(Message),
     pending: z.array(Mutation),
     inbox: z.array(CarriedInboxEntry),
     next_inbox_id: z.number().int(),
-    selfref_queue: z.strictObject({ intents: z.array(MemoryIntent), compaction: CompactionIntent.nullable() }),
+    selfref_queue: z
+      .strictObject({ intents: z.array(MemoryIntent), compaction: CompactionIntent.nullable() })
+      .default({ intents: [], compaction: null }),
     iteration: z.number().int().nonnegative(),
     llm_calls: z.number().int().nonnegative(),
     tool_calls: z.number().int().nonnegative(),
     /** Tool calls of the turn so far: the tool budget counts them. */
-    turn_tool_calls: z.number().int().nonnegative(),
+    turn_tool_calls: z.number().int().nonnegative().default(0),
     usage: TokenUsage.nullable(),
     fork_count: z.number().int().nonnegative(),
     event_seq: z.number().int().nonnegative(),
-    events_dropped: z.number().int().nonnegative(),
+    events_dropped: z.number().int().nonnegative().default(0),
     /** The newest events, so `status` and `show` still tell the run's story. */
-    recent_events: z.array(JsonObject),
-    rejected_inputs: z.number().int().nonnegative(),
+    recent_events: z.array(JsonObject).default([]),
+    rejected_inputs: z.number().int().nonnegative().default(0),
     continued: z.number().int().nonnegative(),
-    /** Version 2: the batch that waited for approval decisions at the boundary, if one did. */
+    /** The batch that waited for approval decisions at the boundary, if one did. */
     awaiting_batch: AwaitingBatch.optional(),
   }),
+);
+export type CarriedRun = z.infer<typeof CarriedRun>;
+
+/** What `agentRun` carries: the core. Version 2 added `awaiting_batch`; version 1 states still load. */
+export const AgentRunState = sharedSchema('runtime/carried-state#AgentRunState', () =>
+  CarriedRun.extend({ schema_version: z.union([z.literal(1), z.literal(2)]) }),
 );
 export type AgentRunState = z.infer<typeof AgentRunState>;

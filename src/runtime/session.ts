@@ -1,33 +1,23 @@
 import { z } from 'zod';
-import { ChatMessages, Message, Mutation } from '../context';
-import { AgentSpec } from './agent';
-import { CarriedInboxEntry, ContinueAsNewPolicy } from './carried-state';
+import { ChatMessages, Message } from '../context';
+import { CarriedRun, ContinueAsNewPolicy } from './carried-state';
 import { TokenUsage } from './usage';
 import { sharedSchema } from '../context/shared-schema';
 
-export const SESSION_SCHEMA_VERSION = 1;
+export const SESSION_SCHEMA_VERSION = 2;
+export const SESSION_SCHEMA_VERSIONS: readonly number[] = [1, 2];
 
 /**
- * What a session carries across continue-as-new: the context state itself (transcript, pending
- * patches, queued messages), never a summary of it. Versioned, so a new build can read an old state.
+ * What a session carries across continue-as-new: the core every run carries (the context state itself,
+ * never a summary of it) and its turn count. Version 2 carries the whole core (version 1 lacked the
+ * SelfRef queue, the rejected-input count and the event window); version 1 states still load, their
+ * events counted as dropped.
  */
 export const SessionState = sharedSchema('runtime/session#SessionState', () =>
-  z.strictObject({
-    schema_version: z.literal(SESSION_SCHEMA_VERSION),
-    agent: AgentSpec,
-    transcript: z.array(Message),
-    pending: z.array(Mutation),
-    inbox: z.array(CarriedInboxEntry),
-    next_inbox_id: z.number().int(),
-    iteration: z.number().int().nonnegative(),
-    llm_calls: z.number().int().nonnegative(),
-    tool_calls: z.number().int().nonnegative(),
-    usage: TokenUsage.nullable(),
-    fork_count: z.number().int().nonnegative(),
-    event_seq: z.number().int().nonnegative(),
+  CarriedRun.extend({
+    schema_version: z.union([z.literal(1), z.literal(2)]),
     turns: z.number().int().nonnegative(),
-    continued: z.number().int().nonnegative(),
-  }),
+  }).transform((state) => (state.schema_version === 1 ? { ...state, events_dropped: state.event_seq } : state)),
 );
 export type SessionState = z.infer<typeof SessionState>;
 

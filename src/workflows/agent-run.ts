@@ -4,30 +4,27 @@ import {
   ContinueAsNew,
   continueAsNew,
   patched,
-  proxyActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import { asMessages, cloneJson, validateToolLinkage, type Message } from '../context';
+import { cloneJson } from '../context';
 import {
   AgentRunInput,
-  AgentSpec,
   RUN_STATE_SCHEMA_VERSION,
   RUN_STATE_SCHEMA_VERSIONS,
-  seedTranscript,
   type AgentRunResult,
-  type AgentRunState,
-  type RunEvent,
+  type AgentSpec,
 } from '../runtime';
 import { AgentLoop, type TurnProgress } from './agent-loop';
-import { carriedInputFits, continueAsNewDue, recentEvents, restoreEvents } from './continue-as-new';
+import { carryRun, restoreRun } from './carried-run';
+import { carriedInputFits, continueAsNewDue } from './continue-as-new';
 import { nextRequestQuery, failure, FailureType } from '../common';
 import { parseWorkflowInput } from './input';
 import { asRunFailure, withUnprocessedMessages } from './failures';
+import { checkedSeed, openRun } from './open-run';
 import { checkedResult } from './payload-budget';
 import { registerRunHandlers } from './handlers';
-import { applyAgentLimits, commit, emit, newRun, runOrigin, unprocessedMessages, type Run } from './run-state';
+import { emit, newRun, runOrigin, unprocessedMessages, type Run } from './run-state';
 import { sinks } from './sinks';
 import { keepVisible } from './visibility';
 
@@ -41,37 +38,29 @@ import { keepVisible } from './visibility';
 export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const input = parseRunInput(rawInput);
   const run = newRun(input.agent, workflowInfo().workflowId);
-  if (input.fork) run.origin = runOrigin(run.memoryKey, input.fork);
+  if (input.fork) {
+    run.origin = runOrigin(run.memoryKey, input.fork);
+    run.forkDepth = input.fork.depth;
+    run.forkId = input.fork.fork_id;
+  }
   // Restore before any handler runs: signals and updates buffered for this run land in the carried inbox.
-  if (input.state) restoreRun(run, input.state);
+  const position = input.state ? restoreRun(run, input.state) : undefined;
   const chain = { continued: input.state?.continued ?? 0, skipped: false, stepsAtStart: steps(run) };
   registerRunHandlers(run, () => ({ continued_as_new: chain.continued }));
   try {
-    const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
-    run.selfref = agent.selfref;
-    applyAgentLimits(run, agent.limits);
-    run.visibility.enabled = agent.search_attributes === true;
-    keepVisible(run, true);
-    if (input.fork) {
-      run.forkDepth = input.fork.depth;
-      run.forkId = input.fork.fork_id;
-    }
-    if (!input.state) seedRun(run, agent, input);
+    const agent = await openRun(run, input, (resolved) =>
+      // A fork child starts from its parent's context (spec 6.6 step 3), folded at its first compile.
+      input.fork
+        ? { context: input.fork.context, prompt: input.input, pending: true }
+        : { context: checkedSeed(resolved, input), prompt: input.input },
+    );
     const loop = new AgentLoop(run, agent, {
       transport: input.request_transport,
       maxToolCalls: input.max_tool_calls !== undefined ? input.max_tool_calls : agent.max_tool_calls,
       foldInbox: true,
     });
     setHandler(nextRequestQuery, () => loop.previewRequest());
-    const turn = await loop.turn(
-      (progress) => continueIfDue(run, input, agent, progress, chain),
-      input.state
-        ? {
-            toolCalls: input.state.turn_tool_calls,
-            ...(input.state.awaiting_batch ? { awaiting: input.state.awaiting_batch } : {}),
-          }
-        : undefined,
-    );
+    const turn = await loop.turn((progress) => continueIfDue(run, input, agent, progress, chain), position);
     run.state = turn.status;
     keepVisible(run);
     const unprocessed = unprocessedMessages(run);
@@ -112,18 +101,6 @@ export function parseRunInput(raw: unknown): AgentRunInput {
   return parseWorkflowInput(AgentRunInput, raw, 'agentRun');
 }
 
-/** The first run of a chain: the seed context, or a fork child's parent context (spec 6.6 step 3). */
-function seedRun(run: Run, agent: AgentSpec, input: AgentRunInput): void {
-  if (input.fork) run.pending = [{ type: 'ContextReplaceMutation', messages: input.fork.context }];
-  else commit(run, [{ type: 'ContextReplaceMutation', messages: checkedSeed(agent, input) }]);
-  emit(run, {
-    event_type: 'react_start',
-    agent: agent.name,
-    user_task_prompt: input.input,
-    available_tools: agent.tools,
-  });
-}
-
 /**
  * At an iteration boundary: continue as new when due, with no abort pending and every handler done.
  * The next run carries the whole state and resumes the turn exactly here, so every request the model
@@ -145,7 +122,7 @@ async function continueIfDue(
   const info = workflowInfo();
   const next = (): AgentRunInput => ({
     ...withoutSeed(input),
-    state: carriedState(run, agent, progress, chain.continued + 1),
+    state: { schema_version: RUN_STATE_SCHEMA_VERSION, ...carryRun(run, agent, progress, chain.continued + 1) },
   });
   if (!carriedInputFits(run, agent, next(), chain)) return;
   emit(run, { event_type: 'continued_as_new', history_events: info.historyLength, history_bytes: info.historySize });
@@ -161,74 +138,4 @@ function steps(run: Run): number {
 function withoutSeed(input: AgentRunInput): AgentRunInput {
   const { history: _history, ...rest } = input;
   return { ...rest, ...(input.fork ? { fork: { ...input.fork, context: [] } } : {}) };
-}
-
-function carriedState(run: Run, agent: AgentSpec, progress: TurnProgress, continued: number): AgentRunState {
-  const recent = recentEvents(run);
-  return {
-    schema_version: RUN_STATE_SCHEMA_VERSION,
-    agent,
-    transcript: run.transcript,
-    pending: run.pending,
-    inbox: run.inbox,
-    next_inbox_id: run.nextInboxId,
-    selfref_queue: run.selfrefQueue,
-    iteration: run.iteration,
-    llm_calls: run.llmCalls,
-    tool_calls: run.toolCalls,
-    turn_tool_calls: progress.toolCalls,
-    usage: run.usage,
-    fork_count: run.forkCount,
-    event_seq: run.eventSeq,
-    // The events of the window that do not travel count as dropped too.
-    events_dropped: run.eventsDropped + run.events.length - recent.length,
-    recent_events: recent,
-    rejected_inputs: run.rejectedInputs,
-    continued,
-    ...(progress.awaiting ? { awaiting_batch: progress.awaiting } : {}),
-  };
-}
-
-function restoreRun(run: Run, state: AgentRunState): void {
-  run.selfref = state.agent.selfref;
-  run.transcript = state.transcript;
-  run.pending = state.pending;
-  run.inbox = state.inbox;
-  run.nextInboxId = state.next_inbox_id;
-  run.selfrefQueue = state.selfref_queue;
-  run.iteration = state.iteration;
-  run.llmCalls = state.llm_calls;
-  run.toolCalls = state.tool_calls;
-  run.usage = state.usage;
-  run.forkCount = state.fork_count;
-  run.rejectedInputs = state.rejected_inputs;
-  // Before any handler runs: a decision buffered for this run is validated against these records.
-  run.approvals = state.awaiting_batch?.approvals ?? [];
-  restoreEvents(run, state.recent_events as RunEvent[], state.event_seq, state.events_dropped);
-  // The snapshot is derived from the transcript: recompute it rather than carry it.
-  commit(run, []);
-}
-
-export function checkedSeed(
-  agent: AgentSpec,
-  input: { history?: AgentRunInput['history']; input: string },
-  workflow = 'agentRun',
-): Message[] {
-  const seed = seedTranscript(agent.instructions, asMessages(input.history ?? []), input.input);
-  try {
-    validateToolLinkage(seed);
-  } catch (error) {
-    throw failure(FailureType.InvalidRunInput, `invalid ${workflow} input: history: ${(error as Error).message}`);
-  }
-  return seed;
-}
-
-export async function resolveAgent(name: string): Promise<AgentSpec> {
-  const { describeAgent } = proxyActivities<Activities>({
-    startToCloseTimeout: '30s',
-    summary: `resolve agent ${name}`,
-    retry: { maximumAttempts: 5, nonRetryableErrorTypes: [FailureType.UnknownAgent] },
-  });
-  // Parsed again here: a spec recorded by an older worker lacks newer limits, which take their defaults.
-  return AgentSpec.parse(await describeAgent(name));
 }

@@ -11,23 +11,23 @@ import { cloneJson, type Message } from '../context';
 import {
   ChatSessionInput,
   SESSION_SCHEMA_VERSION,
+  SESSION_SCHEMA_VERSIONS,
+  type AgentSpec,
   type ChatSessionResult,
-  type SessionState,
   type TurnReply,
 } from '../runtime';
 import { AgentLoop } from './agent-loop';
 import { carriedInputFits, continueAsNewDue } from './continue-as-new';
 import { checkedResult } from './payload-budget';
-import { checkedSeed, resolveAgent } from './agent-run';
+import { carryRun, restoreRun } from './carried-run';
+import { checkedSeed, openRun } from './open-run';
 import { abortSignal, closeSignal, nextRequestQuery, sendUpdate, failure, FailureType } from '../common';
 import { parseWorkflowInput } from './input';
 import { asRunFailure, turnFailure, withUnprocessedMessages } from './failures';
 import { registerRunHandlers } from './handlers';
 import { keepVisible } from './visibility';
 import {
-  applyAgentLimits,
   checkMessage,
-  commit,
   emit,
   enqueueMessage,
   newRun,
@@ -67,7 +67,7 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
   const run = newRun(input.agent, workflowInfo().workflowId);
   // Restore before any handler runs: updates and signals buffered for the new run are delivered as soon
   // as their handlers are registered, and must land in the carried inbox.
-  if (input.state) restore(run, input.state);
+  if (input.state) restoreRun(run, input.state);
   const session: Session = {
     run,
     input,
@@ -158,24 +158,17 @@ function registerSessionHandlers(session: Session): void {
 }
 
 /** The agent (carried, or resolved for a new session), the seed context and the loop. */
-async function openSession(session: Session): Promise<SessionState['agent']> {
+async function openSession(session: Session): Promise<AgentSpec> {
   const { run, input } = session;
-  const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
-  run.selfref = agent.selfref;
-  applyAgentLimits(run, agent.limits);
-  run.visibility.enabled = agent.search_attributes === true;
-  keepVisible(run, true);
-  if (!input.state) {
-    const seed = seedWithoutInput(checkedSeed(agent, { history: input.history ?? [], input: '' }, 'chatSession'));
-    commit(run, [{ type: 'ContextReplaceMutation', messages: seed }]);
-  }
+  const agent = await openRun(run, input, (resolved) => ({
+    context: seedWithoutInput(checkedSeed(resolved, { history: input.history ?? [], input: '' }, 'chatSession')),
+    prompt: '',
+  }));
   session.loop = new AgentLoop(run, agent, {
     transport: 'query',
     maxToolCalls: input.max_tool_calls ?? agent.max_tool_calls,
     foldInbox: false,
   });
-  if (!input.state)
-    emit(run, { event_type: 'react_start', agent: agent.name, user_task_prompt: '', available_tools: agent.tools });
   return agent;
 }
 
@@ -258,10 +251,10 @@ async function runTurn(run: Run, loop: AgentLoop, checkpoint: TurnCheckpoint): P
 /** The input of a session, carried state included (its schema version checked first). */
 export function parseSessionInput(raw: unknown): ChatSessionInput {
   const version = (raw as { state?: { schema_version?: unknown } } | null)?.state?.schema_version;
-  if (version !== undefined && version !== SESSION_SCHEMA_VERSION) {
+  if (version !== undefined && !SESSION_SCHEMA_VERSIONS.includes(version as number)) {
     throw failure(
       FailureType.UnsupportedStateVersion,
-      `chatSession state schema_version ${String(version)} is not supported by this worker (supports ${SESSION_SCHEMA_VERSION})`,
+      `chatSession state schema_version ${String(version)} is not supported by this worker (supports ${SESSION_SCHEMA_VERSIONS.join(', ')})`,
     );
   }
   return parseWorkflowInput(ChatSessionInput, raw, 'chatSession');
@@ -288,7 +281,7 @@ function carriedInput(
   run: Run,
   input: ChatSessionInput,
   session: { turns: number; continued: number },
-  agent: SessionState['agent'],
+  agent: AgentSpec,
 ): ChatSessionInput {
   return {
     agent: input.agent,
@@ -296,34 +289,9 @@ function carriedInput(
     continue_as_new: input.continue_as_new,
     state: {
       schema_version: SESSION_SCHEMA_VERSION,
-      agent,
-      transcript: run.transcript,
-      pending: run.pending,
-      inbox: run.inbox,
-      next_inbox_id: run.nextInboxId,
-      iteration: run.iteration,
-      llm_calls: run.llmCalls,
-      tool_calls: run.toolCalls,
-      usage: run.usage,
-      fork_count: run.forkCount,
-      event_seq: run.eventSeq,
+      // A session continues between turns: no tool call of a turn, no batch waiting.
+      ...carryRun(run, agent, { toolCalls: 0 }, session.continued),
       turns: session.turns,
-      continued: session.continued,
     },
   };
-}
-
-function restore(run: Run, state: SessionState): void {
-  run.selfref = state.agent.selfref;
-  run.transcript = state.transcript;
-  run.pending = state.pending;
-  run.inbox = state.inbox;
-  run.nextInboxId = state.next_inbox_id;
-  run.iteration = state.iteration;
-  run.llmCalls = state.llm_calls;
-  run.toolCalls = state.tool_calls;
-  run.usage = state.usage;
-  run.forkCount = state.fork_count;
-  run.eventSeq = state.event_seq;
-  commit(run, []);
 }

@@ -4,8 +4,9 @@ import { validateToolLinkage } from '../../src/context';
 import type { Responder } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { nextRequestQuery } from '../../src/common/definitions';
+import { SESSION_SCHEMA_VERSION } from '../../src/runtime';
 import { startWorld, type TestWorld } from '../support/temporal';
-import { eventually, recordCarriedState, recordHistory, replyReceived } from '../support/wait';
+import { callsFinished, eventually, recordCarriedState, recordHistory, replyReceived } from '../support/wait';
 
 let world: TestWorld | undefined;
 afterEach(async () => {
@@ -146,7 +147,7 @@ describe('chatSession', () => {
       expect(status['continued_as_new' as keyof typeof status]).toBe(boundaries);
       if (maxEvents === 25) expect(boundaries).toBeGreaterThanOrEqual(2);
       else expect(boundaries).toBe(0);
-      if (maxEvents === 25) await recordCarriedState(session, 'chat-session-v1');
+      if (maxEvents === 25) await recordCarriedState(session, `chat-session-v${SESSION_SCHEMA_VERSION}`);
       bodies.push(world.fake.requests.map((request) => JSON.stringify(request.body)));
       await world.close();
       world = undefined;
@@ -178,6 +179,44 @@ describe('chatSession', () => {
       { role: 'assistant', content: 'queued answered' },
     ]);
     world.fake.assertDone();
+  });
+
+  it('a SelfRef memory made just before the session continues as new survives it', async () => {
+    world = await startWorld({
+      agents: [{ name: 'memo', instructions: 'You remember things.', tools: ['wait'], selfref: true }],
+      fake: {
+        script: [
+          callTools([
+            { id: 'r1', name: 'selfref_remember', arguments: '{"text": "User prefers metric units"}' },
+            { id: 'w1', name: 'wait', arguments: '{"seconds": 60}' },
+          ]),
+          reply('you prefer metric units'),
+        ],
+      },
+    });
+    const session = await world.client.startSession({ agent: 'memo', continue_as_new: { max_history_events: 10 } });
+    const runBefore = (await session.workflow.describe()).runId;
+    const first = session.send('remember my units, then wait');
+    // The memory is made (its call finished); the turn is aborted before any compile folds it in, so
+    // it is still queued when the session continues as new after the turn.
+    await callsFinished(session, 1);
+    await session.abort('enough waiting');
+    expect((await first).status).toBe('aborted');
+    await eventually(async () => ((await session.workflow.describe()).runId !== runBefore ? true : undefined));
+    expect(await session.send('what do I prefer?')).toEqual({
+      status: 'completed',
+      reply: 'you prefer metric units',
+      turn: 2,
+    });
+    const system = String(world.fake.requests[1]!.body.messages[0]!['content']);
+    expect(system).toContain('User prefers metric units');
+    // The event window travelled too: the first run's story is still told.
+    const events = (await session.status()).events.map((event) => event.event_type);
+    expect(events).toEqual(
+      expect.arrayContaining(['react_start', 'user_message_received', 'tool_calls_batch_end', 'continued_as_new']),
+    );
+    world.fake.assertDone();
+    await recordHistory(session, 'session-memory-continues', runBefore);
   });
 
   it(

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RUN_STATE_SCHEMA_VERSION, SESSION_SCHEMA_VERSION } from '../../src/runtime';
+import { CarriedRun, RUN_STATE_SCHEMA_VERSION, SESSION_SCHEMA_VERSION } from '../../src/runtime';
 import { parseRunInput } from '../../src/workflows/agent-run';
 import { parseSessionInput } from '../../src/workflows/chat-session';
 
@@ -33,9 +33,34 @@ describe('carried continue-as-new state of every schema version still loads', ()
     expect(input.state?.transcript.length).toBeGreaterThan(0);
   });
 
+  it('a version 1 session state loads with the fields version 2 added: an empty SelfRef queue, its events counted as dropped', () => {
+    const state = parseSessionInput(load('chat-session-v1.json')).state!;
+    expect(state.schema_version).toBe(1);
+    expect(state.selfref_queue).toEqual({ intents: [], compaction: null });
+    expect([state.recent_events, state.rejected_inputs, state.turn_tool_calls]).toEqual([[], 0, 0]);
+    expect(state.events_dropped).toBe(state.event_seq);
+    expect(state.event_seq).toBeGreaterThan(0);
+  });
+
+  it('runs and sessions carry one core: every field of the core is in both states', () => {
+    const run = parseRunInput(load(`agent-run-v${RUN_STATE_SCHEMA_VERSION}.json`)).state!;
+    const session = parseSessionInput(load(`chat-session-v${SESSION_SCHEMA_VERSION}.json`)).state!;
+    const core = Object.keys(CarriedRun.shape).filter((key) => key !== 'awaiting_batch');
+    expect(core.filter((key) => !(key in run))).toEqual([]);
+    expect(core.filter((key) => !(key in session))).toEqual([]);
+  });
+
   it('refuses a state of a schema version this build does not know, clearly', () => {
     const future = { ...(load('agent-run-v1.json') as Record<string, unknown>) };
     future['state'] = { ...(future['state'] as Record<string, unknown>), schema_version: RUN_STATE_SCHEMA_VERSION + 1 };
     expect(() => parseRunInput(future)).toThrow(/schema_version 3 is not supported by this worker \(supports 1, 2\)/);
+    const futureSession = { ...(load('chat-session-v1.json') as Record<string, unknown>) };
+    futureSession['state'] = {
+      ...(futureSession['state'] as Record<string, unknown>),
+      schema_version: SESSION_SCHEMA_VERSION + 1,
+    };
+    expect(() => parseSessionInput(futureSession)).toThrow(
+      /chatSession state schema_version 3 is not supported by this worker \(supports 1, 2\)/,
+    );
   });
 });

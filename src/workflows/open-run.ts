@@ -1,0 +1,64 @@
+import { proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { asMessages, validateToolLinkage, type Message } from '../context';
+import { failure, FailureType } from '../common';
+import { AgentSpec, seedTranscript, type AgentRunInput } from '../runtime';
+import { applyAgentLimits, commit, emit, type Run } from './run-state';
+import { keepVisible } from './visibility';
+
+/** How a new run's context begins: its seed messages, and the task its first event names. */
+export interface RunSeed {
+  context: Message[];
+  prompt: string;
+  /** Folded at the first compile instead of now (a fork child's parent context, spec 6.6 step 3). */
+  pending?: boolean;
+}
+
+/**
+ * Opens a run or session: its agent (carried, or resolved by an activity for a new chain), the agent's
+ * message limits and visibility; a new chain also gets its seed context and its `react_start` event.
+ */
+export async function openRun(
+  run: Run,
+  input: { agent: string; state?: { agent: AgentSpec } | undefined },
+  seed: (agent: AgentSpec) => RunSeed,
+): Promise<AgentSpec> {
+  const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
+  run.selfref = agent.selfref;
+  applyAgentLimits(run, agent.limits);
+  run.visibility.enabled = agent.search_attributes === true;
+  keepVisible(run, true);
+  if (!input.state) {
+    const { context, prompt, pending } = seed(agent);
+    const replace = { type: 'ContextReplaceMutation' as const, messages: context };
+    if (pending) run.pending = [replace];
+    else commit(run, [replace]);
+    emit(run, { event_type: 'react_start', agent: agent.name, user_task_prompt: prompt, available_tools: agent.tools });
+  }
+  return agent;
+}
+
+/** The seed messages of a new run or session, its history checked (a broken history fails the run at once). */
+export function checkedSeed(
+  agent: AgentSpec,
+  input: { history?: AgentRunInput['history']; input: string },
+  workflow = 'agentRun',
+): Message[] {
+  const seed = seedTranscript(agent.instructions, asMessages(input.history ?? []), input.input);
+  try {
+    validateToolLinkage(seed);
+  } catch (error) {
+    throw failure(FailureType.InvalidRunInput, `invalid ${workflow} input: history: ${(error as Error).message}`);
+  }
+  return seed;
+}
+
+export async function resolveAgent(name: string): Promise<AgentSpec> {
+  const { describeAgent } = proxyActivities<Activities>({
+    startToCloseTimeout: '30s',
+    summary: `resolve agent ${name}`,
+    retry: { maximumAttempts: 5, nonRetryableErrorTypes: [FailureType.UnknownAgent] },
+  });
+  // Parsed again here: a spec recorded by an older worker lacks newer limits, which take their defaults.
+  return AgentSpec.parse(await describeAgent(name));
+}
