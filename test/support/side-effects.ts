@@ -25,31 +25,48 @@ export interface WorkerDeath {
   at: number;
 }
 
+/** A time the Temporal server could not be reached (from its stop to its being healthy again). */
+export interface ServerOutage {
+  from: number;
+  to: number;
+}
+
 /**
- * Finished calls that ran again, split by cause. A call's checkpoint reaches the server within the
- * heartbeat throttle (0.25 s) of its end, so a call that finished less than `windowMs` before its
- * worker was stopped may run again (the documented at-least-once window, same idempotency key); any
- * other repeat is a finished call the checkpoint failed to keep.
+ * Finished calls that ran again, split by cause; each cause is one of README's "what can run twice",
+ * with the same idempotency key:
+ * - `inWindow`: the call finished less than `windowMs` before its worker was stopped: its checkpoint
+ *   leaves the worker within the heartbeat throttle (0.25 s) of its end, and the kill beat it;
+ * - `inOutage`: the call finished while the server was down, or within `heartbeatTimeoutMs` after it
+ *   came back (or `windowMs` before it went): its checkpoint could not be recorded, and a server down
+ *   longer than the heartbeat timeout times the attempt out, so the retry does not see it.
+ * Any other repeat (`outside`) is a finished call the checkpoint failed to keep.
  */
 export function finishedRepeats(
   effects: readonly SideEffect[],
   deaths: readonly WorkerDeath[],
   windowMs: number,
-): { inWindow: number; outside: number } {
+  outages: readonly ServerOutage[] = [],
+  heartbeatTimeoutMs = 0,
+): { inWindow: number; inOutage: number; outside: number } {
   const ends = new Map<string, SideEffect[]>();
   for (const effect of effects)
     if (effect.phase === 'end') ends.set(effect.key, [...(ends.get(effect.key) ?? []), effect]);
   let inWindow = 0;
+  let inOutage = 0;
   let outside = 0;
   for (const [, [first, ...again]] of ends) {
     if (!first || again.length === 0) continue;
     const stoppedSoonAfter = deaths.some(
       (death) => death.worker === first.worker && death.at >= first.at && death.at - first.at <= windowMs,
     );
+    const duringOutage = outages.some(
+      (outage) => first.at >= outage.from - windowMs && first.at <= outage.to + heartbeatTimeoutMs,
+    );
     if (stoppedSoonAfter) inWindow += 1;
+    else if (duringOutage) inOutage += 1;
     else outside += 1;
   }
-  return { inWindow, outside };
+  return { inWindow, inOutage, outside };
 }
 
 /**
