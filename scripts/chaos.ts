@@ -5,7 +5,11 @@
  */
 import { parseArgs } from 'node:util';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { runChaos } from '../test/chaos/chaos';
+import { cliEntry, writeSharedBundle } from '../test/support/compiled';
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -16,6 +20,10 @@ async function main(): Promise<number> {
     },
   });
   Runtime.install({ logger: new DefaultLogger('ERROR') });
+  // One workflow bundle for every worker the run starts and restarts (each would bundle for ~4 s).
+  const bundle = join(mkdtempSync(join(tmpdir(), 'patchloop-chaos-bundle-')), 'workflows.bundle.js');
+  await writeSharedBundle(cliEntry(), bundle);
+  process.env['PATCHLOOP_TEST_WORKFLOW_BUNDLE'] = bundle;
   const report = await runChaos({
     runs: Number(values.runs),
     seed: Number(values.seed),

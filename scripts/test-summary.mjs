@@ -1,12 +1,41 @@
-// The one line `npm test` ends with: what ran and what passed, from vitest's JSON reports.
-import { readFileSync } from 'node:fs';
+// What `npm test` ends with: every test file's time, the phases, and one line of what ran and passed,
+// from vitest's JSON reports.
+import { existsSync, readFileSync } from 'node:fs';
 
 const parts = [];
+const files = [];
 let failed = 0;
-for (const project of ['unit', 'e2e']) {
-  const report = JSON.parse(readFileSync(`.test-results/${project}.json`, 'utf8'));
-  failed += report.numFailedTests;
+for (const project of ['unit', 'e2e', 'e2e-alone']) {
+  const path = `.test-results/${project}.json`;
+  if (!existsSync(path)) {
+    // A project that did not run (or crashed before its report) is a failure, never a silent skip.
+    failed += 1;
+    parts.push(`${project}: no report`);
+    continue;
+  }
+  const report = JSON.parse(readFileSync(path, 'utf8'));
+  failed += report.numFailedTests + (report.success ? 0 : report.numFailedTests === 0 ? 1 : 0);
   parts.push(`${report.numPassedTests}/${report.numTotalTests} ${project}`);
+  for (const file of report.testResults)
+    files.push({
+      project,
+      name: file.name.replace(/^.*?\/test\//, 'test/'),
+      tests: file.assertionResults.length,
+      seconds: (file.endTime - file.startTime) / 1000,
+    });
+}
+files.sort((a, b) => b.seconds - a.seconds);
+console.log('\nper file (seconds, tests):');
+for (const file of files)
+  console.log(
+    `${file.seconds.toFixed(1).padStart(7)} ${String(file.tests).padStart(4)}  ${file.project.padEnd(9)} ${file.name}`,
+  );
+if (existsSync('.test-results/phases.tsv')) {
+  console.log('\nphases (wall seconds):');
+  for (const line of readFileSync('.test-results/phases.tsv', 'utf8').trim().split('\n')) {
+    const [name, seconds] = line.split('\t');
+    console.log(`${seconds.padStart(7)}  ${name}`);
+  }
 }
 console.log(
   `\nnpm test: ${failed === 0 ? 'all passed' : `${failed} FAILED`}: ${parts.join(', ')} tests (plus typecheck, format and lint)`,

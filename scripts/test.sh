@@ -1,12 +1,38 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: installs what it needs, then typecheck, format check, lint and every test.
-set -euo pipefail
+# The whole test suite, from a fresh clone: installs what it needs, then typecheck, format check and lint
+# beside the unit tests, then the end-to-end tests (files in parallel, then the latency-bound ones
+# alone), and a summary with every file's time.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-npx tsc -p tsconfig.json --noEmit
-npx prettier --check . > /dev/null || { npx prettier --check . ; exit 1; }
-npx eslint .
+bash scripts/setup.sh || exit 1
 mkdir -p .test-results
+rm -f .test-results/*.json .test-results/phases.tsv
+phase() { echo -e "$1\t$2" >> .test-results/phases.tsv; }
+started=$SECONDS
+
+# Static checks and unit tests at once: two processes for two cores.
+(
+  npx tsc -p tsconfig.json --noEmit &&
+    { npx prettier --check . > /dev/null || { npx prettier --check .; exit 1; }; } &&
+    npx eslint .
+) > .test-results/static.log 2>&1 &
+static=$!
 npx vitest run --project unit --reporter=default --reporter=json --outputFile.json=.test-results/unit.json
+unit=$?
+wait $static
+checks=$?
+phase 'static checks and unit tests' $((SECONDS - started))
+if [ $checks -ne 0 ]; then
+  cat .test-results/static.log
+  echo 'npm test: typecheck, format or lint FAILED (above)'
+  exit 1
+fi
+[ $unit -eq 0 ] || { node scripts/test-summary.mjs; exit 1; }
+
+mark=$SECONDS
 npx vitest run --project e2e --reporter=default --reporter=json --outputFile.json=.test-results/e2e.json
+phase 'e2e, files in parallel' $((SECONDS - mark))
+mark=$SECONDS
+npx vitest run --project e2e-alone --reporter=default --reporter=json --outputFile.json=.test-results/e2e-alone.json
+phase 'e2e, latency-bound files one at a time' $((SECONDS - mark))
 node scripts/test-summary.mjs

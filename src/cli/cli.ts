@@ -39,6 +39,7 @@ const commands: Record<string, Entry> = {
   }),
   server: plainCommand(syntax.SERVER_SYNTAX, async () => (await import('./commands/server.js')).serverCommand),
   worker: plainCommand(syntax.WORKER_SYNTAX, async () => (await import('./commands/worker.js')).workerCommand),
+  bundle: plainCommand(syntax.BUNDLE_SYNTAX, async () => (await import('./commands/bundle.js')).bundleCommand),
   run: clientCommand(syntax.RUN_SYNTAX, async () => (await import('./commands/runs.js')).runCommand),
   follow: clientCommand(syntax.FOLLOW_SYNTAX, async () => (await import('./commands/runs.js')).followCommand),
   list: clientCommand(syntax.LIST_SYNTAX, async () => (await import('./commands/list.js')).listCommand),

@@ -122,16 +122,25 @@ export const SERVER_SYNTAX = {
   positionals: [],
 } as const;
 
+export const BUNDLE_SYNTAX = {
+  usage: 'patchloop bundle <file>',
+  summary:
+    "Writes the workflow bundle (the workflow code a worker otherwise bundles at start, ~4 s) to FILE, for 'patchloop worker --workflow-bundle FILE': build it once per build of your code (an image layer, a CI step) and every worker starts without bundling. With OTEL_* tracing set, its workflow interceptors go in. Build it from the sources the workers run: workflow code must replay as it ran.",
+  options: {},
+  positionals: ['file'],
+} as const;
+
 export const WORKER_SYNTAX = {
   usage:
-    'patchloop worker [--agents FILE.json] [--tools MODULE] [--fake-model] [--tools-only --task-queue QUEUE] [--max-cached-workflows N] [--max-concurrent-workflow-tasks N] [--max-concurrent-activities N] [--heap-growing-percent N] [--metrics-address HOST:PORT] [--verbose]',
+    'patchloop worker [--agents FILE.json] [--tools MODULE] [--fake-model] [--tools-only --task-queue QUEUE] [--workflow-bundle FILE] [--max-cached-workflows N] [--max-concurrent-workflow-tasks N] [--max-concurrent-activities N] [--heap-growing-percent N] [--metrics-address HOST:PORT] [--verbose]',
   summary:
-    "A worker serving the example agents (or the agents in FILE) until Ctrl-C, with the example tools and those MODULE exports (`export const tools = [defineTool(...), ...]`). It needs a provider (OPENAI_API_KEY or OPENAI_BASE_URL), or --fake-model for the offline scripted model the demo uses. With --tools-only it runs only the tool batches routed to QUEUE (defineTool({ taskQueue }) or an agent's tool_task_queues) and needs no provider.",
+    "A worker serving the example agents (or the agents in FILE) until Ctrl-C, with the example tools and those MODULE exports (`export const tools = [defineTool(...), ...]`). It needs a provider (OPENAI_API_KEY or OPENAI_BASE_URL), or --fake-model for the offline scripted model the demo uses. With --tools-only it runs only the tool batches routed to QUEUE (defineTool({ taskQueue }) or an agent's tool_task_queues) and needs no provider. --workflow-bundle (PATCHLOOP_WORKFLOW_BUNDLE) loads the workflow code 'patchloop bundle' wrote instead of bundling it at start.",
   options: {
     agents: { type: 'string' },
     tools: { type: 'string' },
     'tools-only': { type: 'boolean' },
     'task-queue': { type: 'string' },
+    'workflow-bundle': { type: 'string' },
     'max-cached-workflows': { type: 'string' },
     'max-concurrent-workflow-tasks': { type: 'string' },
     'max-concurrent-activities': { type: 'string' },

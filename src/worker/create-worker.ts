@@ -124,7 +124,16 @@ async function workflowCode(options: PatchloopWorkerOptions): Promise<Partial<Wo
     converters
   )
     return { workflowsPath: bundle.workflowsPath, bundlerOptions: { preloadModules: bundle.preloadModules } };
-  const configured: BundleOptions = options.tracing?.plugin.configureBundler?.(bundle) ?? bundle;
+  return { workflowBundle: await buildWorkflowBundle(options.tracing) };
+}
+
+/**
+ * The bundle a worker builds for itself, built in a child process (with the workflow interceptors of
+ * the tracing plugin, when tracing is on): what `patchloop bundle` writes to a file.
+ */
+export async function buildWorkflowBundle(tracing?: Tracing): Promise<{ code: string }> {
+  const bundle = workflowBundleOptions();
+  const configured: BundleOptions = tracing?.plugin.configureBundler?.(bundle) ?? bundle;
   const started = Date.now();
   const { code } = await bundleInChildProcess({
     workflowsPath: configured.workflowsPath,
@@ -137,7 +146,7 @@ async function workflowCode(options: PatchloopWorkerOptions): Promise<Partial<Wo
     ms: Date.now() - started,
     bytes: code.length,
   });
-  return { workflowBundle: { code } };
+  return { code };
 }
 
 /** A Temporal worker plus its token-stream endpoint; `run()` resolves after shutdown, with the endpoint closed. */

@@ -6,3 +6,9 @@ export function sourceFile(...path: string[]): string {
   const source = `${join(__dirname, '..', ...path)}.ts`;
   return existsSync(source) ? source : `${join(__dirname, '..', ...path)}.js`;
 }
+
+/** The package's own folder (where package.json is), from the sources (src/) or the compiled code (dist/src/). */
+export function packageRoot(): string {
+  const fromSources = join(__dirname, '..', '..');
+  return existsSync(join(fromSources, 'package.json')) ? fromSources : join(fromSources, '..');
+}

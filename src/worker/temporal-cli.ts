@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { packageRoot } from './source-file';
 
 /**
  * Finds the `temporal` CLI: $TEMPORAL_CLI_PATH, then PATH, then the project's venv (scripts/setup.sh
@@ -13,7 +14,7 @@ export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): string | 
     const candidate = join(folder, 'temporal');
     if (folder && existsSync(candidate)) return candidate;
   }
-  const venv = join(__dirname, '..', '..', '.venv', 'bin', 'temporal');
+  const venv = join(packageRoot(), '.venv', 'bin', 'temporal');
   if (existsSync(venv)) return venv;
   const scripts = spawnSync('python3', ['-c', 'import sysconfig;print(sysconfig.get_path("scripts"))'], {
     encoding: 'utf8',

@@ -1,8 +1,10 @@
+import { join } from 'node:path';
 import { freePort } from '../../src/worker/free-port';
 import { afterEach, describe, expect, it } from 'vitest';
 import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { runCli, startCliWorker } from '../support/cli';
+import { repositoryRoot } from '../support/reference';
 import { eventually } from '../support/wait';
 
 let world: TestWorld | undefined;
@@ -11,8 +13,7 @@ afterEach(async () => {
   world = undefined;
 });
 
-/** Runs the CLI as a user would, against the test's server and worker. */
-/** Runs the CLI as a user would (the real binary), against the test's server and worker. */
+/** Runs the CLI as a user would (the compiled CLI, as installed), against the test's server and worker. */
 function cli(args: string[], stdin = '', env: Record<string, string> = {}) {
   return runCli(
     args,
@@ -84,8 +85,10 @@ describe('CLI against a real dev server', () => {
     const help = await cli(['run', '--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('usage: patchloop run <agent> <text...>');
-    // The top-level help lists every command; a few of them answer --help on their own (a process each).
-    const overview = await cli(['--help']);
+    // The top-level help lists every command (here through the checkout's bin/patchloop.js, as
+    // `npx patchloop` runs it from sources); a few of them answer --help on their own (a process each).
+    const overview = await runCli(['--help'], {}, '', join(repositoryRoot, 'bin', 'patchloop.js'));
+    expect(overview.code).toBe(0);
     for (const command of [
       'demo',
       'server',
@@ -100,6 +103,7 @@ describe('CLI against a real dev server', () => {
       'approve',
       'reject',
       'compile',
+      'bundle',
     ])
       expect(overview.stdout).toContain(`\n  ${command} `.replace(/ $/, ''));
     for (const command of ['worker', 'show', 'approve']) {
@@ -157,14 +161,20 @@ describe('CLI against a real dev server', () => {
   it('offline by choice: worker --fake-model serves the demo model, and run ... --follow works as printed', async () => {
     world = await startWorld();
     const taskQueue = `offline-${Date.now()}`;
-    const worker = await startCliWorker(['--fake-model'], {
-      TEMPORAL_ADDRESS: world.config.temporalAddress,
-      PATCHLOOP_TASK_QUEUE: taskQueue,
-      OPENAI_API_KEY: '',
-      OPENAI_BASE_URL: '',
-    });
+    // This worker bundles its workflow code itself, as a worker started without a bundle file does.
+    const worker = await startCliWorker(
+      ['--fake-model'],
+      {
+        TEMPORAL_ADDRESS: world.config.temporalAddress,
+        PATCHLOOP_TASK_QUEUE: taskQueue,
+        OPENAI_API_KEY: '',
+        OPENAI_BASE_URL: '',
+      },
+      { ownBundle: true },
+    );
     try {
       expect(worker.output()).toContain('model: the offline scripted demo model (--fake-model)');
+      expect(worker.output()).not.toContain('workflows from');
       // Quiet by default: no webpack statistics.
       expect(worker.output()).not.toMatch(/webpack|asset workflow-bundle/i);
       const run = await cli(['run', 'assistant', 'add', '2', 'and', '3', '--follow'], '', {
@@ -215,6 +225,13 @@ describe('CLI against a real dev server', () => {
     const derived = await startCliWorker(['--fake-model'], env);
     await derived.stop();
     expect(derived.output()).toMatch(/caches up to \d+ runs; heap growing 50%;/);
+    // The bundle 'patchloop bundle' wrote for this test run, loaded instead of bundling at start.
+    expect(derived.output()).toContain(`workflows from ${process.env['PATCHLOOP_TEST_WORKFLOW_BUNDLE']}; `);
+    const notABundle = await cli(['worker', '--fake-model', '--workflow-bundle', join(repositoryRoot, 'package.json')]);
+    expect([notABundle.code, notABundle.stderr]).toEqual([
+      1,
+      `error: ${join(repositoryRoot, 'package.json')} is not a workflow bundle written by 'patchloop bundle'\n`,
+    ]);
     const bad = await cli(['worker', '--fake-model', '--max-concurrent-activities', '0']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe(

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../../src/worker/temporal-cli';
 import { freePort } from '../../src/worker/free-port';
+import { freshCompiledCli, writeSharedBundle } from '../support/compiled';
 import { startRedis, type RedisServer } from '../support/redis';
 
 declare module 'vitest' {
@@ -22,19 +23,35 @@ declare module 'vitest' {
 let server: DevServer | undefined;
 let redis: RedisServer | undefined;
 
-/** One real Temporal dev server (SQLite) for the whole e2e run. A missing binary fails the run. */
+/**
+ * One real Temporal dev server (SQLite) for the whole e2e run (a missing binary fails the run), and,
+ * meanwhile, the compiled CLI built from the current sources and one workflow bundle that every worker
+ * of the run loads (PATCHLOOP_TEST_CLI, PATCHLOOP_TEST_WORKFLOW_BUNDLE: test files inherit them).
+ */
 export async function setup(project: TestProject): Promise<void> {
   const folder = mkdtempSync(join(tmpdir(), 'patchloop-e2e-'));
   const dbFile = join(folder, 'temporal.db');
-  server = await startDevServer({
+  const bundleFile = join(folder, 'workflows.bundle.js');
+  const compiled = (async () => {
+    const cli = await freshCompiledCli();
+    await writeSharedBundle(cli, bundleFile);
+    return cli;
+  })();
+  const started = startDevServer({
     port: await freePort(),
     httpPort: await freePort(),
     dbFile,
     dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 400 },
   });
-  project.provide('temporalAddress', server.address);
+  const [cli, dev] = await Promise.allSettled([compiled, started]);
+  if (dev.status === 'fulfilled') server = dev.value;
+  if (cli.status === 'rejected') throw cli.reason;
+  if (dev.status === 'rejected') throw dev.reason;
+  process.env['PATCHLOOP_TEST_CLI'] = cli.value;
+  process.env['PATCHLOOP_TEST_WORKFLOW_BUNDLE'] = bundleFile;
+  project.provide('temporalAddress', dev.value.address);
   project.provide('temporalDbFile', dbFile);
-  project.provide('temporalHttpUrl', server.httpUrl!);
+  project.provide('temporalHttpUrl', dev.value.httpUrl!);
   redis = await startRedis();
   project.provide('redisUrl', redis.url);
 }

@@ -71,7 +71,12 @@ describe('tracing over OTLP', () => {
       OTEL_BSP_SCHEDULE_DELAY: '100',
       OTEL_SERVICE_NAME: 'patchloop-test',
     };
-    const worker = await startCliWorker(['--fake-model'], { ...env, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' });
+    // Bundled by the worker itself: the tracing plugin's workflow interceptors go into its bundle.
+    const worker = await startCliWorker(
+      ['--fake-model'],
+      { ...env, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
+      { ownBundle: true },
+    );
     const client = await clientOn(env.PATCHLOOP_TASK_QUEUE);
     let interrupted: RunHandle;
     try {

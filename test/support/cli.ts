@@ -1,18 +1,20 @@
 import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { repositoryRoot } from './reference';
+import { cliEntry, sharedBundleArgs } from './compiled';
 import { eventually } from './wait';
 
-const binary = join(repositoryRoot, 'bin', 'patchloop.js');
-
-/** The real binary, as `npx patchloop` runs it, with extra environment and standard input. */
+/**
+ * The CLI as a process (`cliEntry`: compiled in the e2e run, the checkout's binary otherwise), with
+ * extra environment and standard input.
+ */
 export function runCli(
   args: string[],
   env: Record<string, string>,
   stdin = '',
+  entry = cliEntry(),
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [binary, ...args], { cwd: repositoryRoot, env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, [entry, ...args], { cwd: repositoryRoot, env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
@@ -22,12 +24,17 @@ export function runCli(
   });
 }
 
-/** `patchloop worker ...` as a process, ready once it reports polling; `stop()` sends SIGINT and waits. */
+/**
+ * `patchloop worker ...` as a process, ready once it reports polling; `stop()` sends SIGINT and waits.
+ * It loads the run's shared workflow bundle unless `ownBundle` (a worker that must bundle for itself).
+ */
 export async function startCliWorker(
   args: string[],
   env: Record<string, string>,
+  options: { ownBundle?: boolean } = {},
 ): Promise<{ output(): string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [binary, 'worker', ...args], {
+  const bundle = options.ownBundle ? [] : sharedBundleArgs();
+  const child = spawn(process.execPath, [cliEntry(), 'worker', ...args, ...bundle], {
     cwd: repositoryRoot,
     env: { ...process.env, ...env },
   });

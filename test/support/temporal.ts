@@ -17,6 +17,7 @@ import type { Tool } from '../../src/tools/define-tool';
 import { configFromEnvironment, type PatchloopConfig } from '../../src/config/environment';
 import { createPatchloopWorker, workflowBundleOptions, type PatchloopWorker } from '../../src/worker/create-worker';
 import { findTemporalCli } from '../../src/worker/temporal-cli';
+import { readBundleFile } from '../../src/worker/bundle-file';
 
 let runtimeInstalled = false;
 function quietRuntime(): void {
@@ -29,11 +30,17 @@ function quietRuntime(): void {
   });
 }
 
-let bundle: ReturnType<typeof bundleWorkflowCode> | undefined;
-/** Bundling takes a second or two: once per test file. */
-export function workflowBundle(): ReturnType<typeof bundleWorkflowCode> {
+let bundle: Promise<{ code: string }> | undefined;
+/**
+ * The workflow bundle: the one the e2e set-up wrote for the whole run, or else (a unit test) one built
+ * once per test file (bundling takes seconds).
+ */
+export function workflowBundle(): Promise<{ code: string }> {
   quietRuntime();
-  bundle ??= bundleWorkflowCode({ ...workflowBundleOptions(), logger: new DefaultLogger('WARN') });
+  const shared = process.env['PATCHLOOP_TEST_WORKFLOW_BUNDLE'];
+  bundle ??= shared
+    ? readBundleFile(shared)
+    : bundleWorkflowCode({ ...workflowBundleOptions(), logger: new DefaultLogger('WARN') });
   return bundle;
 }
 

@@ -1,19 +1,13 @@
 import { spawn } from 'node:child_process';
-import { join } from 'node:path';
+import { cliEntry } from './compiled';
 import { repositoryRoot } from './reference';
 import { eventually } from './wait';
 
-/** The CLI (bin/patchloop.js) on a pseudo-terminal (Python's pty module), so it behaves as it does for a person. */
+/** The CLI (`cliEntry`) on a pseudo-terminal (Python's pty module), so it behaves as it does for a person. */
 export function onTerminal(args: string[], env: NodeJS.ProcessEnv) {
   const child = spawn(
     'python3',
-    [
-      '-c',
-      'import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)',
-      process.execPath,
-      join(repositoryRoot, 'bin', 'patchloop.js'),
-      ...args,
-    ],
+    ['-c', 'import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)', process.execPath, cliEntry(), ...args],
     { cwd: repositoryRoot, env },
   );
   let screen = '';

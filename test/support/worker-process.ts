@@ -3,6 +3,7 @@ import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AgentDefinitionInput } from '../../src/runtime';
+import { cliEntry, sharedBundleArgs } from './compiled';
 import { repositoryRoot } from './reference';
 
 export interface WorkerProcess {
@@ -11,7 +12,9 @@ export interface WorkerProcess {
   kill(signal: NodeJS.Signals): Promise<void>;
 }
 
-/** `patchloop worker` as a real child process (the CLI), ready once it reports it is polling. */
+/**
+ * `patchloop worker` as a real child process (the CLI, `cliEntry`), ready once it reports it is polling.
+ */
 export async function spawnWorker(options: {
   address: string;
   taskQueue: string;
@@ -20,6 +23,8 @@ export async function spawnWorker(options: {
   env?: Record<string, string>;
   /** More arguments for `patchloop worker` (e.g. `--tools <module>`). */
   args?: string[];
+  /** Bundle its workflow code itself instead of loading the run's shared bundle. */
+  ownBundle?: boolean;
 }): Promise<WorkerProcess> {
   const folder = mkdtempSync(join(tmpdir(), 'patchloop-worker-'));
   const agentsFile = join(folder, 'agents.json');
@@ -27,13 +32,12 @@ export async function spawnWorker(options: {
   const child = spawn(
     process.execPath,
     [
-      '--import',
-      'tsx',
-      join(repositoryRoot, 'src', 'cli', 'cli.ts'),
+      cliEntry(),
       'worker',
       '--agents',
       agentsFile,
       ...(options.args ?? []),
+      ...(options.ownBundle ? [] : sharedBundleArgs()),
     ],
     {
       cwd: repositoryRoot,

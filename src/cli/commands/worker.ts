@@ -12,6 +12,7 @@ import {
   type PatchloopConfig,
 } from '../../config/environment';
 import { createPatchloopWorker, workerCapacity, workerRedactor } from '../../worker/create-worker';
+import { readBundleFile } from '../../worker/bundle-file';
 import { WORKER_HEAP_GROWING_PERCENT } from '../../worker/heap-growth';
 import { RedactingLogger } from '../../worker/redaction';
 import { tracingFromEnvironment } from '../../worker/tracing';
@@ -69,6 +70,8 @@ export async function workerCommand(args: string[], print: (line: string) => voi
     ? z.array(AgentDefinition).parse(JSON.parse(await readFile(values.agents, 'utf8')))
     : [assistantAgent, carefulAssistantAgent];
   const tools = [...exampleTools, ...(values.tools ? await loadTools(values.tools) : [])];
+  const bundleFile = toolsOnly ? undefined : (values['workflow-bundle'] ?? process.env['PATCHLOOP_WORKFLOW_BUNDLE']);
+  const workflowBundle = bundleFile ? await readBundleFile(bundleFile).catch(configurationError) : undefined;
   const connection = await connectWorker(environment);
   const fake = values['fake-model'] ? await FakeModelServer.start({ responder: demoModel }) : undefined;
   const config = fake
@@ -82,12 +85,9 @@ export async function workerCommand(args: string[], print: (line: string) => voi
       agents,
       tools,
       toolsOnly,
+      ...(workflowBundle ? { workflowBundle } : {}),
       ...(tracing ? { tracing } : {}),
-    }).catch((error: unknown) => {
-      // A configuration the worker refuses (an agent's tools, routing) is the user's to fix: no stack.
-      if (isConfigurationError(error)) throw new CliError(error.message, FailureType.BadConfiguration);
-      throw error;
-    });
+    }).catch(configurationError);
     if (worker.searchAttributes.registered.length > 0)
       print(
         `registered search attributes ${worker.searchAttributes.registered.join(', ')} on namespace ${config.namespace}`,
@@ -97,6 +97,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
         `agents: ${agents.map((agent) => agent.name).join(', ')}; ` +
         `caches up to ${String(workerCapacity(tuning).maxCachedWorkflows)} runs; ` +
         `heap growing ${heapGrowingPercent === 0 ? "at V8's own rate" : `${heapGrowingPercent}%`}; ` +
+        (bundleFile ? `workflows from ${bundleFile}; ` : '') +
         (metricsAddress ? `metrics on http://${metricsAddress}/metrics; ` : '') +
         (toolsOnly
           ? 'tools only (no workflows, no model calls)'
@@ -113,6 +114,12 @@ export async function workerCommand(args: string[], print: (line: string) => voi
     await tracing?.shutdown();
   }
   return undefined;
+}
+
+/** A configuration the worker refuses (an agent's tools, routing, a bundle file) is the user's to fix: no stack. */
+function configurationError(error: unknown): never {
+  if (isConfigurationError(error)) throw new CliError(error.message, FailureType.BadConfiguration);
+  throw error;
 }
 
 /** The Prometheus exporter's options, or a usage error naming the flag and its variable. */
@@ -148,11 +155,19 @@ function tuningOrUsageError(env: NodeJS.ProcessEnv) {
 async function loadTools(file: string): Promise<Tool[]> {
   let loaded: { tools?: unknown; default?: unknown };
   try {
-    loaded = (await import(pathToFileURL(resolve(file)).href)) as typeof loaded;
+    const path = resolve(file);
+    // A TypeScript module loads through tsx (a dependency), whether this CLI runs from sources or compiled.
+    if (/\.[cm]?ts$/.test(path)) {
+      (await import('tsx/esm/api')).register();
+      (await import('tsx/cjs/api')).register();
+    }
+    loaded = (await import(pathToFileURL(path).href)) as typeof loaded;
   } catch (error) {
     throw new CliError(`cannot load tools from ${file}: ${(error as Error).message}`, FailureType.ToolsNotLoaded);
   }
-  const tools = loaded.tools ?? loaded.default;
+  // A CommonJS module's exports arrive as its default export.
+  const exported = (loaded.default ?? {}) as { tools?: unknown };
+  const tools = loaded.tools ?? exported.tools ?? loaded.default;
   const isTool = (value: unknown) =>
     typeof value === 'object' && value !== null && 'descriptor' in value && 'execute' in value;
   if (!Array.isArray(tools) || !tools.every(isTool))
