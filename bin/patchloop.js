@@ -10,9 +10,15 @@ if (existsSync(compiled) && !existsSync(join(root, '.git'))) {
   require(compiled);
 } else {
   // Both module systems: the CLI loads its commands with import(), and tool modules may be TypeScript.
-  import('tsx/esm/api').then(({ register }) => {
-    register();
-    require('tsx/cjs');
-    require(join(root, 'src', 'cli', 'cli.ts'));
-  });
+  import('tsx/esm/api').then(
+    ({ register }) => {
+      register();
+      require('tsx/cjs');
+      require(join(root, 'src', 'cli', 'cli.ts'));
+    },
+    (error) => {
+      process.stderr.write(`error: cannot load tsx to run the sources (run 'npm install'): ${error.message}\n`);
+      process.exitCode = 1;
+    },
+  );
 }

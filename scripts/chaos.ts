@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runChaos } from '../test/chaos/chaos';
@@ -21,7 +21,8 @@ async function main(): Promise<number> {
   });
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   // One workflow bundle for every worker the run starts and restarts (each would bundle for ~4 s).
-  const bundle = join(mkdtempSync(join(tmpdir(), 'patchloop-chaos-bundle-')), 'workflows.bundle.js');
+  const folder = mkdtempSync(join(tmpdir(), 'patchloop-chaos-bundle-'));
+  const bundle = join(folder, 'workflows.bundle.js');
   await writeSharedBundle(cliEntry(), bundle);
   process.env['PATCHLOOP_TEST_WORKFLOW_BUNDLE'] = bundle;
   const report = await runChaos({
@@ -29,7 +30,7 @@ async function main(): Promise<number> {
     seed: Number(values.seed),
     concurrency: Number(values.concurrency),
     log: (line) => process.stderr.write(`${line}\n`),
-  });
+  }).finally(() => rmSync(folder, { recursive: true, force: true }));
   console.log(report.table);
   const bad = report.runs.filter(
     (run) => !run.settled || !run.valid || run.lost > 0 || run.duplicated > 0 || run.stuck || run.status === 'failed',

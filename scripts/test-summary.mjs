@@ -5,7 +5,9 @@ import { existsSync, readFileSync } from 'node:fs';
 const parts = [];
 const files = [];
 let failed = 0;
-for (const project of ['unit', 'e2e', 'e2e-alone']) {
+// The projects that ran (all three unless named: the e2e ones do not run after a unit failure).
+const projects = process.argv.length > 2 ? process.argv.slice(2) : ['unit', 'e2e', 'e2e-alone'];
+for (const project of projects) {
   const path = `.test-results/${project}.json`;
   if (!existsSync(path)) {
     // A project that did not run (or crashed before its report) is a failure, never a silent skip.

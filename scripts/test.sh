@@ -27,7 +27,7 @@ if [ $checks -ne 0 ]; then
   echo 'npm test: typecheck, format or lint FAILED (above)'
   exit 1
 fi
-[ $unit -eq 0 ] || { node scripts/test-summary.mjs; exit 1; }
+[ $unit -eq 0 ] || { node scripts/test-summary.mjs unit; exit 1; }
 
 mark=$SECONDS
 npx vitest run --project e2e --reporter=default --reporter=json --outputFile.json=.test-results/e2e.json

@@ -43,6 +43,7 @@ export {
   approveUpdate,
   closeSignal,
   eventsQuery,
+  FailureType,
   nextRequestQuery,
   pendingApprovalsQuery,
   sendUpdate,

@@ -4,7 +4,8 @@ import { ApplicationFailure } from '@temporalio/common';
  * Every failure type patchloop gives a failure, in one place: activities throw them, workflows decide
  * on them (`nonRetryableErrorTypes`), clients branch on them (`RunFailedError.type`, the CLI's
  * `{"error": {"type"}}`). A type is a contract: never rename one that runs or clients may have seen.
- * Pure data, so workflow code may import it. Build failures with `failure()`, never with a loose string.
+ * Workflow-safe (`ApplicationFailure` is the SDK's, in the sandbox too). Build failures with
+ * `failure()`, never with a loose string.
  */
 export const FailureType = {
   // The provider could not answer, or answered incompletely: retried within the LLM retry budget.

@@ -1,8 +1,8 @@
 /**
  * The contract between patchloop's workflows and everything that talks to them: the messages a run
  * answers (signals, queries, updates), the failure types activities throw and workflows decide on, and
- * the sinks workflows report to. Workflow-safe: it imports only `@temporalio/workflow` definitions and
- * the pure runtime model.
+ * the sinks workflows report to. Workflow-safe: it imports only `@temporalio/workflow` definitions,
+ * `ApplicationFailure` from `@temporalio/common`, and the pure runtime model.
  */
 export * from './definitions';
 export * from './failure-types';

@@ -61,7 +61,8 @@ export const CarriedRun = sharedSchema('runtime/carried-state#CarriedRun', () =>
     next_inbox_id: z.number().int(),
     selfref_queue: z
       .strictObject({ intents: z.array(MemoryIntent), compaction: CompactionIntent.nullable() })
-      .default({ intents: [], compaction: null }),
+      // A function: zod copies a default only shallowly, and restored runs push to this list.
+      .default(() => ({ intents: [], compaction: null })),
     iteration: z.number().int().nonnegative(),
     llm_calls: z.number().int().nonnegative(),
     tool_calls: z.number().int().nonnegative(),

@@ -24,10 +24,17 @@ export async function ensureSearchAttributes(
       throw new Error(`${clashing.map((key) => key.name).join(', ')} exist(s) with another type`);
     const missing = keys.filter((key) => !(key.name in present));
     if (missing.length === 0) return { available: true, registered: [] };
-    await connection.operatorService.addSearchAttributes({
-      namespace,
-      searchAttributes: Object.fromEntries(missing.map((key) => [key.name, indexedType(key.type)])),
-    });
+    try {
+      await connection.operatorService.addSearchAttributes({
+        namespace,
+        searchAttributes: Object.fromEntries(missing.map((key) => [key.name, indexedType(key.type)])),
+      });
+    } catch (error) {
+      // Workers starting together race to register them: one that lost finds them there now.
+      const { customAttributes: now } = await connection.operatorService.listSearchAttributes({ namespace });
+      if (keys.every((key) => now?.[key.name] === indexedType(key.type))) return { available: true, registered: [] };
+      throw error;
+    }
     const registered = missing.map((key) => key.name);
     log.info(`registered search attributes ${registered.join(', ')} on namespace ${namespace}`);
     return { available: true, registered };

@@ -18,8 +18,13 @@ export interface Tracing {
  * `chat <model>` and `execute_tool <name>` spans the activities start (GenAI semantic conventions,
  * no prompt text). Undefined when no endpoint is set: nothing is traced.
  */
+/** Whether the OTEL_* variables ask for tracing (an OTLP endpoint is set). */
+export function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(env['OTEL_EXPORTER_OTLP_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']);
+}
+
 export function tracingFromEnvironment(env: NodeJS.ProcessEnv = process.env): Tracing | undefined {
-  if (!env['OTEL_EXPORTER_OTLP_ENDPOINT'] && !env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']) return undefined;
+  if (!tracingConfigured(env)) return undefined;
   const resource = new Resource({ 'service.name': env['OTEL_SERVICE_NAME'] || 'patchloop-worker' });
   // The exporter reads the endpoint, headers and timeouts from the standard OTEL_* variables.
   const spanProcessor = new BatchSpanProcessor(new OTLPTraceExporter());

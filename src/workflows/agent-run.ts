@@ -18,8 +18,8 @@ import {
 import { AgentLoop, type TurnProgress } from './agent-loop';
 import { carryRun, restoreRun } from './carried-run';
 import { carriedInputFits, continueAsNewDue } from './continue-as-new';
-import { nextRequestQuery, failure, FailureType } from '../common';
-import { parseWorkflowInput } from './input';
+import { nextRequestQuery } from '../common';
+import { parseVersionedInput } from './input';
 import { asRunFailure, withUnprocessedMessages } from './failures';
 import { checkedSeed, openRun } from './open-run';
 import { checkedResult } from './payload-budget';
@@ -91,14 +91,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
 
 /** The input of a run, carried state included (its schema version checked first). */
 export function parseRunInput(raw: unknown): AgentRunInput {
-  const version = (raw as { state?: { schema_version?: unknown } } | null)?.state?.schema_version;
-  if (version !== undefined && !RUN_STATE_SCHEMA_VERSIONS.includes(version as number)) {
-    throw failure(
-      FailureType.UnsupportedStateVersion,
-      `agentRun state schema_version ${String(version)} is not supported by this worker (supports ${RUN_STATE_SCHEMA_VERSIONS.join(', ')})`,
-    );
-  }
-  return parseWorkflowInput(AgentRunInput, raw, 'agentRun');
+  return parseVersionedInput(AgentRunInput, raw, 'agentRun', RUN_STATE_SCHEMA_VERSIONS);
 }
 
 /**

@@ -8,8 +8,14 @@ import { commit, type Run } from './run-state';
  * The one place that writes it: a field added to `Run` that must survive the boundary goes here and in
  * `restoreRun`, and both workflows carry it.
  */
-export function carryRun(run: Run, agent: AgentSpec, progress: TurnProgress, continued: number): CarriedRun {
-  const recent = recentEvents(run);
+export function carryRun(
+  run: Run,
+  agent: AgentSpec,
+  progress: TurnProgress,
+  continued: number,
+  withEvents = true,
+): CarriedRun {
+  const recent = withEvents ? recentEvents(run) : [];
   return {
     agent,
     transcript: run.transcript,

@@ -21,8 +21,8 @@ import { carriedInputFits, continueAsNewDue } from './continue-as-new';
 import { checkedResult } from './payload-budget';
 import { carryRun, restoreRun } from './carried-run';
 import { checkedSeed, openRun } from './open-run';
-import { abortSignal, closeSignal, nextRequestQuery, sendUpdate, failure, FailureType } from '../common';
-import { parseWorkflowInput } from './input';
+import { abortSignal, closeSignal, nextRequestQuery, sendUpdate } from '../common';
+import { parseVersionedInput } from './input';
 import { asRunFailure, turnFailure, withUnprocessedMessages } from './failures';
 import { registerRunHandlers } from './handlers';
 import { keepVisible } from './visibility';
@@ -85,7 +85,12 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     for (let entry = await nextMessage(session); entry; entry = await nextMessage(session)) {
       await serveTurn(session, entry);
       keepVisible(run);
-      if (continueAsNewDue(input.continue_as_new) && (await readyToContinue(run, session.waiting))) {
+      if (
+        continueAsNewDue(input.continue_as_new) &&
+        (await readyToContinue(run, session.waiting)) &&
+        // A close that came during the turn ends this run (sessions recorded before continued past it).
+        !(session.closing && patched('session-close-is-not-carried-over'))
+      ) {
         const next = () => carriedInput(run, input, { ...session, continued: session.continued + 1 }, agent);
         if (carriedInputFits(run, agent, next(), session)) {
           const info = workflowInfo();
@@ -250,14 +255,7 @@ async function runTurn(run: Run, loop: AgentLoop, checkpoint: TurnCheckpoint): P
 
 /** The input of a session, carried state included (its schema version checked first). */
 export function parseSessionInput(raw: unknown): ChatSessionInput {
-  const version = (raw as { state?: { schema_version?: unknown } } | null)?.state?.schema_version;
-  if (version !== undefined && !SESSION_SCHEMA_VERSIONS.includes(version as number)) {
-    throw failure(
-      FailureType.UnsupportedStateVersion,
-      `chatSession state schema_version ${String(version)} is not supported by this worker (supports ${SESSION_SCHEMA_VERSIONS.join(', ')})`,
-    );
-  }
-  return parseWorkflowInput(ChatSessionInput, raw, 'chatSession');
+  return parseVersionedInput(ChatSessionInput, raw, 'chatSession', SESSION_SCHEMA_VERSIONS);
 }
 
 /** The chat seed without the empty user message `seedTranscript` appends. */
@@ -289,8 +287,9 @@ function carriedInput(
     continue_as_new: input.continue_as_new,
     state: {
       schema_version: SESSION_SCHEMA_VERSION,
-      // A session continues between turns: no tool call of a turn, no batch waiting.
-      ...carryRun(run, agent, { toolCalls: 0 }, session.continued),
+      // A session continues between turns: no tool call of a turn, no batch waiting. Its event window
+      // travels since version 2; sessions recorded before replay with the size their input had then.
+      ...carryRun(run, agent, { toolCalls: 0 }, session.continued, patched('session-carries-events')),
       turns: session.turns,
     },
   };

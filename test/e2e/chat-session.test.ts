@@ -1,10 +1,13 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { validateToolLinkage } from '../../src/context';
+import { validateToolLinkage, type Message } from '../../src/context';
 import type { Responder } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { nextRequestQuery } from '../../src/common/definitions';
 import { SESSION_SCHEMA_VERSION } from '../../src/runtime';
+import { repositoryRoot } from '../support/reference';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { callsFinished, eventually, recordCarriedState, recordHistory, replyReceived } from '../support/wait';
 
@@ -217,6 +220,50 @@ describe('chatSession', () => {
     );
     world.fake.assertDone();
     await recordHistory(session, 'session-memory-continues', runBefore);
+  });
+
+  it('a session carried by an earlier build (state version 1) goes on: its transcript, its turns, then the next turn', async () => {
+    world = await startWorld({ fake: { responder: echo } });
+    const fixture = JSON.parse(
+      readFileSync(join(repositoryRoot, 'test', 'fixtures', 'carried-state', 'chat-session-v1.json'), 'utf8'),
+    ) as { state: { transcript: Message[]; event_seq: number } };
+    const handle = await world.client.temporal.workflow.start('chatSession', {
+      taskQueue: world.config.taskQueue,
+      workflowId: `session-v1-${Date.now()}`,
+      args: [fixture],
+    });
+    const session = world.client.session(handle.workflowId);
+    expect(await session.send('sixth and last')).toEqual({
+      status: 'completed',
+      reply: 'echo 14:sixth and la',
+      turn: 6,
+    });
+    expect(await session.transcript()).toEqual([
+      ...fixture.state.transcript,
+      { role: 'user', content: 'sixth and last' },
+      { role: 'assistant', content: 'echo 14:sixth and la' },
+    ]);
+    // Version 1 carried no events: those of the earlier runs count as dropped, and the log goes on.
+    const status = await session.status();
+    expect(status.events_dropped).toBe(fixture.state.event_seq);
+    expect(status.events[0]!.seq).toBe(fixture.state.event_seq + 1);
+    expect(world.fake.requests[0]!.body.messages).toHaveLength(fixture.state.transcript.length + 1);
+  });
+
+  it('a close that arrives during a turn ends the session after it, even at a continue-as-new boundary', async () => {
+    world = await startWorld({ fake: { script: [reply(['slow ', 'answer'], { chunkDelayMs: 300 })] } });
+    const session = await world.client.startSession({
+      agent: 'assistant',
+      continue_as_new: { max_history_events: 10 },
+    });
+    const runBefore = (await session.workflow.describe()).runId;
+    const turn = session.send('first');
+    await world.fake.waitForRequests(1);
+    await session.close();
+    expect((await turn).reply).toBe('slow answer');
+    expect((await session.sessionResult()).turns).toBe(1);
+    expect((await session.workflow.describe()).runId).toBe(runBefore);
+    world.fake.assertDone();
   });
 
   it(

@@ -232,6 +232,14 @@ describe('CLI against a real dev server', () => {
       1,
       `error: ${join(repositoryRoot, 'package.json')} is not a workflow bundle written by 'patchloop bundle'\n`,
     ]);
+    const missing = await cli([
+      'worker',
+      '--fake-model',
+      '--workflow-bundle',
+      join(repositoryRoot, 'no-such.bundle.js'),
+    ]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^error: cannot read the workflow bundle .*no-such\.bundle\.js: ENOENT/);
     const bad = await cli(['worker', '--fake-model', '--max-concurrent-activities', '0']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe(
@@ -328,7 +336,8 @@ describe('CLI against a real dev server', () => {
     });
     expect(listed.some((row) => row.workflow_id === 'cli-list-failed')).toBe(false);
     const failedRows = await eventually(async () => {
-      const out = await cli(['list', '--status', 'failed']);
+      // Filtered by its agent too: other test files create failed runs on the same server meanwhile.
+      const out = await cli(['list', '--status', 'failed', '--agent', 'other']);
       return out.stdout.includes('cli-list-failed') ? out.stdout : undefined;
     });
     expect(failedRows.split('\n')[0]).toMatch(/^WORKFLOW ID\s+TYPE\s+AGENT\s+STATUS/);

@@ -71,12 +71,10 @@ describe('tracing over OTLP', () => {
       OTEL_BSP_SCHEDULE_DELAY: '100',
       OTEL_SERVICE_NAME: 'patchloop-test',
     };
-    // Bundled by the worker itself: the tracing plugin's workflow interceptors go into its bundle.
-    const worker = await startCliWorker(
-      ['--fake-model'],
-      { ...env, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
-      { ownBundle: true },
-    );
+    // Given the run's shared bundle, built without tracing: the worker bundles for itself instead, so
+    // the tracing plugin's workflow interceptors are in its bundle, and says so.
+    const worker = await startCliWorker(['--fake-model'], { ...env, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' });
+    expect(worker.output()).toContain('built without tracing, which this worker has');
     const client = await clientOn(env.PATCHLOOP_TASK_QUEUE);
     let interrupted: RunHandle;
     try {

@@ -34,9 +34,10 @@ export async function freshCompiledCli(): Promise<string> {
       [join(repositoryRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
       { cwd: repositoryRoot },
     );
-    // An incremental build with nothing to emit leaves the file as it was: mark the check as done.
-    const now = new Date();
-    utimesSync(buildInfo, now, now);
+    // An incremental build with nothing to emit leaves the file as it was: mark it built from the
+    // sources as they were before the build, so an edit made during it still counts as newer.
+    const builtFrom = new Date(sources);
+    utimesSync(buildInfo, builtFrom, builtFrom);
   }
   return compiledCli;
 }

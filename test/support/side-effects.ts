@@ -37,8 +37,9 @@ export interface ServerOutage {
  * - `inWindow`: the call finished less than `windowMs` before its worker was stopped: its checkpoint
  *   leaves the worker within the heartbeat throttle (0.25 s) of its end, and the kill beat it;
  * - `inOutage`: the call finished while the server was down, or within `heartbeatTimeoutMs` after it
- *   came back (or `windowMs` before it went): its checkpoint could not be recorded, and a server down
- *   longer than the heartbeat timeout times the attempt out, so the retry does not see it.
+ *   came back (or `windowMs` before it went), in an outage that outlasted the heartbeat timeout (less
+ *   the `windowMs` a checkpoint may wait in the worker): its checkpoint could not be recorded, and the
+ *   server times the attempt out on its return, so the retry does not see it.
  * Any other repeat (`outside`) is a finished call the checkpoint failed to keep.
  */
 export function finishedRepeats(
@@ -60,7 +61,10 @@ export function finishedRepeats(
       (death) => death.worker === first.worker && death.at >= first.at && death.at - first.at <= windowMs,
     );
     const duringOutage = outages.some(
-      (outage) => first.at >= outage.from - windowMs && first.at <= outage.to + heartbeatTimeoutMs,
+      (outage) =>
+        outage.to - outage.from + windowMs >= heartbeatTimeoutMs &&
+        first.at >= outage.from - windowMs &&
+        first.at <= outage.to + heartbeatTimeoutMs,
     );
     if (stoppedSoonAfter) inWindow += 1;
     else if (duringOutage) inOutage += 1;

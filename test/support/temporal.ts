@@ -39,7 +39,7 @@ export function workflowBundle(): Promise<{ code: string }> {
   quietRuntime();
   const shared = process.env['PATCHLOOP_TEST_WORKFLOW_BUNDLE'];
   bundle ??= shared
-    ? readBundleFile(shared)
+    ? readBundleFile(shared).then(({ code }) => ({ code }))
     : bundleWorkflowCode({ ...workflowBundleOptions(), logger: new DefaultLogger('WARN') });
   return bundle;
 }

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { CarriedRun, RUN_STATE_SCHEMA_VERSION, SESSION_SCHEMA_VERSION } from '../../src/runtime';
 import { parseRunInput } from '../../src/workflows/agent-run';
@@ -42,18 +43,36 @@ describe('carried continue-as-new state of every schema version still loads', ()
     expect(state.event_seq).toBeGreaterThan(0);
   });
 
-  it('runs and sessions carry one core: every field of the core is in both states', () => {
-    const run = parseRunInput(load(`agent-run-v${RUN_STATE_SCHEMA_VERSION}.json`)).state!;
-    const session = parseSessionInput(load(`chat-session-v${SESSION_SCHEMA_VERSION}.json`)).state!;
+  it('sessions carry the whole core: the state the current build recorded has every field of it', () => {
+    // As continue-as-new wrote it (raw JSON, before any default): what carryRun really carries.
+    const session = (load(`chat-session-v${SESSION_SCHEMA_VERSION}.json`) as { state: Record<string, unknown> }).state;
     const core = Object.keys(CarriedRun.shape).filter((key) => key !== 'awaiting_batch');
-    expect(core.filter((key) => !(key in run))).toEqual([]);
     expect(core.filter((key) => !(key in session))).toEqual([]);
+    expect(session['recent_events']).not.toEqual([]);
+  });
+
+  it('restored states never share a default between runs (zod copies defaults shallowly)', () => {
+    const first = parseSessionInput(load('chat-session-v1.json')).state!;
+    const second = parseSessionInput(load('chat-session-v1.json')).state!;
+    first.selfref_queue.intents.push({ kind: 'remember', text: 'only for the first session' });
+    expect(second.selfref_queue.intents).toEqual([]);
   });
 
   it('refuses a state of a schema version this build does not know, clearly', () => {
     const future = { ...(load('agent-run-v1.json') as Record<string, unknown>) };
     future['state'] = { ...(future['state'] as Record<string, unknown>), schema_version: RUN_STATE_SCHEMA_VERSION + 1 };
-    expect(() => parseRunInput(future)).toThrow(/schema_version 3 is not supported by this worker \(supports 1, 2\)/);
+    // A newer version comes from a newer build in a rolling deploy: a plain error fails the workflow
+    // task (retried until a worker of that build takes it), not the run.
+    let thrown: unknown;
+    try {
+      parseRunInput(future);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).not.toBeInstanceOf(ApplicationFailure);
+    expect((thrown as Error).message).toMatch(/schema_version 3 is not supported by this worker \(supports 1, 2\)/);
+    const unknown = { ...future, state: { ...(future['state'] as Record<string, unknown>), schema_version: 0 } };
+    expect(() => parseRunInput(unknown)).toThrow(ApplicationFailure);
     const futureSession = { ...(load('chat-session-v1.json') as Record<string, unknown>) };
     futureSession['state'] = {
       ...(futureSession['state'] as Record<string, unknown>),

@@ -37,6 +37,12 @@ describe('finishedRepeats', () => {
     const outages = [{ from: 9_500, to: 12_000 }];
     expect(finishedRepeats(effects, [], 1000, outages, 2000)).toEqual({ inWindow: 0, inOutage: 3, outside: 2 });
     expect(finishedRepeats(effects, [], 1000)).toEqual({ inWindow: 0, inOutage: 0, outside: 5 });
+    // An outage shorter than the heartbeat timeout (less the checkpoint window) times nothing out.
+    expect(finishedRepeats(effects, [], 1000, [{ from: 9_500, to: 10_400 }], 2000)).toEqual({
+      inWindow: 0,
+      inOutage: 0,
+      outside: 5,
+    });
   });
 
   it('does not credit a death of another worker, or one before the end', () => {

@@ -12,7 +12,7 @@ export async function bundleCommand(args: string[], print: (line: string) => voi
   const tracing = tracingFromEnvironment();
   try {
     const bundle = await buildWorkflowBundle(tracing);
-    await writeBundleFile(file, bundle);
+    await writeBundleFile(file, bundle, tracing !== undefined);
     print(`wrote the workflow bundle to ${file} (${bundle.code.length} bytes${tracing ? ', with tracing' : ''})`);
   } finally {
     await tracing?.shutdown();

@@ -15,7 +15,7 @@ import { createPatchloopWorker, workerCapacity, workerRedactor } from '../../wor
 import { readBundleFile } from '../../worker/bundle-file';
 import { WORKER_HEAP_GROWING_PERCENT } from '../../worker/heap-growth';
 import { RedactingLogger } from '../../worker/redaction';
-import { tracingFromEnvironment } from '../../worker/tracing';
+import { tracingConfigured, tracingFromEnvironment } from '../../worker/tracing';
 import { assistantAgent, carefulAssistantAgent } from '../../agents/assistant';
 import { demoModel } from '../../fake-model/demo-model';
 import { FakeModelServer } from '../../fake-model/server';
@@ -71,7 +71,15 @@ export async function workerCommand(args: string[], print: (line: string) => voi
     : [assistantAgent, carefulAssistantAgent];
   const tools = [...exampleTools, ...(values.tools ? await loadTools(values.tools) : [])];
   const bundleFile = toolsOnly ? undefined : (values['workflow-bundle'] ?? process.env['PATCHLOOP_WORKFLOW_BUNDLE']);
-  const workflowBundle = bundleFile ? await readBundleFile(bundleFile).catch(configurationError) : undefined;
+  const loaded = bundleFile ? await readBundleFile(bundleFile).catch(configurationError) : undefined;
+  // A bundle without the tracing plugin's workflow interceptors would silently lose the workflow spans.
+  const workflowBundle =
+    loaded && (loaded.identity.tracing || !tracingConfigured()) ? { code: loaded.code } : undefined;
+  const bundleNote = !bundleFile
+    ? ''
+    : workflowBundle
+      ? `workflows from ${bundleFile}; `
+      : `workflows bundled at start (${bundleFile} was built without tracing, which this worker has); `;
   const connection = await connectWorker(environment);
   const fake = values['fake-model'] ? await FakeModelServer.start({ responder: demoModel }) : undefined;
   const config = fake
@@ -97,7 +105,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
         `agents: ${agents.map((agent) => agent.name).join(', ')}; ` +
         `caches up to ${String(workerCapacity(tuning).maxCachedWorkflows)} runs; ` +
         `heap growing ${heapGrowingPercent === 0 ? "at V8's own rate" : `${heapGrowingPercent}%`}; ` +
-        (bundleFile ? `workflows from ${bundleFile}; ` : '') +
+        bundleNote +
         (metricsAddress ? `metrics on http://${metricsAddress}/metrics; ` : '') +
         (toolsOnly
           ? 'tools only (no workflows, no model calls)'
