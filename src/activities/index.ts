@@ -22,6 +22,8 @@ export interface ActivitySettings {
   payloadThresholdBytes?: number;
   /** Whether the namespace has patchloop's search attributes (runs then keep them current). */
   searchAttributes?: () => Promise<boolean>;
+  /** PATCHLOOP_MODEL_WINDOWS, parsed. */
+  modelWindows?: Readonly<Record<string, number>>;
 }
 
 /** The activities a patchloop worker registers. Workflows import their type only. */
@@ -32,6 +34,7 @@ export function createActivities(settings: ActivitySettings) {
     describeAgent: createDescribeAgent(settings.registry, settings.defaultModel, {
       payloadsByReference: settings.payloadsByReference ?? false,
       searchAttributes: settings.searchAttributes ?? (async () => false),
+      ...(settings.modelWindows ? { modelWindows: settings.modelWindows } : {}),
     }),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
     llmPhase: createLlmPhase(settings.provider, requests, settings.registry, settings.chunks),

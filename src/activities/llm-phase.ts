@@ -6,6 +6,7 @@ import OpenAI from 'openai';
 import type { JsonValue, Mutation, ToolCall } from '../context';
 import {
   attemptFailureIn,
+  providerUsage,
   truncatedReplyMutation,
   type LlmPhaseInput,
   type LlmPhaseResult,
@@ -99,6 +100,7 @@ export function createLlmPhase(
       const { request, text, chars, charsRead, source } = await loadCompiledRequest(input, cache);
       span.updateName(`chat ${request.model}`);
       span.setAttribute('gen_ai.request.model', request.model);
+      if (input.purpose) span.setAttribute('patchloop.llm.purpose', input.purpose);
       // How much of the request text crossed from the workflow (a long run reads only its new part).
       span.setAttributes({
         'patchloop.request.chars': chars,
@@ -114,7 +116,11 @@ export function createLlmPhase(
       const sent = text === undefined ? {} : { body: text, headers: { 'content-type': 'application/json' } };
       reply = request.stream
         ? await streamReply(attemptClient, request, { ...sent, signal }, stream, body)
-        : await plainReply(attemptClient, request, { ...sent, signal: shutdownOnly(context) });
+        : await plainReply(attemptClient, request, {
+            ...sent,
+            // A summary call that an abort stopped is of no use any more: it ends at once.
+            signal: input.purpose === 'compaction' ? signal : shutdownOnly(context),
+          });
     } catch (error) {
       // An abort before the first byte throws (APIUserAbortError): that is the abort path, not a failure.
       if (signal.aborted) return abortPath(context, publisher, stream, started);
@@ -130,7 +136,8 @@ export function createLlmPhase(
     publisher.end('completed');
     const result = completedResult(reply, started);
     const execution = context.info.workflowExecution;
-    if (execution) cache.replied(runKey(execution), result.mutations);
+    // A summary call's reply is not part of the next request: the held request stays the run's own.
+    if (execution && !input.purpose) cache.replied(runKey(execution), result.mutations);
     if (result.usage) {
       span.setAttribute('gen_ai.usage.input_tokens', result.usage.prompt_tokens);
       span.setAttribute('gen_ai.usage.output_tokens', result.usage.completion_tokens);
@@ -258,13 +265,7 @@ async function plainReply(client: OpenAI, request: LlmRequest, options: SendOpti
       .filter((call) => call.id && call.function?.name)
       .map((call) => ({ ...call, type: call.type ?? 'function' })),
     reasoningDetails: message.reasoning_details ?? [],
-    usage: usage
-      ? {
-          prompt_tokens: usage.prompt_tokens,
-          completion_tokens: usage.completion_tokens,
-          total_tokens: usage.total_tokens,
-        }
-      : null,
+    usage: usage ? providerUsage(usage) : null,
     finishReason: choice.finish_reason,
     streamed: false,
   };

@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import { carriedFailure, failure, FailureType } from '../common';
+import { parseContextOverflow, saysContextTooLong } from '../runtime';
 
 /**
  * Classifies provider failures once, at the activity edge. Unavailability (429, 5xx, 408, 409, network
@@ -40,8 +41,7 @@ function classifyStreamedError(error: InstanceType<typeof OpenAI.APIError>): App
   const detail = providerMessage(error);
   if (isQuotaExhausted(error))
     return failure(FailureType.ProviderQuotaExceeded, `the provider account has no quota left: ${detail}`);
-  if (/context_length_exceeded/.test(kind))
-    return failure(FailureType.ContextTooLong, `the request is longer than the model's context: ${detail}`);
+  if (/context_length_exceeded/.test(kind)) return contextTooLong(detail, '');
   if (/invalid_api_key|authentication|permission/.test(kind))
     return failure(FailureType.ProviderAuthFailed, `provider refused the credentials: ${detail}`);
   if (/invalid_request|content_filter|content_policy/.test(kind))
@@ -78,12 +78,21 @@ function classifyStatus(error: InstanceType<typeof OpenAI.APIError>): Applicatio
       `provider refused the credentials (${status}): ${detail}. Check OPENAI_API_KEY and OPENAI_BASE_URL.`,
     );
   }
-  if (status === 400 && (error.code === 'context_length_exceeded' || /context length|maximum context/i.test(detail))) {
-    return failure(FailureType.ContextTooLong, `the request is longer than the model's context (400): ${detail}`);
-  }
+  if ((status === 400 || status === 413) && (error.code === 'context_length_exceeded' || saysContextTooLong(detail)))
+    return contextTooLong(detail, ` (${status})`);
   const hint =
     status === 404 ? " Check the model name (PATCHLOOP_MODEL or the agent's model) and OPENAI_BASE_URL." : '';
   return failure(FailureType.ProviderRejected, `provider rejected the request (${status}): ${detail}.${hint}`);
+}
+
+/**
+ * The request did not fit the model's window. The sizes the provider stated ride in the failure's
+ * details (`ContextOverflow`): the run compacts to fit them and tries the call again.
+ */
+function contextTooLong(detail: string, status: string): ApplicationFailure {
+  return failure(FailureType.ContextTooLong, `the request is longer than the model's context${status}: ${detail}`, {
+    details: [parseContextOverflow(detail)],
+  });
 }
 
 /** `x-should-retry: true|false` is the provider's own verdict, as the openai client itself honours it. */

@@ -1,6 +1,6 @@
 import type { JsonValue, ToolCall } from '../context';
 import { repairedArgumentText, repairToolArguments } from '../context';
-import type { TokenUsage } from '../runtime';
+import { providerUsage, type TokenUsage } from '../runtime';
 
 interface CallFragment {
   id: string;
@@ -33,7 +33,7 @@ export interface StreamChunk {
     };
     finish_reason?: string | null;
   }>;
-  usage?: TokenUsage | null;
+  usage?: (TokenUsage & { prompt_tokens_details?: { cached_tokens?: number | null } | null }) | null;
 }
 
 /** Assembles a streamed reply (spec 7.4): text, tool-call fragments merged by index, reasoning, usage. */
@@ -50,12 +50,7 @@ export class StreamAccumulator {
   ) {}
 
   add(chunk: StreamChunk): void {
-    if (chunk.usage)
-      this.usage = {
-        prompt_tokens: chunk.usage.prompt_tokens,
-        completion_tokens: chunk.usage.completion_tokens,
-        total_tokens: chunk.usage.total_tokens,
-      };
+    if (chunk.usage) this.usage = providerUsage(chunk.usage);
     for (const choice of chunk.choices ?? []) {
       if (choice.finish_reason) this.finishReason = choice.finish_reason;
       const delta = choice.delta;

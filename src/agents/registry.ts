@@ -6,6 +6,9 @@ import {
   type AgentDefinitionInput,
   type ToolDescriptor,
   ConfigurationError,
+  contextProblem,
+  MODEL_WINDOWS,
+  modelWindow,
 } from '../runtime';
 import type { LlmFunction } from '../functions/define-llm-function';
 import type { Tool } from '../tools/define-tool';
@@ -24,7 +27,14 @@ export class AgentRegistry {
       this.tools.set(tool.name, tool);
     }
     for (const input of agents) {
-      const agent = AgentDefinition.parse(input);
+      const parsed = AgentDefinition.safeParse(input);
+      if (!parsed.success)
+        throw new ConfigurationError(
+          `agent '${String((input as { name?: unknown }).name)}': ${describeIssues(parsed.error.issues)}`,
+        );
+      const agent = parsed.data;
+      const problem = contextProblem(agent.context);
+      if (problem) throw new ConfigurationError(`agent '${agent.name}': ${problem}`);
       if (this.agents.has(agent.name)) throw new ConfigurationError(`agent '${agent.name}' is registered twice`);
       const reserved = agent.tools.filter((name) => isSelfRefTool(name));
       if (reserved.length > 0)
@@ -78,7 +88,7 @@ export class AgentRegistry {
   }
 
   /** The agent as data for the workflow; an unknown name is a non-retryable failure. */
-  describe(name: string, defaultModel: string): AgentSpec {
+  describe(name: string, defaultModel: string, modelWindows: Readonly<Record<string, number>> = {}): AgentSpec {
     const agent = this.agents.get(name);
     if (!agent) {
       throw failure(
@@ -93,12 +103,19 @@ export class AgentRegistry {
       const flag = this.tools.get(toolName)!.needsApproval;
       return agent.needs_approval.includes(toolName) || (flag !== undefined && flag !== false);
     });
+    const model = agent.model ?? defaultModel;
+    // The window: the agent's own setting, else the worker's PATCHLOOP_MODEL_WINDOWS, else the table.
+    const window = agent.context.window_tokens ?? modelWindow(model, MODEL_WINDOWS, modelWindows);
+    const context = { ...agent.context, window_tokens: window };
+    const problem = contextProblem(context);
+    if (problem) throw failure(FailureType.InvalidRunInput, `agent '${name}' with model '${model}': ${problem}`);
     return AgentSpec.parse({
       ...agent,
+      context,
       needs_approval: gated,
       tool_task_queues: this.taskQueues(agent),
       tools: [...agent.tools, ...selfref.map((tool) => tool.name)],
-      model: agent.model ?? defaultModel,
+      model,
       tool_descriptors: [...own, ...selfref],
     });
   }
@@ -140,4 +157,9 @@ export class AgentRegistry {
     const fn = this.functions.get(agentName);
     return fn?.definition.tools?.includes(toolName) ? this.tools.get(toolName) : undefined;
   }
+}
+
+/** Zod's issues as one line that names each field (`context.compact_at: ...`). */
+function describeIssues(issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>): string {
+  return issues.map((issue) => `${issue.path.map(String).join('.') || '(definition)'}: ${issue.message}`).join('; ');
 }

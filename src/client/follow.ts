@@ -41,11 +41,28 @@ export function describeEvent(event: RunEvent): string | null {
       return event.cancelled.length > 0 ? `  cancelled: ${event.cancelled.join(', ')}` : null;
     case 'custom_event':
       return `  * ${event.event_name} ${preview(JSON.stringify(event.data))}`;
+    case 'context_compaction_start':
+      return `  compacting the context (${event.reason}): about ${event.tokens_before} tokens of a ${event.window_tokens}-token window`;
+    case 'context_compaction_end':
+      return event.aborted
+        ? '  compaction stopped by the abort; the context is as it was'
+        : `  compacted the context: ${event.tokens_before} -> ${event.tokens_after} tokens (${compactionWork(event)})`;
     case 'react_end':
       return `run ${event.status} after ${event.total_llm_calls} model call(s) and ${event.total_tool_calls} tool call(s)`;
     default:
       return null;
   }
+}
+
+function compactionWork(event: Extract<RunEvent, { event_type: 'context_compaction_end' }>): string {
+  const work = [
+    event.cleared_tool_results > 0 ? `${event.cleared_tool_results} old tool result(s) cleared` : '',
+    event.summarized_messages > 0
+      ? `${event.summarized_messages} message(s) summarized in ${event.summary_calls} call(s)${event.usage ? ` using ${event.usage.total_tokens} tokens` : ''}`
+      : '',
+    event.shortened_messages > 0 ? `${event.shortened_messages} message(s) shortened` : '',
+  ].filter(Boolean);
+  return work.join(', ') || 'nothing to cut';
 }
 
 function preview(text: string, limit = 120): string {

@@ -48,6 +48,8 @@ export interface PatchloopConfig {
   openaiBaseUrl: string | undefined;
   openaiApiKey: string | undefined;
   model: string;
+  /** `PATCHLOOP_MODEL_WINDOWS`: context windows (tokens) by model name, beside patchloop's table. */
+  modelWindows: Record<string, number>;
   /**
    * How long the server waits for a worker's sticky queue before handing a workflow task to any worker.
    * Lower it where workers die often (tests); Temporal's default is 10 s.
@@ -126,6 +128,7 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Pat
     openaiBaseUrl: env['OPENAI_BASE_URL'] || undefined,
     openaiApiKey: env['OPENAI_API_KEY'] || undefined,
     model: env['PATCHLOOP_MODEL'] || 'gpt-4o-mini',
+    modelWindows: parseModelWindows(env['PATCHLOOP_MODEL_WINDOWS'] ?? ''),
     stickyQueueTimeout: env['PATCHLOOP_STICKY_QUEUE_TIMEOUT'] || undefined,
     streamPort: Number(env['PATCHLOOP_STREAM_PORT'] || 0),
     streamHost: env['PATCHLOOP_STREAM_HOST'] || '127.0.0.1',
@@ -267,4 +270,21 @@ export function connectionOptions(config: Pick<PatchloopConfig, 'temporalAddress
     ...(connection?.apiKey ? { apiKey: connection.apiKey } : {}),
     ...(connection?.metadata ? { metadata: connection.metadata } : {}),
   };
+}
+
+/** `PATCHLOOP_MODEL_WINDOWS`: `model=tokens` pairs separated by commas. Throws, naming the bad entry. */
+export function parseModelWindows(text: string): Record<string, number> {
+  const windows: Record<string, number> = {};
+  for (const entry of text
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)) {
+    const at = entry.lastIndexOf('=');
+    const model = entry.slice(0, at).trim();
+    const tokens = Number(entry.slice(at + 1).trim());
+    if (at <= 0 || model === '' || !Number.isInteger(tokens) || tokens <= 0)
+      throw new Error(`PATCHLOOP_MODEL_WINDOWS: '${entry}' is not model=tokens with a whole number of tokens above 0`);
+    windows[model] = tokens;
+  }
+  return windows;
 }

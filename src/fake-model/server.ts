@@ -15,6 +15,10 @@ export interface RecordedRequest {
   lastChunkAt?: number;
   /** Streamed events written so far (content and tool-call chunks). */
   chunksWritten: number;
+  /** The request's size as this server counts it (`promptTokens`), what its usage reports. */
+  promptTokens: number;
+  /** Set when the request did not fit the window (`windowTokens`) and was answered with a 400. */
+  overWindow?: true;
 }
 
 export interface ChatRequestBody {
@@ -36,6 +40,17 @@ export interface FakeModelOptions {
   host?: string;
   /** Keep every request body (default). Benchmarks turn it off: long sessions would hold O(turns^2) bytes. */
   keepBodies?: boolean;
+  /**
+   * The model's context window in tokens, enforced as OpenAI does: a request whose prompt (plus its
+   * `max_tokens`) does not fit gets HTTP 400 `context_length_exceeded` with the counts in its message,
+   * and uses no script step. Without it, any size is accepted.
+   */
+  windowTokens?: number;
+}
+
+/** Tokens of a request as the fake model counts them (and reports in usage): its body's characters / 4. */
+export function promptTokens(bodyChars: number): number {
+  return Math.ceil(bodyChars / 4);
 }
 
 /**
@@ -56,9 +71,11 @@ export class FakeModelServer {
   private readonly server: Server;
   private readonly responder: Responder | undefined;
   private readonly keepBodies: boolean;
+  private readonly windowTokens: number | undefined;
 
   private constructor(options: FakeModelOptions) {
     this.script = [...(options.script ?? [])];
+    this.windowTokens = options.windowTokens;
     this.responder = options.responder;
     this.keepBodies = options.keepBodies ?? true;
     this.server = createServer((request, response) => {
@@ -122,10 +139,12 @@ export class FakeModelServer {
       return;
     }
     let body: ChatRequestBody;
+    let chars: number;
     try {
       const raw = await readBody(request);
       body = JSON.parse(raw) as ChatRequestBody;
-      bodyChars.set(body, raw.length);
+      chars = raw.length;
+      bodyChars.set(body, chars);
     } catch {
       sendJson(response, 400, { error: { message: 'request body is not JSON', type: 'invalid_request_error' } });
       return;
@@ -137,10 +156,19 @@ export class FakeModelServer {
       headers: request.headers,
       receivedAt: Date.now(),
       chunksWritten: 0,
+      promptTokens: promptTokens(chars),
     });
     for (const waiter of this.waiters.filter((w) => this.requests.length >= w.count)) {
       this.waiters.splice(this.waiters.indexOf(waiter), 1);
       waiter.resolve();
+    }
+    const record = this.requests[index]!;
+    const limit = this.windowTokens;
+    const completionTokens = typeof body['max_tokens'] === 'number' ? body['max_tokens'] : 0;
+    if (limit !== undefined && record.promptTokens + completionTokens > limit) {
+      record.overWindow = true;
+      sendJson(response, 400, contextLengthError(limit, record.promptTokens, completionTokens));
+      return;
     }
     const step = this.script.shift() ?? this.responder?.(body, index);
     if (!step) {
@@ -154,7 +182,6 @@ export class FakeModelServer {
       });
       return;
     }
-    const record = this.requests[index]!;
     response.on('close', () => {
       if (!response.writableEnded) record.abandonedAt = Date.now();
     });
@@ -304,7 +331,7 @@ function streamedEvents(
       delayMs: 0,
     });
   }
-  const usage = step.usage === undefined ? defaultUsage(body, contents.join('')) : step.usage;
+  const usage = step.usage === undefined ? defaultUsage(body, replyText(step)) : step.usage;
   if (usage && (body['stream_options'] as { include_usage?: boolean } | undefined)?.include_usage) {
     events.push({ data: { ...chunk(body, {}), choices: [], usage }, delayMs: 0 });
   }
@@ -367,8 +394,30 @@ function plainReply(response: ServerResponse, body: ChatRequestBody, step: FakeR
 /** Each request's body length: usage is estimated from it, not by serializing a long request again. */
 const bodyChars = new WeakMap<ChatRequestBody, number>();
 
+/** OpenAI's answer to a request longer than the model's context, word for word in its shape. */
+function contextLengthError(window: number, prompt: number, completion: number) {
+  const counts =
+    completion > 0
+      ? `you requested ${prompt + completion} tokens (${prompt} in the messages, ${completion} in the completion)`
+      : `your messages resulted in ${prompt} tokens`;
+  return {
+    error: {
+      message: `This model's maximum context length is ${window} tokens. However, ${counts}. Please reduce the length of the messages.`,
+      type: 'invalid_request_error',
+      param: 'messages',
+      code: 'context_length_exceeded',
+    },
+  };
+}
+
+/** What a reply generates (its completion tokens count it): text, and the tool calls' names and arguments. */
+function replyText(step: FakeReply): string {
+  const content = typeof step.content === 'string' ? step.content : (step.content ?? []).join('');
+  return content + (step.toolCalls ?? []).map((call) => call.name + call.arguments).join('');
+}
+
 function defaultUsage(body: ChatRequestBody, content: string) {
-  const prompt = Math.ceil((bodyChars.get(body) ?? JSON.stringify(body).length) / 4);
+  const prompt = promptTokens(bodyChars.get(body) ?? JSON.stringify(body).length);
   const completion = Math.ceil(content.length / 4) + 1;
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
@@ -396,7 +445,7 @@ function completion(body: ChatRequestBody, step: FakeReply) {
         finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
       },
     ],
-    usage: step.usage === undefined ? defaultUsage(body, content) : step.usage,
+    usage: step.usage === undefined ? defaultUsage(body, replyText(step)) : step.usage,
   };
 }
 

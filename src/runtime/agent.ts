@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { JsonObject } from '../context';
 import { sharedSchema } from '../context/shared-schema';
+import { ContextSettings } from './context-settings';
 
 /** Timeouts and retry budgets of an agent's phases. Seconds, so agent files stay readable JSON. */
 export const AgentLimits = sharedSchema('runtime/agent#AgentLimits', () =>
@@ -84,6 +85,8 @@ export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () 
     /** Extra provider options (temperature, ...), sent as given. */
     llm_options: JsonObject.default({}),
     limits: AgentLimits.default(AgentLimits.parse({})),
+    /** How runs of this agent keep inside the model's context window (compaction). */
+    context: ContextSettings.default(() => ContextSettings.parse({})),
   }),
 );
 export type AgentDefinition = z.infer<typeof AgentDefinition>;

@@ -20,12 +20,34 @@ export const ContinueAsNewPolicy = sharedSchema('runtime/carried-state#ContinueA
 );
 export type ContinueAsNewPolicy = z.infer<typeof ContinueAsNewPolicy>;
 
+/**
+ * What a run knows about the size of its context, carried so a decision after continue-as-new or on
+ * replay is the same: the provider's last count and the size of the request it counted, the window a
+ * provider's `context_length_exceeded` stated (when no setting gave one), and its compactions.
+ */
+export const ContextLedger = sharedSchema('runtime/carried-state#ContextLedger', () =>
+  z.strictObject({
+    measure: z
+      .strictObject({ request_chars: z.number().int().nonnegative(), prompt_tokens: z.number().nonnegative() })
+      .nullable(),
+    learned_window_tokens: z.number().int().positive().nullable(),
+    /** The estimated size of the latest request, in tokens. */
+    tokens: z.number().int().nonnegative(),
+    compactions: z.number().int().nonnegative(),
+  }),
+);
+export type ContextLedger = z.infer<typeof ContextLedger>;
+
+export function emptyContextLedger(): ContextLedger {
+  return { measure: null, learned_window_tokens: null, tokens: 0, compactions: 0 };
+}
+
 export const CarriedInboxEntry = sharedSchema('runtime/carried-state#CarriedInboxEntry', () =>
   z.strictObject({ id: z.number().int(), content: z.string() }),
 );
 
-export const RUN_STATE_SCHEMA_VERSION = 2;
-export const RUN_STATE_SCHEMA_VERSIONS: readonly number[] = [1, 2];
+export const RUN_STATE_SCHEMA_VERSION = 3;
+export const RUN_STATE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3];
 
 /**
  * A tool batch waiting for approval decisions when the run continued as new: the next run resumes the
@@ -76,14 +98,18 @@ export const CarriedRun = sharedSchema('runtime/carried-state#CarriedRun', () =>
     recent_events: z.array(JsonObject).default([]),
     rejected_inputs: z.number().int().nonnegative().default(0),
     continued: z.number().int().nonnegative(),
+    context: ContextLedger.default(emptyContextLedger),
     /** The batch that waited for approval decisions at the boundary, if one did. */
     awaiting_batch: AwaitingBatch.optional(),
   }),
 );
 export type CarriedRun = z.infer<typeof CarriedRun>;
 
-/** What `agentRun` carries: the core. Version 2 added `awaiting_batch`; version 1 states still load. */
+/**
+ * What `agentRun` carries: the core. Version 2 added `awaiting_batch`, version 3 the context ledger
+ * (`context`); older states still load.
+ */
 export const AgentRunState = sharedSchema('runtime/carried-state#AgentRunState', () =>
-  CarriedRun.extend({ schema_version: z.union([z.literal(1), z.literal(2)]) }),
+  CarriedRun.extend({ schema_version: z.union([z.literal(1), z.literal(2), z.literal(3)]) }),
 );
 export type AgentRunState = z.infer<typeof AgentRunState>;

@@ -123,6 +123,33 @@ export type RunEventBody =
     }
   | { event_type: 'custom_event'; event_name: string; data: JsonObject; tool_name: string; tool_call_id: string }
   | { event_type: 'continued_as_new'; history_events: number; history_bytes: number }
+  /**
+   * The run shrinks its context before a call: `proactive` when the request would pass `compact_at` of
+   * the window, `reactive` after the provider answered `context_length_exceeded`.
+   */
+  | {
+      event_type: 'context_compaction_start';
+      reason: 'proactive' | 'reactive';
+      tokens_before: number;
+      window_tokens: number;
+      target_tokens: number;
+    }
+  | {
+      event_type: 'context_compaction_end';
+      reason: 'proactive' | 'reactive';
+      tokens_before: number;
+      tokens_after: number;
+      window_tokens: number;
+      cleared_tool_results: number;
+      cleared_chars: number;
+      summarized_messages: number;
+      shortened_messages: number;
+      /** Model calls that wrote the summary (0 when clearing was enough), and their usage. */
+      summary_calls: number;
+      usage: TokenUsage | null;
+      /** Set when an abort stopped the compaction: the context was left as it was. */
+      aborted?: true;
+    }
   /** A signal or update the run refused (bad shape, too large, queue full): recorded, never silent. */
   | { event_type: 'input_rejected'; input: string; via: 'signal' | 'update'; reason: string }
   /** A session turn failed (the provider rejected it, ...): the turn is rolled back and the session goes on. */
@@ -156,6 +183,8 @@ export interface RunStatus {
   llm_calls: number;
   tool_calls: number;
   usage: TokenUsage | null;
+  /** The context's size (the latest request, estimated) against the model's window, and compactions so far. */
+  context: { tokens: number; window_tokens: number | null; compact_at_tokens: number | null; compactions: number };
   abort_requested: boolean;
   abort_reason: string;
   queued_user_messages: number;

@@ -14,3 +14,7 @@ export * from './abort-mutations';
 export * from './approvals';
 export { providerJsonSchema } from './json-schemas';
 export * from './configuration-error';
+export * from './context-settings';
+export * from './context-overflow';
+export * from './compaction';
+export * from './model-windows';

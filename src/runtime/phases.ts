@@ -40,6 +40,8 @@ export const LlmPhaseInput = sharedSchema('runtime/phases#LlmPhaseInput', () =>
     request: LlmRequest.optional(),
     /** A typed LLM function whose output schema checks a final reply. */
     output_check: z.string().optional(),
+    /** `compaction`: a call that writes the context's summary (its own span; not the next request's prefix). */
+    purpose: z.enum(['compaction']).optional(),
   }),
 );
 export type LlmPhaseInput = z.infer<typeof LlmPhaseInput>;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ChatMessages, Message } from '../context';
 import { AgentRunState, ContinueAsNewPolicy } from './carried-state';
 import { TokenUsage } from './usage';
+import { ContextOverride } from './context-settings';
 import { sharedSchema } from '../context/shared-schema';
 
 /** Where a fork child comes from (spec 6.6): its ids and the parent's context it starts from. */
@@ -41,6 +42,9 @@ export const AgentRunInput = sharedSchema('runtime/run-input#AgentRunInput', () 
       .enum(['query', 'inline'])
       .default('query')
       .describe('query (default): O(new content) history; inline: for comparison benchmarks only.'),
+    context: ContextOverride.optional().describe(
+      "Overrides the agent's context settings for this run (window_tokens, compact_at, keep_recent_tokens, strategy).",
+    ),
     fork: ForkOrigin.optional().describe('Set by a parent run for a selfref_fork child; not for callers.'),
     continue_as_new: ContinueAsNewPolicy.default(ContinueAsNewPolicy.parse({})).describe(
       'When the run continues as new at an iteration boundary (besides Temporal suggesting it).',

@@ -2,20 +2,21 @@ import { z } from 'zod';
 import { ChatMessages, Message } from '../context';
 import { CarriedRun, ContinueAsNewPolicy } from './carried-state';
 import { TokenUsage } from './usage';
+import { ContextOverride } from './context-settings';
 import { sharedSchema } from '../context/shared-schema';
 
-export const SESSION_SCHEMA_VERSION = 2;
-export const SESSION_SCHEMA_VERSIONS: readonly number[] = [1, 2];
+export const SESSION_SCHEMA_VERSION = 3;
+export const SESSION_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3];
 
 /**
  * What a session carries across continue-as-new: the core every run carries (the context state itself,
  * never a summary of it) and its turn count. Version 2 carries the whole core (version 1 lacked the
- * SelfRef queue, the rejected-input count and the event window); version 1 states still load, their
- * events counted as dropped.
+ * SelfRef queue, the rejected-input count and the event window), version 3 adds the context ledger;
+ * older states still load (version 1's events counted as dropped).
  */
 export const SessionState = sharedSchema('runtime/session#SessionState', () =>
   CarriedRun.extend({
-    schema_version: z.union([z.literal(1), z.literal(2)]),
+    schema_version: z.union([z.literal(1), z.literal(2), z.literal(3)]),
     turns: z.number().int().nonnegative(),
   }).transform((state) => (state.schema_version === 1 ? { ...state, events_dropped: state.event_seq } : state)),
 );
@@ -30,6 +31,7 @@ export const ChatSessionInput = sharedSchema('runtime/session#ChatSessionInput',
     ),
     max_tool_calls: z.number().int().nonnegative().nullable().optional().describe('Tool-call budget per turn.'),
     continue_as_new: ContinueAsNewPolicy.default(ContinueAsNewPolicy.parse({})),
+    context: ContextOverride.optional().describe("Overrides the agent's context settings for this session."),
     state: SessionState.optional().describe('Carried by continue-as-new; not for callers.'),
   }),
 );

@@ -7,6 +7,8 @@ export const TokenUsage = sharedSchema('runtime/usage#TokenUsage', () =>
     prompt_tokens: z.number(),
     completion_tokens: z.number(),
     total_tokens: z.number(),
+    /** Of `prompt_tokens`, those the provider served from its prompt cache (when it says). */
+    cached_prompt_tokens: z.number().optional(),
   }),
 );
 export type TokenUsage = z.infer<typeof TokenUsage>;
@@ -15,9 +17,30 @@ export type TokenUsage = z.infer<typeof TokenUsage>;
 export function addUsage(total: TokenUsage | null, usage: TokenUsage | null | undefined): TokenUsage | null {
   if (!usage) return total;
   if (!total) return { ...usage };
+  const cached =
+    total.cached_prompt_tokens !== undefined || usage.cached_prompt_tokens !== undefined
+      ? { cached_prompt_tokens: (total.cached_prompt_tokens ?? 0) + (usage.cached_prompt_tokens ?? 0) }
+      : {};
   return {
     prompt_tokens: total.prompt_tokens + usage.prompt_tokens,
     completion_tokens: total.completion_tokens + usage.completion_tokens,
     total_tokens: total.total_tokens + usage.total_tokens,
+    ...cached,
+  };
+}
+
+/** A provider's `usage` object (chat completions, streamed or not) as patchloop records it. */
+export function providerUsage(raw: {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details?: { cached_tokens?: number | null } | null;
+}): TokenUsage {
+  const cached = raw.prompt_tokens_details?.cached_tokens;
+  return {
+    prompt_tokens: raw.prompt_tokens,
+    completion_tokens: raw.completion_tokens,
+    total_tokens: raw.total_tokens,
+    ...(typeof cached === 'number' && cached > 0 ? { cached_prompt_tokens: cached } : {}),
   };
 }

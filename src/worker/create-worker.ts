@@ -219,6 +219,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
   const activities = createActivities({
     registry,
     defaultModel: config.model,
+    modelWindows: config.modelWindows,
     provider: { baseURL: config.openaiBaseUrl, apiKey: config.openaiApiKey, timeoutMs: 10 * 60 * 1000 },
     chunks: { transport, url: stream.url, tokens },
     redactor,

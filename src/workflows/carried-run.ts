@@ -34,6 +34,7 @@ export function carryRun(
     events_dropped: run.eventsDropped + run.events.length - recent.length,
     recent_events: recent,
     rejected_inputs: run.rejectedInputs,
+    context: run.context,
     continued,
     ...(progress.awaiting ? { awaiting_batch: progress.awaiting } : {}),
   };
@@ -57,6 +58,7 @@ export function restoreRun(run: Run, state: CarriedRun): TurnProgress {
   run.usage = state.usage;
   run.forkCount = state.fork_count;
   run.rejectedInputs = state.rejected_inputs;
+  run.context = state.context;
   run.approvals = state.awaiting_batch?.approvals ?? [];
   restoreEvents(run, state.recent_events as RunEvent[], state.event_seq, state.events_dropped);
   // The snapshot is derived from the transcript: recompute it rather than carry it.

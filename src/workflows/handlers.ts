@@ -1,5 +1,5 @@
 import { setHandler, workflowInfo } from '@temporalio/workflow';
-import { decisionRefusal, REQUEST_PAGE_CHARS, type PendingApproval, type RunEvent } from '../runtime';
+import { decisionRefusal, REQUEST_PAGE_CHARS, type PendingApproval, type RunEvent, type RunStatus } from '../runtime';
 import {
   abortSignal,
   approveUpdate,
@@ -16,6 +16,7 @@ import {
 import { decide, pendingOf, undecided } from './approval-gate';
 import {
   checkMessage,
+  contextWindow,
   enqueueMessage,
   rejectInput,
   reportedState,
@@ -46,6 +47,16 @@ function eventPage(
   return { events, next_after: events.at(-1)?.seq ?? after, events_dropped: run.eventsDropped };
 }
 
+function contextStatus(run: Run): RunStatus['context'] {
+  const window = contextWindow(run);
+  return {
+    tokens: run.context.tokens,
+    window_tokens: window,
+    compact_at_tokens: window === null ? null : Math.floor(window * run.contextSettings.compact_at),
+    compactions: run.context.compactions,
+  };
+}
+
 function pendingApprovals(run: Run): PendingApproval[] {
   return undecided(run).map(pendingOf);
 }
@@ -63,6 +74,7 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
       llm_calls: run.llmCalls,
       tool_calls: run.toolCalls,
       usage: run.usage,
+      context: contextStatus(run),
       abort_requested: run.abort.requested,
       abort_reason: run.abort.reason,
       queued_user_messages: run.inbox.length,

@@ -1,8 +1,10 @@
-import { setCurrentDetails } from '@temporalio/workflow';
+import { patched, setCurrentDetails } from '@temporalio/workflow';
+import { failure, FailureType } from '../common';
 import { compileRequestMessages, type JsonObject } from '../context';
-import { addUsage, truncatedReplyMutation, withAbortReason, type LlmPhaseResult } from '../runtime';
+import { addUsage, withAbortReason, type LlmPhaseResult } from '../runtime';
+import { compactContext, contextOverflowIn, proactiveCompaction, reactiveCompaction } from './context-step';
+import { callLlmPhase } from './llm-call';
 import type { LlmMode, LoopContext } from './loop-context';
-import { inPhaseScope } from './phase-scope';
 import * as events from './run-events';
 import { emit } from './run-state';
 
@@ -22,60 +24,65 @@ export function buildRequest(loop: LoopContext, mode: LlmMode) {
 }
 
 /**
- * One LLM phase (spec 7.4): the request is compiled here and handed to the activity by digest (it pulls
- * the text by query, so history holds only new content). After an abort nothing is sent, and a phase
- * that hands back nothing still ends with its abort patch.
+ * One LLM phase (spec 7.4). A request that would pass `compact_at` of the model's window is compacted
+ * first (proactive); a request the provider still refuses as too long is compacted and sent once more
+ * (reactive), and a second refusal ends the run with `ContextTooLong`. After an abort nothing is sent,
+ * and a phase that hands back nothing still ends with its abort patch.
  */
 export async function llmStep(loop: LoopContext, mode: LlmMode, eventIteration: number): Promise<LlmPhaseResult> {
   const run = loop.run;
-  run.llmCalls += 1;
-  const llmCall = run.llmCalls;
-  const request = buildRequest(loop, mode);
-  run.request = { ...run.requestWriter.write(request), llmCall };
-  emit(run, events.llmCallStart(llmCall, mode, request.messages.length), eventIteration);
-  setCurrentDetails(`iteration ${eventIteration}: model call ${llmCall}`);
-  const raw = run.abort.requested ? abortedPhase() : await callActivity(loop, llmCall, eventIteration, request);
-  run.request = null;
-  const result = { ...raw, mutations: withAbortReason(raw.mutations, run.abort.reason) };
-  run.usage = addUsage(run.usage, result.usage);
-  emit(run, events.llmCallEnd(llmCall, result), eventIteration);
-  return result;
-}
-
-async function callActivity(
-  loop: LoopContext,
-  llmCall: number,
-  eventIteration: number,
-  request: ReturnType<typeof buildRequest>,
-): Promise<LlmPhaseResult> {
-  const run = loop.run;
-  try {
-    return await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, () =>
-      loop.activities.llmPhase(
+  let request = buildRequest(loop, mode);
+  // Written once per request, from where the previous one's messages ended: its length measures it.
+  let written = run.requestWriter.write(request);
+  const due = run.abort.requested ? null : proactiveCompaction(run, written.text.length);
+  if (due) {
+    await compactContext(loop, due, eventIteration);
+    request = buildRequest(loop, mode);
+    written = run.requestWriter.write(request);
+    proactiveCompaction(run, written.text.length);
+  }
+  for (let compacted = false; ; compacted = true) {
+    run.llmCalls += 1;
+    const llmCall = run.llmCalls;
+    emit(run, events.llmCallStart(llmCall, mode, request.messages.length), eventIteration);
+    setCurrentDetails(`iteration ${eventIteration}: model call ${llmCall}`);
+    let raw: LlmPhaseResult;
+    try {
+      raw = await callLlmPhase(
+        loop,
+        request,
+        written,
         {
-          agent: loop.agent.name,
           iteration: eventIteration,
           llm_call: llmCall,
-          digest: run.request!.digest,
-          ...(loop.options.transport === 'inline' ? { request } : {}),
           ...(loop.options.outputCheck ? { output_check: loop.options.outputCheck } : {}),
         },
         `llm call ${llmCall}`,
-      ),
-    );
-  } catch (error) {
-    // After an abort, a phase that hands back nothing (cancelled early, dead worker) still ends cleanly.
-    if (!run.abort.requested) throw error;
-    return abortedPhase();
+      );
+    } catch (error) {
+      const overflow = contextOverflowIn(error);
+      // Runs recorded before reactive compaction failed here, and replay as they ran.
+      if (!overflow || !patched('reactive-compaction')) throw error;
+      if (compacted)
+        throw failure(
+          FailureType.ContextTooLong,
+          `the provider still refused the request as longer than the model's context after a compaction brought it to about ${run.context.tokens} tokens: ${causeMessage(error)}`,
+        );
+      await compactContext(loop, reactiveCompaction(run, overflow, written.text.length), eventIteration);
+      request = buildRequest(loop, mode);
+      written = run.requestWriter.write(request);
+      continue;
+    }
+    const result = { ...raw, mutations: withAbortReason(raw.mutations, run.abort.reason) };
+    if (result.usage && result.usage.prompt_tokens > 0)
+      run.context.measure = { request_chars: written.text.length, prompt_tokens: result.usage.prompt_tokens };
+    run.usage = addUsage(run.usage, result.usage);
+    emit(run, events.llmCallEnd(llmCall, result), eventIteration);
+    return result;
   }
 }
 
-function abortedPhase(): LlmPhaseResult {
-  return {
-    outcome: 'aborted',
-    mutations: [truncatedReplyMutation('')],
-    usage: null,
-    finish_reason: null,
-    duration_ms: 0,
-  };
+function causeMessage(error: unknown): string {
+  const cause = (error as { cause?: unknown }).cause;
+  return cause instanceof Error ? cause.message : String(error);
 }

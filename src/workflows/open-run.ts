@@ -2,7 +2,14 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { asMessages, validateToolLinkage, type Message } from '../context';
 import { failure, FailureType } from '../common';
-import { AgentSpec, seedTranscript, type AgentRunInput } from '../runtime';
+import {
+  AgentSpec,
+  contextProblem,
+  effectiveContext,
+  seedTranscript,
+  type AgentRunInput,
+  type ContextOverride,
+} from '../runtime';
 import { applyAgentLimits, commit, emit, type Run } from './run-state';
 import { keepVisible } from './visibility';
 
@@ -20,11 +27,14 @@ export interface RunSeed {
  */
 export async function openRun(
   run: Run,
-  input: { agent: string; state?: { agent: AgentSpec } | undefined },
+  input: { agent: string; state?: { agent: AgentSpec } | undefined; context?: ContextOverride | undefined },
   seed: (agent: AgentSpec) => RunSeed,
 ): Promise<AgentSpec> {
   const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
   run.selfref = agent.selfref;
+  run.contextSettings = effectiveContext(agent.context, input.context);
+  const problem = contextProblem(run.contextSettings);
+  if (problem) throw failure(FailureType.InvalidRunInput, `invalid input: ${problem}`);
   applyAgentLimits(run, agent.limits);
   run.visibility.enabled = agent.search_attributes === true;
   keepVisible(run, true);

@@ -5,6 +5,9 @@ import {
   DEFAULT_MESSAGE_LIMITS,
   RequestWriter,
   emptySelfRefQueue,
+  emptyContextLedger,
+  ContextSettings,
+  type ContextLedger,
   utf8Bytes,
   type ApprovalRecord,
   type MessageLimits,
@@ -49,6 +52,10 @@ export interface Run {
   llmCalls: number;
   toolCalls: number;
   usage: TokenUsage | null;
+  /** How large the context is, as measured and estimated, and its compactions (carried). */
+  context: ContextLedger;
+  /** The run's context settings: its agent's with its own override (set when the run opens). */
+  contextSettings: ContextSettings;
   abort: { requested: boolean; reason: string };
   phase: CancellationScope | null;
   children: Map<string, ChildWorkflowHandle<never>>;
@@ -134,6 +141,8 @@ export function newRun(agent: string, memoryKey: string): Run {
     llmCalls: 0,
     toolCalls: 0,
     usage: null,
+    context: emptyContextLedger(),
+    contextSettings: ContextSettings.parse({}),
     abort: { requested: false, reason: '' },
     phase: null,
     children: new Map(),
@@ -153,6 +162,11 @@ export function newRun(agent: string, memoryKey: string): Run {
     approvalDecisions: 0,
     visibility: { enabled: false, state: null, iteration: 0 },
   };
+}
+
+/** The window the run measures against: its setting, else the one a provider's error stated; null: unknown. */
+export function contextWindow(run: Run): number | null {
+  return run.contextSettings.window_tokens ?? run.context.learned_window_tokens;
 }
 
 /** The state queries and search attributes report: a running batch that waits for decisions is `awaiting_approval`. */

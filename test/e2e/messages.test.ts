@@ -202,6 +202,8 @@ describe('sessions survive a bad turn', () => {
         script: [
           reply('hello!'),
           failWith(400, { message: 'Your message was flagged by the content filter' }),
+          // Too long: the run compacts (one summary call, which this provider refuses too), then gives up typed.
+          failWith(400, { code: 'context_length_exceeded', message: 'maximum context length exceeded' }),
           failWith(400, { code: 'context_length_exceeded', message: 'maximum context length exceeded' }),
           reply('still here'),
         ],
@@ -218,8 +220,9 @@ describe('sessions survive a bad turn', () => {
     const tooLong = await session.send('a very long paste');
     expect([tooLong.status, tooLong.error?.type]).toEqual(['failed', 'ContextTooLong']);
     expect(await session.send('are you there?')).toEqual({ status: 'completed', reply: 'still here', turn: 4 });
+    expect(world.fake.requests[3]!.body.tools).toBeUndefined();
     // The failed turns left nothing behind: the next request is the valid conversation without them.
-    expect(world.fake.requests[3]!.body.messages.slice(1)).toEqual([
+    expect(world.fake.requests[4]!.body.messages.slice(1)).toEqual([
       { role: 'user', content: 'hi' },
       { role: 'assistant', content: 'hello!' },
       { role: 'user', content: 'are you there?' },

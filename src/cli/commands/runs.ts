@@ -116,6 +116,10 @@ export async function showCommand(client: PatchloopClient, args: string[], print
         ? `, iteration ${status.iteration}, ${status.llm_calls} model call(s), ${status.tool_calls} tool call(s)`
         : ''),
   );
+  if (status?.context && (status.context.window_tokens !== null || status.context.compactions > 0))
+    print(
+      `context: about ${status.context.tokens} tokens${status.context.window_tokens !== null ? ` of a ${status.context.window_tokens}-token window (compacts above ${status.context.compact_at_tokens})` : ''}, ${status.context.compactions} compaction(s)`,
+    );
   if (failed) print(`failed: ${failed.type}: ${failed.message}`);
   if (now) print(`now: ${now}`);
   for (const pending of status?.pending_approvals ?? [])

@@ -1,0 +1,180 @@
+import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
+import { failure, FailureType } from '../common';
+import type { JsonObject, Message } from '../context';
+import {
+  addUsage,
+  compactionTarget,
+  estimateRequestTokens,
+  keepRecentTokens,
+  messagesTokens,
+  planCompaction,
+  replyContent,
+  summarizedTranscript,
+  summaryChunks,
+  summaryRequestMessages,
+  tokenRate,
+  type CompactionStats,
+  type ContextOverflow,
+  type LlmPhaseResult,
+  type TokenUsage,
+} from '../runtime';
+import type { LoopContext } from './loop-context';
+import { callLlmPhase } from './llm-call';
+import { commit, contextWindow, emit, type Run } from './run-state';
+
+/** Why and from where a compaction starts: the request's size and the window it must fit. */
+export interface CompactionTrigger {
+  reason: 'proactive' | 'reactive';
+  tokens: number;
+  window: number;
+}
+
+/** Words of the instructions and framing of a summary call, beside its chunk (an upper bound). */
+const SUMMARY_CALL_OVERHEAD_TOKENS = 600;
+
+/**
+ * Before a call: a compaction is due when the request (the provider's last count plus what was added
+ * since) would pass `compact_at` of a known window. Records the estimate either way.
+ */
+export function proactiveCompaction(run: Run, requestChars: number): CompactionTrigger | null {
+  const tokens = estimateRequestTokens(requestChars, run.context.measure);
+  run.context.tokens = tokens;
+  const window = contextWindow(run);
+  if (window === null || tokens <= window * run.contextSettings.compact_at) return null;
+  return { reason: 'proactive', tokens, window };
+}
+
+/** The provider's `context_length_exceeded` behind a failed model call, with the sizes it stated. */
+export function contextOverflowIn(error: unknown): ContextOverflow | null {
+  const cause = error instanceof ActivityFailure ? error.cause : undefined;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== FailureType.ContextTooLong) return null;
+  const details = (cause.details?.[0] ?? {}) as ContextOverflow;
+  return {
+    ...(typeof details.window_tokens === 'number' ? { window_tokens: details.window_tokens } : {}),
+    ...(typeof details.request_tokens === 'number' ? { request_tokens: details.request_tokens } : {}),
+  };
+}
+
+/**
+ * After the provider refused a request as too long: what it said is recorded (its count measures the
+ * request, its window bounds the next ones), and the compaction to run before the call is tried again.
+ * Without a stated window the refused request's size bounds it.
+ */
+export function reactiveCompaction(run: Run, overflow: ContextOverflow, requestChars: number): CompactionTrigger {
+  if (overflow.request_tokens !== undefined)
+    run.context.measure = { request_chars: requestChars, prompt_tokens: overflow.request_tokens };
+  const tokens = overflow.request_tokens ?? estimateRequestTokens(requestChars, run.context.measure);
+  if (overflow.window_tokens !== undefined)
+    run.context.learned_window_tokens = Math.min(
+      overflow.window_tokens,
+      run.context.learned_window_tokens ?? overflow.window_tokens,
+    );
+  const window = contextWindow(run) ?? Math.max(1, Math.floor(tokens * 0.75));
+  run.context.tokens = tokens;
+  return { reason: 'reactive', tokens, window: Math.min(window, overflow.window_tokens ?? window) };
+}
+
+/**
+ * Shrinks the context to fit the window, as the spec's own patch: a `ContextReplaceMutation` built from
+ * a plan (`planCompaction`): old tool results cleared to stubs, and when that is not enough the middle
+ * summarized by model calls that offer no tools. The system message, the task and the newest
+ * `keep_recent_tokens` stay; an earlier summary is updated, not summarized again. A compaction that
+ * cannot bring the request under `compact_at` of the window ends the run with `ContextTooLong`, saying
+ * what it tried; an abort during a summary call leaves the context as it was.
+ */
+export async function compactContext(loop: LoopContext, trigger: CompactionTrigger, iteration: number): Promise<void> {
+  const run = loop.run;
+  const settings = run.contextSettings;
+  const rate = tokenRate(run.context.measure);
+  // What the request holds beside the transcript (the prompt contract, tool definitions, options).
+  const overhead = Math.max(0, trigger.tokens - messagesTokens(run.transcript, rate));
+  const limit = Math.floor(trigger.window * settings.compact_at);
+  const target = Math.max(64, compactionTarget(trigger.window, settings) - overhead);
+  const base = { reason: trigger.reason, tokens_before: trigger.tokens, window_tokens: trigger.window };
+  emit(run, { event_type: 'context_compaction_start', ...base, target_tokens: target + overhead }, iteration);
+  const plan = planCompaction(run.transcript, {
+    target,
+    keepRecent: keepRecentTokens(settings, trigger.window),
+    strategy: settings.strategy,
+    rate,
+  });
+  let messages: Message[];
+  let usage: TokenUsage | null = null;
+  let calls = 0;
+  if (plan.kind === 'summarize') {
+    let summary = plan.previousSummary;
+    const room = Math.max(256, Math.floor(trigger.window * 0.5) - plan.summaryTokens - SUMMARY_CALL_OVERHEAD_TOKENS);
+    for (const chunk of summaryChunks(plan.middle, room, rate)) {
+      const reply = await summaryCall(loop, summaryRequestMessages(summary, chunk, plan.summaryTokens), iteration);
+      calls += 1;
+      usage = addUsage(usage, reply.usage);
+      run.usage = addUsage(run.usage, reply.usage);
+      if (reply.outcome === 'aborted' || run.abort.requested) {
+        emit(run, compactionEnd(base, trigger.tokens, plan.stats, calls, usage, true), iteration);
+        return;
+      }
+      summary = replyContent(reply);
+    }
+    messages = summarizedTranscript(plan, summary ?? '', { target, rate });
+  } else messages = plan.messages;
+  const after = overhead + messagesTokens(messages, rate);
+  if (after >= trigger.tokens || after > limit)
+    throw failure(FailureType.ContextTooLong, cannotFit(trigger, limit, after, overhead, plan.stats, calls));
+  commit(run, [{ type: 'ContextReplaceMutation', messages }]);
+  run.context.compactions += 1;
+  run.context.tokens = after;
+  emit(run, compactionEnd(base, after, plan.stats, calls, usage), iteration);
+}
+
+function compactionEnd(
+  base: { reason: 'proactive' | 'reactive'; tokens_before: number; window_tokens: number },
+  after: number,
+  stats: CompactionStats,
+  calls: number,
+  usage: TokenUsage | null,
+  aborted = false,
+) {
+  return {
+    event_type: 'context_compaction_end' as const,
+    ...base,
+    tokens_after: after,
+    ...stats,
+    summary_calls: calls,
+    usage,
+    ...(aborted ? { aborted: true as const } : {}),
+  };
+}
+
+function cannotFit(
+  trigger: CompactionTrigger,
+  limit: number,
+  after: number,
+  overhead: number,
+  stats: CompactionStats,
+  calls: number,
+): string {
+  const tried = [
+    `cleared ${stats.cleared_tool_results} old tool result(s)`,
+    `summarized ${stats.summarized_messages} message(s) in ${calls} call(s)`,
+    `shortened ${stats.shortened_messages} message(s)`,
+  ].join(', ');
+  return (
+    `the context does not fit the model's window of ${trigger.window} tokens: a ${trigger.reason} compaction ` +
+    `${tried}, leaving about ${after} tokens (from ${trigger.tokens}; at most ${limit} may be sent). ` +
+    `The system prompt, tool definitions and anything that cannot be cut take about ${overhead} tokens of that ` +
+    `beside the messages kept; a larger window (context.window_tokens) or a shorter prompt is needed.`
+  );
+}
+
+/** One summary call: the agent's model and options, no tools, not streamed. */
+async function summaryCall(loop: LoopContext, messages: Message[], iteration: number): Promise<LlmPhaseResult> {
+  const {
+    tool_choice: _choice,
+    parallel_tool_calls: _parallel,
+    response_format: _format,
+    ...options
+  } = loop.agent.llm_options as JsonObject;
+  const request = { ...options, model: loop.agent.model, messages, stream: false };
+  const written = loop.run.requestWriter.write(request);
+  return callLlmPhase(loop, request, written, { iteration, purpose: 'compaction' }, 'context compaction');
+}

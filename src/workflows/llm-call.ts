@@ -1,0 +1,48 @@
+import { truncatedReplyMutation, type LlmPhaseInput, type LlmPhaseResult, type RequestText } from '../runtime';
+import type { LoopContext } from './loop-context';
+import { inPhaseScope } from './phase-scope';
+
+/**
+ * One model call through the `llmPhase` activity: the request is written here and handed over by
+ * digest (the activity pulls the text by query, so history holds only new content). After an abort,
+ * a call that hands back nothing (cancelled early, dead worker) still ends as an aborted phase.
+ */
+export async function callLlmPhase(
+  loop: LoopContext,
+  request: { messages: readonly unknown[] } & Record<string, unknown>,
+  written: RequestText,
+  input: Omit<LlmPhaseInput, 'agent' | 'digest' | 'request'>,
+  summary: string,
+): Promise<LlmPhaseResult> {
+  const run = loop.run;
+  run.request = { ...written, llmCall: input.llm_call ?? 0 };
+  try {
+    if (run.abort.requested) return abortedPhase();
+    return await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, () =>
+      loop.activities.llmPhase(
+        {
+          agent: loop.agent.name,
+          ...input,
+          digest: run.request!.digest,
+          ...(loop.options.transport === 'inline' ? { request: request as LlmPhaseInput['request'] } : {}),
+        },
+        summary,
+      ),
+    );
+  } catch (error) {
+    if (!run.abort.requested) throw error;
+    return abortedPhase();
+  } finally {
+    run.request = null;
+  }
+}
+
+export function abortedPhase(): LlmPhaseResult {
+  return {
+    outcome: 'aborted',
+    mutations: [truncatedReplyMutation('')],
+    usage: null,
+    finish_reason: null,
+    duration_ms: 0,
+  };
+}
