@@ -11,7 +11,12 @@
  *    continue-as-new count, its requests checked byte for byte against the conversation, turn overhead
  *    at turn 10 and at the end.
  *
- * BENCH_SCALE (default 1) scales all three: 0.1 runs a tenth of each.
+ * 4. A windowed run: BENCH_ITERATIONS iterations of 4 KB tool output against a model with a 32,000-token
+ *    window (`context.window_tokens` set): completes, requests over the window (must be 0),
+ *    compactions, summary calls and their share of all tokens, ms per iteration at 100 and at the end
+ *    (the request is bounded, so the ratio should stay near 1).
+ *
+ * BENCH_SCALE (default 1) scales all of them: 0.1 runs a tenth of each.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -20,7 +25,8 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { z } from 'zod';
 import type { PayloadStorageSettings } from '../src/config/environment';
-import type { ChatRequestBody, Responder } from '../src/fake-model/server';
+import { promptTokens, type ChatRequestBody, type Responder } from '../src/fake-model/server';
+import { isSummaryCall, sevenFieldSummary } from '../test/support/context-model';
 import { callTools, reply, type FakeStep } from '../src/fake-model/steps';
 import { defineTool } from '../src/tools/define-tool';
 import { exampleTools } from '../src/tools/examples';
@@ -283,9 +289,97 @@ async function session(): Promise<string> {
   }
 }
 
+const WINDOW = 32_000;
+
+/** Reads 4 KB per iteration until `iterations` calls were made; summary calls get a seven-field summary. */
+function windowedReader(iterations: number, tally: { summaries: number; summaryTokens: number }): Responder {
+  return (body) => {
+    if (isSummaryCall(body)) {
+      tally.summaries += 1;
+      tally.summaryTokens += promptTokens(JSON.stringify(body).length);
+      return reply(sevenFieldSummary(0));
+    }
+    // The newest call always stays verbatim: the next number follows from it, whatever was compacted.
+    let done = 0;
+    for (let index = body.messages.length - 1; index >= 0; index -= 1) {
+      const calls = body.messages[index]!['tool_calls'] as Array<{ id: string }> | undefined;
+      if (calls?.length) {
+        done = Number(calls[0]!.id.slice('call_'.length)) + 1;
+        break;
+      }
+    }
+    if (done >= iterations) return reply('done');
+    const args = JSON.stringify({ text: 'abcdefghijklmnop', times: (4 * KB) / 16 });
+    return callTools([{ id: `call_${done}`, name: 'repeat', arguments: args }]);
+  };
+}
+
+async function windowedRun(): Promise<string> {
+  const tally = { summaries: 0, summaryTokens: 0 };
+  const world = await startBenchWorld(windowedReader(ITERATIONS, tally), {
+    keepBodies: false,
+    windowTokens: WINDOW,
+    agents: [{ name: 'reader', instructions: 'Repeat.', tools: ['repeat'], context: { window_tokens: WINDOW } }],
+  });
+  try {
+    const started = Date.now();
+    const run = await world.client.start(
+      { agent: 'reader', input: 'repeat forever' },
+      { workflowId: `windowed-${started}` },
+    );
+    const progress = setInterval(
+      () => process.stderr.write(`windowed run: ${world.fake.requests.length} calls\n`),
+      30_000,
+    );
+    const result = await run.result().finally(() => clearInterval(progress));
+    const status = await run.status(Number.MAX_SAFE_INTEGER);
+    const agentRequests = world.fake.requests.length - tally.summaries;
+    const at100 = medianMsPerIteration(world, 50, 150);
+    const atEnd = medianMsPerIteration(
+      world,
+      Math.max(0, world.fake.requests.length - 100),
+      world.fake.requests.length,
+    );
+    const largest = Math.max(...world.fake.requests.map((request) => request.promptTokens));
+    return table(
+      [
+        'iterations',
+        'completed',
+        'requests over the window',
+        'largest request tokens',
+        'compactions',
+        'summary calls',
+        'summary tokens / all tokens',
+        'ms/iter @100 (median)',
+        `ms/iter @${ITERATIONS} (median)`,
+        'ratio',
+        'total s',
+      ],
+      [
+        [
+          String(agentRequests - 1),
+          String(result.status === 'completed'),
+          String(world.fake.requests.filter((request) => request.overWindow).length),
+          `${largest} of ${WINDOW}`,
+          String(status.context.compactions),
+          String(tally.summaries),
+          `${((100 * tally.summaryTokens) / (result.usage?.total_tokens ?? 1)).toFixed(1)}%`,
+          at100.toFixed(1),
+          atEnd.toFixed(1),
+          `${(atEnd / at100).toFixed(2)}x`,
+          ((Date.now() - started) / 1000).toFixed(0),
+        ],
+      ],
+    );
+  } finally {
+    await world.close();
+  }
+}
+
 async function main() {
   const sections: Array<[string, () => Promise<string>]> = [
     ['long run', longRun],
+    ['windowed run', windowedRun],
     ['large payloads', payloads],
     ['long session', session],
   ];

@@ -32,6 +32,8 @@ export async function startBenchWorld(
     /** The dev server as `temporal server start-dev` ships it (not the embedded default's settings). */
     stock?: boolean;
     keepBodies?: boolean;
+    /** The fake model's context window (it refuses longer requests as OpenAI does). */
+    windowTokens?: number;
     config?: Partial<PatchloopConfig>;
     workerOptions?: Partial<WorkerOptions>;
   } = {},
@@ -46,7 +48,11 @@ export async function startBenchWorld(
     ...(options.dynamicConfig ? { dynamicConfig: options.dynamicConfig } : {}),
     ...(options.stock ? { stock: true } : {}),
   });
-  const fake = await FakeModelServer.start({ responder, keepBodies: options.keepBodies ?? true });
+  const fake = await FakeModelServer.start({
+    responder,
+    keepBodies: options.keepBodies ?? true,
+    ...(options.windowTokens ? { windowTokens: options.windowTokens } : {}),
+  });
   const config = {
     ...configFromEnvironment({}),
     temporalAddress: server.address,

@@ -6,6 +6,7 @@ import {
   type AgentDefinitionInput,
   type ToolDescriptor,
   ConfigurationError,
+  budgetProblem,
   contextProblem,
   MODEL_WINDOWS,
   modelWindow,
@@ -33,7 +34,7 @@ export class AgentRegistry {
           `agent '${String((input as { name?: unknown }).name)}': ${describeIssues(parsed.error.issues)}`,
         );
       const agent = parsed.data;
-      const problem = contextProblem(agent.context);
+      const problem = contextProblem(agent.context) ?? budgetProblem(agent.budget);
       if (problem) throw new ConfigurationError(`agent '${agent.name}': ${problem}`);
       if (this.agents.has(agent.name)) throw new ConfigurationError(`agent '${agent.name}' is registered twice`);
       const reserved = agent.tools.filter((name) => isSelfRefTool(name));

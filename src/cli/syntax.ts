@@ -5,7 +5,15 @@
  */
 
 /** The states `list --status` filters on (patchloop's search attribute). */
-export const LIST_STATUSES = ['running', 'awaiting_approval', 'completed', 'aborted', 'failed'];
+export const LIST_STATUSES = [
+  'running',
+  'awaiting_approval',
+  'awaiting_budget',
+  'completed',
+  'aborted',
+  'budget_exhausted',
+  'failed',
+];
 
 export const DEMO_SYNTAX = {
   usage: 'patchloop demo',
@@ -42,6 +50,19 @@ export const REJECT_SYNTAX = {
   summary: "Refuses a waiting tool call (update 'approve'): the model gets the reason as the call's result.",
   options: { reason: { type: 'string' } },
   positionals: ['id', 'call id'],
+} as const;
+
+export const BUDGET_SYNTAX = {
+  usage: 'patchloop budget extend <id> [--tokens N] [--calls N] [--cost USD] [--seconds N]',
+  summary:
+    "Raises a run's or session's budget (update 'extend_budget'); a run waiting for it (awaiting_budget) goes on. Prints the new limits.",
+  options: {
+    tokens: { type: 'string' },
+    calls: { type: 'string' },
+    cost: { type: 'string' },
+    seconds: { type: 'string' },
+  },
+  positionals: ['action', 'id'],
 } as const;
 
 export const CHAT_SYNTAX = {

@@ -47,6 +47,12 @@ export function describeEvent(event: RunEvent): string | null {
       return event.aborted
         ? '  compaction stopped by the abort; the context is as it was'
         : `  compacted the context: ${event.tokens_before} -> ${event.tokens_after} tokens (${compactionWork(event)})`;
+    case 'budget_exhausted':
+      return event.waiting
+        ? `  budget reached (${event.exceeded.join(', ')}): waiting for 'patchloop budget extend'`
+        : `  budget reached (${event.exceeded.join(', ')}): the run stops before its next step`;
+    case 'budget_extended':
+      return `  budget extended: ${JSON.stringify(event.extension)}`;
     case 'react_end':
       return `run ${event.status} after ${event.total_llm_calls} model call(s) and ${event.total_tool_calls} tool call(s)`;
     default:

@@ -12,6 +12,7 @@ import type { Message } from '../context';
 import type {
   AgentRunInputWire,
   ApprovalAccepted,
+  BudgetExtension,
   PendingApproval,
   AgentRunResult,
   ChatSessionInputWire,
@@ -23,6 +24,7 @@ import type {
 import {
   abortSignal,
   approveUpdate,
+  extendBudgetUpdate,
   closeSignal,
   nextRequestQuery,
   pendingApprovalsQuery,
@@ -192,6 +194,19 @@ export class RunHandle {
   /** Gated tool calls waiting for a decision, in their batch's order. */
   pendingApprovals(): Promise<PendingApproval[]> {
     return this.workflow.query(pendingApprovalsQuery);
+  }
+
+  /**
+   * Raises the run's budget (update `extend_budget`): a run waiting for it goes on. Answers the new
+   * limits; a refused extension (not running, nothing named) rejects with the reason.
+   */
+  async extendBudget(extension: BudgetExtension): Promise<Record<string, number | null>> {
+    try {
+      return await this.workflow.executeUpdate(extendBudgetUpdate, { args: [extension] });
+    } catch (error) {
+      if (error instanceof WorkflowUpdateFailedError && error.cause) throw new Error(error.cause.message);
+      throw error;
+    }
   }
 
   /** Approves a waiting tool call (update `approve`); rejects if the id does not wait for a decision. */

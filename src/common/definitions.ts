@@ -3,6 +3,7 @@ import type { Message } from '../context';
 import type {
   ApprovalAccepted,
   ApprovalDecision,
+  BudgetExtension,
   EventPage,
   PendingApproval,
   RequestPage,
@@ -37,6 +38,8 @@ export const nextRequestQuery = defineQuery<string>('nextRequest');
  * A decision on a gated tool call: `{"tool_call_id", "approved", "reason"?}`. The validator refuses an
  * id that does not wait (unknown, or already decided) before anything is recorded.
  */
+/** Raises the limits of a run's budget (`on_exhausted: "ask"` waits for it); answers the new limits. */
+export const extendBudgetUpdate = defineUpdate<Record<string, number | null>, [BudgetExtension]>('extend_budget');
 export const approveUpdate = defineUpdate<ApprovalAccepted, [ApprovalDecision]>('approve');
 /** The gated tool calls waiting for a decision (also in `status`). */
 export const pendingApprovalsQuery = defineQuery<PendingApproval[]>('pendingApprovals');

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { JsonObject } from '../context';
 import { sharedSchema } from '../context/shared-schema';
 import { ContextSettings } from './context-settings';
+import { BudgetSettings } from './budget';
 
 /** Timeouts and retry budgets of an agent's phases. Seconds, so agent files stay readable JSON. */
 export const AgentLimits = sharedSchema('runtime/agent#AgentLimits', () =>
@@ -87,6 +88,8 @@ export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () 
     limits: AgentLimits.default(AgentLimits.parse({})),
     /** How runs of this agent keep inside the model's context window (compaction). */
     context: ContextSettings.default(() => ContextSettings.parse({})),
+    /** What a run of this agent may spend (tokens, calls, dollars, time), checked before every step. */
+    budget: BudgetSettings.default(() => BudgetSettings.parse({})),
   }),
 );
 export type AgentDefinition = z.infer<typeof AgentDefinition>;

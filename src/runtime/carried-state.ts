@@ -4,6 +4,7 @@ import { AgentSpec } from './agent';
 import { ApprovalRecord } from './approvals';
 import { CompactionIntent, MemoryIntent, ToolCallRequest } from './phases';
 import { TokenUsage } from './usage';
+import { emptyUsageLedger, UsageLedger } from './budget';
 import { sharedSchema } from '../context/shared-schema';
 
 /** When a run or session continues as new (besides Temporal's own suggestion), at a boundary. */
@@ -99,6 +100,8 @@ export const CarriedRun = sharedSchema('runtime/carried-state#CarriedRun', () =>
     rejected_inputs: z.number().int().nonnegative().default(0),
     continued: z.number().int().nonnegative(),
     context: ContextLedger.default(emptyContextLedger),
+    /** What the run has spent against its budget. */
+    ledger: UsageLedger.default(emptyUsageLedger),
     /** The batch that waited for approval decisions at the boundary, if one did. */
     awaiting_batch: AwaitingBatch.optional(),
   }),

@@ -50,7 +50,12 @@ export type ContextOverride = z.infer<typeof ContextOverride>;
 
 /** The settings a run uses: its agent's, with its own override on top (check them with `contextProblem`). */
 export function effectiveContext(agent: ContextSettings, override?: ContextOverride | null): ContextSettings {
-  const merged = { ...agent };
+  return withOverride(agent, override);
+}
+
+/** Settings with a run's override on top: the fields it names (undefined names none). */
+export function withOverride<T extends object>(base: T, override: Partial<T> | null | undefined): T {
+  const merged = { ...base };
   for (const [key, value] of Object.entries(override ?? {}))
     if (value !== undefined) Object.assign(merged, { [key]: value });
   return merged;

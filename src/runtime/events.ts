@@ -1,6 +1,7 @@
 import type { JsonObject, JsonValue } from '../context';
 import type { PendingApproval } from './approvals';
 import type { TokenUsage } from './usage';
+import type { BudgetExtension, BudgetLimit } from './budget';
 
 /**
  * The coarse event log a run keeps in its state (spec 7.8 vocabulary, compact fields: no message
@@ -149,14 +150,28 @@ export type RunEventBody =
       usage: TokenUsage | null;
       /** Set when an abort stopped the compaction: the context was left as it was. */
       aborted?: true;
+      /** Set when the budget could not afford a summary call: the context was left as it was. */
+      budget_exhausted?: true;
     }
+  /**
+   * The next step would pass a limit of the run's budget: the run ends (`budget_exhausted`) or, with
+   * `on_exhausted: "ask"`, waits for `extend_budget` (`waiting`).
+   */
+  | {
+      event_type: 'budget_exhausted';
+      exceeded: BudgetLimit[];
+      waiting: boolean;
+      limit: Record<string, number | null>;
+      spent: Record<string, number>;
+    }
+  | { event_type: 'budget_extended'; extension: BudgetExtension; limit: Record<string, number | null> }
   /** A signal or update the run refused (bad shape, too large, queue full): recorded, never silent. */
   | { event_type: 'input_rejected'; input: string; via: 'signal' | 'update'; reason: string }
   /** A session turn failed (the provider rejected it, ...): the turn is rolled back and the session goes on. */
   | { event_type: 'turn_failed'; error_type: string; message: string }
   | {
       event_type: 'react_end';
-      status: 'completed' | 'aborted';
+      status: 'completed' | 'aborted' | 'budget_exhausted';
       final_response: string;
       total_iterations: number;
       total_llm_calls: number;
@@ -168,10 +183,13 @@ export type RunEventBody =
 
 export type RunEventType = RunEventBody['event_type'];
 
-export type RunState = 'running' | 'completed' | 'aborted' | 'failed';
+export type RunState = 'running' | 'completed' | 'aborted' | 'failed' | 'budget_exhausted';
 
-/** The state queries report: a running run whose batch waits for decisions is `awaiting_approval`. */
-export type ReportedState = RunState | 'awaiting_approval';
+/**
+ * The state queries report: a running run whose batch waits for decisions is `awaiting_approval`; one
+ * that waits for `extend_budget` is `awaiting_budget`.
+ */
+export type ReportedState = RunState | 'awaiting_approval' | 'awaiting_budget';
 
 /** Answer of the `status` query. */
 export interface RunStatus {
@@ -188,6 +206,8 @@ export interface RunStatus {
   abort_requested: boolean;
   abort_reason: string;
   queued_user_messages: number;
+  /** The run's budget (limits with extensions, what was spent); null when it has no limit. */
+  budget: { limit: Record<string, number | null>; spent: Record<string, number>; awaiting: string[] | null } | null;
   /** Signals and updates refused so far (each also logged as an `input_rejected` event). */
   rejected_inputs: number;
   /** Temporal's own figures, refreshed at each workflow task. */

@@ -18,3 +18,4 @@ export * from './context-settings';
 export * from './context-overflow';
 export * from './compaction';
 export * from './model-windows';
+export * from './budget';

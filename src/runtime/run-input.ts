@@ -3,6 +3,7 @@ import { ChatMessages, Message } from '../context';
 import { AgentRunState, ContinueAsNewPolicy } from './carried-state';
 import { TokenUsage } from './usage';
 import { ContextOverride } from './context-settings';
+import { BudgetOverride, BudgetReport } from './budget';
 import { sharedSchema } from '../context/shared-schema';
 
 /** Where a fork child comes from (spec 6.6): its ids and the parent's context it starts from. */
@@ -45,6 +46,9 @@ export const AgentRunInput = sharedSchema('runtime/run-input#AgentRunInput', () 
     context: ContextOverride.optional().describe(
       "Overrides the agent's context settings for this run (window_tokens, compact_at, keep_recent_tokens, strategy).",
     ),
+    budget: BudgetOverride.optional().describe(
+      "Overrides the agent's budget for this run (max_total_tokens, max_llm_calls, max_cost_usd, on_exhausted, ...).",
+    ),
     fork: ForkOrigin.optional().describe('Set by a parent run for a selfref_fork child; not for callers.'),
     continue_as_new: ContinueAsNewPolicy.default(ContinueAsNewPolicy.parse({})).describe(
       'When the run continues as new at an iteration boundary (besides Temporal suggesting it).',
@@ -66,12 +70,15 @@ export type UnprocessedMessage = z.infer<typeof UnprocessedMessage>;
 /** Result of workflow `agentRun` (schemas/agent-run-result.schema.json). */
 export const AgentRunResult = sharedSchema('runtime/run-input#AgentRunResult', () =>
   z.strictObject({
-    status: z.enum(['completed', 'aborted']),
+    /** `budget_exhausted`: a limit of `budget` would have been passed by the next step, which never started. */
+    status: z.enum(['completed', 'aborted', 'budget_exhausted']),
     answer: z.string().nullable(),
     transcript: z.array(Message),
     /** Summed over every LLM call of the run (spec 7.9); null when no call reported usage. */
     usage: TokenUsage.nullable(),
     abort_reason: z.string().optional(),
+    /** With a budget set: its limits (extensions included), what was spent and which limits stopped the run. */
+    budget: BudgetReport.optional(),
     /**
      * Accepted user messages that are not in the transcript because the run ended before its next
      * compile boundary (an abort, for example), in arrival order. Absent when there are none.

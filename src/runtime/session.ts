@@ -3,6 +3,7 @@ import { ChatMessages, Message } from '../context';
 import { CarriedRun, ContinueAsNewPolicy } from './carried-state';
 import { TokenUsage } from './usage';
 import { ContextOverride } from './context-settings';
+import { BudgetOverride } from './budget';
 import { sharedSchema } from '../context/shared-schema';
 
 export const SESSION_SCHEMA_VERSION = 3;
@@ -32,6 +33,9 @@ export const ChatSessionInput = sharedSchema('runtime/session#ChatSessionInput',
     max_tool_calls: z.number().int().nonnegative().nullable().optional().describe('Tool-call budget per turn.'),
     continue_as_new: ContinueAsNewPolicy.default(ContinueAsNewPolicy.parse({})),
     context: ContextOverride.optional().describe("Overrides the agent's context settings for this session."),
+    budget: BudgetOverride.optional().describe(
+      "Overrides the agent's budget for this session (all its turns together).",
+    ),
     state: SessionState.optional().describe('Carried by continue-as-new; not for callers.'),
   }),
 );
@@ -41,7 +45,7 @@ export type ChatSessionInputWire = z.input<typeof ChatSessionInput>;
 /** What a `send` update answers when its turn ends. */
 export const TurnReply = sharedSchema('runtime/session#TurnReply', () =>
   z.strictObject({
-    status: z.enum(['completed', 'aborted', 'failed']),
+    status: z.enum(['completed', 'aborted', 'failed', 'budget_exhausted']),
     reply: z.string().nullable(),
     turn: z.number().int().positive(),
     abort_reason: z.string().optional(),

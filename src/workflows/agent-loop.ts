@@ -12,6 +12,7 @@ import {
   type LlmPhaseResult,
   type ToolCallRequest,
 } from '../runtime';
+import { affordable, BATCH_ESTIMATE, budgetFigures, type BudgetStop } from './budget-gate';
 import { buildRequest, llmStep } from './llm-step';
 import type { LlmMode, LoopContext, LoopOptions, TurnResult } from './loop-context';
 import { phaseActivities } from './phase-activities';
@@ -75,6 +76,7 @@ export class AgentLoop {
       commit(run, [...run.pending.splice(0), ...this.collectHooks()]);
       if (!first) emit(run, { event_type: 'react_iteration_start' });
       const llm = await llmStep(this.loop, this.mode(), it);
+      if (llm.outcome === 'budget_exhausted') return this.budgetExhausted(llm, it);
       const calls = requestedCalls(llm);
       const step = decideNext({ ...this.facts(llm, calls), toolCalls, lastCall: false });
       switch (step.type) {
@@ -128,6 +130,10 @@ export class AgentLoop {
     boundary?: (progress: TurnProgress) => Promise<void>,
   ): Promise<TurnResult | undefined> {
     const run = this.loop.run;
+    // A batch costs no tokens, but a limit already reached (wall time) stops it: the reply that asked
+    // for it is dropped, as the tool budget drops one (7.5), so the transcript stays valid.
+    const stop = await affordable(run, BATCH_ESTIMATE);
+    if (stop && !run.abort.requested) return this.budgetExhausted(stop, it);
     const onWait = boundary
       ? () =>
           boundary({
@@ -158,6 +164,7 @@ export class AgentLoop {
   private async lastCall(it: number, toolCalls: number): Promise<TurnResult | undefined> {
     const run = this.loop.run;
     const last = await llmStep(this.loop, { withTools: false, stream: false }, it + 1);
+    if (last.outcome === 'budget_exhausted') return this.budgetExhausted(last, it + 1);
     const step = decideNext({ ...this.facts(last, requestedCalls(last)), toolCalls, lastCall: true });
     // Runs recorded before this ended here with the message unread: they replay as they ran.
     if (step.type === 'run_again' && patched('budget-call-goes-on-with-inbox')) {
@@ -195,9 +202,16 @@ export class AgentLoop {
     return [...selfref, ...messages];
   }
 
+  /** The budget stopped the turn before its next step: nothing of that step is committed. */
+  private budgetExhausted(stop: BudgetStop, iteration: number): TurnResult {
+    const run = this.loop.run;
+    emit(run, { event_type: 'budget_exhausted', exceeded: stop.exceeded, waiting: false, ...budgetFigures(run) });
+    return { ...this.finish([], 'budget_exhausted', '', iteration), exceeded: stop.exceeded };
+  }
+
   private finish(
     mutations: Mutation[],
-    status: 'completed' | 'aborted',
+    status: TurnResult['status'],
     finalResponse: string,
     iteration: number,
     markAborted = true,
@@ -206,7 +220,7 @@ export class AgentLoop {
     commit(run, mutations);
     run.iteration = iteration + 1;
     emit(run, events.reactEnd(run, status, finalResponse, iteration, markAborted), iteration);
-    return { status, answer: status === 'aborted' ? null : finalResponse, finalResponse };
+    return { status, answer: status === 'completed' ? finalResponse : null, finalResponse };
   }
 }
 

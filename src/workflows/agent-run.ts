@@ -27,6 +27,7 @@ import { registerRunHandlers } from './handlers';
 import { emit, newRun, runOrigin, unprocessedMessages, type Run } from './run-state';
 import { sinks } from './sinks';
 import { keepVisible } from './visibility';
+import { hasBudget, resultBudget } from './budget-gate';
 
 /**
  * A durable ReAct run (spec section 7). Each iteration commits pending patches, compiles the request
@@ -75,6 +76,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
           : { transcript: cloneJson(run.transcript) }),
         usage: run.usage,
         ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}),
+        ...(hasBudget(run) ? { budget: resultBudget(run, turn.exceeded ?? []) } : {}),
         ...(unprocessed.length > 0 ? { unprocessed_messages: unprocessed } : {}),
       } satisfies AgentRunResult,
       "run's result",

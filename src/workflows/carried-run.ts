@@ -35,6 +35,7 @@ export function carryRun(
     recent_events: recent,
     rejected_inputs: run.rejectedInputs,
     context: run.context,
+    ledger: run.ledger,
     continued,
     ...(progress.awaiting ? { awaiting_batch: progress.awaiting } : {}),
   };
@@ -59,6 +60,7 @@ export function restoreRun(run: Run, state: CarriedRun): TurnProgress {
   run.forkCount = state.fork_count;
   run.rejectedInputs = state.rejected_inputs;
   run.context = state.context;
+  run.ledger = state.ledger;
   run.approvals = state.awaiting_batch?.approvals ?? [];
   restoreEvents(run, state.recent_events as RunEvent[], state.event_seq, state.events_dropped);
   // The snapshot is derived from the transcript: recompute it rather than carry it.

@@ -19,6 +19,7 @@ import {
   type TokenUsage,
 } from '../runtime';
 import type { LoopContext } from './loop-context';
+import { affordable, callEstimate, spend, type BudgetStop } from './budget-gate';
 import { callLlmPhase } from './llm-call';
 import { commit, contextWindow, emit, type Run } from './run-state';
 
@@ -80,9 +81,14 @@ export function reactiveCompaction(run: Run, overflow: ContextOverflow, requestC
  * summarized by model calls that offer no tools. The system message, the task and the newest
  * `keep_recent_tokens` stay; an earlier summary is updated, not summarized again. A compaction that
  * cannot bring the request under `compact_at` of the window ends the run with `ContextTooLong`, saying
- * what it tried; an abort during a summary call leaves the context as it was.
+ * what it tried; an abort during a summary call leaves the context as it was, and so does a summary
+ * call the budget cannot afford (the step then answers `budget_exhausted`).
  */
-export async function compactContext(loop: LoopContext, trigger: CompactionTrigger, iteration: number): Promise<void> {
+export async function compactContext(
+  loop: LoopContext,
+  trigger: CompactionTrigger,
+  iteration: number,
+): Promise<BudgetStop | null> {
   const run = loop.run;
   const settings = run.contextSettings;
   const rate = tokenRate(run.context.measure);
@@ -105,13 +111,21 @@ export async function compactContext(loop: LoopContext, trigger: CompactionTrigg
     let summary = plan.previousSummary;
     const room = Math.max(256, Math.floor(trigger.window * 0.5) - plan.summaryTokens - SUMMARY_CALL_OVERHEAD_TOKENS);
     for (const chunk of summaryChunks(plan.middle, room, rate)) {
-      const reply = await summaryCall(loop, summaryRequestMessages(summary, chunk, plan.summaryTokens), iteration);
+      const messages = summaryRequestMessages(summary, chunk, plan.summaryTokens);
+      const estimate = callEstimate(run, messagesTokens(messages, rate) + SUMMARY_CALL_OVERHEAD_TOKENS, {});
+      const stop = await affordable(run, { ...estimate, output_tokens: plan.summaryTokens });
+      if (stop && !run.abort.requested) {
+        emit(run, compactionEnd(base, trigger.tokens, plan.stats, calls, usage, 'budget'), iteration);
+        return stop;
+      }
+      const reply = await summaryCall(loop, messages, iteration);
       calls += 1;
       usage = addUsage(usage, reply.usage);
       run.usage = addUsage(run.usage, reply.usage);
+      if (reply.outcome === 'completed') spend(run, reply.usage);
       if (reply.outcome === 'aborted' || run.abort.requested) {
-        emit(run, compactionEnd(base, trigger.tokens, plan.stats, calls, usage, true), iteration);
-        return;
+        emit(run, compactionEnd(base, trigger.tokens, plan.stats, calls, usage, 'abort'), iteration);
+        return null;
       }
       summary = replyContent(reply);
     }
@@ -124,6 +138,7 @@ export async function compactContext(loop: LoopContext, trigger: CompactionTrigg
   run.context.compactions += 1;
   run.context.tokens = after;
   emit(run, compactionEnd(base, after, plan.stats, calls, usage), iteration);
+  return null;
 }
 
 function compactionEnd(
@@ -132,7 +147,7 @@ function compactionEnd(
   stats: CompactionStats,
   calls: number,
   usage: TokenUsage | null,
-  aborted = false,
+  stoppedBy?: 'abort' | 'budget',
 ) {
   return {
     event_type: 'context_compaction_end' as const,
@@ -141,7 +156,8 @@ function compactionEnd(
     ...stats,
     summary_calls: calls,
     usage,
-    ...(aborted ? { aborted: true as const } : {}),
+    ...(stoppedBy === 'abort' ? { aborted: true as const } : {}),
+    ...(stoppedBy === 'budget' ? { budget_exhausted: true as const } : {}),
   };
 }
 

@@ -1,9 +1,19 @@
 import { setHandler, workflowInfo } from '@temporalio/workflow';
-import { decisionRefusal, REQUEST_PAGE_CHARS, type PendingApproval, type RunEvent, type RunStatus } from '../runtime';
+import {
+  BudgetExtension,
+  decisionRefusal,
+  effectiveLimits,
+  extendLedger,
+  REQUEST_PAGE_CHARS,
+  type PendingApproval,
+  type RunEvent,
+  type RunStatus,
+} from '../runtime';
 import {
   abortSignal,
   approveUpdate,
   compiledRequestQuery,
+  extendBudgetUpdate,
   eventsQuery,
   pendingApprovalsQuery,
   statusQuery,
@@ -14,9 +24,11 @@ import {
   FailureType,
 } from '../common';
 import { decide, pendingOf, undecided } from './approval-gate';
+import { budgetFigures, hasBudget } from './budget-gate';
 import {
   checkMessage,
   contextWindow,
+  emit,
   enqueueMessage,
   rejectInput,
   reportedState,
@@ -47,6 +59,11 @@ function eventPage(
   return { events, next_after: events.at(-1)?.seq ?? after, events_dropped: run.eventsDropped };
 }
 
+function budgetStatus(run: Run): RunStatus['budget'] {
+  if (!hasBudget(run)) return null;
+  return { ...budgetFigures(run), awaiting: run.awaitingBudget };
+}
+
 function contextStatus(run: Run): RunStatus['context'] {
   const window = contextWindow(run);
   return {
@@ -75,6 +92,7 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
       tool_calls: run.toolCalls,
       usage: run.usage,
       context: contextStatus(run),
+      budget: budgetStatus(run),
       abort_requested: run.abort.requested,
       abort_reason: run.abort.reason,
       queued_user_messages: run.inbox.length,
@@ -135,6 +153,26 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
         const checked = decisionRefusal(run.approvals, payload);
         if ('refusal' in checked) throw new Error(checked.refusal);
       },
+    },
+  );
+  setHandler(
+    extendBudgetUpdate,
+    (payload) => {
+      const extension = BudgetExtension.parse(payload);
+      run.ledger = extendLedger(run.ledger, extension);
+      run.budgetExtensions += 1;
+      const limit = effectiveLimits(run.budget, run.ledger);
+      emit(run, { event_type: 'budget_extended', extension, limit });
+      return limit;
+    },
+    {
+      validator: (payload) => {
+        if (run.state !== 'running') throw new Error(`the run is ${run.state}`);
+        const parsed = BudgetExtension.safeParse(payload);
+        if (!parsed.success)
+          throw new Error(`not a budget extension: ${parsed.error.issues.map((issue) => issue.message).join('; ')}`);
+      },
+      description: 'Raise the budget: {"tokens": N, "llm_calls": N, "cost_usd": X, "wall_seconds": N} (any of them).',
     },
   );
   setHandler(pendingApprovalsQuery, () => pendingApprovals(run), {

@@ -2,6 +2,7 @@ import { patched, setCurrentDetails } from '@temporalio/workflow';
 import { failure, FailureType } from '../common';
 import { compileRequestMessages, type JsonObject } from '../context';
 import { addUsage, withAbortReason, type LlmPhaseResult } from '../runtime';
+import { affordable, callEstimate, spend, type BudgetStop } from './budget-gate';
 import { compactContext, contextOverflowIn, proactiveCompaction, reactiveCompaction } from './context-step';
 import { callLlmPhase } from './llm-call';
 import type { LlmMode, LoopContext } from './loop-context';
@@ -27,21 +28,30 @@ export function buildRequest(loop: LoopContext, mode: LlmMode) {
  * One LLM phase (spec 7.4). A request that would pass `compact_at` of the model's window is compacted
  * first (proactive); a request the provider still refuses as too long is compacted and sent once more
  * (reactive), and a second refusal ends the run with `ContextTooLong`. After an abort nothing is sent,
- * and a phase that hands back nothing still ends with its abort patch.
+ * and a phase that hands back nothing still ends with its abort patch. A call the run's budget cannot
+ * afford is never started: the step answers `budget_exhausted` (after a wait for `extend_budget` in
+ * `ask` mode).
  */
-export async function llmStep(loop: LoopContext, mode: LlmMode, eventIteration: number): Promise<LlmPhaseResult> {
+export async function llmStep(
+  loop: LoopContext,
+  mode: LlmMode,
+  eventIteration: number,
+): Promise<LlmPhaseResult | BudgetStop> {
   const run = loop.run;
   let request = buildRequest(loop, mode);
   // Written once per request, from where the previous one's messages ended: its length measures it.
   let written = run.requestWriter.write(request);
   const due = run.abort.requested ? null : proactiveCompaction(run, written.text.length);
   if (due) {
-    await compactContext(loop, due, eventIteration);
+    const stopped = await compactContext(loop, due, eventIteration);
+    if (stopped) return stopped;
     request = buildRequest(loop, mode);
     written = run.requestWriter.write(request);
     proactiveCompaction(run, written.text.length);
   }
   for (let compacted = false; ; compacted = true) {
+    const stop = await affordable(run, callEstimate(run, run.context.tokens, loop.agent.llm_options));
+    if (stop && !run.abort.requested) return stop;
     run.llmCalls += 1;
     const llmCall = run.llmCalls;
     emit(run, events.llmCallStart(llmCall, mode, request.messages.length), eventIteration);
@@ -68,7 +78,12 @@ export async function llmStep(loop: LoopContext, mode: LlmMode, eventIteration: 
           FailureType.ContextTooLong,
           `the provider still refused the request as longer than the model's context after a compaction brought it to about ${run.context.tokens} tokens: ${causeMessage(error)}`,
         );
-      await compactContext(loop, reactiveCompaction(run, overflow, written.text.length), eventIteration);
+      const stopped = await compactContext(
+        loop,
+        reactiveCompaction(run, overflow, written.text.length),
+        eventIteration,
+      );
+      if (stopped) return stopped;
       request = buildRequest(loop, mode);
       written = run.requestWriter.write(request);
       continue;
@@ -77,6 +92,7 @@ export async function llmStep(loop: LoopContext, mode: LlmMode, eventIteration: 
     if (result.usage && result.usage.prompt_tokens > 0)
       run.context.measure = { request_chars: written.text.length, prompt_tokens: result.usage.prompt_tokens };
     run.usage = addUsage(run.usage, result.usage);
+    if (result.outcome === 'completed') spend(run, result.usage ?? estimatedUsage(run.context.tokens));
     emit(run, events.llmCallEnd(llmCall, result), eventIteration);
     return result;
   }
@@ -85,4 +101,9 @@ export async function llmStep(loop: LoopContext, mode: LlmMode, eventIteration: 
 function causeMessage(error: unknown): string {
   const cause = (error as { cause?: unknown }).cause;
   return cause instanceof Error ? cause.message : String(error);
+}
+
+/** A provider that reports no usage is charged what the run estimated it sent. */
+function estimatedUsage(tokens: number) {
+  return { prompt_tokens: tokens, completion_tokens: 0, total_tokens: tokens };
 }

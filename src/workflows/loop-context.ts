@@ -1,5 +1,5 @@
 import type { JsonObject, PromptContract } from '../context';
-import type { AgentSpec, LlmPhaseResult } from '../runtime';
+import type { AgentSpec, BudgetLimit, LlmPhaseResult } from '../runtime';
 import type { PhaseActivities } from './phase-activities';
 import type { Run } from './run-state';
 
@@ -32,7 +32,9 @@ export interface LoopContext {
 export type LlmMode = { withTools: boolean; stream: boolean };
 
 export interface TurnResult {
-  status: 'completed' | 'aborted';
+  status: 'completed' | 'aborted' | 'budget_exhausted';
+  /** With `budget_exhausted`: the limits the next step would have passed. */
+  exceeded?: BudgetLimit[];
   /** The final answer; null when aborted. */
   answer: string | null;
   /** Spec 7.10: the text of the turn's last LLM call (the partial text after an abort). */

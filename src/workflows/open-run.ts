@@ -4,10 +4,13 @@ import { asMessages, validateToolLinkage, type Message } from '../context';
 import { failure, FailureType } from '../common';
 import {
   AgentSpec,
+  budgetProblem,
   contextProblem,
+  effectiveBudget,
   effectiveContext,
   seedTranscript,
   type AgentRunInput,
+  type BudgetOverride,
   type ContextOverride,
 } from '../runtime';
 import { applyAgentLimits, commit, emit, type Run } from './run-state';
@@ -27,14 +30,22 @@ export interface RunSeed {
  */
 export async function openRun(
   run: Run,
-  input: { agent: string; state?: { agent: AgentSpec } | undefined; context?: ContextOverride | undefined },
+  input: {
+    agent: string;
+    state?: { agent: AgentSpec } | undefined;
+    context?: ContextOverride | undefined;
+    budget?: BudgetOverride | undefined;
+  },
   seed: (agent: AgentSpec) => RunSeed,
 ): Promise<AgentSpec> {
   const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
   run.selfref = agent.selfref;
   run.contextSettings = effectiveContext(agent.context, input.context);
-  const problem = contextProblem(run.contextSettings);
+  run.budget = effectiveBudget(agent.budget, input.budget);
+  const problem = contextProblem(run.contextSettings) ?? budgetProblem(run.budget);
   if (problem) throw failure(FailureType.InvalidRunInput, `invalid input: ${problem}`);
+  // Wall time counts from the chain's start (workflow time: the same on replay).
+  run.ledger.started_at_ms ??= Date.now();
   applyAgentLimits(run, agent.limits);
   run.visibility.enabled = agent.search_attributes === true;
   keepVisible(run, true);

@@ -134,7 +134,7 @@ export function batchOutcome(
 
 export function reactEnd(
   run: Run,
-  status: 'completed' | 'aborted',
+  status: 'completed' | 'aborted' | 'budget_exhausted',
   finalResponse: string,
   iteration: number,
   markAborted: boolean,

@@ -6,6 +6,10 @@ import {
   RequestWriter,
   emptySelfRefQueue,
   emptyContextLedger,
+  emptyUsageLedger,
+  BudgetSettings,
+  type BudgetLimit,
+  type UsageLedger,
   ContextSettings,
   type ContextLedger,
   utf8Bytes,
@@ -56,6 +60,13 @@ export interface Run {
   context: ContextLedger;
   /** The run's context settings: its agent's with its own override (set when the run opens). */
   contextSettings: ContextSettings;
+  /** The run's budget (its agent's with its own override), what it spent (carried), and its extensions. */
+  budget: BudgetSettings;
+  ledger: UsageLedger;
+  /** `extend_budget` updates this run accepted: a wait for one ends when it grows. */
+  budgetExtensions: number;
+  /** The limits a run waiting for `extend_budget` would pass; null when it does not wait. */
+  awaitingBudget: BudgetLimit[] | null;
   abort: { requested: boolean; reason: string };
   phase: CancellationScope | null;
   children: Map<string, ChildWorkflowHandle<never>>;
@@ -143,6 +154,10 @@ export function newRun(agent: string, memoryKey: string): Run {
     usage: null,
     context: emptyContextLedger(),
     contextSettings: ContextSettings.parse({}),
+    budget: BudgetSettings.parse({}),
+    ledger: emptyUsageLedger(),
+    budgetExtensions: 0,
+    awaitingBudget: null,
     abort: { requested: false, reason: '' },
     phase: null,
     children: new Map(),
@@ -169,9 +184,11 @@ export function contextWindow(run: Run): number | null {
   return run.contextSettings.window_tokens ?? run.context.learned_window_tokens;
 }
 
-/** The state queries and search attributes report: a running batch that waits for decisions is `awaiting_approval`. */
+/** The state queries and search attributes report: `awaiting_budget` or `awaiting_approval` while a run waits for one. */
 export function reportedState(run: Run): ReportedState {
-  return run.state === 'running' && run.approvals.some((record) => !record.decision) ? 'awaiting_approval' : run.state;
+  if (run.state !== 'running') return run.state;
+  if (run.awaitingBudget) return 'awaiting_budget';
+  return run.approvals.some((record) => !record.decision) ? 'awaiting_approval' : run.state;
 }
 
 /** Folds patches into the durable transcript (spec 4.6). Throws `ContextError` on invalid linkage. */

@@ -34,7 +34,9 @@ export async function listCommand(
     ...(values.status ? [`${keys.status.name} = '${values.status}'`] : []),
     // A run that continued as new, was terminated or timed out keeps its last reported state: only
     // running executions are running.
-    ...(values.status === 'running' || values.status === 'awaiting_approval' ? [`ExecutionStatus = 'Running'`] : []),
+    ...(['running', 'awaiting_approval', 'awaiting_budget'].includes(values.status ?? '')
+      ? [`ExecutionStatus = 'Running'`]
+      : []),
   ].join(' AND ');
   const listed: Listed[] = [];
   for await (const execution of client.temporal.workflow.list({ query })) {

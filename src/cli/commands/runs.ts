@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Message } from '../../context';
-import type { AgentRunResult, RunEvent } from '../../runtime';
+import type { AgentRunResult, RunEvent, RunStatus } from '../../runtime';
 import { askApproval, terminalAsker } from './approvals';
 import { parseCommand } from '../arguments';
 import { followRun, jsonOutput, textOutput } from '../../client/follow';
@@ -57,6 +57,8 @@ async function follow(run: RunHandle, json: boolean, print: Print): Promise<unde
 
 export function printOutcome(result: AgentRunResult, print: Print): void {
   if (result.status === 'completed') print(`answer: ${result.answer}`);
+  else if (result.status === 'budget_exhausted')
+    print(`budget exhausted (${result.budget?.exceeded.join(', ')}): ${JSON.stringify(result.budget?.spent)}`);
   else
     print(
       `aborted${result.abort_reason ? ` (${result.abort_reason})` : ''}; the transcript ends with: ${JSON.stringify(result.transcript.at(-1)?.['content'])}`,
@@ -120,6 +122,10 @@ export async function showCommand(client: PatchloopClient, args: string[], print
     print(
       `context: about ${status.context.tokens} tokens${status.context.window_tokens !== null ? ` of a ${status.context.window_tokens}-token window (compacts above ${status.context.compact_at_tokens})` : ''}, ${status.context.compactions} compaction(s)`,
     );
+  if (status?.budget)
+    print(
+      `budget: ${budgetLine(status.budget)}${status.budget.awaiting ? ` (waiting for an extension: ${status.budget.awaiting.join(', ')})` : ''}`,
+    );
   if (failed) print(`failed: ${failed.type}: ${failed.message}`);
   if (now) print(`now: ${now}`);
   for (const pending of status?.pending_approvals ?? [])
@@ -157,3 +163,11 @@ export function transcriptLines(transcript: Message[]): string[] {
 }
 
 export type { AgentRunResult };
+
+/** Each limit that is set, as spent / limit. */
+function budgetLine(budget: NonNullable<RunStatus['budget']>): string {
+  return Object.entries(budget.limit)
+    .filter(([, limit]) => limit !== null)
+    .map(([name, limit]) => `${name.replace(/^max_/, '')} ${budget.spent[name] ?? 0} / ${limit}`)
+    .join(', ');
+}

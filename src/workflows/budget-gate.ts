@@ -1,0 +1,71 @@
+import { condition } from '@temporalio/workflow';
+import {
+  budgetReport,
+  effectiveLimits,
+  exceededLimits,
+  recordCall,
+  type BudgetLimit,
+  type BudgetReport,
+  type StepEstimate,
+  type TokenUsage,
+} from '../runtime';
+import { emit, type Run } from './run-state';
+import { keepVisible } from './visibility';
+
+/** Why a step was not taken: the limits it would have passed. */
+export interface BudgetStop {
+  outcome: 'budget_exhausted';
+  exceeded: BudgetLimit[];
+}
+
+/** A model call's estimate: its prompt as measured, and the completion its options reserve. */
+export function callEstimate(run: Run, inputTokens: number, llmOptions: Record<string, unknown>): StepEstimate {
+  const reserved = llmOptions['max_completion_tokens'] ?? llmOptions['max_tokens'];
+  return { input_tokens: inputTokens, output_tokens: typeof reserved === 'number' ? reserved : 0, llm_calls: 1 };
+}
+
+/** A tool batch costs no tokens: only limits already reached, or run out (wall time), stop it. */
+export const BATCH_ESTIMATE: StepEstimate = { input_tokens: 0, output_tokens: 0, llm_calls: 0 };
+
+/**
+ * Before a model call or a tool batch: null when the run can afford it. Otherwise, with
+ * `on_exhausted: "stop"`, the limits it would pass; with `"ask"` the run waits (`awaiting_budget`) for
+ * an `extend_budget` update, then checks again, or for an abort (which then returns the limits too).
+ */
+export async function affordable(run: Run, step: StepEstimate): Promise<BudgetStop | null> {
+  const settings = run.budget;
+  for (;;) {
+    const exceeded = exceededLimits(settings, run.ledger, Date.now(), step);
+    if (exceeded.length === 0) return null;
+    if (settings.on_exhausted === 'stop' || run.abort.requested) return { outcome: 'budget_exhausted', exceeded };
+    const extensions = run.budgetExtensions;
+    run.awaitingBudget = exceeded;
+    emit(run, { event_type: 'budget_exhausted', exceeded, waiting: true, ...budgetFigures(run) });
+    keepVisible(run);
+    await condition(() => run.abort.requested || run.budgetExtensions > extensions);
+    run.awaitingBudget = null;
+    keepVisible(run);
+    if (run.abort.requested) return { outcome: 'budget_exhausted', exceeded };
+  }
+}
+
+/** Folds one model call's usage into the run's ledger (and its usage total). */
+export function spend(run: Run, usage: TokenUsage | null): void {
+  run.ledger = recordCall(run.ledger, usage, run.budget.prices);
+}
+
+/** The budget's limits and what was spent, as events report them. */
+export function budgetFigures(run: Run): Pick<BudgetReport, 'limit' | 'spent'> {
+  const { limit, spent } = budgetReport(run.budget, run.ledger, Date.now(), []);
+  return { limit, spent };
+}
+
+/** The result's `budget` field. */
+export function resultBudget(run: Run, exceeded: BudgetLimit[]): BudgetReport {
+  return budgetReport(run.budget, run.ledger, Date.now(), exceeded);
+}
+
+/** Whether the run has any limit set (its result then reports the budget). */
+export function hasBudget(run: Run): boolean {
+  return Object.values(effectiveLimits(run.budget, run.ledger)).some((value) => value !== null);
+}

@@ -1,0 +1,192 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { validateToolLinkage } from '../../src/context';
+import type { AgentRunResult, BudgetOverride } from '../../src/runtime';
+import { reply } from '../../src/fake-model/steps';
+import { pageReader } from '../support/context-model';
+import { tools } from '../support/context-tools';
+import { startWorld, temporalCli, type TestWorld } from '../support/temporal';
+import { eventually } from '../support/wait';
+import { runCli } from '../support/cli';
+
+let world: TestWorld | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+const TASK = 'Read the report, one page per call, and tell me how many pages you read.';
+const prices = { input_per_million: 2.5, cached_input_per_million: null, output_per_million: 10 };
+
+async function readerWorld(responderDelayMs = 0) {
+  const read = pageReader(40, 1);
+  world = await startWorld({
+    fake: {
+      responder: (body, index) => {
+        const step = read(body, index);
+        return responderDelayMs > 0 && step.kind === 'reply' ? { ...step, firstChunkDelayMs: responderDelayMs } : step;
+      },
+    },
+    agents: [
+      { name: 'reader', instructions: 'You read reports.', tools: ['read_page'], llm_options: { max_tokens: 40 } },
+    ],
+    tools,
+  });
+  return world;
+}
+
+/** A run stopped by its budget: valid transcript, the result's account, and nothing sent past the limit. */
+function expectStopped(result: AgentRunResult, exceeded: string[]): void {
+  expect(result.status).toBe('budget_exhausted');
+  expect(result.answer).toBeNull();
+  validateToolLinkage(result.transcript);
+  expect(result.budget?.exceeded).toEqual(exceeded);
+  for (const name of exceeded) expect(result.budget!.spent[name]!).toBeLessThanOrEqual(result.budget!.limit[name]!);
+}
+
+describe('budgets stop a run before a step it cannot afford', () => {
+  it('each limit kind: calls, total, input and output tokens, cost, wall time', async () => {
+    const world = await readerWorld();
+    const run = (budget: BudgetOverride) =>
+      world.client.start({ agent: 'reader', input: TASK, budget }).then((handle) => handle.result());
+    const before = () => world.fake.requests.length;
+
+    let sent = before();
+    expectStopped(await run({ max_llm_calls: 3 }), ['max_llm_calls']);
+    expect(world.fake.requests.length - sent).toBe(3);
+
+    sent = before();
+    const total = await run({ max_total_tokens: 3000 });
+    expectStopped(total, ['max_total_tokens']);
+    expect(total.usage!.total_tokens).toBeLessThanOrEqual(3000);
+    // What the provider was sent is what the run counted: no call started past the limit.
+    const answered = world.fake.requests.slice(sent);
+    expect(answered.reduce((sum, request) => sum + request.promptTokens, 0)).toBe(total.usage!.prompt_tokens);
+
+    expectStopped(await run({ max_input_tokens: 2000 }), ['max_input_tokens']);
+    // Each call reserves its max_tokens (40) of output before it starts.
+    const output = await run({ max_output_tokens: 100 });
+    expectStopped(output, ['max_output_tokens']);
+    expect(output.usage!.completion_tokens).toBeLessThanOrEqual(100);
+
+    const cost = await run({ max_cost_usd: 0.005, prices });
+    expectStopped(cost, ['max_cost_usd']);
+    const dollars = (cost.usage!.prompt_tokens * 2.5 + cost.usage!.completion_tokens * 10) / 1e6;
+    expect(cost.budget!.spent['max_cost_usd']).toBeCloseTo(dollars, 6);
+    expect(dollars).toBeLessThanOrEqual(0.005);
+  });
+
+  it('wall time: a run past max_wall_seconds stops at its next step', async () => {
+    const world = await readerWorld(400);
+    const handle = await world.client.start({ agent: 'reader', input: TASK, budget: { max_wall_seconds: 2 } });
+    const result = await handle.result();
+    expectStopped(result, ['max_wall_seconds']);
+    expect(result.budget!.spent['max_wall_seconds']).toBeGreaterThanOrEqual(2);
+  });
+
+  it('a bad budget is refused at run start, naming the field', async () => {
+    const world = await readerWorld();
+    const handle = await world.client.start({ agent: 'reader', input: TASK, budget: { max_cost_usd: 1 } });
+    await expect(handle.result()).rejects.toThrow(/budget.max_cost_usd needs budget.prices/);
+    expect(world.fake.requests).toHaveLength(0);
+  });
+
+  it('ask: the run waits (awaiting_budget) for extend_budget, from the client or the temporal CLI, then goes on', async () => {
+    const world = await readerWorld();
+    const handle = await world.client.start({
+      agent: 'reader',
+      input: TASK,
+      budget: { max_llm_calls: 2, on_exhausted: 'ask' },
+    });
+    await eventually(async () => ((await handle.status()).state === 'awaiting_budget' ? true : undefined));
+    const waiting = await handle.status();
+    expect(waiting.budget?.awaiting).toEqual(['max_llm_calls']);
+    expect(world.fake.requests).toHaveLength(2);
+    // The search attribute says so too.
+    await eventually(async () => {
+      const listed = await temporalCli(
+        'workflow',
+        'list',
+        '--query',
+        `WorkflowId = '${handle.workflowId}' AND PatchloopStatus = 'awaiting_budget'`,
+        '--output',
+        'json',
+      );
+      return listed.stdout.includes(handle.workflowId) ? true : undefined;
+    });
+    expect(await handle.extendBudget({ llm_calls: 3 })).toMatchObject({ max_llm_calls: 5 });
+    await eventually(async () => ((await handle.status()).budget?.awaiting ? true : undefined));
+    expect(world.fake.requests).toHaveLength(5);
+    // The CLI, as a person would: show says why the run waits, budget extend lets it go on.
+    const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
+    const show = await runCli(['show', handle.workflowId], env);
+    expect(show.stdout).toContain('awaiting_budget');
+    expect(show.stdout).toContain('budget: llm_calls 5 / 5 (waiting for an extension: max_llm_calls)');
+    const extended = await runCli(['budget', 'extend', handle.workflowId, '--calls', '2', '--json'], env);
+    expect(JSON.parse(extended.stdout)).toMatchObject({ limit: { max_llm_calls: 7 } });
+    await eventually(async () =>
+      (await handle.status()).budget?.awaiting && world.fake.requests.length === 7 ? true : undefined,
+    );
+    const cli = await temporalCli(
+      'workflow',
+      'update',
+      'execute',
+      '--workflow-id',
+      handle.workflowId,
+      '--name',
+      'extend_budget',
+      '--input',
+      '{"llm_calls": 100}',
+    );
+    expect(cli.stderr).toBe('');
+    const result = await handle.result();
+    expect(result.status).toBe('completed');
+    expect(result.answer).toBe('I read all 40 pages.');
+    expect(result.budget).toMatchObject({ limit: { max_llm_calls: 107 }, spent: { max_llm_calls: 41 }, exceeded: [] });
+    await expect(handle.extendBudget({ tokens: 10 })).rejects.toThrow(/completed/);
+  });
+
+  it('ask: an abort while waiting ends the run aborted, its transcript valid', async () => {
+    const world = await readerWorld();
+    const handle = await world.client.start({
+      agent: 'reader',
+      input: TASK,
+      budget: { max_llm_calls: 3, on_exhausted: 'ask' },
+    });
+    await eventually(async () => ((await handle.status()).state === 'awaiting_budget' ? true : undefined));
+    await handle.abort('too expensive');
+    const result = await handle.result();
+    expect(result.status).toBe('aborted');
+    expect(result.abort_reason).toBe('too expensive');
+    validateToolLinkage(result.transcript);
+    expect(world.fake.requests).toHaveLength(3);
+  });
+
+  it('the ledger survives continue-as-new: max_llm_calls counts across the whole chain', async () => {
+    const world = await readerWorld();
+    const handle = await world.client.start({
+      agent: 'reader',
+      input: TASK,
+      budget: { max_llm_calls: 12 },
+      continue_as_new: { max_history_events: 60 },
+    });
+    const result = await handle.result();
+    expectStopped(result, ['max_llm_calls']);
+    expect(world.fake.requests).toHaveLength(12);
+    const continued = (await handle.status()) as unknown as { continued_as_new: number };
+    expect(continued.continued_as_new).toBeGreaterThan(0);
+  });
+
+  it('a session: a turn past the budget answers budget_exhausted, and an extension lets the next turn run', async () => {
+    world = await startWorld({
+      fake: { script: [reply('one'), reply('two'), reply('three')] },
+      agents: [{ name: 'chat', instructions: 'Chat.', tools: [] }],
+    });
+    const session = await world.client.startSession({ agent: 'chat', budget: { max_llm_calls: 2 } });
+    expect((await session.send('a')).reply).toBe('one');
+    expect((await session.send('b')).reply).toBe('two');
+    expect(await session.send('c')).toMatchObject({ status: 'budget_exhausted', reply: null });
+    await session.extendBudget({ llm_calls: 1 });
+    expect(await session.send('d')).toMatchObject({ status: 'completed', reply: 'three' });
+    world.fake.assertDone();
+  });
+});

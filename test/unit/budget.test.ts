@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import {
+  BudgetExtension,
+  BudgetSettings,
+  budgetProblem,
+  costOf,
+  emptyUsageLedger,
+  exceededLimits,
+  extendLedger,
+  recordCall,
+  spentOf,
+} from '../../src/runtime';
+
+const call = { input_tokens: 1000, output_tokens: 200, llm_calls: 1 };
+const nothing = { input_tokens: 0, output_tokens: 0, llm_calls: 0 };
+
+describe('budgets are checked before a step, with its estimate', () => {
+  it('each limit kind stops the step that would pass it, not the one that reaches it', () => {
+    const ledger = recordCall(
+      emptyUsageLedger(),
+      { prompt_tokens: 4000, completion_tokens: 500, total_tokens: 4500 },
+      null,
+    );
+    const cases: Array<[Partial<BudgetSettings>, string[]]> = [
+      [{ max_total_tokens: 5700 }, []],
+      [{ max_total_tokens: 5699 }, ['max_total_tokens']],
+      [{ max_input_tokens: 4999 }, ['max_input_tokens']],
+      [{ max_output_tokens: 699 }, ['max_output_tokens']],
+      [{ max_llm_calls: 2 }, []],
+      [{ max_llm_calls: 1 }, ['max_llm_calls']],
+    ];
+    for (const [limits, exceeded] of cases)
+      expect(exceededLimits(BudgetSettings.parse(limits), ledger, 0, call)).toEqual(exceeded);
+  });
+
+  it("counts cost at the agent's prices, cached input at its own price", () => {
+    const prices = { input_per_million: 2.5, cached_input_per_million: 1.25, output_per_million: 10 };
+    expect(
+      costOf({ prompt_tokens: 1_000_000, completion_tokens: 100_000, cached_prompt_tokens: 400_000 }, prices),
+    ).toBeCloseTo(0.6 * 2.5 + 0.4 * 1.25 + 1);
+    const settings = BudgetSettings.parse({ max_cost_usd: 0.01, prices });
+    const ledger = recordCall(
+      emptyUsageLedger(),
+      { prompt_tokens: 3000, completion_tokens: 100, total_tokens: 3100 },
+      prices,
+    );
+    expect(ledger.cost_usd).toBeCloseTo(0.0085);
+    expect(exceededLimits(settings, ledger, 0, call)).toEqual(['max_cost_usd']);
+    expect(budgetProblem(BudgetSettings.parse({ max_cost_usd: 1 }))).toMatch(/needs budget.prices/);
+  });
+
+  it('wall time stops any step once it has run out, a tool batch too', () => {
+    const ledger = { ...emptyUsageLedger(), started_at_ms: 1_000 };
+    const settings = BudgetSettings.parse({ max_wall_seconds: 60 });
+    expect(exceededLimits(settings, ledger, 60_999, nothing)).toEqual([]);
+    expect(exceededLimits(settings, ledger, 61_000, nothing)).toEqual(['max_wall_seconds']);
+    expect(spentOf(ledger, 61_000).max_wall_seconds).toBe(60);
+  });
+
+  it('an extension raises the limits it names, and only those', () => {
+    const settings = BudgetSettings.parse({ max_total_tokens: 1000, max_llm_calls: 1 });
+    const ledger = recordCall(
+      emptyUsageLedger(),
+      { prompt_tokens: 900, completion_tokens: 50, total_tokens: 950 },
+      null,
+    );
+    expect(exceededLimits(settings, ledger, 0, call)).toEqual(['max_total_tokens', 'max_llm_calls']);
+    const extended = extendLedger(ledger, BudgetExtension.parse({ tokens: 5000 }));
+    expect(exceededLimits(settings, extended, 0, call)).toEqual(['max_llm_calls']);
+    expect(() => BudgetExtension.parse({})).toThrow(/at least one/);
+  });
+});
