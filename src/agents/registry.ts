@@ -107,9 +107,8 @@ export class AgentRegistry {
     const model = agent.model ?? defaultModel;
     // The window: the agent's own setting, else the worker's PATCHLOOP_MODEL_WINDOWS, else the table.
     const window = agent.context.window_tokens ?? modelWindow(model, MODEL_WINDOWS, modelWindows);
+    // A tail the agent set larger than a table's window is cut to fit it (keepRecentTokens), not refused.
     const context = { ...agent.context, window_tokens: window };
-    const problem = contextProblem(context);
-    if (problem) throw failure(FailureType.InvalidRunInput, `agent '${name}' with model '${model}': ${problem}`);
     return AgentSpec.parse({
       ...agent,
       context,

@@ -20,11 +20,13 @@ export function describeEvent(event: RunEvent): string | null {
       const calls = event.tool_calls.map((call) => call.name).join(', ');
       const tokens = event.usage ? `, ${event.usage.total_tokens} tokens` : '';
       const what =
-        event.outcome === 'aborted'
-          ? `aborted after ${event.content.length} chars`
-          : calls
-            ? `asks for ${calls}`
-            : `answered ${event.content_chars ?? event.content.length} chars`;
+        event.outcome === 'refused'
+          ? 'refused by the provider: the context is too long'
+          : event.outcome === 'aborted'
+            ? `aborted after ${event.content.length} chars`
+            : calls
+              ? `asks for ${calls}`
+              : `answered ${event.content_chars ?? event.content.length} chars`;
       return `  model call ${event.llm_call} ${what} (${event.duration_ms} ms${tokens})`;
     }
     case 'tool_call_start':

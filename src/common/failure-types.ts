@@ -30,8 +30,6 @@ export const FailureType = {
   InvalidFunctionArgs: 'InvalidFunctionArgs',
   InvalidFunctionOutput: 'InvalidFunctionOutput',
   FunctionAborted: 'FunctionAborted',
-  // A typed function whose budget could not afford its next step.
-  BudgetExhausted: 'BudgetExhausted',
   InvalidTranscript: 'InvalidTranscript',
   ResultTooLarge: 'ResultTooLarge',
   AbortWaitExpired: 'AbortWaitExpired',

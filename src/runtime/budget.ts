@@ -21,26 +21,46 @@ export type TokenPrices = z.infer<typeof TokenPrices>;
  * before every model call, with that call's estimate, and before every tool batch: a run never starts a
  * call it cannot afford. Null: no limit.
  */
-export const BudgetSettings = sharedSchema('runtime/budget#BudgetSettings', () =>
-  z.strictObject({
-    max_total_tokens: limit().default(null).describe('Input and output tokens of all model calls.'),
-    max_input_tokens: limit().default(null).describe('Prompt tokens of all model calls.'),
-    max_output_tokens: limit().default(null).describe('Completion tokens of all model calls.'),
-    max_llm_calls: limit().default(null).describe('Model calls, compaction calls included.'),
-    max_cost_usd: limit().default(null).describe('Dollars at `prices`; needs `prices`.'),
-    max_wall_seconds: limit().default(null).describe('Seconds since the run (or session) started.'),
-    prices: TokenPrices.nullable().default(null),
-    on_exhausted: z
-      .enum(['stop', 'ask'])
-      .default('stop')
-      .describe(
-        'stop: the run ends with status budget_exhausted; ask: it waits (awaiting_budget) for an extend_budget update or an abort.',
-      ),
-  }),
-);
+/** The budget's fields without their defaults: the settings add them, an override names only some. */
+const budgetFields = () => ({
+  max_total_tokens: limit().describe('Input and output tokens of all model calls.'),
+  max_input_tokens: limit().describe('Prompt tokens of all model calls.'),
+  max_output_tokens: limit().describe('Completion tokens of all model calls.'),
+  max_llm_calls: limit().describe('Model calls, compaction calls included.'),
+  max_cost_usd: limit().describe('Dollars at `prices`; needs `prices`.'),
+  max_wall_seconds: limit().describe('Seconds since the run (or session) started.'),
+  prices: TokenPrices.nullable(),
+  on_exhausted: z
+    .enum(['stop', 'ask'])
+    .describe(
+      'stop: the run ends with status budget_exhausted; ask: it waits (awaiting_budget) for an extend_budget update or an abort.',
+    ),
+});
+
+/**
+ * What a run may spend (`budget` in an agent definition, overridable per run and per session). Checked
+ * before every model call, with that call's estimate, and before every tool batch: a run never starts a
+ * call it cannot afford. Null: no limit.
+ */
+export const BudgetSettings = sharedSchema('runtime/budget#BudgetSettings', () => {
+  const fields = budgetFields();
+  return z.strictObject({
+    max_total_tokens: fields.max_total_tokens.default(null),
+    max_input_tokens: fields.max_input_tokens.default(null),
+    max_output_tokens: fields.max_output_tokens.default(null),
+    max_llm_calls: fields.max_llm_calls.default(null),
+    max_cost_usd: fields.max_cost_usd.default(null),
+    max_wall_seconds: fields.max_wall_seconds.default(null),
+    prices: fields.prices.default(null),
+    on_exhausted: fields.on_exhausted.default('stop'),
+  });
+});
 export type BudgetSettings = z.infer<typeof BudgetSettings>;
 
-export const BudgetOverride = sharedSchema('runtime/budget#BudgetOverride', () => BudgetSettings.partial());
+/** A run's or session's override of its agent's budget: only the fields it names (no defaults: the agent's stay). */
+export const BudgetOverride = sharedSchema('runtime/budget#BudgetOverride', () =>
+  z.strictObject(budgetFields()).partial(),
+);
 export type BudgetOverride = z.infer<typeof BudgetOverride>;
 
 /** The limits a budget can have, as `spent` and `limit` name them. */
@@ -125,6 +145,17 @@ export function recordCall(ledger: UsageLedger, usage: TokenUsage | null, prices
     output_tokens: ledger.output_tokens + (usage?.completion_tokens ?? 0),
     cost_usd: ledger.cost_usd + (usage ? costOf(usage, prices) : 0),
   };
+}
+
+/** The ledger after a child run's usage (its tokens and their cost; its calls are its own). */
+export function recordChildUsage(
+  ledger: UsageLedger,
+  usage: TokenUsage | null,
+  prices: TokenPrices | null,
+): UsageLedger {
+  if (!usage) return ledger;
+  const withCall = recordCall(ledger, usage, prices);
+  return { ...withCall, llm_calls: ledger.llm_calls };
 }
 
 /** Each limit with what `extend_budget` added to it. */
@@ -227,4 +258,28 @@ export function extendLedger(ledger: UsageLedger, extension: BudgetExtension): U
   add('max_cost_usd', extension.cost_usd);
   add('max_wall_seconds', extension.wall_seconds);
   return { ...ledger, extended };
+}
+
+/**
+ * What is left of a budget, as a budget of its own: for a child run (a `selfref_fork`) that spends
+ * beside its parent. Each limit is what the parent has not spent (at least a token's worth, so a child
+ * of a spent parent stops at its first step); a child never waits for an extension nobody knows about.
+ */
+export function remainingBudget(settings: BudgetSettings, ledger: UsageLedger, nowMs: number): BudgetSettings {
+  const limits = effectiveLimits(settings, ledger);
+  const spent = spentOf(ledger, nowMs);
+  const left = (name: BudgetLimit) => {
+    const max = limits[name];
+    return max === null ? null : Math.max(max - spent[name], name === 'max_cost_usd' ? 1e-9 : 1);
+  };
+  return {
+    ...settings,
+    max_total_tokens: left('max_total_tokens'),
+    max_input_tokens: left('max_input_tokens'),
+    max_output_tokens: left('max_output_tokens'),
+    max_llm_calls: left('max_llm_calls'),
+    max_cost_usd: left('max_cost_usd'),
+    max_wall_seconds: left('max_wall_seconds'),
+    on_exhausted: 'stop',
+  };
 }

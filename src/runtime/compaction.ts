@@ -146,9 +146,14 @@ export interface CompactionStats {
   shortened_messages: number;
 }
 
-/** What a plan measures with: the target for the messages, the tail kept verbatim, the rate. */
+/**
+ * What a plan measures with: the target it clears and summarizes down to, the limit no message is cut
+ * below unless the whole would pass it (a task that fits stays whole), the tail kept verbatim, the rate.
+ */
 export interface CompactionBudget {
   target: number;
+  /** At least `target`; defaults to it. */
+  limit?: number;
   keepRecent: number;
   strategy: ContextSettings['strategy'];
   rate: number;
@@ -219,7 +224,12 @@ export function planCompaction(transcript: readonly Message[], budget: Compactio
     stats.summarized_messages = middle.length;
     return { kind: 'summarize', head, previousSummary, middle, tail, summaryTokens, stats };
   }
-  const messages = fitMessages([...head, ...summary, ...middle, ...tail], target, rate, stats);
+  const messages = fitMessages(
+    [...head, ...summary, ...middle, ...tail],
+    Math.max(target, budget.limit ?? 0),
+    rate,
+    stats,
+  );
   return { kind: 'done', messages, stats };
 }
 
@@ -227,10 +237,11 @@ export function planCompaction(transcript: readonly Message[], budget: Compactio
 export function summarizedTranscript(
   plan: Extract<CompactionPlan, { kind: 'summarize' }>,
   summary: string,
-  budget: Pick<CompactionBudget, 'target' | 'rate'>,
+  budget: Pick<CompactionBudget, 'target' | 'limit' | 'rate'>,
 ): Message[] {
   const message = shortenMessage(summaryMessage(summary), plan.summaryTokens, budget.rate);
-  return fitMessages([...plan.head, message, ...plan.tail], budget.target, budget.rate, plan.stats);
+  const limit = Math.max(budget.target, budget.limit ?? 0);
+  return fitMessages([...plan.head, message, ...plan.tail], limit, budget.rate, plan.stats);
 }
 
 /**

@@ -67,7 +67,8 @@ export type RunEventBody =
   | {
       event_type: 'llm_call_end';
       llm_call: number;
-      outcome: 'completed' | 'aborted' | 'skipped';
+      /** `refused`: the provider answered context_length_exceeded; the run compacts and calls again. */
+      outcome: 'completed' | 'aborted' | 'skipped' | 'refused';
       /** The reply's text; its first 16 KB when longer (`content_chars` then gives its length). */
       content: string;
       content_chars?: number;

@@ -7,7 +7,7 @@ import {
   type BudgetLimit,
   type BudgetReport,
   type StepEstimate,
-  type TokenUsage,
+  type LlmPhaseResult,
 } from '../runtime';
 import { emit, type Run } from './run-state';
 import { keepVisible } from './visibility';
@@ -49,8 +49,18 @@ export async function affordable(run: Run, step: StepEstimate): Promise<BudgetSt
   }
 }
 
-/** Folds one model call's usage into the run's ledger (and its usage total). */
-export function spend(run: Run, usage: TokenUsage | null): void {
+/**
+ * Charges one model call to the run's ledger: every call that reached the provider (an aborted stream
+ * too), at the usage it reported, or at the estimate of its prompt when it reported none.
+ */
+export function charge(run: Run, result: LlmPhaseResult, estimatedPromptTokens: number): void {
+  const sent = result.outcome === 'completed' || result.usage !== null || result.duration_ms > 0;
+  if (!sent) return;
+  const usage = result.usage ?? {
+    prompt_tokens: estimatedPromptTokens,
+    completion_tokens: 0,
+    total_tokens: estimatedPromptTokens,
+  };
   run.ledger = recordCall(run.ledger, usage, run.budget.prices);
 }
 

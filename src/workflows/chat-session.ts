@@ -284,6 +284,9 @@ function carriedInput(
   return {
     agent: input.agent,
     ...(input.max_tool_calls !== undefined ? { max_tool_calls: input.max_tool_calls } : {}),
+    // The session's own settings go on with it (absent from sessions recorded before they existed).
+    ...(input.context ? { context: input.context } : {}),
+    ...(input.budget ? { budget: input.budget } : {}),
     continue_as_new: input.continue_as_new,
     state: {
       schema_version: SESSION_SCHEMA_VERSION,

@@ -19,7 +19,7 @@ import {
   type TokenUsage,
 } from '../runtime';
 import type { LoopContext } from './loop-context';
-import { affordable, callEstimate, spend, type BudgetStop } from './budget-gate';
+import { affordable, callEstimate, charge, type BudgetStop } from './budget-gate';
 import { callLlmPhase } from './llm-call';
 import { commit, contextWindow, emit, type Run } from './run-state';
 
@@ -100,6 +100,7 @@ export async function compactContext(
   emit(run, { event_type: 'context_compaction_start', ...base, target_tokens: target + overhead }, iteration);
   const plan = planCompaction(run.transcript, {
     target,
+    limit: Math.max(target, limit - overhead),
     keepRecent: keepRecentTokens(settings, trigger.window),
     strategy: settings.strategy,
     rate,
@@ -122,14 +123,14 @@ export async function compactContext(
       calls += 1;
       usage = addUsage(usage, reply.usage);
       run.usage = addUsage(run.usage, reply.usage);
-      if (reply.outcome === 'completed') spend(run, reply.usage);
+      charge(run, reply, estimate.input_tokens);
       if (reply.outcome === 'aborted' || run.abort.requested) {
         emit(run, compactionEnd(base, trigger.tokens, plan.stats, calls, usage, 'abort'), iteration);
         return null;
       }
       summary = replyContent(reply);
     }
-    messages = summarizedTranscript(plan, summary ?? '', { target, rate });
+    messages = summarizedTranscript(plan, summary ?? '', { target, limit: Math.max(target, limit - overhead), rate });
   } else messages = plan.messages;
   const after = overhead + messagesTokens(messages, rate);
   if (after >= trigger.tokens || after > limit)

@@ -17,6 +17,8 @@ import {
 } from '../context';
 import {
   forkMessage,
+  recordChildUsage,
+  remainingBudget,
   type AgentRunInputWire,
   type AgentRunResult,
   type AgentSpec,
@@ -25,6 +27,7 @@ import {
 import type { WorkflowCallResult } from './batch';
 import { payloadFits } from './payload-budget';
 import { abortChild, emit, type Run } from './run-state';
+import { hasBudget } from './budget-gate';
 
 /**
  * `selfref_fork` (spec 6.6): a child workflow of the same agent, seeded with the parent's context plus
@@ -72,6 +75,8 @@ export async function runFork(
   custom('selfref_fork_start', { ...meta, status: 'running' });
   try {
     const result = (await child.result()) as AgentRunResult;
+    // What the child spent counts against the parent's budget too.
+    run.ledger = recordChildUsage(run.ledger, result.usage, run.budget.prices);
     // An abort of the parent cancels its unfinished fork calls (6.6 step 9); the child ends on its own.
     if (run.abort.requested && result.status === 'aborted') throw new ForkCancelled();
     custom('selfref_fork_end', { ...meta, status: result.status });
@@ -131,6 +136,9 @@ async function startForkChild(run: Run, agent: AgentSpec, message: string, conte
       agent: agent.name,
       input: message,
       fork: { ...meta, context: [...context, { role: 'user', content: forkTaskContent(message) }] },
+      // A child spends from what its parent has left, and keeps inside the same window.
+      ...(hasBudget(run) ? { budget: remainingBudget(run.budget, run.ledger, Date.now()) } : {}),
+      ...(run.contextSettings.window_tokens !== null ? { context: run.contextSettings } : {}),
     };
     try {
       const child = await startChild('agentRun', {

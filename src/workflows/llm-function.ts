@@ -39,11 +39,6 @@ export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
     setHandler(nextRequestQuery, () => loop.previewRequest());
     for (let attempt = 1; ; attempt += 1) {
       const turn = await loop.turn();
-      if (turn.status === 'budget_exhausted')
-        throw failure(
-          FailureType.BudgetExhausted,
-          `function '${input.function}' ran out of budget: ${turn.exceeded?.join(', ') ?? ''}`,
-        );
       if (turn.status === 'aborted')
         throw failure(
           FailureType.FunctionAborted,

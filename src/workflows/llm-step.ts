@@ -2,7 +2,7 @@ import { patched, setCurrentDetails } from '@temporalio/workflow';
 import { failure, FailureType } from '../common';
 import { compileRequestMessages, type JsonObject } from '../context';
 import { addUsage, withAbortReason, type LlmPhaseResult } from '../runtime';
-import { affordable, callEstimate, spend, type BudgetStop } from './budget-gate';
+import { affordable, callEstimate, charge, type BudgetStop } from './budget-gate';
 import { compactContext, contextOverflowIn, proactiveCompaction, reactiveCompaction } from './context-step';
 import { callLlmPhase } from './llm-call';
 import type { LlmMode, LoopContext } from './loop-context';
@@ -78,6 +78,8 @@ export async function llmStep(
           FailureType.ContextTooLong,
           `the provider still refused the request as longer than the model's context after a compaction brought it to about ${run.context.tokens} tokens: ${causeMessage(error)}`,
         );
+      // The refused call ends in the log too (its start is there): then the compaction, then the call again.
+      emit(run, refusedCallEnd(llmCall), eventIteration);
       const stopped = await compactContext(
         loop,
         reactiveCompaction(run, overflow, written.text.length),
@@ -92,7 +94,7 @@ export async function llmStep(
     if (result.usage && result.usage.prompt_tokens > 0)
       run.context.measure = { request_chars: written.text.length, prompt_tokens: result.usage.prompt_tokens };
     run.usage = addUsage(run.usage, result.usage);
-    if (result.outcome === 'completed') spend(run, result.usage ?? estimatedUsage(run.context.tokens));
+    charge(run, result, run.context.tokens);
     emit(run, events.llmCallEnd(llmCall, result), eventIteration);
     return result;
   }
@@ -103,7 +105,15 @@ function causeMessage(error: unknown): string {
   return cause instanceof Error ? cause.message : String(error);
 }
 
-/** A provider that reports no usage is charged what the run estimated it sent. */
-function estimatedUsage(tokens: number) {
-  return { prompt_tokens: tokens, completion_tokens: 0, total_tokens: tokens };
+function refusedCallEnd(llmCall: number) {
+  return {
+    event_type: 'llm_call_end' as const,
+    llm_call: llmCall,
+    outcome: 'refused' as const,
+    content: '',
+    tool_calls: [],
+    usage: null,
+    duration_ms: 0,
+    execution_time: 0,
+  };
 }

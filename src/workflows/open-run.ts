@@ -42,7 +42,8 @@ export async function openRun(
   run.selfref = agent.selfref;
   run.contextSettings = effectiveContext(agent.context, input.context);
   run.budget = effectiveBudget(agent.budget, input.budget);
-  const problem = contextProblem(run.contextSettings) ?? budgetProblem(run.budget);
+  // The agent's own settings were checked when its worker started; a run's override is checked here.
+  const problem = (input.context ? contextProblem(run.contextSettings) : null) ?? budgetProblem(run.budget);
   if (problem) throw failure(FailureType.InvalidRunInput, `invalid input: ${problem}`);
   // Wall time counts from the chain's start (workflow time: the same on replay).
   run.ledger.started_at_ms ??= Date.now();

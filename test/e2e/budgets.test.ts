@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { validateToolLinkage } from '../../src/context';
 import type { AgentRunResult, BudgetOverride } from '../../src/runtime';
-import { reply } from '../../src/fake-model/steps';
+import { callTools, reply } from '../../src/fake-model/steps';
 import { pageReader } from '../support/context-model';
 import { tools } from '../support/context-tools';
 import { startWorld, temporalCli, type TestWorld } from '../support/temporal';
@@ -181,12 +181,43 @@ describe('budgets stop a run before a step it cannot afford', () => {
       fake: { script: [reply('one'), reply('two'), reply('three')] },
       agents: [{ name: 'chat', instructions: 'Chat.', tools: [] }],
     });
-    const session = await world.client.startSession({ agent: 'chat', budget: { max_llm_calls: 2 } });
+    // Continuing as new after every turn: the session's own budget and its ledger go on with it.
+    const session = await world.client.startSession({
+      agent: 'chat',
+      budget: { max_llm_calls: 2 },
+      continue_as_new: { max_history_events: 10 },
+    });
     expect((await session.send('a')).reply).toBe('one');
     expect((await session.send('b')).reply).toBe('two');
     expect(await session.send('c')).toMatchObject({ status: 'budget_exhausted', reply: null });
+    expect(Number((await session.status())['continued_as_new' as never])).toBeGreaterThan(0);
     await session.extendBudget({ llm_calls: 1 });
     expect(await session.send('d')).toMatchObject({ status: 'completed', reply: 'three' });
+    world.fake.assertDone();
+  });
+
+  it("a fork child spends from its parent's budget: it gets what is left, and its tokens count for the parent", async () => {
+    world = await startWorld({
+      agents: [{ name: 'memo', instructions: 'Delegate.', tools: ['add'], selfref: true }],
+      fake: {
+        script: [
+          callTools([{ id: 'fk', name: 'selfref_fork', arguments: '{"message": "compute 2 + 2"}' }]),
+          // The child may make one call of the three its parent has left: its tool call is its last step.
+          callTools([{ id: 'child_add', name: 'add', arguments: '{"a": 2, "b": 2}' }]),
+          reply('The fork ran out of budget.'),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'memo', input: 'delegate the sum', budget: { max_llm_calls: 2 } });
+    const result = await run.result();
+    expect(result.answer).toBe('The fork ran out of budget.');
+    const child = await world.client.run(`${run.workflowId}::fork::1`).result();
+    expect(child.status).toBe('budget_exhausted');
+    expect(child.budget).toMatchObject({ limit: { max_llm_calls: 1 }, exceeded: ['max_llm_calls'] });
+    // The parent's ledger holds its own two calls and the child's tokens.
+    const childTokens = child.usage!.total_tokens;
+    expect(result.budget!.spent['max_llm_calls']).toBe(2);
+    expect(result.budget!.spent['max_total_tokens']).toBe(result.usage!.total_tokens + childTokens);
     world.fake.assertDone();
   });
 });

@@ -120,6 +120,11 @@ describe('context compaction against a provider that enforces a 12,000-token win
     const events = await allEvents(run);
     const reasons = events.flatMap((event) => (event.event_type === 'context_compaction_end' ? [event.reason] : []));
     expect(reasons[0]).toBe('reactive');
+    // The refused call is in the log as such, before the compaction that answered it.
+    const refused = events.findIndex((event) => event.event_type === 'llm_call_end' && event.outcome === 'refused');
+    const compaction = events.findIndex((event) => event.event_type === 'context_compaction_start');
+    expect(refused).toBeGreaterThanOrEqual(0);
+    expect(refused).toBeLessThan(compaction);
     expect(reasons.slice(1).every((reason) => reason === 'proactive')).toBe(true);
     expect((await run.status()).context.window_tokens).toBe(WINDOW);
     await recordHistory(run, 'context-compaction-reactive');

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   BudgetExtension,
+  BudgetOverride,
+  effectiveBudget,
   BudgetSettings,
   budgetProblem,
   costOf,
@@ -8,6 +10,8 @@ import {
   exceededLimits,
   extendLedger,
   recordCall,
+  recordChildUsage,
+  remainingBudget,
   spentOf,
 } from '../../src/runtime';
 
@@ -68,5 +72,38 @@ describe('budgets are checked before a step, with its estimate', () => {
     const extended = extendLedger(ledger, BudgetExtension.parse({ tokens: 5000 }));
     expect(exceededLimits(settings, extended, 0, call)).toEqual(['max_llm_calls']);
     expect(() => BudgetExtension.parse({})).toThrow(/at least one/);
+  });
+
+  it("a run's override changes only the fields it names: the agent's prices, other limits and mode stay", () => {
+    const agent = BudgetSettings.parse({
+      max_cost_usd: 5,
+      prices: { input_per_million: 1, output_per_million: 2 },
+      on_exhausted: 'ask',
+    });
+    expect(BudgetOverride.parse({ max_llm_calls: 50 })).toEqual({ max_llm_calls: 50 });
+    expect(effectiveBudget(agent, BudgetOverride.parse({ max_llm_calls: 50 }))).toEqual({
+      ...agent,
+      max_llm_calls: 50,
+    });
+    expect(budgetProblem(effectiveBudget(agent, BudgetOverride.parse({ max_cost_usd: 1 })))).toBeNull();
+  });
+});
+
+describe('a fork child spends from what its parent has left', () => {
+  it("each limit is what is left (at least a token), never waiting; the child's tokens count for the parent", () => {
+    const parent = BudgetSettings.parse({ max_total_tokens: 10_000, max_llm_calls: 5, on_exhausted: 'ask' });
+    const ledger = recordCall(
+      emptyUsageLedger(),
+      { prompt_tokens: 9_000, completion_tokens: 500, total_tokens: 9_500 },
+      null,
+    );
+    expect(remainingBudget(parent, ledger, 0)).toMatchObject({
+      max_total_tokens: 500,
+      max_llm_calls: 4,
+      on_exhausted: 'stop',
+    });
+    const spent = recordChildUsage(ledger, { prompt_tokens: 700, completion_tokens: 100, total_tokens: 800 }, null);
+    expect(spentOf(spent, 0)).toMatchObject({ max_total_tokens: 10_300, max_llm_calls: 1 });
+    expect(remainingBudget(parent, spent, 0).max_total_tokens).toBe(1);
   });
 });

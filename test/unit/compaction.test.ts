@@ -155,6 +155,27 @@ describe('compaction keeps a valid transcript that fits', () => {
     expect(plan.messages.at(-1)).toEqual(messages.at(-1));
   });
 
+  it('a task that fits under the limit stays whole; only a task that cannot fit is cut', () => {
+    const task = 't'.repeat(12_000); // about 4,000 tokens
+    const messages: Message[] = [
+      { role: 'system', content: 'agent' },
+      { role: 'user', content: task },
+    ];
+    for (let index = 0; index < 6; index += 1)
+      messages.push({ role: 'assistant', content: `step ${index} ${'y'.repeat(3000)}` });
+    const budget = { target: 3000, limit: 7000, keepRecent: 1000, strategy: settings.strategy, rate: 1 / 3 };
+    const plan = planCompaction(messages, budget);
+    expect(plan.kind).toBe('summarize');
+    if (plan.kind !== 'summarize') return;
+    const compacted = summarizedTranscript(plan, 'so far: six steps', budget);
+    expect(compacted[1]).toEqual({ role: 'user', content: task });
+    expect(messagesTokens(compacted)).toBeLessThanOrEqual(7000);
+    // Under a limit it cannot fit, the task is cut around the marker.
+    const tight = summarizedTranscript(plan, 'so far: six steps', { ...budget, limit: 3000 });
+    expect(String(tight[1]!['content'])).toContain('characters cut to fit the context window');
+    expect(messagesTokens(tight)).toBeLessThanOrEqual(3000);
+  });
+
   it('summarizes when clearing is not enough, and keeps a reply that does not parse as plain summary text', () => {
     const messages: Message[] = [
       { role: 'system', content: 'agent' },

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { describeEvent } from '../../src/client/follow';
+import type { RunEvent } from '../../src/runtime';
+
+const at = { seq: 1, run_id: 'run-1', iteration: 3, timestamp: '2026-12-04T00:00:00.000Z' };
+
+describe("what 'follow' prints about compactions and budgets", () => {
+  it('a compaction: why it started, and what it did', () => {
+    const base = { reason: 'proactive' as const, tokens_before: 9800, window_tokens: 12000 };
+    expect(describeEvent({ ...at, event_type: 'context_compaction_start', ...base, target_tokens: 5760 })).toBe(
+      '  compacting the context (proactive): about 9800 tokens of a 12000-token window',
+    );
+    const end: RunEvent = {
+      ...at,
+      event_type: 'context_compaction_end',
+      ...base,
+      tokens_after: 3100,
+      cleared_tool_results: 5,
+      cleared_chars: 20480,
+      summarized_messages: 12,
+      shortened_messages: 0,
+      summary_calls: 1,
+      usage: { prompt_tokens: 1200, completion_tokens: 90, total_tokens: 1290 },
+    };
+    expect(describeEvent(end)).toBe(
+      '  compacted the context: 9800 -> 3100 tokens (5 old tool result(s) cleared, 12 message(s) summarized in 1 call(s) using 1290 tokens)',
+    );
+    expect(describeEvent({ ...end, aborted: true })).toBe(
+      '  compaction stopped by the abort; the context is as it was',
+    );
+  });
+
+  it('a budget: reached (stopping or waiting) and extended', () => {
+    const reached = {
+      ...at,
+      event_type: 'budget_exhausted' as const,
+      exceeded: ['max_llm_calls' as const],
+      limit: { max_llm_calls: 2 },
+      spent: { max_llm_calls: 2 },
+    };
+    expect(describeEvent({ ...reached, waiting: true })).toBe(
+      "  budget reached (max_llm_calls): waiting for 'patchloop budget extend'",
+    );
+    expect(describeEvent({ ...reached, waiting: false })).toBe(
+      '  budget reached (max_llm_calls): the run stops before its next step',
+    );
+    expect(
+      describeEvent({ ...at, event_type: 'budget_extended', extension: { llm_calls: 3 }, limit: { max_llm_calls: 5 } }),
+    ).toBe('  budget extended: {"llm_calls":3}');
+  });
+});
