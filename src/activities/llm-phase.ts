@@ -136,7 +136,8 @@ export function createLlmPhase(
     publisher.end('completed');
     const result = completedResult(reply, started);
     const execution = context.info.workflowExecution;
-    // A summary call's reply is not part of the next request: the held request stays the run's own.
+    // A summary call's reply is in no later request: not recorded as what follows the held request (the
+    // compacted request after it differs from the held one anyway and is read whole, by digest).
     if (execution && !input.purpose) cache.replied(runKey(execution), result.mutations);
     if (result.usage) {
       span.setAttribute('gen_ai.usage.input_tokens', result.usage.prompt_tokens);

@@ -8,7 +8,7 @@
 export interface ContextOverflow {
   /** The model's window as the provider stated it. */
   window_tokens?: number;
-  /** The size of the refused request as the provider counted it (prompt and reserved completion). */
+  /** The size of the refused request's prompt as the provider counted it. */
   request_tokens?: number;
 }
 
@@ -23,9 +23,11 @@ const PATTERNS: Array<{ pattern: RegExp; window: number; request: number }> = [
 ];
 
 export function parseContextOverflow(message: string): ContextOverflow {
+  // "(4000 in the messages, 1000 in the completion)": the prompt alone is what measures the request.
+  const prompt = /(\d+) in the messages/i.exec(message);
   for (const { pattern, window, request } of PATTERNS) {
     const match = pattern.exec(message);
-    if (match) return { window_tokens: Number(match[window]), request_tokens: Number(match[request]) };
+    if (match) return { window_tokens: Number(match[window]), request_tokens: Number(prompt?.[1] ?? match[request]) };
   }
   const only =
     /maximum context length is (\d+)/i.exec(message) ?? /context (?:window|size|length) of (\d+)/i.exec(message);

@@ -37,11 +37,12 @@ const SUMMARY_CALL_OVERHEAD_TOKENS = 600;
  * Before a call: a compaction is due when the request (the provider's last count plus what was added
  * since) would pass `compact_at` of a known window. Records the estimate either way.
  */
-export function proactiveCompaction(run: Run, requestChars: number): CompactionTrigger | null {
+export function proactiveCompaction(run: Run, requestChars: number, reservedOutput = 0): CompactionTrigger | null {
   const tokens = estimateRequestTokens(requestChars, run.context.measure);
   run.context.tokens = tokens;
   const window = contextWindow(run);
-  if (window === null || tokens <= window * run.contextSettings.compact_at) return null;
+  // The completion the request reserves (max_tokens) has to fit the window beside it.
+  if (window === null || tokens + reservedOutput <= window * run.contextSettings.compact_at) return null;
   return { reason: 'proactive', tokens, window };
 }
 

@@ -41,13 +41,15 @@ export async function llmStep(
   let request = buildRequest(loop, mode);
   // Written once per request, from where the previous one's messages ended: its length measures it.
   let written = run.requestWriter.write(request);
-  const due = run.abort.requested ? null : proactiveCompaction(run, written.text.length);
+  // The completion the options reserve (max_tokens) must fit the window beside the request.
+  const reserved = callEstimate(run, 0, loop.agent.llm_options).output_tokens;
+  const due = run.abort.requested ? null : proactiveCompaction(run, written.text.length, reserved);
   if (due) {
     const stopped = await compactContext(loop, due, eventIteration);
     if (stopped) return stopped;
     request = buildRequest(loop, mode);
     written = run.requestWriter.write(request);
-    proactiveCompaction(run, written.text.length);
+    proactiveCompaction(run, written.text.length, reserved);
   }
   for (let compacted = false; ; compacted = true) {
     const stop = await affordable(run, callEstimate(run, run.context.tokens, loop.agent.llm_options));

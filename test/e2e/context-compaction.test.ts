@@ -130,6 +130,21 @@ describe('context compaction against a provider that enforces a 12,000-token win
     await recordHistory(run, 'context-compaction-reactive');
   });
 
+  it('the completion a request reserves (max_tokens) is kept free in the window too', async () => {
+    world = await startWorld({
+      fake: { windowTokens: WINDOW, responder: pageReader(20, 4) },
+      agents: [reader({ window_tokens: WINDOW }, { llm_options: { max_tokens: 5000 } })],
+      tools,
+    });
+    const run = await world.client.start({ agent: 'reader', input: TASK });
+    const result = await run.result();
+    expect(result.answer).toBe('I read all 20 pages.');
+    // The provider counts prompt + max_tokens against its window: not one request passed it.
+    expect(world.fake.requests.filter((request) => request.overWindow)).toEqual([]);
+    for (const request of world.fake.requests.filter((request) => !isSummaryCall(request.body)))
+      expect(request.promptTokens + 5000).toBeLessThanOrEqual(WINDOW);
+  });
+
   it('a single message larger than the window (the task itself) is cut with a visible marker, head and tail kept', async () => {
     const task = `START ${'lorem ipsum dolor sit amet '.repeat(4000)} END`;
     world = await startWorld({

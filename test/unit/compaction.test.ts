@@ -235,7 +235,7 @@ describe('measuring requests', () => {
       parseContextOverflow(
         "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion).",
       ),
-    ).toEqual({ window_tokens: 4096, request_tokens: 5000 });
+    ).toEqual({ window_tokens: 4096, request_tokens: 4000 });
     expect(parseContextOverflow('prompt is too long: 208310 tokens > 200000 maximum')).toEqual({
       window_tokens: 200000,
       request_tokens: 208310,
