@@ -1,7 +1,7 @@
-"""A service in Python drives a patchloop run with Temporal's Python SDK: start, signal, query, result.
+"""A service in Python drives a patchloop run with Temporal's Python SDK: start, signal, query, update, result.
 
 Usage: python python_client.py ADDRESS TASK_QUEUE WORKFLOW_ID
-Prints one JSON line: the status seen while running and the run's result.
+Prints one JSON line: the status seen while running, the limits extend_budget answered, the result.
 """
 
 import asyncio
@@ -23,8 +23,10 @@ async def main() -> None:
     )
     await handle.signal("user_message", {"content": "and also hello"})
     status = await handle.query("status")
+    limits = await handle.execute_update("extend_budget", {"tokens": 50000})
     result = await handle.result()
-    print(json.dumps({"status": {"state": status["state"], "agent": status["agent"]}, "result": result}), flush=True)
+    summary = {"status": {"state": status["state"], "agent": status["agent"]}, "limits": limits, "result": result}
+    print(json.dumps(summary), flush=True)
 
 
 asyncio.run(main())

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import type { Responder } from '../../src/fake-model/server';
 import { repositoryRoot } from '../support/reference';
 import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { eventually } from '../support/wait';
 
 let world: TestWorld | undefined;
 afterEach(async () => {
@@ -78,8 +79,18 @@ describe('any service, any language', () => {
     await curl('POST', `/workflows/${aborted}`, {
       workflowType: { name: 'agentRun' },
       taskQueue: { name: world.config.taskQueue },
-      input: [{ agent: 'assistant', input: 'take your time' }],
+      input: [{ agent: 'assistant', input: 'take your time', budget: { max_llm_calls: 5 } }],
     });
+    // Once the run has opened with its budget, an update as the README shows it: extend_budget answers the new limits.
+    await eventually(async () => {
+      const page = await curl('POST', `/workflows/${aborted}/query/status`, { query: {} });
+      return (page['queryResult'] as Array<{ budget: unknown }>)[0]!.budget ? true : undefined;
+    });
+    const updated = await curl('POST', `/workflows/${aborted}/update/extend_budget`, {
+      request: { meta: { updateId: `extend-${aborted}` }, input: { args: [{ llm_calls: 20 }] } },
+      waitPolicy: { lifecycleStage: 'UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED' },
+    });
+    expect(JSON.stringify(updated)).toContain('"max_llm_calls":25');
     await curl('POST', `/workflows/${aborted}/signal/abort`, { input: [{ reason: 'from curl' }] });
     const end = await closeEvent(aborted);
     const result = (end['workflowExecutionCompletedEventAttributes'] as { result: Array<Record<string, unknown>> })
@@ -99,9 +110,11 @@ describe('any service, any language', () => {
     expect(out.code, out.stderr).toBe(0);
     const printed = JSON.parse(out.stdout) as {
       status: { state: string; agent: string };
+      limits: Record<string, number | null>;
       result: Record<string, unknown>;
     };
     expect(printed.status).toEqual({ state: 'running', agent: 'assistant' });
+    expect(printed.limits).toMatchObject({ max_total_tokens: null, max_llm_calls: null });
     expect(printed.result).toMatchObject({ status: 'completed', answer: 'heard: What is 2 + 3? | and also hello' });
   });
 });
