@@ -180,6 +180,12 @@ export function spentOf(ledger: UsageLedger, nowMs: number): Record<BudgetLimit,
   };
 }
 
+/** The completion a request's options reserve (`max_completion_tokens`, else `max_tokens`); 0 when none. */
+export function reservedOutputTokens(llmOptions: Record<string, unknown>): number {
+  const reserved = llmOptions['max_completion_tokens'] ?? llmOptions['max_tokens'];
+  return typeof reserved === 'number' ? reserved : 0;
+}
+
 /** What the next step would cost: a model call's estimated prompt and reserved completion, or nothing (a tool batch). */
 export interface StepEstimate {
   input_tokens: number;

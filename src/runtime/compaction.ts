@@ -76,7 +76,7 @@ export function summaryMessage(reply: string): Message {
 const CLEARED_PREFIX = '[tool result cleared to save context:';
 
 /** The stub an old tool result is replaced with: the call stays, and the model knows what was there. */
-export function clearedResult(chars: number): string {
+function clearedResult(chars: number): string {
   return `${CLEARED_PREFIX} ${chars.toLocaleString('en-US')} characters]`;
 }
 
@@ -85,7 +85,7 @@ function isClearedResult(content: unknown): boolean {
 }
 
 /** Text cut to about `maxChars`, its head and tail kept around a visible marker. */
-export function shortenText(text: string, maxChars: number): string {
+function shortenText(text: string, maxChars: number): string {
   const keep = Math.max(0, maxChars - 120);
   if (text.length <= maxChars) return text;
   const head = Math.ceil(keep * 0.6);
@@ -118,7 +118,7 @@ export function shortenMessage(message: Message, maxTokens: number, rate = 1 / C
  * The transcript in units a cut may not split: an assistant message that calls tools together with the
  * tool messages that answer it; every other message alone.
  */
-export function messageUnits(messages: readonly Message[]): Message[][] {
+function messageUnits(messages: readonly Message[]): Message[][] {
   const units: Message[][] = [];
   for (let index = 0; index < messages.length;) {
     const message = messages[index]!;

@@ -18,12 +18,6 @@ export interface BudgetStop {
   exceeded: BudgetLimit[];
 }
 
-/** A model call's estimate: its prompt as measured, and the completion its options reserve. */
-export function callEstimate(run: Run, inputTokens: number, llmOptions: Record<string, unknown>): StepEstimate {
-  const reserved = llmOptions['max_completion_tokens'] ?? llmOptions['max_tokens'];
-  return { input_tokens: inputTokens, output_tokens: typeof reserved === 'number' ? reserved : 0, llm_calls: 1 };
-}
-
 /** A tool batch costs no tokens: only limits already reached, or run out (wall time), stop it. */
 export const BATCH_ESTIMATE: StepEstimate = { input_tokens: 0, output_tokens: 0, llm_calls: 0 };
 

@@ -19,7 +19,7 @@ import {
   type TokenUsage,
 } from '../runtime';
 import type { LoopContext } from './loop-context';
-import { affordable, callEstimate, charge, type BudgetStop } from './budget-gate';
+import { affordable, charge, type BudgetStop } from './budget-gate';
 import { callLlmPhase } from './llm-call';
 import { commit, contextWindow, emit, type Run } from './run-state';
 
@@ -97,11 +97,13 @@ export async function compactContext(
   const overhead = Math.max(0, trigger.tokens - messagesTokens(run.transcript, rate));
   const limit = Math.floor(trigger.window * settings.compact_at);
   const target = Math.max(64, compactionTarget(trigger.window, settings) - overhead);
+  // No message is cut below this unless the whole would pass it: what fits under compact_at stays whole.
+  const fitLimit = Math.max(target, limit - overhead);
   const base = { reason: trigger.reason, tokens_before: trigger.tokens, window_tokens: trigger.window };
   emit(run, { event_type: 'context_compaction_start', ...base, target_tokens: target + overhead }, iteration);
   const plan = planCompaction(run.transcript, {
     target,
-    limit: Math.max(target, limit - overhead),
+    limit: fitLimit,
     keepRecent: keepRecentTokens(settings, trigger.window),
     strategy: settings.strategy,
     rate,
@@ -114,8 +116,12 @@ export async function compactContext(
     const room = Math.max(256, Math.floor(trigger.window * 0.5) - plan.summaryTokens - SUMMARY_CALL_OVERHEAD_TOKENS);
     for (const chunk of summaryChunks(plan.middle, room, rate)) {
       const messages = summaryRequestMessages(summary, chunk, plan.summaryTokens);
-      const estimate = callEstimate(run, messagesTokens(messages, rate) + SUMMARY_CALL_OVERHEAD_TOKENS, {});
-      const stop = await affordable(run, { ...estimate, output_tokens: plan.summaryTokens });
+      const estimate = {
+        input_tokens: messagesTokens(messages, rate) + SUMMARY_CALL_OVERHEAD_TOKENS,
+        output_tokens: plan.summaryTokens,
+        llm_calls: 1,
+      };
+      const stop = await affordable(run, estimate);
       if (stop && !run.abort.requested) {
         emit(run, compactionEnd(base, trigger.tokens, plan.stats, calls, usage, 'budget'), iteration);
         return stop;
@@ -131,7 +137,7 @@ export async function compactContext(
       }
       summary = replyContent(reply);
     }
-    messages = summarizedTranscript(plan, summary ?? '', { target, limit: Math.max(target, limit - overhead), rate });
+    messages = summarizedTranscript(plan, summary ?? '', { target, limit: fitLimit, rate });
   } else messages = plan.messages;
   const after = overhead + messagesTokens(messages, rate);
   if (after >= trigger.tokens || after > limit)

@@ -37,7 +37,7 @@ export async function callLlmPhase(
   }
 }
 
-export function abortedPhase(): LlmPhaseResult {
+function abortedPhase(): LlmPhaseResult {
   return {
     outcome: 'aborted',
     mutations: [truncatedReplyMutation('')],

@@ -1,8 +1,8 @@
 import { patched, setCurrentDetails } from '@temporalio/workflow';
 import { failure, FailureType } from '../common';
 import { compileRequestMessages, type JsonObject } from '../context';
-import { addUsage, withAbortReason, type LlmPhaseResult } from '../runtime';
-import { affordable, callEstimate, charge, type BudgetStop } from './budget-gate';
+import { addUsage, reservedOutputTokens, withAbortReason, type LlmPhaseResult } from '../runtime';
+import { affordable, charge, type BudgetStop } from './budget-gate';
 import { compactContext, contextOverflowIn, proactiveCompaction, reactiveCompaction } from './context-step';
 import { callLlmPhase } from './llm-call';
 import type { LlmMode, LoopContext } from './loop-context';
@@ -42,7 +42,7 @@ export async function llmStep(
   // Written once per request, from where the previous one's messages ended: its length measures it.
   let written = run.requestWriter.write(request);
   // The completion the options reserve (max_tokens) must fit the window beside the request.
-  const reserved = callEstimate(run, 0, loop.agent.llm_options).output_tokens;
+  const reserved = reservedOutputTokens(loop.agent.llm_options);
   const due = run.abort.requested ? null : proactiveCompaction(run, written.text.length, reserved);
   if (due) {
     const stopped = await compactContext(loop, due, eventIteration);
@@ -52,7 +52,7 @@ export async function llmStep(
     proactiveCompaction(run, written.text.length, reserved);
   }
   for (let compacted = false; ; compacted = true) {
-    const stop = await affordable(run, callEstimate(run, run.context.tokens, loop.agent.llm_options));
+    const stop = await affordable(run, { input_tokens: run.context.tokens, output_tokens: reserved, llm_calls: 1 });
     if (stop && !run.abort.requested) return stop;
     run.llmCalls += 1;
     const llmCall = run.llmCalls;

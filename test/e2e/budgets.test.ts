@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { validateToolLinkage } from '../../src/context';
+import type { RunHandle } from '../../src/client/patchloop-client';
 import type { AgentRunResult, BudgetOverride } from '../../src/runtime';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { pageReader } from '../support/context-model';
@@ -32,6 +33,11 @@ async function readerWorld(responderDelayMs = 0) {
     tools,
   });
   return world;
+}
+
+/** Waits until the run waits for an extension of its budget. */
+function awaitingBudget(handle: RunHandle): Promise<true> {
+  return eventually(async () => ((await handle.status()).state === 'awaiting_budget' ? true : undefined));
 }
 
 /** A run stopped by its budget: valid transcript, the result's account, and nothing sent past the limit. */
@@ -97,7 +103,7 @@ describe('budgets stop a run before a step it cannot afford', () => {
       input: TASK,
       budget: { max_llm_calls: 2, on_exhausted: 'ask' },
     });
-    await eventually(async () => ((await handle.status()).state === 'awaiting_budget' ? true : undefined));
+    await awaitingBudget(handle);
     const waiting = await handle.status();
     expect(waiting.budget?.awaiting).toEqual(['max_llm_calls']);
     expect(world.fake.requests).toHaveLength(2);
@@ -152,7 +158,7 @@ describe('budgets stop a run before a step it cannot afford', () => {
       input: TASK,
       budget: { max_llm_calls: 3, on_exhausted: 'ask' },
     });
-    await eventually(async () => ((await handle.status()).state === 'awaiting_budget' ? true : undefined));
+    await awaitingBudget(handle);
     await handle.abort('too expensive');
     const result = await handle.result();
     expect(result.status).toBe('aborted');
