@@ -3,7 +3,9 @@
 # (.venv). `setup.sh demo` installs what the demo needs: the Temporal CLI (dev server). `setup.sh`
 # (tests and benchmarks) adds the reference implementation for the
 # differential tests and side-by-side benchmarks, moto's S3 API server for the payload-storage tests
-# and Temporal's Python SDK for the any-language test; with apt-get, docker-compose and redis-server.
+# and Temporal's Python SDK for the any-language test; with apt-get, docker-compose and redis-server;
+# and, built once per machine outside the clone, the real local model server the provider tests use
+# (scripts/setup-local-model.sh: llama-cpp-python with SmolLM2-135M, and LiteLLM).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,4 +36,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$python_packages" ]; then
   # No globbing: 'moto[server]' is a package extra, not a pattern.
   (set -f; .venv/bin/pip install --quiet --disable-pip-version-check --ignore-requires-python $python_packages)
   echo "$python_packages" > "$stamp"
+fi
+if [ "${1:-}" != demo ]; then
+  bash scripts/setup-local-model.sh > /dev/null
 fi

@@ -5,12 +5,21 @@ import { createParser } from 'eventsource-parser';
 import OpenAI from 'openai';
 import type { JsonValue, Mutation, ToolCall } from '../context';
 import {
+  adaptRequest,
   attemptFailureIn,
+  CHARS_PER_TOKEN,
+  estimatedUsage,
+  PROVIDER_PROFILES,
   providerUsage,
+  resolveProvider,
   truncatedReplyMutation,
   type LlmPhaseInput,
   type LlmPhaseResult,
   type LlmRequest,
+  type ProviderApi,
+  type ProviderProfile,
+  type ProviderProfileName,
+  type ResolvedProvider,
   type TokenUsage,
 } from '../runtime';
 import type { AgentRegistry } from '../agents/registry';
@@ -18,16 +27,23 @@ import type { ChunkTransport } from '../streaming/chunk';
 import type { StreamTokens } from '../streaming/stream-token';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
 import { inGenAiSpan } from './gen-ai-spans';
-import { classifyProviderError, incompleteReply } from './provider-errors';
+import { classifyAttempt, emptyReply, incompleteReply } from './provider-errors';
 import { loadRequest, runKey, type LoadedRequest, type RequestCache } from './request-source';
 import { StreamAccumulator, type ArgumentsDelta, type StreamChunk } from './stream-accumulator';
 import { failure, FailureType } from '../common';
 
+/** The worker's provider: the default of every agent that does not choose its own. */
 export interface ProviderSettings {
   baseURL?: string;
   apiKey?: string;
+  /** PATCHLOOP_PROVIDER_PROFILE: what kind of server it is (default `openai`). */
+  profile?: ProviderProfileName;
+  /** PATCHLOOP_PROVIDER_API: its wire format (default `chat_completions`). */
+  api?: ProviderApi;
   /** One attempt's HTTP timeout; keep it below the activity's start-to-close timeout. */
   timeoutMs: number;
+  /** Where agents' `api_key_env` variables are read (the worker's environment). */
+  environment?: NodeJS.ProcessEnv;
 }
 
 /** Where token chunks go (the side channel), the URL followers read them from, and their capabilities. */
@@ -38,6 +54,7 @@ export interface ChunkSink {
 }
 
 interface Reply {
+  /** The reply's text; a refusal's text when the model refused. */
   content: string;
   toolCalls: ToolCall[];
   reasoningDetails: JsonValue[];
@@ -59,15 +76,7 @@ export function createLlmPhase(
   registry: AgentRegistry,
   chunks?: ChunkSink,
 ) {
-  // One retry layer: Temporal's. The client's own retries would multiply it. Its logger is off: errors
-  // are classified and reported here, redacted, not printed with raw provider data.
-  const client = new OpenAI({
-    baseURL: settings.baseURL,
-    apiKey: settings.apiKey ?? 'unset',
-    maxRetries: 0,
-    timeout: settings.timeoutMs,
-    logLevel: 'off',
-  });
+  const clients = providerClients(settings);
 
   return function llmPhase(input: LlmPhaseInput): Promise<LlmPhaseResult> {
     return inGenAiSpan('chat', { 'gen_ai.operation.name': 'chat' }, (span) => phase(input, span), SpanKind.CLIENT);
@@ -96,8 +105,14 @@ export function createLlmPhase(
     const stopHeartbeat = startHeartbeat(context, details);
     const signal = context.cancellationSignal;
     let reply: Reply;
+    let requestChars = 0;
     try {
+      const provider = clients.resolve(input);
+      const profile = PROVIDER_PROFILES[provider.profile];
+      const client = clients.client(provider);
       const { request, text, chars, charsRead, source } = await loadCompiledRequest(input, cache);
+      requestChars = chars || (text?.length ?? 0);
+      span.setAttribute('patchloop.provider.profile', provider.profile);
       span.updateName(`chat ${request.model}`);
       span.setAttribute('gen_ai.request.model', request.model);
       if (input.purpose) span.setAttribute('patchloop.llm.purpose', input.purpose);
@@ -108,25 +123,26 @@ export function createLlmPhase(
         ...(source ? { 'patchloop.request.source': source } : {}),
       });
       if (signal.aborted) throw signal.reason;
-      const body = new BodyObserver();
+      const observer = new BodyObserver();
       // One attempt's HTTP timeout stays below the attempt's own start-to-close timeout.
       const timeout = Math.max(1000, Math.min(settings.timeoutMs, context.info.startToCloseTimeoutMs - 5000));
-      const attemptClient = client.withOptions({ fetch: body.fetch, timeout });
-      // The workflow's text is the body, byte for byte: not parsed and serialized again.
-      const sent = text === undefined ? {} : { body: text, headers: { 'content-type': 'application/json' } };
+      const attemptClient = client.withOptions({ fetch: observer.fetch, timeout });
+      // The workflow's text is the body, byte for byte, unless the server needs another form of it.
+      const sent = { body: wireBody(request, text, profile), headers: { 'content-type': 'application/json' } };
       reply = request.stream
-        ? await streamReply(attemptClient, request, { ...sent, signal }, stream, body)
+        ? await streamReply(attemptClient, request, { ...sent, signal }, stream, observer)
         : await plainReply(attemptClient, request, {
             ...sent,
             // A summary call that an abort stopped is of no use any more: it ends at once.
             signal: input.purpose === 'compaction' ? signal : shutdownOnly(context),
           });
+      if (reply.content === '' && reply.toolCalls.length === 0) throw emptyReply();
     } catch (error) {
       // An abort before the first byte throws (APIUserAbortError): that is the abort path, not a failure.
       if (signal.aborted) return abortPath(context, publisher, stream, started);
-      const failure = classifyProviderError(error);
+      const { failure, record } = classifyAttempt(error, lastFailure);
       publisher.end('failed', { error: failure.type ?? 'Error', retrying: !failure.nonRetryable });
-      lastFailure = { type: failure.type ?? 'Error', message: failure.message };
+      lastFailure = record;
       context.heartbeat(details());
       throw failure;
     } finally {
@@ -134,7 +150,9 @@ export function createLlmPhase(
     }
     if (!reply.streamed) publisher.chunk(reply.content);
     publisher.end('completed');
-    const result = completedResult(reply, started);
+    // A server that sends no usage (or ignores stream_options) is counted from characters, marked so.
+    const usage = reply.usage ?? estimatedUsage(requestChars, replyChars(reply), CHARS_PER_TOKEN);
+    const result = completedResult({ ...reply, usage }, started);
     const execution = context.info.workflowExecution;
     // A summary call's reply is in no later request: not recorded as what follows the held request (the
     // compacted request after it differs from the held one anyway and is read whole, by digest).
@@ -154,6 +172,69 @@ export function createLlmPhase(
       };
     return result;
   }
+}
+
+/**
+ * The provider each call goes to (the agent's choices over the worker's), and one openai client per
+ * server and key. One retry layer: Temporal's; the client's own retries would multiply it. Its logger
+ * is off: errors are classified and reported here, redacted, not printed with raw provider data.
+ */
+function providerClients(settings: ProviderSettings) {
+  const environment = settings.environment ?? process.env;
+  const clients = new Map<string, OpenAI>();
+  const defaults = {
+    ...(settings.baseURL ? { baseURL: settings.baseURL } : {}),
+    ...(settings.profile ? { profile: settings.profile } : {}),
+    ...(settings.api ? { api: settings.api } : {}),
+  };
+  return {
+    resolve(input: LlmPhaseInput): ResolvedProvider {
+      return resolveProvider(input.provider, defaults);
+    },
+    client(provider: ResolvedProvider): OpenAI {
+      // The worker's own key unless the agent names another variable; read at each call, never stored.
+      const apiKey = provider.apiKeyEnv === 'OPENAI_API_KEY' ? settings.apiKey : environment[provider.apiKeyEnv];
+      if (apiKey === undefined && provider.apiKeyEnv !== 'OPENAI_API_KEY')
+        throw failure(
+          FailureType.ProviderAuthFailed,
+          `the agent's provider reads its API key from ${provider.apiKeyEnv}, which this worker's environment does not set`,
+        );
+      const key = `${provider.baseURL ?? ''}\n${apiKey ?? ''}`;
+      let client = clients.get(key);
+      if (!client) {
+        client = new OpenAI({
+          baseURL: provider.baseURL,
+          apiKey: apiKey ?? 'unset',
+          maxRetries: 0,
+          timeout: settings.timeoutMs,
+          logLevel: 'off',
+        });
+        clients.set(key, client);
+      }
+      return client;
+    },
+  };
+}
+
+/**
+ * The body as the profile's server takes it: the workflow's text when it needs nothing else (no parse,
+ * no copy of a long transcript), otherwise the request adapted and written again.
+ */
+function wireBody(request: LlmRequest, text: string | undefined, profile: ProviderProfile): string {
+  if (text === undefined) return JSON.stringify(adaptRequest(request, profile));
+  // The fields beside the messages are parsed already; the messages change only where content is null.
+  const fieldsChange = adaptRequest(request, profile) !== request;
+  const messagesChange = profile.toolCallOnlyContent !== null && text.includes('"content":null');
+  if (!fieldsChange && !messagesChange) return text;
+  return JSON.stringify(adaptRequest(JSON.parse(text) as LlmRequest, profile));
+}
+
+/** The reply's size in characters: its text and its calls' names and arguments. */
+function replyChars(reply: Reply): number {
+  return reply.toolCalls.reduce(
+    (total, call) => total + call.function.name.length + call.function.arguments.length,
+    reply.content.length,
+  );
 }
 
 /** The workflow's compiled request; failing to get it is not the provider's fault. */
@@ -256,12 +337,13 @@ async function plainReply(client: OpenAI, request: LlmRequest, options: SendOpti
   if (!choice.finish_reason) throw incompleteReply('the reply has no finish_reason');
   const message = (choice?.message ?? {}) as {
     content?: string | null;
+    refusal?: string | null;
     tool_calls?: ToolCall[];
     reasoning_details?: JsonValue[];
   };
   const usage = completion.usage;
   return {
-    content: message.content ?? '',
+    content: message.content || message.refusal || '',
     toolCalls: (message.tool_calls ?? [])
       .filter((call) => call.id && call.function?.name)
       .map((call) => ({ ...call, type: call.type ?? 'function' })),

@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import { carriedFailure, failure, FailureType } from '../common';
-import { parseContextOverflow, saysContextTooLong } from '../runtime';
+import { parseContextOverflow, saysContextTooLong, type AttemptFailure } from '../runtime';
 
 /**
  * Classifies provider failures once, at the activity edge. Unavailability (429, 5xx, 408, 409, network
@@ -30,6 +30,55 @@ export function incompleteReply(what: string): ApplicationFailure {
     retryable: true,
   });
 }
+
+/**
+ * A "successful" reply with no text, no tool calls and no refusal (a proxy that turned an upstream error
+ * into an empty `stop`): not an answer. Retried; the same empty reply again and again ends the call.
+ */
+export function emptyReply(): ApplicationFailure {
+  return incompleteReply('the reply is empty (no content, no tool calls, no refusal)');
+}
+
+/** The attempt that answers the same deterministic failure this many times in a row is not retried. */
+export const SAME_FAILURE_LIMIT = 3;
+
+/**
+ * One failed attempt, classified, and what its heartbeat records for the next attempt. A failure that
+ * may be deterministic (a 500, not a gateway's 502 to 504, or an empty reply) and that came back with the
+ * same message `SAME_FAILURE_LIMIT` times in a row ends the call: retrying for the whole retry budget
+ * cannot change the server's mind. A 5xx whose body is a request validation error ends it at once.
+ */
+export function classifyAttempt(
+  error: unknown,
+  previous: AttemptFailure | undefined,
+): { failure: ApplicationFailure; record: AttemptFailure } {
+  const classified = classifyProviderError(error);
+  const type = classified.type ?? 'Error';
+  const repeatable = !classified.nonRetryable && mayBeDeterministic(error, classified);
+  const repeats =
+    repeatable && previous?.type === type && previous.message === classified.message ? (previous.repeats ?? 1) + 1 : 1;
+  const record = { type, message: classified.message, ...(repeatable ? { repeats } : {}) };
+  if (repeats < SAME_FAILURE_LIMIT) return { failure: classified, record };
+  const empty = classified.message === emptyReply().message;
+  const ended = failure(
+    empty ? FailureType.ProviderEmptyReply : FailureType.ProviderRejected,
+    `${classified.message} (the same answer ${repeats} times in a row: retrying cannot help)`,
+  );
+  return { failure: ended, record: { ...record, type: ended.type!, message: ended.message } };
+}
+
+function mayBeDeterministic(error: unknown, classified: ApplicationFailure): boolean {
+  if (error instanceof OpenAI.APIError && error.status !== undefined)
+    return error.status >= 500 && ![502, 503, 504].includes(error.status);
+  return classified.message === emptyReply().message;
+}
+
+/**
+ * Validation errors some servers answer with a 5xx (llama-cpp-python's pydantic checks, LiteLLM's
+ * template errors): the request itself is wrong, and sending it again gives the same answer.
+ */
+const VALIDATION_MESSAGE =
+  /validation errors? for|input should be|field required|unprocessable|is not of type|extra inputs are not permitted|jinja|template error/i;
 
 /**
  * An error the provider sent inside a stream (`data: {"error": ...}`) has no HTTP status: its code and
@@ -65,6 +114,11 @@ function classifyStatus(error: InstanceType<typeof OpenAI.APIError>): Applicatio
       nextRetryDelay: delay,
     });
   }
+  if (status >= 500 && VALIDATION_MESSAGE.test(detail))
+    return failure(
+      FailureType.ProviderRejected,
+      `provider rejected the request (${status}, a validation error: retrying cannot help): ${detail}`,
+    );
   if (status >= 500 || status === 408 || status === 409) {
     const delay = retryAfterMs(error.headers);
     return failure(FailureType.ProviderUnavailable, `provider error (${status}): ${detail}`, {

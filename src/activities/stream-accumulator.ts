@@ -23,6 +23,8 @@ export interface StreamChunk {
   choices?: Array<{
     delta?: {
       content?: string | null;
+      /** A model's refusal (OpenAI): its text is the reply's. */
+      refusal?: string | null;
       tool_calls?: Array<{
         index?: number;
         id?: string;
@@ -55,9 +57,10 @@ export class StreamAccumulator {
       if (choice.finish_reason) this.finishReason = choice.finish_reason;
       const delta = choice.delta;
       if (!delta) continue;
-      if (typeof delta.content === 'string' && delta.content !== '') {
-        this.content += delta.content;
-        this.onText(delta.content);
+      for (const text of [delta.content, delta.refusal]) {
+        if (typeof text !== 'string' || text === '') continue;
+        this.content += text;
+        this.onText(text);
       }
       if (Array.isArray(delta.reasoning_details)) this.reasoningDetails.push(...delta.reasoning_details);
       for (const piece of delta.tool_calls ?? []) this.addFragment(piece);

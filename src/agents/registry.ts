@@ -104,7 +104,7 @@ export class AgentRegistry {
       const flag = this.tools.get(toolName)!.needsApproval;
       return agent.needs_approval.includes(toolName) || (flag !== undefined && flag !== false);
     });
-    const model = agent.model ?? defaultModel;
+    const model = agent.model ?? agent.provider?.model ?? defaultModel;
     // The window: the agent's own setting, else the worker's PATCHLOOP_MODEL_WINDOWS, else the table.
     const window = agent.context.window_tokens ?? modelWindow(model, MODEL_WINDOWS, modelWindows);
     // A tail the agent set larger than a table's window is cut to fit it (keepRecentTokens), not refused.

@@ -18,7 +18,9 @@ export function describeEvent(event: RunEvent): string | null {
       return `  model call ${event.llm_call} (${event.message_count} messages${event.with_tools ? '' : ', no tools'})`;
     case 'llm_call_end': {
       const calls = event.tool_calls.map((call) => call.name).join(', ');
-      const tokens = event.usage ? `, ${event.usage.total_tokens} tokens` : '';
+      const tokens = event.usage
+        ? `, ${event.usage.estimated ? '~' : ''}${event.usage.total_tokens} tokens${event.usage.estimated ? ' (estimated)' : ''}`
+        : '';
       const what =
         event.outcome === 'refused'
           ? 'refused by the provider: the context is too long'

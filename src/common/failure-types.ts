@@ -17,6 +17,8 @@ export const FailureType = {
   ProviderRejected: 'ProviderRejected',
   ProviderAuthFailed: 'ProviderAuthFailed',
   ProviderQuotaExceeded: 'ProviderQuotaExceeded',
+  // The provider answered with nothing (no text, no tool calls, no refusal), again and again.
+  ProviderEmptyReply: 'ProviderEmptyReply',
   ContextTooLong: 'ContextTooLong',
   InvalidLlmRequest: 'InvalidLlmRequest',
   // The LLM activity could not load its request from the workflow (retried: the run is busy or moved on).
@@ -67,6 +69,7 @@ export const NON_RETRYABLE_PROVIDER_ERRORS: FailureType[] = [
   FailureType.ProviderRejected,
   FailureType.ProviderAuthFailed,
   FailureType.ProviderQuotaExceeded,
+  FailureType.ProviderEmptyReply,
   FailureType.ContextTooLong,
   FailureType.InvalidLlmRequest,
 ];

@@ -47,6 +47,12 @@ export interface PatchloopConfig {
   taskQueue: string;
   openaiBaseUrl: string | undefined;
   openaiApiKey: string | undefined;
+  /**
+   * PATCHLOOP_PROVIDER_PROFILE and PATCHLOOP_PROVIDER_API: the worker's provider kind and wire format
+   * (checked against the runtime's choices when a worker starts).
+   */
+  providerProfile?: string;
+  providerApi?: string;
   model: string;
   /** `PATCHLOOP_MODEL_WINDOWS`: context windows (tokens) by model name, beside patchloop's table. */
   modelWindows: Record<string, number>;
@@ -127,6 +133,8 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Pat
     taskQueue: env['PATCHLOOP_TASK_QUEUE'] || 'patchloop',
     openaiBaseUrl: env['OPENAI_BASE_URL'] || undefined,
     openaiApiKey: env['OPENAI_API_KEY'] || undefined,
+    ...(env['PATCHLOOP_PROVIDER_PROFILE'] ? { providerProfile: env['PATCHLOOP_PROVIDER_PROFILE'] } : {}),
+    ...(env['PATCHLOOP_PROVIDER_API'] ? { providerApi: env['PATCHLOOP_PROVIDER_API'] } : {}),
     model: env['PATCHLOOP_MODEL'] || 'gpt-4o-mini',
     modelWindows: parseModelWindows(env['PATCHLOOP_MODEL_WINDOWS'] ?? ''),
     stickyQueueTimeout: env['PATCHLOOP_STICKY_QUEUE_TIMEOUT'] || undefined,

@@ -3,6 +3,7 @@ import { JsonObject } from '../context';
 import { sharedSchema } from '../context/shared-schema';
 import { ContextSettings } from './context-settings';
 import { BudgetSettings } from './budget';
+import { ProviderSelection } from './provider';
 
 /** Timeouts and retry budgets of an agent's phases. Seconds, so agent files stay readable JSON. */
 export const AgentLimits = sharedSchema('runtime/agent#AgentLimits', () =>
@@ -66,8 +67,10 @@ export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () 
   z.strictObject({
     name: z.string().min(1),
     instructions: z.string(),
-    /** Provider model; defaults to the worker's PATCHLOOP_MODEL. */
+    /** Provider model; defaults to the provider's `model`, then the worker's PATCHLOOP_MODEL. */
     model: z.string().min(1).optional(),
+    /** The model server and its kind (profile, wire format); the worker's environment gives what is left out. */
+    provider: ProviderSelection.optional(),
     /** Names of registered tools. */
     tools: z.array(z.string().min(1)).default([]),
     /** Tools (of `tools`) whose calls wait for a person's decision before they run (the `approve` update). */

@@ -19,3 +19,4 @@ export * from './context-overflow';
 export * from './compaction';
 export * from './model-windows';
 export * from './budget';
+export * from './provider';

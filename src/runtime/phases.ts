@@ -9,6 +9,7 @@ import {
   type ToolCall,
 } from '../context';
 import { AgentSpec } from './agent';
+import { ProviderSelection } from './provider';
 import { TokenUsage } from './usage';
 import { sharedSchema } from '../context/shared-schema';
 
@@ -40,6 +41,8 @@ export const LlmPhaseInput = sharedSchema('runtime/phases#LlmPhaseInput', () =>
     request: LlmRequest.optional(),
     /** A typed LLM function whose output schema checks a final reply. */
     output_check: z.string().optional(),
+    /** The agent's provider choices (the worker's defaults fill the rest); absent: the worker's provider. */
+    provider: ProviderSelection.optional(),
     /** `compaction`: a call that writes the context's summary (its own span; not the next request's prefix). */
     purpose: z.enum(['compaction']).optional(),
   }),
@@ -184,7 +187,12 @@ export type ToolBatchCheckpoint = z.infer<typeof ToolBatchCheckpoint>;
  * heartbeat details, and the run still reports the provider's error.
  */
 export const AttemptFailure = sharedSchema('runtime/phases#AttemptFailure', () =>
-  z.object({ type: z.string(), message: z.string() }),
+  z.object({
+    type: z.string(),
+    message: z.string(),
+    /** How many attempts in a row failed with this very message (a deterministic error repeats). */
+    repeats: z.number().int().positive().optional(),
+  }),
 );
 export type AttemptFailure = z.infer<typeof AttemptFailure>;
 

@@ -9,6 +9,11 @@ export const TokenUsage = sharedSchema('runtime/usage#TokenUsage', () =>
     total_tokens: z.number(),
     /** Of `prompt_tokens`, those the provider served from its prompt cache (when it says). */
     cached_prompt_tokens: z.number().optional(),
+    /**
+     * The server sent no usage: counted from the characters at 1 token per 3 (`CHARS_PER_TOKEN`), so
+     * budgets and context decisions still work. A sum is estimated when any part of it was.
+     */
+    estimated: z.literal(true).optional(),
   }),
 );
 export type TokenUsage = z.infer<typeof TokenUsage>;
@@ -26,7 +31,15 @@ export function addUsage(total: TokenUsage | null, usage: TokenUsage | null | un
     completion_tokens: total.completion_tokens + usage.completion_tokens,
     total_tokens: total.total_tokens + usage.total_tokens,
     ...cached,
+    ...(total.estimated || usage.estimated ? { estimated: true as const } : {}),
   };
+}
+
+/** Usage counted from characters, for a reply whose server sent none (`estimated`). */
+export function estimatedUsage(promptChars: number, completionChars: number, charsPerToken: number): TokenUsage {
+  const prompt = Math.ceil(promptChars / charsPerToken);
+  const completion = Math.ceil(completionChars / charsPerToken);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, estimated: true };
 }
 
 /** A provider's `usage` object (chat completions, streamed or not) as patchloop records it. */

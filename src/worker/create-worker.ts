@@ -1,6 +1,6 @@
 import { type BundleOptions, type NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { getHeapStatistics } from 'node:v8';
-import { createActivities, SecretRedactor } from '../activities';
+import { createActivities, SecretRedactor, type ProviderSettings } from '../activities';
 import { bundleInChildProcess } from './bundle';
 import { sourceFile } from './source-file';
 import { redactionInterceptor } from './redaction';
@@ -10,7 +10,7 @@ import { patchloopDataConverter } from '../storage/data-converter';
 import { AgentRegistry } from '../agents/registry';
 import { assistantAgent } from '../agents/assistant';
 import { exampleTools } from '../tools/examples';
-import type { AgentDefinitionInput } from '../runtime';
+import { ProviderApi, ProviderProfileName, type AgentDefinition, type AgentDefinitionInput } from '../runtime';
 import type { Tool } from '../tools/define-tool';
 import type { LlmFunction } from '../functions/define-llm-function';
 import { exampleFunctions } from '../functions/examples';
@@ -53,9 +53,39 @@ export interface PatchloopWorkerOptions {
   workerOptions?: Partial<WorkerOptions>;
 }
 
-/** What must never leave the worker: the configured provider key, and anything shaped like one. */
-export function workerRedactor(config: Pick<PatchloopConfig, 'openaiApiKey'>): SecretRedactor {
-  return new SecretRedactor([config.openaiApiKey]);
+/**
+ * What must never leave the worker: the configured provider key, the keys agents' providers read from
+ * the environment, and anything shaped like one.
+ */
+export function workerRedactor(
+  config: Pick<PatchloopConfig, 'openaiApiKey'>,
+  agents: readonly AgentDefinition[] = [],
+  environment: NodeJS.ProcessEnv = process.env,
+): SecretRedactor {
+  const agentKeys = agents.flatMap((agent) => {
+    const name = agent.provider?.api_key_env;
+    return name ? [environment[name]] : [];
+  });
+  return new SecretRedactor([config.openaiApiKey, ...agentKeys]);
+}
+
+/** The worker's provider, every agent's default; a profile or wire format that names none is refused. */
+function workerProvider(config: PatchloopConfig): ProviderSettings {
+  const choice = <T extends string>(name: string, value: string | undefined, choices: readonly T[]): T | undefined => {
+    if (value === undefined) return undefined;
+    if (!(choices as readonly string[]).includes(value))
+      throw new ConfigurationError(`${name} must be one of ${choices.join(', ')}, not '${value}'`);
+    return value as T;
+  };
+  const profile = choice('PATCHLOOP_PROVIDER_PROFILE', config.providerProfile, ProviderProfileName.options);
+  const api = choice('PATCHLOOP_PROVIDER_API', config.providerApi, ProviderApi.options);
+  return {
+    baseURL: config.openaiBaseUrl,
+    apiKey: config.openaiApiKey,
+    ...(profile ? { profile } : {}),
+    ...(api ? { api } : {}),
+    timeoutMs: 10 * 60 * 1000,
+  };
 }
 
 function withoutInterceptors(options: Partial<WorkerOptions> | undefined): Partial<WorkerOptions> {
@@ -193,7 +223,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     if (Date.now() - lastCheck.at > 60_000) lastCheck = { at: Date.now(), available: (await check()).available };
     return lastCheck.available;
   };
-  const redactor = workerRedactor(config);
+  const redactor = workerRedactor(config, registry.definitions);
   const transport = config.redis
     ? new RedisChunkTransport(config.redis, { encryption: config.encryption, logger: Runtime.instance().logger })
     : new ChunkHub();
@@ -220,7 +250,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     registry,
     defaultModel: config.model,
     modelWindows: config.modelWindows,
-    provider: { baseURL: config.openaiBaseUrl, apiKey: config.openaiApiKey, timeoutMs: 10 * 60 * 1000 },
+    provider: workerProvider(config),
     chunks: { transport, url: stream.url, tokens },
     redactor,
     payloadsByReference: config.payloadStorage.kind !== 'off',

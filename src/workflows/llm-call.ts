@@ -22,6 +22,7 @@ export async function callLlmPhase(
       loop.activities.llmPhase(
         {
           agent: loop.agent.name,
+          ...(loop.agent.provider ? { provider: loop.agent.provider } : {}),
           ...input,
           digest: run.request!.digest,
           ...(loop.options.transport === 'inline' ? { request: request as LlmPhaseInput['request'] } : {}),

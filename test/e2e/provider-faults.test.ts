@@ -8,6 +8,7 @@ import type { FakeStep } from '../../src/fake-model/steps';
 import type { StreamEvent } from '../../src/streaming/chunk';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { recordHistory } from '../support/wait';
+import { runCli } from '../support/cli';
 
 let world: TestWorld | undefined;
 afterEach(async () => {
@@ -255,5 +256,37 @@ describe('retry budgets that fit a durable run', () => {
     expect(defaultPayloadConverter.fromPayload(details!)).toMatchObject({
       last_failure: { type: 'ProviderUnavailable', message: 'provider error (503): upstream down' },
     });
+  });
+});
+
+describe('a call that keeps failing says why while it retries', () => {
+  it("show names the provider's last error and the attempt; --json has it too", async () => {
+    world = await startWorld({
+      fake: {
+        script: [
+          failWith(503, { message: 'upstream busy' }),
+          failWith(503, { message: 'upstream busy' }),
+          { kind: 'hang', chunks: ['still '] },
+        ],
+      },
+      agents: [{ name: 'plain', instructions: 'Answer.', tools: [] }],
+    });
+    const run = await world.client.start({ agent: 'plain', input: 'hi' });
+    await world.fake.waitForRequests(3);
+    const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
+    const show = await runCli(['show', run.workflowId], env);
+    expect(show.stdout).toContain(
+      'retrying: llmPhase, attempt 3; last error: ProviderUnavailable: provider error (503): upstream busy',
+    );
+    const json = JSON.parse((await runCli(['show', run.workflowId, '--json'], env)).stdout) as { retrying: unknown };
+    expect(json.retrying).toEqual([
+      {
+        activity: 'llmPhase',
+        attempt: 3,
+        last_failure: { type: 'ProviderUnavailable', message: 'provider error (503): upstream busy' },
+      },
+    ]);
+    await run.abort('done');
+    expect((await run.result()).status).toBe('aborted');
   });
 });

@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { classifyProviderError, retryAfterMs } from '../../src/activities/provider-errors';
+import { classifyAttempt, classifyProviderError, emptyReply, retryAfterMs } from '../../src/activities/provider-errors';
 
 const apiError = (
   status: number,
@@ -112,5 +112,53 @@ describe('provider error classification', () => {
       const failure = classifyProviderError(streamed(error));
       expect([error.message, failure.type, failure.nonRetryable]).toEqual([error.message, type, nonRetryable]);
     }
+  });
+});
+
+describe('failures retrying cannot fix', () => {
+  /** The attempts of one call: each classified with what the previous one recorded. */
+  const attempts = (errors: unknown[]) => {
+    let previous: ReturnType<typeof classifyAttempt>['record'] | undefined;
+    return errors.map((error) => {
+      const { failure, record } = classifyAttempt(error, previous);
+      previous = record;
+      return [failure.type, failure.nonRetryable];
+    });
+  };
+
+  it('a 500 whose body is a validation error is a rejection at once, with the server message', () => {
+    const body = "7 validation errors:\n  {'type': 'string_type', 'msg': 'Input should be a valid string'}";
+    const { failure } = classifyAttempt(apiError(500, body), undefined);
+    expect([failure.type, failure.nonRetryable]).toEqual(['ProviderRejected', true]);
+    expect(failure.message).toContain('Input should be a valid string');
+  });
+
+  it('the same 500 three times in a row ends the call; a different one in between starts the count again', () => {
+    const same = () => apiError(500, "'dict object' has no attribute 'content'");
+    expect(attempts([same(), same(), same()])).toEqual([
+      ['ProviderUnavailable', false],
+      ['ProviderUnavailable', false],
+      ['ProviderRejected', true],
+    ]);
+    expect(attempts([same(), same(), apiError(500, 'other'), same(), same()]).at(-1)).toEqual([
+      'ProviderUnavailable',
+      false,
+    ]);
+  });
+
+  it("a gateway's 502 to 504 is an outage however often it repeats", () => {
+    for (const status of [502, 503, 504])
+      expect(attempts(Array.from({ length: 5 }, () => apiError(status, 'bad gateway'))).at(-1)).toEqual([
+        'ProviderUnavailable',
+        false,
+      ]);
+  });
+
+  it('an empty reply is retried, and the third in a row fails as ProviderEmptyReply', () => {
+    expect(attempts([emptyReply(), emptyReply(), emptyReply()])).toEqual([
+      ['ProviderStreamIncomplete', false],
+      ['ProviderStreamIncomplete', false],
+      ['ProviderEmptyReply', true],
+    ]);
   });
 });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { WorkflowExecutionDescription } from '@temporalio/client';
 import type { Message } from '../../context';
 import type { AgentRunResult, RunEvent, RunStatus } from '../../runtime';
 import { askApproval, terminalAsker } from './approvals';
@@ -65,7 +66,7 @@ export function printOutcome(result: AgentRunResult, print: Print): void {
     );
   if (result.usage)
     print(
-      `usage: ${result.usage.prompt_tokens} prompt + ${result.usage.completion_tokens} completion = ${result.usage.total_tokens} tokens`,
+      `usage: ${result.usage.prompt_tokens} prompt + ${result.usage.completion_tokens} completion = ${result.usage.total_tokens} tokens${result.usage.estimated ? ' (estimated from characters: the server sent no usage for some calls)' : ''}`,
     );
 }
 
@@ -111,7 +112,15 @@ export async function showCommand(client: PatchloopClient, args: string[], print
   const failed = failure
     ? { type: (failure as { type?: string }).type ?? failure.name, message: failure.message }
     : undefined;
-  if (values.json) return { workflow_id: id, status, ...(failed ? { failure: failed } : {}), transcript };
+  const retrying = retryingPhases(description);
+  if (values.json)
+    return {
+      workflow_id: id,
+      status,
+      ...(failed ? { failure: failed } : {}),
+      ...(retrying.length > 0 ? { retrying } : {}),
+      transcript,
+    };
   print(
     `${description.type} ${id}: ${status?.state ?? description.status.name.toLowerCase()}` +
       (status
@@ -128,6 +137,10 @@ export async function showCommand(client: PatchloopClient, args: string[], print
     );
   if (failed) print(`failed: ${failed.type}: ${failed.message}`);
   if (now) print(`now: ${now}`);
+  for (const phase of retrying)
+    print(
+      `retrying: ${phase.activity}, attempt ${phase.attempt}; last error: ${phase.last_failure.type}: ${phase.last_failure.message}`,
+    );
   for (const pending of status?.pending_approvals ?? [])
     print(
       `waiting for approval: ${pending.tool_name} ${JSON.stringify(pending.arguments)} (call ${pending.tool_call_id})`,
@@ -135,6 +148,24 @@ export async function showCommand(client: PatchloopClient, args: string[], print
   print(`history: ${description.historyLength} events, ${description.historySize ?? 0} bytes`);
   for (const line of transcriptLines(transcript ?? [])) print(line);
   return undefined;
+}
+
+/**
+ * Phases that failed and are being tried again (a provider error while a model call retries): the
+ * server's record of each pending activity's last failure, which the workflow itself cannot see.
+ */
+function retryingPhases(description: WorkflowExecutionDescription) {
+  return (description.raw.pendingActivities ?? []).flatMap((activity) => {
+    const failure = activity.lastFailure;
+    if (!failure?.message || (activity.attempt ?? 1) < 2) return [];
+    return [
+      {
+        activity: activity.activityType?.name ?? 'activity',
+        attempt: activity.attempt ?? 1,
+        last_failure: { type: failure.applicationFailureInfo?.type || 'Error', message: failure.message },
+      },
+    ];
+  });
 }
 
 /** The workflow's own account of what it is doing (Temporal's current details). */
