@@ -24,11 +24,14 @@ import type { Tool } from '../../tools/define-tool';
 import { prometheusTelemetry, startHeapGauges } from '../../worker/metrics';
 import { CliError, temporalUnreachable } from '../errors';
 import { parseCommand } from '../arguments';
+import { onParentExit } from '../parent-exit';
 import { WORKER_SYNTAX } from '../syntax';
 
 /**
  * Runs a worker until SIGINT/SIGTERM, then shuts down gracefully (Temporal's runtime handles the
  * signals): running activities are cancelled as a shutdown, so their phases retry on another worker.
+ * A second signal ends the process at once (the runtime stops handling them after the first). Started
+ * through a package manager, the worker also stops when the manager's wrapper exits.
  */
 export async function workerCommand(args: string[], print: (line: string) => void): Promise<undefined> {
   const { values } = parseCommand(args, WORKER_SYNTAX);
@@ -66,6 +69,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
     ...(metricsAddress ? { telemetryOptions: metricsOrUsageError(metricsAddress) } : {}),
   });
   const stopHeapGauges = metricsAddress ? startHeapGauges(Runtime.instance().metricMeter) : undefined;
+  const stopWatchingParent = process.env['npm_lifecycle_event'] ? stopWithWrapper(print) : undefined;
   const agents = values.agents
     ? z.array(AgentDefinition).parse(JSON.parse(await readFile(values.agents, 'utf8')))
     : [assistantAgent, carefulAssistantAgent];
@@ -116,12 +120,29 @@ export async function workerCommand(args: string[], print: (line: string) => voi
     await worker.run();
     print('worker stopped');
   } finally {
+    stopWatchingParent?.();
     stopHeapGauges?.();
     await connection.close();
     await fake?.close();
     await tracing?.shutdown();
   }
   return undefined;
+}
+
+/**
+ * A package manager (npx, npm run: they set npm_lifecycle_event) runs this process under its shell
+ * (npm -> sh -c -> node), and a signal sent to the manager stops the manager only: npm passes SIGTERM
+ * to its shell, which dies of it without passing it on (dash), and the worker, re-parented, would keep
+ * polling. So the wrapper exiting stops the worker as the SIGTERM it did not forward would have:
+ * emitted to the runtime's handler, as Node does for a real signal, and to nothing once a signal has
+ * already started the shutdown (the runtime has removed its handler then). Only under a package
+ * manager: a worker started in the background from a shell (`nohup patchloop worker &`) is re-parented
+ * when that shell exits, and keeps running as it was asked to.
+ */
+function stopWithWrapper(print: (line: string) => void): () => void {
+  return onParentExit(() => {
+    if (process.emit('SIGTERM', 'SIGTERM')) print('the process that started this worker exited: stopping');
+  });
 }
 
 /** A configuration the worker refuses (an agent's tools, routing, a bundle file) is the user's to fix: no stack. */
