@@ -114,3 +114,21 @@ export function adaptRequest<T extends Record<string, unknown>>(request: T, prof
   if (dropStreamOptions) delete adapted['stream_options'];
   return adapted as T;
 }
+
+/**
+ * Agents whose provider names a key variable the worker's environment does not set: the worker refuses
+ * to start with them (a call would fail `ProviderAuthFailed` otherwise, run after run).
+ */
+export function missingProviderKeys(
+  agents: ReadonlyArray<{ name: string; provider?: ProviderSelection | undefined }>,
+  environment: Readonly<Record<string, string | undefined>>,
+): string[] {
+  return agents.flatMap((agent) => {
+    const name = agent.provider?.api_key_env;
+    return name && !environment[name]
+      ? [
+          `agent '${agent.name}' reads its provider's API key from ${name}, which this worker's environment does not set`,
+        ]
+      : [];
+  });
+}

@@ -10,7 +10,13 @@ import { patchloopDataConverter } from '../storage/data-converter';
 import { AgentRegistry } from '../agents/registry';
 import { assistantAgent } from '../agents/assistant';
 import { exampleTools } from '../tools/examples';
-import { ProviderApi, ProviderProfileName, type AgentDefinition, type AgentDefinitionInput } from '../runtime';
+import {
+  missingProviderKeys,
+  ProviderApi,
+  ProviderProfileName,
+  type AgentDefinition,
+  type AgentDefinitionInput,
+} from '../runtime';
 import type { Tool } from '../tools/define-tool';
 import type { LlmFunction } from '../functions/define-llm-function';
 import { exampleFunctions } from '../functions/examples';
@@ -198,6 +204,8 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     options.agents ?? [assistantAgent],
     options.functions ?? exampleFunctions,
   );
+  const missingKeys = options.toolsOnly ? [] : missingProviderKeys(registry.definitions, process.env);
+  if (missingKeys.length > 0) throw new ConfigurationError(missingKeys.join('; '));
   if (options.toolsOnly) {
     const routed = registry.definitions.flatMap((agent) =>
       Object.entries(registry.taskQueues(agent)).flatMap(([tool, queue]) => (queue === config.taskQueue ? [tool] : [])),

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { adaptRequest, PROVIDER_PROFILES, resolveProvider, AgentDefinition } from '../../src/runtime';
+import {
+  adaptRequest,
+  AgentDefinition,
+  missingProviderKeys,
+  PROVIDER_PROFILES,
+  resolveProvider,
+} from '../../src/runtime';
 
 const call = { id: 'c1', type: 'function', function: { name: 'add', arguments: '{"a":1,"b":2}' } };
 const request = {
@@ -70,5 +76,16 @@ describe('provider profiles: the request as each server takes it', () => {
     );
     expect(agent({ profile: 'llamacpp' }).success).toBe(false);
     expect(agent({ base_url: 'file:///etc/passwd' }).success).toBe(false);
+  });
+
+  it('a worker refuses agents whose key variable it does not have, naming both', () => {
+    const agents = [
+      { name: 'local', provider: { profile: 'llama-cpp' as const } },
+      { name: 'hosted', provider: { api_key_env: 'HOSTED_KEY' } },
+    ];
+    expect(missingProviderKeys(agents, {})).toEqual([
+      "agent 'hosted' reads its provider's API key from HOSTED_KEY, which this worker's environment does not set",
+    ]);
+    expect(missingProviderKeys(agents, { HOSTED_KEY: 'k' })).toEqual([]);
   });
 });
