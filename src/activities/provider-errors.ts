@@ -117,7 +117,7 @@ function classifyStatus(error: InstanceType<typeof OpenAI.APIError>): Applicatio
   if (status >= 500 && VALIDATION_MESSAGE.test(detail))
     return failure(
       FailureType.ProviderRejected,
-      `provider rejected the request (${status}, a validation error: retrying cannot help): ${detail}`,
+      `provider rejected the request (${status}, a validation error: retrying cannot help): ${detail}. If this server is not OpenAI's, name its kind in the agent's provider.profile or PATCHLOOP_PROVIDER_PROFILE (llama-cpp, vllm, ollama, litellm, generic).`,
     );
   if (status >= 500 || status === 408 || status === 409) {
     const delay = retryAfterMs(error.headers);
