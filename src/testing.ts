@@ -1,7 +1,8 @@
 /**
  * `patchloop/testing`: a real OpenAI-compatible HTTP server answering from a script, for tests of
- * agents and tools. Point the worker's `OPENAI_BASE_URL` at `fake.url`; every request body is recorded,
- * and an unscripted call or a leftover step fails `assertDone()`. Steps can break the way providers do
+ * agents and tools (Chat Completions, and the Responses API from the same steps). Point the worker's
+ * `OPENAI_BASE_URL` at `fake.url`; every request body is recorded, and an unscripted call or a leftover
+ * step fails `assertDone()`. Steps can break the way providers do
  * (`fault`: connection resets, streams without a finish reason, junk lines; errors with any status).
  */
 export {
@@ -18,6 +19,7 @@ export {
   type FakeDrop,
   type FakeError,
   type FakeHang,
+  type FakeReasoning,
   type FakeReply,
   type FakeStep,
   type FakeToolCall,

@@ -1,7 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { SpanKind, type Span } from '@opentelemetry/api';
 import { ApplicationFailure } from '@temporalio/common';
-import { createParser } from 'eventsource-parser';
 import OpenAI from 'openai';
 import type { JsonValue, Mutation, ToolCall } from '../context';
 import {
@@ -20,7 +19,6 @@ import {
   type ProviderProfile,
   type ProviderProfileName,
   type ResolvedProvider,
-  type TokenUsage,
 } from '../runtime';
 import type { AgentRegistry } from '../agents/registry';
 import type { ChunkTransport } from '../streaming/chunk';
@@ -29,6 +27,11 @@ import { cancellationError, isUserAbort, startHeartbeat } from './activity-conte
 import { inGenAiSpan } from './gen-ai-spans';
 import { classifyAttempt, emptyReply, incompleteReply } from './provider-errors';
 import { loadRequest, runKey, type LoadedRequest, type RequestCache } from './request-source';
+import { BodyObserver } from './body-observer';
+import { ReasoningMemory } from './reasoning-memory';
+import type { Reply, SendOptions } from './reply';
+import { plainResponses, streamResponses } from './responses-call';
+import { responsesBody } from './responses-request';
 import { StreamAccumulator, type ArgumentsDelta, type StreamChunk } from './stream-accumulator';
 import { failure, FailureType } from '../common';
 
@@ -53,18 +56,9 @@ export interface ChunkSink {
   tokens: StreamTokens;
 }
 
-interface Reply {
-  /** The reply's text; a refusal's text when the model refused. */
-  content: string;
-  toolCalls: ToolCall[];
-  reasoningDetails: JsonValue[];
-  usage: TokenUsage | null;
-  finishReason: string | null;
-  streamed: boolean;
-}
-
 /**
- * The LLM phase: one chat completion, streamed when the request says so. Returns the phase's patches
+ * The LLM phase: one chat completion (or, for a provider whose `api` is `responses`, one Responses API
+ * call, `responses-call.ts`), streamed when the request says so. Returns the phase's patches
  * (spec 7.4). A reply counts only when it is complete: a finish reason, `[DONE]` when streamed, no
  * transport error and no undecodable data. Anything else fails the attempt (retryable) and none of its
  * text reaches the transcript. On a user abort it returns `[AssistantTruncatedMutation]` with the text
@@ -77,6 +71,8 @@ export function createLlmPhase(
   chunks?: ChunkSink,
 ) {
   const clients = providerClients(settings);
+  // The Responses API's reasoning items of this worker's tool-calling replies, sent back next turn.
+  const reasoning = new ReasoningMemory();
 
   return function llmPhase(input: LlmPhaseInput): Promise<LlmPhaseResult> {
     return inGenAiSpan('chat', { 'gen_ai.operation.name': 'chat' }, (span) => phase(input, span), SpanKind.CLIENT);
@@ -104,10 +100,13 @@ export function createLlmPhase(
     });
     const stopHeartbeat = startHeartbeat(context, details);
     const signal = context.cancellationSignal;
+    const workflowId = context.info.workflowExecution?.workflowId ?? '';
     let reply: Reply;
+    let api: ProviderApi = 'chat_completions';
     let requestChars = 0;
     try {
       const provider = clients.resolve(input);
+      api = provider.api;
       const profile = PROVIDER_PROFILES[provider.profile];
       const client = clients.client(provider);
       const { request, text, chars, charsRead, source } = await loadCompiledRequest(input, cache);
@@ -127,15 +126,24 @@ export function createLlmPhase(
       // One attempt's HTTP timeout stays below the attempt's own start-to-close timeout.
       const timeout = Math.max(1000, Math.min(settings.timeoutMs, context.info.startToCloseTimeoutMs - 5000));
       const attemptClient = client.withOptions({ fetch: observer.fetch, timeout });
-      // The workflow's text is the body, byte for byte, unless the server needs another form of it.
-      const sent = { body: wireBody(request, text, profile), headers: { 'content-type': 'application/json' } };
-      reply = request.stream
-        ? await streamReply(attemptClient, request, { ...sent, signal }, stream, observer)
-        : await plainReply(attemptClient, request, {
-            ...sent,
-            // A summary call that an abort stopped is of no use any more: it ends at once.
-            signal: input.purpose === 'compaction' ? signal : shutdownOnly(context),
-          });
+      if (provider.api === 'responses') {
+        const body = responsesBody(adaptRequest(reasoning.restore(workflowId, fullRequest(request, text)), profile));
+        reply = request.stream
+          ? await streamResponses(attemptClient, body, { signal }, stream, observer)
+          : await plainResponses(attemptClient, body, {
+              signal: input.purpose === 'compaction' ? signal : shutdownOnly(context),
+            });
+      } else {
+        // The workflow's text is the body, byte for byte, unless the server needs another form of it.
+        const sent = { body: wireBody(request, text, profile), headers: { 'content-type': 'application/json' } };
+        reply = request.stream
+          ? await streamReply(attemptClient, request, { ...sent, signal }, stream, observer)
+          : await plainReply(attemptClient, request, {
+              ...sent,
+              // A summary call that an abort stopped is of no use any more: it ends at once.
+              signal: input.purpose === 'compaction' ? signal : shutdownOnly(context),
+            });
+      }
       if (reply.content === '' && reply.toolCalls.length === 0) throw emptyReply();
     } catch (error) {
       // An abort before the first byte throws (APIUserAbortError): that is the abort path, not a failure.
@@ -157,6 +165,7 @@ export function createLlmPhase(
     // A summary call's reply is in no later request: not recorded as what follows the held request (the
     // compacted request after it differs from the held one anyway and is read whole, by digest).
     if (execution && !input.purpose) cache.replied(runKey(execution), result.mutations);
+    if (api === 'responses') reasoning.remember(workflowId, reply.toolCalls, reply.reasoningDetails);
     if (result.usage) {
       span.setAttribute('gen_ai.usage.input_tokens', result.usage.prompt_tokens);
       span.setAttribute('gen_ai.usage.output_tokens', result.usage.completion_tokens);
@@ -229,6 +238,11 @@ function wireBody(request: LlmRequest, text: string | undefined, profile: Provid
   return JSON.stringify(adaptRequest(JSON.parse(text) as LlmRequest, profile));
 }
 
+/** The whole compiled request: its messages are in the workflow's text when that was loaded. */
+function fullRequest(request: LlmRequest, text: string | undefined): LlmRequest {
+  return text === undefined ? request : (JSON.parse(text) as LlmRequest);
+}
+
 /** The reply's size in characters: its text and its calls' names and arguments. */
 function replyChars(reply: Reply): number {
   return reply.toolCalls.reduce(
@@ -260,38 +274,6 @@ function abortPath(
   publisher.end('aborted');
   return abortedResult(stream, started);
 }
-
-/**
- * Watches a response body on its way to the openai client, which ends a stream silently both when
- * `[DONE]` arrives and when the body simply stops: did `[DONE]` arrive, and did the body end cleanly?
- */
-class BodyObserver {
-  sawDone = false;
-  ended = false;
-  readonly fetch = async (url: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const response = await fetch(url, init);
-    if (!response.body) return response;
-    const decoder = new TextDecoder();
-    const parser = createParser({ onEvent: (event) => void (event.data === '[DONE]' && (this.sawDone = true)) });
-    const ended = () => (this.ended = true);
-    const body = response.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          parser.feed(decoder.decode(chunk, { stream: true }));
-          controller.enqueue(chunk);
-        },
-        flush() {
-          parser.feed(decoder.decode());
-          ended();
-        },
-      }),
-    );
-    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
-  };
-}
-
-/** How a request goes out: its abort signal and (when the workflow's text is sent as it is) the body. */
-type SendOptions = { signal: AbortSignal; body?: string; headers?: Record<string, string> };
 
 async function streamReply(
   client: OpenAI,

@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { BodyWriter, pause, sendJson, startStream, writeEvent } from './http';
+import { plainResponse, streamResponse, textDelta, writeResponsesEvent } from './responses';
 import type { FakeReply, FakeStep } from './steps';
 
 export interface RecordedRequest {
@@ -19,6 +21,8 @@ export interface RecordedRequest {
   promptTokens: number;
   /** Set when the request did not fit the window (`windowTokens`) and was answered with a 400. */
   overWindow?: true;
+  /** `responses` for a request to `POST /v1/responses` (its body has `input`, not `messages`). */
+  api?: 'responses';
 }
 
 export interface ChatRequestBody {
@@ -54,8 +58,8 @@ export function promptTokens(bodyChars: number): number {
 }
 
 /**
- * A real OpenAI-compatible HTTP server (`POST /v1/chat/completions`, SSE streaming and plain JSON,
- * tool calls) answering from a script: delays, 429/500 responses, dropped connections, malformed tool
+ * A real OpenAI-compatible HTTP server (`POST /v1/chat/completions`, and `POST /v1/responses` from the
+ * same steps (see `responses.ts`); SSE streaming and plain JSON, tool calls) answering from a script: delays, 429/500 responses, dropped connections, malformed tool
  * arguments. It records every request body. An extra call answers 400 and is reported by `assertDone`,
  * as is a script step that was never used.
  */
@@ -134,7 +138,8 @@ export class FakeModelServer {
   }
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    if (request.method !== 'POST' || !request.url?.endsWith('/chat/completions')) {
+    const responses = request.url?.endsWith('/responses') ?? false;
+    if (request.method !== 'POST' || (!responses && !request.url?.endsWith('/chat/completions'))) {
       sendJson(response, 404, { error: { message: `no route ${request.method} ${request.url}`, type: 'not_found' } });
       return;
     }
@@ -157,6 +162,7 @@ export class FakeModelServer {
       receivedAt: Date.now(),
       chunksWritten: 0,
       promptTokens: promptTokens(chars),
+      ...(responses ? { api: 'responses' as const } : {}),
     });
     for (const waiter of this.waiters.filter((w) => this.requests.length >= w.count)) {
       this.waiters.splice(this.waiters.indexOf(waiter), 1);
@@ -164,7 +170,8 @@ export class FakeModelServer {
     }
     const record = this.requests[index]!;
     const limit = this.windowTokens;
-    const completionTokens = typeof body['max_tokens'] === 'number' ? body['max_tokens'] : 0;
+    const reserved = body['max_tokens'] ?? body['max_output_tokens'];
+    const completionTokens = typeof reserved === 'number' ? reserved : 0;
     if (limit !== undefined && record.promptTokens + completionTokens > limit) {
       record.overWindow = true;
       sendJson(response, 400, contextLengthError(limit, record.promptTokens, completionTokens));
@@ -219,8 +226,7 @@ export class FakeModelServer {
         for (const text of step.chunks) {
           await pause(step.chunkDelayMs ?? 0);
           if (closed()) return;
-          writeEvent(response, chunk(body, { content: text }));
-          record.chunksWritten += 1;
+          this.writeText(response, body, record, text);
         }
         response.socket?.destroy();
         return;
@@ -230,14 +236,19 @@ export class FakeModelServer {
         for (const text of step.chunks ?? []) {
           await pause(step.chunkDelayMs ?? 0);
           if (closed()) return;
-          writeEvent(response, chunk(body, { content: text }));
-          record.chunksWritten += 1;
+          this.writeText(response, body, record, text);
         }
         await new Promise<void>((resolve) => response.on('close', resolve));
         return;
       }
       case 'reply':
-        if (body.stream) await this.stream(step, body, response, closed, record);
+        if (record.api === 'responses') {
+          if (body.stream) await streamResponse(step, body.model, record.promptTokens, response, closed, record);
+          else {
+            await pause(step.firstChunkDelayMs ?? 0);
+            if (!closed()) plainResponse(step, body.model, record.promptTokens, response);
+          }
+        } else if (body.stream) await this.stream(step, body, response, closed, record);
         else {
           await pause(step.firstChunkDelayMs ?? 0);
           if (!closed()) plainReply(response, body, step);
@@ -248,6 +259,13 @@ export class FakeModelServer {
         throw new Error(`unknown step ${JSON.stringify(unreachable)}`);
       }
     }
+  }
+
+  /** One streamed text chunk of a `drop` or `hang` step, in the request's wire format. */
+  private writeText(response: ServerResponse, body: ChatRequestBody, record: RecordedRequest, text: string): void {
+    if (record.api === 'responses') writeResponsesEvent(response, textDelta(text, record.chunksWritten));
+    else writeEvent(response, chunk(body, { content: text }));
+    record.chunksWritten += 1;
   }
 
   private async stream(
@@ -338,44 +356,6 @@ function streamedEvents(
   return events;
 }
 
-/**
- * Writes a response body, counting bytes; with a reset point, writes up to it and then resets the TCP
- * connection (RST), as a network failure mid-body does.
- */
-class BodyWriter {
-  broken = false;
-  private bytes = 0;
-  constructor(
-    private readonly response: ServerResponse,
-    private readonly resetAfterBytes: number | undefined,
-  ) {}
-
-  /** Writes this text, then resets the connection. */
-  resetAfter(text: string): void {
-    this.write(text);
-    this.broken = true;
-    const socket = this.response.socket;
-    setTimeout(() => socket?.resetAndDestroy(), 20);
-  }
-
-  write(text: string): boolean {
-    if (this.broken) return false;
-    const data = Buffer.from(text, 'utf8');
-    if (this.resetAfterBytes !== undefined && this.bytes + data.length > this.resetAfterBytes) {
-      const keep = this.resetAfterBytes - this.bytes;
-      const socket = this.response.socket;
-      this.broken = true;
-      if (keep > 0) this.response.write(data.subarray(0, keep));
-      // Let the kept bytes leave before the reset, so the client really sees a partial body.
-      setTimeout(() => socket?.resetAndDestroy(), 20);
-      return false;
-    }
-    this.bytes += data.length;
-    this.response.write(data);
-    return true;
-  }
-}
-
 function plainReply(response: ServerResponse, body: ChatRequestBody, step: FakeReply): void {
   const fault = step.fault;
   const data = completion(body, step) as Record<string, unknown> & { choices: Array<Record<string, unknown>> };
@@ -457,28 +437,6 @@ function chunk(body: ChatRequestBody, delta: Record<string, unknown>) {
     model: body.model,
     choices: [{ index: 0, delta, finish_reason: null }],
   };
-}
-
-function startStream(response: ServerResponse): void {
-  response.writeHead(200, {
-    'content-type': 'text/event-stream',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-  });
-  response.flushHeaders();
-}
-
-function writeEvent(response: ServerResponse, data: unknown): void {
-  response.write(`data: ${JSON.stringify(data)}\n\n`);
-}
-
-function sendJson(response: ServerResponse, status: number, data: unknown, headers: Record<string, string> = {}): void {
-  response.writeHead(status, { 'content-type': 'application/json', ...headers });
-  response.end(JSON.stringify(data));
-}
-
-function pause(ms: number): Promise<void> {
-  return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
 }
 
 async function readBody(request: IncomingMessage): Promise<string> {

@@ -1,4 +1,4 @@
-/** One scripted answer of the fake model to one chat-completions request. */
+/** One scripted answer of the fake model to one request (Chat Completions or the Responses API). */
 export type FakeStep = FakeReply | FakeError | FakeDrop | FakeHang;
 
 export interface FakeToolCall {
@@ -17,14 +17,26 @@ export interface FakeReply {
   firstChunkDelayMs?: number;
   chunkDelayMs?: number;
   usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null;
+  /**
+   * Reasoning items before the reply's output (Responses API only; a chat reply leaves them out), sent
+   * as `{id, type: 'reasoning', summary: [{type: 'summary_text', text}], encrypted_content}`.
+   */
+  reasoning?: FakeReasoning[];
   /** Break this reply the way real providers and networks do (see `ReplyFault`). */
   fault?: ReplyFault;
+}
+
+export interface FakeReasoning {
+  id: string;
+  summary?: string[];
+  encrypted_content?: string;
 }
 
 /**
  * How a reply breaks. `reset`: the TCP connection is reset (RST) after `afterBytes` bytes of the
  * response body, or (streaming) after `afterChunks` whole events and half of the next. `eof`: the server closes cleanly but leaves out the finish reason, the `[DONE]` line or
- * both (plain replies: no `finish_reason`). `junk`: a data line that is not JSON after `afterChunks`
+ * both (plain replies: no `finish_reason`); on the Responses API, `finish_reason` or `both` leaves out
+ * `response.completed` (plain replies: the status is `in_progress`). `junk`: a data line that is not JSON after `afterChunks`
  * chunks. `no_choices`: a plain reply without `choices`.
  */
 export type ReplyFault =

@@ -57,3 +57,18 @@ export function providerUsage(raw: {
     ...(typeof cached === 'number' && cached > 0 ? { cached_prompt_tokens: cached } : {}),
   };
 }
+
+/** The Responses API's `usage` (input and output tokens) as patchloop records it. */
+export function responsesUsage(raw: {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens?: number | null;
+  input_tokens_details?: { cached_tokens?: number | null } | null;
+}): TokenUsage {
+  return providerUsage({
+    prompt_tokens: raw.input_tokens,
+    completion_tokens: raw.output_tokens,
+    total_tokens: raw.total_tokens ?? raw.input_tokens + raw.output_tokens,
+    prompt_tokens_details: raw.input_tokens_details ?? null,
+  });
+}
