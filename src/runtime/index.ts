@@ -19,3 +19,5 @@ export * from './context-overflow';
 export * from './compaction';
 export * from './model-windows';
 export * from './budget';
+export * from './result-size';
+export * from './transcript-pages';
