@@ -1,3 +1,5 @@
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { temporal } from '@temporalio/proto';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -113,6 +115,38 @@ describe('results every client can read', () => {
     expect(read.transcript.at(-1)).toMatchObject({ role: 'assistant', content: 'I read all 80 pages.' });
     expect(read.transcript).toEqual(result.transcript);
     expect(await run.transcript()).toEqual(result.transcript);
+  });
+
+  it('Python configured with the same S3 store reads the whole transcript, which travels by reference', async () => {
+    const s3 = moto!;
+    world = await readerWorld({
+      kind: 's3',
+      bucket: s3.bucket,
+      prefix: 'results/',
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      thresholdBytes: 256 * 1024,
+    });
+    const run = await world.client.start({ agent: 'reader', input: TASK });
+    const read = await pythonRead(run.workflowId, s3);
+    const result = await run.result();
+    expect((await recordedResult(run)).encoding).toBe('json/plain');
+    expect(read.result).toMatchObject({ status: 'completed', answer: 'I read all 80 pages.', usage: result.usage });
+    expect(read.transcript).toHaveLength(MESSAGES);
+    expect(toolResult(read.transcript, 80)).toBe(JSON.stringify(pageText(80, 4)));
+    expect(read.transcript).toEqual(result.transcript);
+
+    // The `transcript` answer went by reference: the bucket holds it as one payload.
+    const listed = await s3.s3.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: 'results/' }));
+    const stored = await Promise.all(
+      (listed.Contents ?? []).map(async (object) => {
+        const got = await s3.s3.send(new GetObjectCommand({ Bucket: s3.bucket, Key: object.Key! }));
+        const payload = temporal.api.common.v1.Payload.decode(await got.Body!.transformToByteArray());
+        return Buffer.from(payload.data).toString();
+      }),
+    );
+    expect(stored).toContain(JSON.stringify(result.transcript));
   });
 
   it('an answer too large for the result is left out of it and read as the last message', async () => {

@@ -1,8 +1,10 @@
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { StorageDriverClaim } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateToolLinkage } from '../../src/context';
 import { transcriptQuery } from '../../src/common';
 import { callTools, reply } from '../../src/fake-model/steps';
+import { S3Driver } from '../../src/storage/s3-driver';
 import { motoCredentials as credentials, startMoto, type MotoS3 } from '../support/moto';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
@@ -84,6 +86,25 @@ describe('payloads by reference in S3 (moto)', () => {
       );
       expect(renewed.length).toBeGreaterThanOrEqual(1);
 
+      // Claims have the shape of Temporal's S3 drivers (any SDK with a driver named 'patchloop-s3'
+      // reads them); claims in the older shape, recorded in existing histories, still read.
+      const driver = new S3Driver({
+        bucket,
+        prefix: 'runs/',
+        client: { endpoint, region: 'us-east-1', forcePathStyle: true, credentials },
+      });
+      const payload = {
+        metadata: { encoding: new TextEncoder().encode('json/plain') },
+        data: new TextEncoder().encode('"x"'),
+      };
+      const [claim] = await driver.store({}, [payload]);
+      const hash = claim!.claimData['hash_value']!;
+      expect(claim!.claimData).toEqual({ bucket, key: `runs/${hash}`, hash_algorithm: 'sha256', hash_value: hash });
+      const older = new StorageDriverClaim({ key: hash, bucket, object: `runs/${hash}` });
+      const [current, old] = await driver.retrieve({}, [claim!, older]);
+      expect([current!.data, old!.data]).toEqual([payload.data, payload.data]);
+      const wrong = new StorageDriverClaim({ ...claim!.claimData, hash_value: keys[0]!.slice('runs/'.length) });
+      await expect(driver.retrieve({}, [wrong])).rejects.toThrow(/corrupt/);
       world.fake.assertDone();
     } finally {
       await world.close();
