@@ -276,12 +276,18 @@ export class RunHandle {
     return result.transcript_query ? this.filledIn(result) : result;
   }
 
-  private async filledIn(result: AgentRunResult): Promise<AgentRunResult> {
+  /** The transcript a result left out, checked against the length the result gives. */
+  protected async wholeTranscript(length: number | undefined): Promise<Message[]> {
     const transcript = await this.transcript();
-    if (transcript.length !== result.transcript_length)
+    if (transcript.length !== length)
       throw new Error(
-        `run ${this.workflowId} ended with ${result.transcript_length} messages, but its transcript query answers ${transcript.length}: is another run using its id?`,
+        `${this.workflowId} ended with ${length} messages, but its transcript query answers ${transcript.length}: is another run using its id?`,
       );
+    return transcript;
+  }
+
+  private async filledIn(result: AgentRunResult): Promise<AgentRunResult> {
+    const transcript = await this.wholeTranscript(result.transcript_length);
     const {
       transcript_omitted: _omitted,
       transcript_length: _length,
@@ -322,8 +328,13 @@ export class SessionHandle extends RunHandle {
     return this.workflow.query(nextRequestQuery);
   }
 
+  /** The session's result, whole: a transcript it left out for its size is read by pages and filled in. */
   async sessionResult(): Promise<ChatSessionResult> {
-    return (await this.workflow.result()) as ChatSessionResult;
+    const result = (await this.workflow.result()) as ChatSessionResult;
+    if (!result.transcript_query) return result;
+    const transcript = await this.wholeTranscript(result.transcript_length);
+    const { transcript_omitted: _omitted, transcript_length: _length, transcript_query: _query, ...rest } = result;
+    return { ...rest, transcript };
   }
 }
 

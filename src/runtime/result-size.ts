@@ -1,5 +1,7 @@
+import type { Message } from '../context';
 import type { AgentSpec } from './agent';
 import type { AgentRunResult } from './run-input';
+import type { ChatSessionResult } from './session';
 import { utf8Bytes } from './user-message';
 
 /** Temporal External Storage's default threshold: what specs recorded before the worker's own say. */
@@ -30,13 +32,24 @@ export function readableLimitBytes(
  */
 export function fittedResult(result: AgentRunResult, limitBytes: number): AgentRunResult {
   if (utf8Bytes(JSON.stringify(result)) <= limitBytes) return result;
-  const lean: AgentRunResult = {
+  const lean = withoutTranscript(result);
+  if (result.answer === null || utf8Bytes(JSON.stringify(lean)) <= limitBytes) return lean;
+  return { ...lean, answer: null, answer_omitted: true };
+}
+
+/** A session's result, the same way: whole when it fits, else without its transcript. */
+export function fittedSessionResult(result: ChatSessionResult, limitBytes: number): ChatSessionResult {
+  return utf8Bytes(JSON.stringify(result)) <= limitBytes ? result : withoutTranscript(result);
+}
+
+function withoutTranscript<T extends { transcript: Message[]; transcript_length?: number | undefined }>(
+  result: T,
+): T & { transcript_omitted: true; transcript_length: number; transcript_query: 'transcriptPage' } {
+  return {
     ...result,
     transcript: [],
     transcript_omitted: true,
     transcript_length: result.transcript_length ?? result.transcript.length,
     transcript_query: 'transcriptPage',
   };
-  if (result.answer === null || utf8Bytes(JSON.stringify(lean)) <= limitBytes) return lean;
-  return { ...lean, answer: null, answer_omitted: true };
 }

@@ -57,13 +57,19 @@ function pythonRead(workflowId: string, s3?: MotoS3): Promise<PythonRead> {
 }
 
 /** The result payload exactly as history holds it: its encoding, its size and its JSON. */
-async function recordedResult(run: RunHandle): Promise<{ encoding: string; bytes: number; value: AgentRunResult }> {
+async function recordedResult(
+  run: RunHandle,
+): Promise<{ encoding: string; bytes: number; value: AgentRunResult & Record<string, unknown> }> {
   const history = await run.workflow.fetchHistory();
   const closed = history.events!.at(-1)!;
   const payload = closed.workflowExecutionCompletedEventAttributes!.result!.payloads![0]!;
   const encoding = Buffer.from(payload.metadata!['encoding']!).toString();
   const data = Buffer.from(payload.data!);
-  return { encoding, bytes: data.length, value: JSON.parse(data.toString()) as AgentRunResult };
+  return {
+    encoding,
+    bytes: data.length,
+    value: JSON.parse(data.toString()) as AgentRunResult & Record<string, unknown>,
+  };
 }
 
 function readerWorld(payloadStorage?: TestWorld['config']['payloadStorage']): Promise<TestWorld> {
@@ -169,5 +175,29 @@ describe('results every client can read', () => {
     expect(result.transcript.at(-1)).toMatchObject({ role: 'assistant', content: answer });
     const read = await pythonRead(run.workflowId);
     expect(read.transcript.at(-1)!['content']).toBe(answer);
+  });
+
+  it("a long session's result leaves its transcript out too; the client fills it in, Python reads it by pages", async () => {
+    world = await startWorld({ fake: { script: [reply('first read'), reply('second read')] } });
+    const session = await world.client.startSession({ agent: 'assistant' });
+    const message = (n: number) => `${n}: ${'m'.repeat(200 * 1024)}`;
+    await session.send(message(1));
+    await session.send(message(2));
+    await session.close();
+    const result = await session.sessionResult();
+    expect(result.turns).toBe(2);
+    expect(result.transcript.map((m) => m['content'])).toEqual([
+      expect.any(String),
+      message(1),
+      'first read',
+      message(2),
+      'second read',
+    ]);
+    const recorded = await recordedResult(session);
+    expect(recorded.encoding).toBe('json/plain');
+    expect(recorded.value).toMatchObject({ turns: 2, transcript: [], transcript_omitted: true, transcript_length: 5 });
+    const read = await pythonRead(session.workflowId);
+    expect(read.result).toMatchObject({ turns: 2, transcript_length: 5, transcript_query: 'transcriptPage' });
+    expect(read.transcript).toEqual(result.transcript);
   });
 });

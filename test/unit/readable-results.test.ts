@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Message } from '../../src/context';
 import {
   fittedResult,
+  fittedSessionResult,
   INLINE_PAYLOAD_BUDGET,
   readableLimitBytes,
   transcriptPageBytes,
@@ -82,6 +83,20 @@ describe('a run result stays readable without the payload store', () => {
     const aborted = fittedResult({ ...resultWith(transcriptOf(80, 4), null), status: 'aborted' }, 255 * 1024);
     expect(aborted.answer_omitted).toBeUndefined();
     expect(aborted.answer).toBeNull();
+  });
+
+  it("a session's result leaves out its transcript the same way", () => {
+    const session = { turns: 2, transcript: transcriptOf(80, 4), usage: null };
+    expect(fittedSessionResult(session, 255 * 1024)).toEqual({
+      turns: 2,
+      transcript: [],
+      usage: null,
+      transcript_omitted: true,
+      transcript_length: 81,
+      transcript_query: 'transcriptPage',
+    });
+    const short = { ...session, transcript: transcriptOf(2, 1) };
+    expect(fittedSessionResult(short, 255 * 1024)).toBe(short);
   });
 
   it('whatever it holds, a fitted result without a huge answer fits its limit', () => {
