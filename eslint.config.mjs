@@ -134,7 +134,17 @@ const layerZones = Object.entries(layers).flatMap(([layer, allowed]) =>
 );
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'scratch/**', 'node_modules/**', '**/.venv/**', '.patchloop/**', 'coverage/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'scratch/**',
+      'node_modules/**',
+      '**/.venv/**',
+      '**/.venv-py/**',
+      '.patchloop/**',
+      'coverage/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

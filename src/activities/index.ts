@@ -18,7 +18,10 @@ export interface ActivitySettings {
   redactor?: SecretRedactor;
   /** The worker's data converter sends large payloads by reference (External Storage). */
   payloadsByReference?: boolean;
-  /** Its threshold: heartbeat checkpoints stay below it, so none is stored (each heartbeat would be). */
+  /**
+   * Its threshold: heartbeat checkpoints stay below it, so none is stored (each heartbeat would be), and
+   * so do runs' results, so any client reads them.
+   */
   payloadThresholdBytes?: number;
   /** Whether the namespace has patchloop's search attributes (runs then keep them current). */
   searchAttributes?: () => Promise<boolean>;
@@ -33,6 +36,9 @@ export function createActivities(settings: ActivitySettings) {
   return {
     describeAgent: createDescribeAgent(settings.registry, settings.defaultModel, {
       payloadsByReference: settings.payloadsByReference ?? false,
+      ...(settings.payloadThresholdBytes !== undefined
+        ? { payloadThresholdBytes: settings.payloadThresholdBytes }
+        : {}),
       searchAttributes: settings.searchAttributes ?? (async () => false),
       ...(settings.modelWindows ? { modelWindows: settings.modelWindows } : {}),
     }),

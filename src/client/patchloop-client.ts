@@ -1,6 +1,7 @@
 import {
   Client,
   Connection,
+  QueryNotRegisteredError,
   WorkflowFailedError,
   WorkflowUpdateFailedError,
   type WorkflowHandle,
@@ -30,6 +31,7 @@ import {
   pendingApprovalsQuery,
   sendUpdate,
   statusQuery,
+  transcriptPageQuery,
   transcriptQuery,
   userMessageSignal,
   userMessageUpdate,
@@ -187,8 +189,31 @@ export class RunHandle {
     return this.workflow.executeUpdate(userMessageUpdate, { args: [{ content }] });
   }
 
-  transcript(): Promise<Message[]> {
-    return this.workflow.query(transcriptQuery);
+  /**
+   * The transcript so far, read by pages (`transcriptPage`) so that none passes the payload store's
+   * threshold or gRPC's message limit; read again from the start if the run changed it meanwhile.
+   */
+  async transcript(): Promise<Message[]> {
+    for (;;) {
+      let text = '';
+      let offset = 0;
+      let digest: string | undefined;
+      for (;;) {
+        let page;
+        try {
+          page = await this.workflow.query(transcriptPageQuery, { offset });
+        } catch (error) {
+          // A worker built before pages answers the whole transcript only.
+          if (error instanceof QueryNotRegisteredError) return this.workflow.query(transcriptQuery);
+          throw error;
+        }
+        if (digest !== undefined && page.digest !== digest) break;
+        digest = page.digest;
+        text += page.text;
+        offset = page.next_offset;
+        if (page.done) return JSON.parse(text) as Message[];
+      }
+    }
   }
 
   /** Gated tool calls waiting for a decision, in their batch's order. */
@@ -236,14 +261,43 @@ export class RunHandle {
     return this.workflow.query(statusQuery, { after });
   }
 
-  /** The run's result; a failed run throws `RunFailedError` with the readable cause. */
+  /**
+   * The run's result, whole: a transcript (or answer) the run left out of it for its size is read by
+   * the `transcriptPage` query and filled in. A failed run throws `RunFailedError` with the readable cause.
+   */
   async result(): Promise<AgentRunResult> {
+    let result: AgentRunResult;
     try {
-      return (await this.workflow.result()) as AgentRunResult;
+      result = (await this.workflow.result()) as AgentRunResult;
     } catch (error) {
       if (error instanceof WorkflowFailedError) throw new RunFailedError(this.workflowId, error);
       throw error;
     }
+    return result.transcript_query ? this.filledIn(result) : result;
+  }
+
+  /** The transcript a result left out, checked against the length the result gives. */
+  protected async wholeTranscript(length: number | undefined): Promise<Message[]> {
+    const transcript = await this.transcript();
+    if (transcript.length !== length)
+      throw new Error(
+        `${this.workflowId} ended with ${length} messages, but its transcript query answers ${transcript.length}: is another run using its id?`,
+      );
+    return transcript;
+  }
+
+  private async filledIn(result: AgentRunResult): Promise<AgentRunResult> {
+    const transcript = await this.wholeTranscript(result.transcript_length);
+    const {
+      transcript_omitted: _omitted,
+      transcript_length: _length,
+      transcript_query: _query,
+      answer_omitted: answerOmitted,
+      ...rest
+    } = result;
+    const last = transcript.at(-1)?.['content'];
+    const answer = answerOmitted && typeof last === 'string' ? last : result.answer;
+    return { ...rest, answer, transcript };
   }
 
   /** Temporal's history figures for this run. */
@@ -274,8 +328,13 @@ export class SessionHandle extends RunHandle {
     return this.workflow.query(nextRequestQuery);
   }
 
+  /** The session's result, whole: a transcript it left out for its size is read by pages and filled in. */
   async sessionResult(): Promise<ChatSessionResult> {
-    return (await this.workflow.result()) as ChatSessionResult;
+    const result = (await this.workflow.result()) as ChatSessionResult;
+    if (!result.transcript_query) return result;
+    const transcript = await this.wholeTranscript(result.transcript_length);
+    const { transcript_omitted: _omitted, transcript_length: _length, transcript_query: _query, ...rest } = result;
+    return { ...rest, transcript };
   }
 }
 

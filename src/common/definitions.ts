@@ -8,6 +8,8 @@ import type {
   PendingApproval,
   RequestPage,
   RunStatus,
+  TranscriptPage,
+  TranscriptPageInput,
   TurnReply,
 } from '../runtime';
 
@@ -17,7 +19,14 @@ export const abortSignal = defineSignal<[AbortSignalInput?]>('abort');
 export const userMessageSignal = defineSignal<[UserMessageInput]>('user_message');
 /** The same message as an update: its validator refuses a bad one before anything is recorded. */
 export const userMessageUpdate = defineUpdate<UserMessageAccepted, [UserMessageInput]>('user_message');
+/** The whole transcript in one answer (a large one travels by reference: the reader needs the payload store). */
 export const transcriptQuery = defineQuery<Message[]>('transcript');
+/**
+ * The transcript's JSON text in pages that always travel inline (under the payload store's threshold):
+ * any client reads a transcript of any length with no data converter. `{"offset": 0}`, then each
+ * answer's `next_offset` until `done`; join the `text`s and parse (see `TranscriptPage`).
+ */
+export const transcriptPageQuery = defineQuery<TranscriptPage, [TranscriptPageInput?]>('transcriptPage');
 export const statusQuery = defineQuery<RunStatus, [StatusQueryInput?]>('status');
 /**
  * One page of the request compiled for the LLM phase in flight; read by the LLM activity, never

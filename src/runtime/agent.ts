@@ -130,6 +130,11 @@ export const AgentSpec = sharedSchema('runtime/agent#AgentSpec', () =>
     // Absent in specs recorded by workers that predate it: those runs keep their old behaviour, unchecked.
     payloads_by_reference: z.boolean().optional(),
     /**
+     * With payloads by reference: the size from which the worker's store takes a payload. A run's result
+     * stays under it, so clients without patchloop's data converter read it (absent in older specs: 256 KiB).
+     */
+    payload_threshold_bytes: z.number().int().nonnegative().optional(),
+    /**
      * The namespace has patchloop's search attributes (the worker checked, or registered them): runs keep
      * them current. Absent in specs recorded before: those runs replay without upserts.
      */

@@ -20,3 +20,5 @@ export * from './compaction';
 export * from './model-windows';
 export * from './budget';
 export * from './provider';
+export * from './result-size';
+export * from './transcript-pages';

@@ -72,7 +72,15 @@ export const AgentRunResult = sharedSchema('runtime/run-input#AgentRunResult', (
   z.strictObject({
     /** `budget_exhausted`: a limit of `budget` would have been passed by the next step, which never started. */
     status: z.enum(['completed', 'aborted', 'budget_exhausted']),
+    /** The final answer (`completed`); null otherwise, or when `answer_omitted`. */
     answer: z.string().nullable(),
+    /**
+     * The answer is too large for the result (it would pass the payload store's threshold, and only
+     * patchloop's data converter could read it): it is the content of the transcript's last message.
+     * The TypeScript client fills `answer` in.
+     */
+    answer_omitted: z.literal(true).optional(),
+    /** Empty when `transcript_omitted`. */
     transcript: z.array(Message),
     /** Summed over every LLM call of the run (spec 7.9); null when no call reported usage. */
     usage: TokenUsage.nullable(),
@@ -84,9 +92,16 @@ export const AgentRunResult = sharedSchema('runtime/run-input#AgentRunResult', (
      * compile boundary (an abort, for example), in arrival order. Absent when there are none.
      */
     unprocessed_messages: z.array(UnprocessedMessage).optional(),
-    /** A fork child's result leaves its transcript out (the parent uses its length only). */
+    /**
+     * The transcript is left out: it would make the result pass the payload store's threshold (read it
+     * by the paged `transcriptPage` query; the TypeScript client does, and fills `transcript` in), or
+     * the run is a fork child (the parent uses its length only).
+     */
     transcript_omitted: z.literal(true).optional(),
+    /** Messages in the transcript (with `transcript_omitted`). */
     transcript_length: z.number().int().nonnegative().optional(),
+    /** Set when the transcript was left out for its size: the query that reads it, page by page. */
+    transcript_query: z.literal('transcriptPage').optional(),
   }),
 );
 export type AgentRunResult = z.infer<typeof AgentRunResult>;

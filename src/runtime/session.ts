@@ -58,8 +58,16 @@ export type TurnReply = z.infer<typeof TurnReply>;
 export const ChatSessionResult = sharedSchema('runtime/session#ChatSessionResult', () =>
   z.strictObject({
     turns: z.number().int().nonnegative(),
+    /** Empty when `transcript_omitted`. */
     transcript: z.array(Message),
     usage: TokenUsage.nullable(),
+    /**
+     * The transcript would make the result pass the payload store's threshold: it is left out and read
+     * by `transcript_query` (the TypeScript client fills it in), as in a run's result.
+     */
+    transcript_omitted: z.literal(true).optional(),
+    transcript_length: z.number().int().nonnegative().optional(),
+    transcript_query: z.literal('transcriptPage').optional(),
   }),
 );
 export type ChatSessionResult = z.infer<typeof ChatSessionResult>;

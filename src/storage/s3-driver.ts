@@ -51,8 +51,10 @@ export class S3Driver implements StorageDriver {
         } else {
           await this.s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body: bytes }), { abortSignal });
         }
-        // The claim names the object itself: a later change of bucket or prefix leaves old references readable.
-        return new StorageDriverClaim({ key, bucket, object: Key });
+        // The claim names the object itself (a later change of bucket or prefix leaves old references
+        // readable) and its SHA-256, in the shape of Temporal's own S3 drivers: an SDK configured with
+        // this bucket and a driver named 'patchloop-s3' reads it (docs/reading-results.md).
+        return new StorageDriverClaim({ bucket, key: Key, hash_algorithm: 'sha256', hash_value: key });
       }),
     );
   }
@@ -60,14 +62,27 @@ export class S3Driver implements StorageDriver {
   async retrieve(context: { abortSignal?: AbortSignal }, claims: StorageDriverClaim[]): Promise<Payload[]> {
     return Promise.all(
       claims.map(async (claim) => {
-        const { key, bucket = this.options.bucket, object = this.objectKey(key ?? '') } = claim.claimData;
-        if (!isPayloadKey(key) || !object.endsWith(key))
-          throw new Error(`not a payload claim of ${this.name}: ${JSON.stringify(claim.claimData)}`);
+        const { bucket, object, hash } = this.located(claim.claimData);
         const get = new GetObjectCommand({ Bucket: bucket, Key: object });
         const stored = await this.s3.send(get, { abortSignal: context.abortSignal });
-        return decodePayload(key, await stored.Body!.transformToByteArray());
+        return decodePayload(hash, await stored.Body!.transformToByteArray());
       }),
     );
+  }
+
+  /**
+   * Where a claim's payload is and the SHA-256 it must have: claims in the shape of Temporal's S3
+   * drivers (`key` is the object, `hash_value` its hash; written by this driver now, or by another
+   * SDK's S3 driver named 'patchloop-s3'), and the older shape (`key` is the hash, `object` the object).
+   */
+  private located(claim: Record<string, string>): { bucket: string; object: string; hash: string } {
+    const bucket = claim['bucket'] ?? this.options.bucket;
+    const hash = claim['hash_value'] !== undefined ? claim['hash_value'] : claim['key'];
+    const object = claim['hash_value'] !== undefined ? claim['key'] : (claim['object'] ?? this.objectKey(hash ?? ''));
+    const algorithm = claim['hash_algorithm'] ?? 'sha256';
+    if (algorithm !== 'sha256' || !isPayloadKey(hash) || object === undefined || object.length === 0)
+      throw new Error(`not a payload claim of ${this.name}: ${JSON.stringify(claim)}`);
+    return { bucket, object, hash };
   }
 
   /** Whether the object exists. Without permission to tell (403 without s3:ListBucket), write it. */

@@ -10,6 +10,7 @@ import {
 import { cloneJson } from '../context';
 import {
   AgentRunInput,
+  fittedResult,
   RUN_STATE_SCHEMA_VERSION,
   RUN_STATE_SCHEMA_VERSIONS,
   type AgentRunResult,
@@ -65,22 +66,22 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     run.state = turn.status;
     keepVisible(run);
     const unprocessed = unprocessedMessages(run);
-    const result = checkedResult(
-      agent,
-      {
-        status: turn.status,
-        answer: turn.answer,
-        // A fork child returns only what its parent uses; its transcript stays its own (spec 6.6).
-        ...(input.fork
-          ? { transcript: [], transcript_length: run.transcript.length, transcript_omitted: true as const }
-          : { transcript: cloneJson(run.transcript) }),
-        usage: run.usage,
-        ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}),
-        ...(hasBudget(run) ? { budget: resultBudget(run, turn.exceeded ?? []) } : {}),
-        ...(unprocessed.length > 0 ? { unprocessed_messages: unprocessed } : {}),
-      } satisfies AgentRunResult,
-      "run's result",
-    );
+    const whole = {
+      status: turn.status,
+      answer: turn.answer,
+      // A fork child returns only what its parent uses; its transcript stays its own (spec 6.6).
+      ...(input.fork
+        ? { transcript: [], transcript_length: run.transcript.length, transcript_omitted: true as const }
+        : { transcript: cloneJson(run.transcript) }),
+      usage: run.usage,
+      ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}),
+      ...(hasBudget(run) ? { budget: resultBudget(run, turn.exceeded ?? []) } : {}),
+      ...(unprocessed.length > 0 ? { unprocessed_messages: unprocessed } : {}),
+    } satisfies AgentRunResult;
+    // Any client reads the result without patchloop's data converter: it stays under the store's
+    // threshold, leaving out a transcript (and an answer) too large for it (`transcriptPage` reads them).
+    // A fork child's result is read by its parent run, whose worker has the store: it stays whole.
+    const result = checkedResult(agent, input.fork ? whole : fittedResult(whole, run.readableBytes), "run's result");
     sinks.patchloop.runEnded({ status: turn.status, result, llmCalls: run.llmCalls, toolCalls: run.toolCalls });
     return result;
   } catch (error) {

@@ -13,6 +13,7 @@ import {
   SESSION_SCHEMA_VERSION,
   SESSION_SCHEMA_VERSIONS,
   type AgentSpec,
+  fittedSessionResult,
   type ChatSessionResult,
   type TurnReply,
 } from '../runtime';
@@ -109,9 +110,13 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     await condition(allHandlersFinished);
     run.state = 'completed';
     keepVisible(run);
+    // Readable without patchloop's data converter, like a run's result (a long transcript is left out).
     const result: ChatSessionResult = checkedResult(
       agent,
-      { turns: session.turns, transcript: cloneJson(run.transcript), usage: run.usage },
+      fittedSessionResult(
+        { turns: session.turns, transcript: cloneJson(run.transcript), usage: run.usage },
+        run.readableBytes,
+      ),
       "session's result",
     );
     sinks.patchloop.runEnded({ status: 'completed', result, llmCalls: run.llmCalls, toolCalls: run.toolCalls });

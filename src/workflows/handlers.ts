@@ -2,9 +2,13 @@ import { setHandler, workflowInfo } from '@temporalio/workflow';
 import {
   BudgetExtension,
   decisionRefusal,
+  digestText,
   effectiveLimits,
   extendLedger,
   REQUEST_PAGE_CHARS,
+  transcriptPageBytes,
+  transcriptPageEnd,
+  type TranscriptPage,
   type PendingApproval,
   type RunEvent,
   type RunStatus,
@@ -17,6 +21,7 @@ import {
   eventsQuery,
   pendingApprovalsQuery,
   statusQuery,
+  transcriptPageQuery,
   transcriptQuery,
   userMessageSignal,
   userMessageUpdate,
@@ -78,6 +83,32 @@ function pendingApprovals(run: Run): PendingApproval[] {
   return undecided(run).map(pendingOf);
 }
 
+/**
+ * A page of the transcript's JSON text, under the run's readable limit (so it never goes by reference).
+ * The text and its digest are computed once per transcript (commits replace the array), not per page.
+ */
+function transcriptPage(run: Run, input: unknown): TranscriptPage {
+  const options = input !== null && typeof input === 'object' ? (input as Record<string, unknown>) : {};
+  if (run.transcriptText?.of !== run.transcript) {
+    const text = JSON.stringify(run.transcript);
+    run.transcriptText = { of: run.transcript, text, digest: digestText(text) };
+  }
+  const { text, digest } = run.transcriptText;
+  const offset = options['offset'] ?? 0;
+  if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0 || offset > text.length)
+    throw new Error(`offset ${JSON.stringify(offset)} out of range (0..${text.length})`);
+  const end = transcriptPageEnd(text, offset, transcriptPageBytes(options['max_bytes'], run.readableBytes));
+  return {
+    text: text.slice(offset, end),
+    offset,
+    next_offset: end,
+    total_chars: text.length,
+    done: end >= text.length,
+    messages: run.transcript.length,
+    digest,
+  };
+}
+
 /** Signals, updates and queries every run and session answers. */
 export function registerRunHandlers(run: Run, extraStatus: () => Record<string, unknown> = () => ({})): void {
   // Queries a person can call without arguments come first: the UI lists them in this order.
@@ -104,7 +135,11 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
     { description: 'How the run stands: state, pending approvals, counters, history size and a page of events.' },
   );
   setHandler(transcriptQuery, () => run.transcript, {
-    description: 'The base transcript so far (OpenAI chat messages).',
+    description: 'The base transcript so far (OpenAI chat messages); a large one travels by reference.',
+  });
+  setHandler(transcriptPageQuery, (input) => transcriptPage(run, input), {
+    description:
+      'The transcript as pages of its JSON text, each small enough to travel inline: {"offset": 0}, then next_offset until done; join the texts.',
   });
   setHandler(abortSignal, (payload) => {
     if (payload !== undefined && (payload === null || typeof payload !== 'object'))

@@ -8,6 +8,7 @@ import {
   contextProblem,
   effectiveBudget,
   effectiveContext,
+  readableLimitBytes,
   seedTranscript,
   type AgentRunInput,
   type BudgetOverride,
@@ -48,6 +49,7 @@ export async function openRun(
   // Wall time counts from the chain's start (workflow time: the same on replay).
   run.ledger.started_at_ms ??= Date.now();
   applyAgentLimits(run, agent.limits);
+  run.readableBytes = readableLimitBytes(agent);
   run.visibility.enabled = agent.search_attributes === true;
   keepVisible(run, true);
   if (!input.state) {

@@ -1,8 +1,7 @@
-import { utf8Bytes, type AgentSpec } from '../runtime';
+import { INLINE_PAYLOAD_BUDGET, utf8Bytes, type AgentSpec } from '../runtime';
 import { failure, FailureType } from '../common';
 
-/** What a workflow sends inline stays well under Temporal's 2 MB payload limit. */
-export const INLINE_PAYLOAD_BUDGET = 1_500_000;
+export { INLINE_PAYLOAD_BUDGET };
 
 /**
  * The JSON size of a payload a workflow is about to send, and whether it may: always with payloads by

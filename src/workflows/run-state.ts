@@ -3,6 +3,7 @@ import { compileContext, type Message, type Mutation, type SelfRefSnapshot } fro
 import {
   checkUserMessage,
   DEFAULT_MESSAGE_LIMITS,
+  readableLimitBytes,
   RequestWriter,
   emptySelfRefQueue,
   emptyContextLedger,
@@ -96,6 +97,13 @@ export interface Run {
   approvalDecisions: number;
   /** Search attributes: whether the run keeps them, and what it last reported. */
   visibility: { enabled: boolean; state: ReportedState | null; iteration: number };
+  /**
+   * The most JSON its result or a transcript page may hold and still travel inline, readable by any
+   * client (`readableLimitBytes` of its agent, set when the run opens).
+   */
+  readableBytes: number;
+  /** The transcript's JSON text and digest for `transcriptPage`, kept while the transcript is this one (memory only). */
+  transcriptText: { of: Message[]; text: string; digest: string } | null;
 }
 
 /** The run's origin: the call tree from Temporal's own parent and root links, the fork's from its input. */
@@ -176,6 +184,8 @@ export function newRun(agent: string, memoryKey: string): Run {
     approvals: [],
     approvalDecisions: 0,
     visibility: { enabled: false, state: null, iteration: 0 },
+    readableBytes: readableLimitBytes({}),
+    transcriptText: null,
   };
 }
 

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import type { Responder } from '../../src/fake-model/server';
-import { repositoryRoot } from '../support/reference';
+import { repositoryRoot, testVenv } from '../support/reference';
 import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
 
@@ -100,7 +100,7 @@ describe('any service, any language', () => {
 
   it("Temporal's Python SDK: start, signal, query and the result", async () => {
     world = await startWorld({ fake: { responder: listener } });
-    const python = join(repositoryRoot, '.venv', 'bin', 'python');
+    const python = join(testVenv, 'bin', 'python');
     const out = await run(python, [
       join(repositoryRoot, 'test', 'any-language', 'python_client.py'),
       temporalAddress(),

@@ -1,45 +1,32 @@
-import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { StorageDriverClaim } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateToolLinkage } from '../../src/context';
+import { transcriptQuery } from '../../src/common';
 import { callTools, reply } from '../../src/fake-model/steps';
-import { freePort } from '../../src/worker/free-port';
-import { repositoryRoot } from '../support/reference';
+import { S3Driver } from '../../src/storage/s3-driver';
+import { motoCredentials as credentials, startMoto, type MotoS3 } from '../support/moto';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
 
-/**
- * Payloads by reference in an S3-compatible store: moto's S3 API server (from PyPI, installed by
- * scripts/setup.sh), started here on a free port. A missing binary fails the test, it does not skip.
- */
-let moto: ChildProcess | undefined;
+/** Payloads by reference in an S3-compatible store: moto's S3 API server (test/support/moto.ts). */
+let moto: MotoS3 | undefined;
 let endpoint = '';
 const bucket = 'patchloop-test';
-const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 
 beforeAll(async () => {
-  const binary = join(repositoryRoot, '.venv', 'bin', 'moto_server');
-  if (!existsSync(binary)) throw new Error(`moto_server not found at ${binary}: run "bash scripts/setup.sh"`);
-  const port = await freePort();
-  endpoint = `http://127.0.0.1:${port}`;
-  moto = spawn(binary, ['-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
-  const s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials });
-  await eventually(() => s3.send(new CreateBucketCommand({ Bucket: bucket })).then(() => true), 30_000, 'moto S3 up');
-  // The worker's S3 driver finds its credentials the usual AWS SDK way.
-  process.env['AWS_ACCESS_KEY_ID'] = credentials.accessKeyId;
-  process.env['AWS_SECRET_ACCESS_KEY'] = credentials.secretAccessKey;
+  moto = await startMoto(bucket);
+  endpoint = moto.endpoint;
 });
 
 afterAll(() => {
-  moto?.kill('SIGTERM');
+  moto?.stop();
 });
 
 let world: TestWorld | undefined;
 
 describe('payloads by reference in S3 (moto)', () => {
-  it('a batch of 2.2 MB and the run result go to the bucket, content-addressed; the history holds references', async () => {
+  it('a batch of 2.2 MB and the whole transcript go to the bucket, content-addressed; the history holds references', async () => {
     const storage = {
       kind: 's3' as const,
       bucket,
@@ -52,7 +39,7 @@ describe('payloads by reference in S3 (moto)', () => {
     world = await startWorld({
       config: { payloadStorage: storage },
       fake: {
-        // Twice the same run: its result is the same payload, stored once.
+        // Twice the same run: its transcript is the same payload, stored once.
         script: [0, 1].flatMap(() => [
           callTools(
             Array.from({ length: 17 }, (_, index) => ({
@@ -71,29 +58,53 @@ describe('payloads by reference in S3 (moto)', () => {
       expect(result.answer).toBe('stored');
       expect(result.transcript.filter((message) => message['role'] === 'tool')).toHaveLength(17);
       validateToolLinkage(result.transcript);
+      // The result left the 2.2 MB transcript out (the client read it by pages); the whole-transcript
+      // query answers it by reference.
+      expect(await run.workflow.query(transcriptQuery)).toEqual(result.transcript);
       const s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials });
       const listed = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'runs/' }));
       const keys = (listed.Contents ?? []).map((object) => object.Key!);
       expect(keys.length).toBeGreaterThanOrEqual(2);
       expect(keys.every((key) => /^runs\/[0-9a-f]{64}$/.test(key))).toBe(true);
       expect((listed.Contents ?? []).some((object) => (object.Size ?? 0) > 2 * 1024 * 1024)).toBe(true);
-      // The 2.2 MB batch result and the result are references in history, not content.
+      // The 2.2 MB batch result is a reference in history, not content; the result is small.
       expect((await run.historySize()).bytes).toBeLessThan(256 * 1024);
       // S3 dates have whole seconds: a renewal shows only once the clock has passed the first writes' second.
       const newest = Math.max(...(listed.Contents ?? []).map((object) => object.LastModified!.getTime()));
       await eventually(() => (Date.now() >= newest + 1000 ? true : undefined), 5000, 'the next S3 second');
       const again = await world.client.start({ agent: 'assistant', input: 'repeat a lot' });
       expect(await again.result()).toEqual(result);
+      expect(await again.workflow.query(transcriptQuery)).toEqual(result.transcript);
       const relisted = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'runs/' }));
-      // Only the second batch is new (its timings differ); the identical result was not stored again,
-      // but its object's age was renewed for lifecycle expiry.
+      // Only the second batch is new (its timings differ); the identical transcript was not stored
+      // again, but its object's age was renewed for lifecycle expiry.
       expect(relisted.Contents!.length).toBe(keys.length + 1);
-      // The deduplicated result object is one of the first run's, written again since.
+      // The deduplicated transcript object is one of the first run's, written again since.
       const before = new Map((listed.Contents ?? []).map((object) => [object.Key!, object.LastModified!.getTime()]));
       const renewed = relisted.Contents!.filter(
         (object) => before.has(object.Key!) && object.LastModified!.getTime() > before.get(object.Key!)!,
       );
       expect(renewed.length).toBeGreaterThanOrEqual(1);
+
+      // Claims have the shape of Temporal's S3 drivers (any SDK with a driver named 'patchloop-s3'
+      // reads them); claims in the older shape, recorded in existing histories, still read.
+      const driver = new S3Driver({
+        bucket,
+        prefix: 'runs/',
+        client: { endpoint, region: 'us-east-1', forcePathStyle: true, credentials },
+      });
+      const payload = {
+        metadata: { encoding: new TextEncoder().encode('json/plain') },
+        data: new TextEncoder().encode('"x"'),
+      };
+      const [claim] = await driver.store({}, [payload]);
+      const hash = claim!.claimData['hash_value']!;
+      expect(claim!.claimData).toEqual({ bucket, key: `runs/${hash}`, hash_algorithm: 'sha256', hash_value: hash });
+      const older = new StorageDriverClaim({ key: hash, bucket, object: `runs/${hash}` });
+      const [current, old] = await driver.retrieve({}, [claim!, older]);
+      expect([current!.data, old!.data]).toEqual([payload.data, payload.data]);
+      const wrong = new StorageDriverClaim({ ...claim!.claimData, hash_value: keys[0]!.slice('runs/'.length) });
+      await expect(driver.retrieve({}, [wrong])).rejects.toThrow(/corrupt/);
       world.fake.assertDone();
     } finally {
       await world.close();

@@ -3,7 +3,13 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const repositoryRoot = join(__dirname, '..', '..');
-export const referencePython = join(repositoryRoot, '.venv', 'bin', 'python');
+/**
+ * The Python venv scripts/setup.sh makes (`.venv`): the reference, moto's S3 server, Temporal's
+ * Python SDK. `PATCHLOOP_TEST_VENV` points the tests at another one (a clone that must not change a
+ * shared venv tries a new package version there).
+ */
+export const testVenv = process.env['PATCHLOOP_TEST_VENV'] || join(repositoryRoot, '.venv');
+export const referencePython = join(testVenv, 'bin', 'python');
 export const referenceDriver = join(repositoryRoot, 'tools', 'reference', 'driver.py');
 
 export type ReferenceOutcome = { ok: Record<string, unknown> } | { error: string };
