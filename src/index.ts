@@ -11,6 +11,7 @@ export {
   RunFailedError,
   RunHandle,
   SessionHandle,
+  type RetryingPhase,
 } from './client/patchloop-client';
 export { followRun, jsonOutput, textOutput, type FollowOutput } from './client/follow';
 export {

@@ -4,6 +4,7 @@ import {
   QueryNotRegisteredError,
   WorkflowFailedError,
   WorkflowUpdateFailedError,
+  type WorkflowExecutionDescription,
   type WorkflowHandle,
 } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
@@ -261,6 +262,11 @@ export class RunHandle {
     return this.workflow.query(statusQuery, { after });
   }
 
+  /** The run's phases that failed and are being tried again, with the last error of each (`show` prints them). */
+  async retrying(): Promise<RetryingPhase[]> {
+    return retryingPhases(await this.workflow.describe());
+  }
+
   /**
    * The run's result, whole: a transcript (or answer) the run left out of it for its size is read by
    * the `transcriptPage` query and filled in. A failed run throws `RunFailedError` with the readable cause.
@@ -363,4 +369,29 @@ export class RunFailedError extends Error {
 /** A decision the run refused: the id does not wait for one (unknown, decided already) or the run ended. */
 export class ApprovalRefusedError extends Error {
   override readonly name = 'ApprovalRefusedError';
+}
+
+/** A phase being tried again: its activity, the attempt under way, and why the last one failed. */
+export interface RetryingPhase {
+  activity: string;
+  attempt: number;
+  last_failure: { type: string; message: string };
+}
+
+/**
+ * Phases that failed and are being tried again (a provider error while a model call retries): the
+ * server's record of each pending activity's last failure, which the workflow itself cannot see.
+ */
+export function retryingPhases(description: WorkflowExecutionDescription): RetryingPhase[] {
+  return (description.raw.pendingActivities ?? []).flatMap((activity) => {
+    const failure = activity.lastFailure;
+    if (!failure?.message || (activity.attempt ?? 1) < 2) return [];
+    return [
+      {
+        activity: activity.activityType?.name ?? 'activity',
+        attempt: activity.attempt ?? 1,
+        last_failure: { type: failure.applicationFailureInfo?.type || 'Error', message: failure.message },
+      },
+    ];
+  });
 }

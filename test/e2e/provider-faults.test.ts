@@ -286,6 +286,8 @@ describe('a call that keeps failing says why while it retries', () => {
         last_failure: { type: 'ProviderUnavailable', message: 'provider error (503): upstream busy' },
       },
     ]);
+    // The client says the same to code.
+    expect(await run.retrying()).toEqual(json.retrying);
     await run.abort('done');
     expect((await run.result()).status).toBe('aborted');
   });

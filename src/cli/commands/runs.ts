@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { WorkflowExecutionDescription } from '@temporalio/client';
 import type { Message } from '../../context';
 import type { AgentRunResult, RunEvent, RunStatus } from '../../runtime';
 import { askApproval, terminalAsker } from './approvals';
 import { parseCommand } from '../arguments';
 import { followRun, jsonOutput, textOutput } from '../../client/follow';
-import type { PatchloopClient, RunHandle } from '../../client/patchloop-client';
+import { retryingPhases, type PatchloopClient, type RunHandle } from '../../client/patchloop-client';
 import { UsageError } from '../errors';
 import { agentResolved, explainUnavailable, failureOf, noWorkerNotice, workerPolls } from '../preflight';
 import { RUN_SYNTAX, FOLLOW_SYNTAX, ABORT_SYNTAX, SEND_SYNTAX, SHOW_SYNTAX } from '../syntax';
@@ -148,24 +147,6 @@ export async function showCommand(client: PatchloopClient, args: string[], print
   print(`history: ${description.historyLength} events, ${description.historySize ?? 0} bytes`);
   for (const line of transcriptLines(transcript ?? [])) print(line);
   return undefined;
-}
-
-/**
- * Phases that failed and are being tried again (a provider error while a model call retries): the
- * server's record of each pending activity's last failure, which the workflow itself cannot see.
- */
-function retryingPhases(description: WorkflowExecutionDescription) {
-  return (description.raw.pendingActivities ?? []).flatMap((activity) => {
-    const failure = activity.lastFailure;
-    if (!failure?.message || (activity.attempt ?? 1) < 2) return [];
-    return [
-      {
-        activity: activity.activityType?.name ?? 'activity',
-        attempt: activity.attempt ?? 1,
-        last_failure: { type: failure.applicationFailureInfo?.type || 'Error', message: failure.message },
-      },
-    ];
-  });
 }
 
 /** The workflow's own account of what it is doing (Temporal's current details). */
