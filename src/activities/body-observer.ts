@@ -7,11 +7,18 @@ import { createParser } from 'eventsource-parser';
 export class BodyObserver {
   sawDone = false;
   ended = false;
+  /** Server-sent events that arrived: none at all in a body that ended cleanly is an empty reply. */
+  events = 0;
   readonly fetch = async (url: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const response = await fetch(url, init);
     if (!response.body) return response;
     const decoder = new TextDecoder();
-    const parser = createParser({ onEvent: (event) => void (event.data === '[DONE]' && (this.sawDone = true)) });
+    const parser = createParser({
+      onEvent: (event) => {
+        this.events += 1;
+        if (event.data === '[DONE]') this.sawDone = true;
+      },
+    });
     const ended = () => (this.ended = true);
     const body = response.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({

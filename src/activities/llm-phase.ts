@@ -9,6 +9,7 @@ import {
   CHARS_PER_TOKEN,
   estimatedUsage,
   PROVIDER_PROFILES,
+  providerKeyProblem,
   providerUsage,
   resolveProvider,
   truncatedReplyMutation,
@@ -110,7 +111,7 @@ export function createLlmPhase(
       const profile = PROVIDER_PROFILES[provider.profile];
       const client = clients.client(provider);
       const { request, text, chars, charsRead, source } = await loadCompiledRequest(input, cache);
-      requestChars = chars || (text?.length ?? 0);
+      requestChars = text?.length ?? (chars || JSON.stringify(request).length);
       span.setAttribute('patchloop.provider.profile', provider.profile);
       span.updateName(`chat ${request.model}`);
       span.setAttribute('gen_ai.request.model', request.model);
@@ -135,16 +136,20 @@ export function createLlmPhase(
             });
       } else {
         // The workflow's text is the body, byte for byte, unless the server needs another form of it.
-        const sent = { body: wireBody(request, text, profile), headers: { 'content-type': 'application/json' } };
-        reply = request.stream
-          ? await streamReply(attemptClient, request, { ...sent, signal }, stream, observer)
-          : await plainReply(attemptClient, request, {
+        const wire = wireBody(request, text, profile);
+        const sent = { body: wire.body, headers: { 'content-type': 'application/json' } };
+        // The client reads the reply as the body asks for it (a profile may send a streamed call plain).
+        const params = wire.stream === request.stream ? request : { ...request, stream: wire.stream };
+        reply = wire.stream
+          ? await streamReply(attemptClient, params, { ...sent, signal }, stream, observer)
+          : await plainReply(attemptClient, params, {
               ...sent,
-              // A summary call that an abort stopped is of no use any more: it ends at once.
-              signal: input.purpose === 'compaction' ? signal : shutdownOnly(context),
+              // A summary call that an abort stopped is of no use any more: it ends at once; so is a call
+              // the run asked to stream (an abort interrupts it) that the profile sends plain.
+              signal: input.purpose === 'compaction' || request.stream ? signal : shutdownOnly(context),
             });
       }
-      if (reply.content === '' && reply.toolCalls.length === 0) throw emptyReply();
+      if (reply.content === '' && reply.toolCalls.length === 0) throw emptyReply(reply.finishReason);
     } catch (error) {
       // An abort before the first byte throws (APIUserAbortError): that is the abort path, not a failure.
       if (signal.aborted) return abortPath(context, publisher, stream, started);
@@ -201,13 +206,10 @@ function providerClients(settings: ProviderSettings) {
       return resolveProvider(input.provider, defaults);
     },
     client(provider: ResolvedProvider): OpenAI {
-      // The worker's own key unless the agent names another variable; read at each call, never stored.
-      const apiKey = provider.apiKeyEnv === 'OPENAI_API_KEY' ? settings.apiKey : environment[provider.apiKeyEnv];
-      if (apiKey === undefined && provider.apiKeyEnv !== 'OPENAI_API_KEY')
-        throw failure(
-          FailureType.ProviderAuthFailed,
-          `the agent's provider reads its API key from ${provider.apiKeyEnv}, which this worker's environment does not set`,
-        );
+      // The worker's own key unless the agent names a variable; read at each call, never stored.
+      const problem = provider.apiKeyEnv ? providerKeyProblem(provider.apiKeyEnv, environment) : null;
+      if (problem) throw failure(FailureType.ProviderAuthFailed, `the agent ${problem}`);
+      const apiKey = provider.apiKeyEnv ? environment[provider.apiKeyEnv] : settings.apiKey;
       const key = `${provider.baseURL ?? ''}\n${apiKey ?? ''}`;
       let client = clients.get(key);
       if (!client) {
@@ -226,16 +228,21 @@ function providerClients(settings: ProviderSettings) {
 }
 
 /**
- * The body as the profile's server takes it: the workflow's text when it needs nothing else (no parse,
- * no copy of a long transcript), otherwise the request adapted and written again.
+ * The body as the profile's server takes it, and whether it streams: the workflow's text when it needs
+ * nothing else (no parse, no copy of a long transcript), otherwise the request adapted and written again.
  */
-function wireBody(request: LlmRequest, text: string | undefined, profile: ProviderProfile): string {
-  if (text === undefined) return JSON.stringify(adaptRequest(request, profile));
+function wireBody(
+  request: LlmRequest,
+  text: string | undefined,
+  profile: ProviderProfile,
+): { body: string; stream: boolean } {
+  const fields = adaptRequest(request, profile);
   // The fields beside the messages are parsed already; the messages change only where content is null.
-  const fieldsChange = adaptRequest(request, profile) !== request;
-  const messagesChange = profile.toolCallOnlyContent !== null && text.includes('"content":null');
-  if (!fieldsChange && !messagesChange) return text;
-  return JSON.stringify(adaptRequest(JSON.parse(text) as LlmRequest, profile));
+  const messagesChange =
+    profile.toolCallOnlyContent !== null && (text === undefined || text.includes('"content":null'));
+  if (text !== undefined && fields === request && !messagesChange) return { body: text, stream: request.stream };
+  const adapted = text === undefined ? fields : adaptRequest(JSON.parse(text) as LlmRequest, profile);
+  return { body: JSON.stringify(adapted), stream: adapted.stream };
 }
 
 /** The whole compiled request: its messages are in the workflow's text when that was loaded. */
@@ -294,6 +301,8 @@ async function streamReply(
   // The openai stream ends silently on an abort, a reset connection and a server that just stops.
   if (signal.aborted) throw signal.reason;
   if (!body.ended) throw incompleteReply(`the stream broke off after ${stream.content.length} characters`);
+  // A 200 stream that ended without a single event (llama-cpp-python streaming with tool_choice auto).
+  if (body.events === 0) throw emptyReply();
   if (stream.finishReason === null)
     throw incompleteReply(`the stream ended without a finish_reason after ${stream.content.length} characters`);
   if (!body.sawDone) throw incompleteReply('the stream ended without [DONE]');

@@ -33,20 +33,38 @@ export function incompleteReply(what: string): ApplicationFailure {
 
 /**
  * A "successful" reply with no text, no tool calls and no refusal (a proxy that turned an upstream error
- * into an empty `stop`): not an answer. Retried; the same empty reply again and again ends the call.
+ * into an empty `stop`): not an answer. Retried; the same empty reply again and again ends the call. One
+ * that says why it is empty fails at once: `length` (the completion limit was spent before any text,
+ * on reasoning say: the same request spends it again) or `content_filter`.
  */
-export function emptyReply(): ApplicationFailure {
+export function emptyReply(finishReason: string | null = null): ApplicationFailure {
+  if (finishReason === 'length')
+    return failure(
+      FailureType.ProviderRejected,
+      "the model's reply is empty: it reached its completion limit (finish_reason length) before any text; raise max_tokens or max_completion_tokens",
+    );
+  if (finishReason === 'content_filter')
+    return failure(
+      FailureType.ProviderRejected,
+      "the model's reply is empty: the provider's content filter withheld it",
+    );
   return incompleteReply('the reply is empty (no content, no tool calls, no refusal)');
 }
 
-/** The attempt that answers the same deterministic failure this many times in a row is not retried. */
-export const SAME_FAILURE_LIMIT = 3;
+/**
+ * How many attempts in a row with the same answer end a call. A 500 needs five (with the backoff's
+ * 1, 2, 4 and 8 s between them, at least 15 s of the same error: a short outage passes); an empty reply
+ * three (a server that cannot answer at all answers nothing at once).
+ */
+export const SAME_FAILURE_LIMITS = { serverError: 5, emptyReply: 3 } as const;
 
 /**
  * One failed attempt, classified, and what its heartbeat records for the next attempt. A failure that
- * may be deterministic (a 500, not a gateway's 502 to 504, or an empty reply) and that came back with the
- * same message `SAME_FAILURE_LIMIT` times in a row ends the call: retrying for the whole retry budget
- * cannot change the server's mind. A 5xx whose body is a request validation error ends it at once.
+ * may be deterministic (an HTTP 500 the provider did not ask to retry, or an empty reply) and that came
+ * back with the same message `SAME_FAILURE_LIMITS` times in a row ends the call: retrying for the whole
+ * retry budget cannot change the server's mind. A 5xx whose body is a request validation error ends it
+ * at once. Gateways (502 to 504), overloads (529), Cloudflare's 52x and a `retry-after` or
+ * `x-should-retry: true` are outages, however often they repeat.
  */
 export function classifyAttempt(
   error: unknown,
@@ -58,8 +76,9 @@ export function classifyAttempt(
   const repeats =
     repeatable && previous?.type === type && previous.message === classified.message ? (previous.repeats ?? 1) + 1 : 1;
   const record = { type, message: classified.message, ...(repeatable ? { repeats } : {}) };
-  if (repeats < SAME_FAILURE_LIMIT) return { failure: classified, record };
   const empty = classified.message === emptyReply().message;
+  if (repeats < (empty ? SAME_FAILURE_LIMITS.emptyReply : SAME_FAILURE_LIMITS.serverError))
+    return { failure: classified, record };
   const ended = failure(
     empty ? FailureType.ProviderEmptyReply : FailureType.ProviderRejected,
     `${classified.message} (the same answer ${repeats} times in a row: retrying cannot help)`,
@@ -69,7 +88,11 @@ export function classifyAttempt(
 
 function mayBeDeterministic(error: unknown, classified: ApplicationFailure): boolean {
   if (error instanceof OpenAI.APIError && error.status !== undefined)
-    return error.status >= 500 && ![502, 503, 504].includes(error.status);
+    return (
+      error.status === 500 &&
+      error.headers?.get('x-should-retry') !== 'true' &&
+      retryAfterMs(error.headers) === undefined
+    );
   return classified.message === emptyReply().message;
 }
 

@@ -15,9 +15,13 @@ import { failure, FailureType } from '../common';
  *   would make them strict, which changes optional parameters), `tool_choice` naming a function is
  *   flat too, `max_tokens`/`max_completion_tokens` is `max_output_tokens`, a `response_format` is
  *   `text.format`;
- * - `store: false` with `include: ['reasoning.encrypted_content']`: nothing is kept on the provider's
- *   side, and reasoning travels with the transcript's requests;
- * - `stream_options` is Chat Completions only (the Responses stream always ends with usage).
+ * - `reasoning_effort` is `reasoning.effort`;
+ * - `store: false`: nothing is kept on the provider's side. Reasoning travels with the requests
+ *   (`include: ['reasoning.encrypted_content']`) only when the request asks for reasoning (`reasoning`
+ *   or `reasoning_effort`) or carries reasoning items: OpenAI refuses that `include` for models that do
+ *   not reason (gpt-4o: "Encrypted content is not supported with this model");
+ * - `stream_options` is Chat Completions only (the Responses stream always ends with usage); options
+ *   the Responses API does not have (`CHAT_ONLY_OPTIONS`) fail the call before anything is sent.
  * Other options go as they are; a server that does not take one says so.
  */
 export function responsesBody(request: LlmRequest): JsonObject {
@@ -29,12 +33,21 @@ export function responsesBody(request: LlmRequest): JsonObject {
     max_completion_tokens: maxCompletionTokens,
     response_format: responseFormat,
     stream_options: _streamOptions,
+    reasoning_effort: reasoningEffort,
     model,
     stream,
     ...rest
   } = request as LlmRequest & Record<string, JsonValue | undefined>;
+  const chatOnly = CHAT_ONLY_OPTIONS.filter((option) => rest[option] !== undefined);
+  if (chatOnly.length > 0)
+    throw failure(
+      FailureType.InvalidLlmRequest,
+      `the Responses API has no ${chatOnly.join(', ')}: remove ${chatOnly.length > 1 ? 'them' : 'it'} from the agent's llm_options, or use api chat_completions`,
+    );
   const body: JsonObject = { model, input: messages.flatMap(inputItems) };
   for (const [key, value] of Object.entries(rest)) if (value !== undefined) body[key] = value;
+  if (reasoningEffort !== undefined && reasoningEffort !== null)
+    body['reasoning'] = { ...(isObject(body['reasoning']) ? body['reasoning'] : {}), effort: reasoningEffort };
   if (tools && tools.length > 0) body['tools'] = tools.map(functionTool);
   if (toolChoice !== undefined) body['tool_choice'] = responsesToolChoice(toolChoice);
   const maxOutput = maxCompletionTokens ?? maxTokens;
@@ -42,14 +55,37 @@ export function responsesBody(request: LlmRequest): JsonObject {
   if (isObject(responseFormat)) body['text'] = { format: textFormat(responseFormat) };
   body['stream'] = stream;
   body['store'] = false;
-  body['include'] = ['reasoning.encrypted_content'];
+  const input = body['input'] as JsonObject[];
+  if (body['reasoning'] !== undefined || input.some((item) => item['type'] === 'reasoning'))
+    body['include'] = ['reasoning.encrypted_content'];
   return body;
 }
+
+/** Chat Completions options the Responses API does not take. */
+export const CHAT_ONLY_OPTIONS = [
+  'n',
+  'stop',
+  'seed',
+  'logprobs',
+  'logit_bias',
+  'presence_penalty',
+  'frequency_penalty',
+  'functions',
+  'function_call',
+  'modalities',
+  'audio',
+  'prediction',
+] as const;
 
 /** Reasoning items of the Responses API among a message's opaque `reasoning_details`. */
 export function responsesReasoning(details: JsonValue | undefined): JsonObject[] {
   if (!Array.isArray(details)) return [];
-  return details.filter((detail): detail is JsonObject => isObject(detail) && detail['type'] === 'reasoning');
+  // With store: false only an item that carries its encrypted content can be sent back (an item by id
+  // alone names nothing the provider kept).
+  return details.filter(
+    (detail): detail is JsonObject =>
+      isObject(detail) && detail['type'] === 'reasoning' && typeof detail['encrypted_content'] === 'string',
+  );
 }
 
 function inputItems(message: JsonObject, index: number): JsonObject[] {

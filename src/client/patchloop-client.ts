@@ -195,7 +195,9 @@ export class RunHandle {
    * threshold or gRPC's message limit; read again from the start if the run changed it meanwhile.
    */
   async transcript(): Promise<Message[]> {
-    for (;;) {
+    // A run that changes its transcript faster than it can be read is read whole once it is let be:
+    // after this many restarts the reader says so instead of reading forever.
+    for (let restart = 0; restart < TRANSCRIPT_READ_RESTARTS; restart += 1) {
       let text = '';
       let offset = 0;
       let digest: string | undefined;
@@ -204,8 +206,10 @@ export class RunHandle {
         try {
           page = await this.workflow.query(transcriptPageQuery, { offset });
         } catch (error) {
-          // A worker built before pages answers the whole transcript only.
-          if (error instanceof QueryNotRegisteredError) return this.workflow.query(transcriptQuery);
+          // A worker built before pages answers the whole transcript only. The SDK reports a handler
+          // that threw as "not registered" too: only the workflow's own words mean that.
+          if (error instanceof QueryNotRegisteredError && /did not register a handler/.test(error.message))
+            return this.workflow.query(transcriptQuery);
           throw error;
         }
         if (digest !== undefined && page.digest !== digest) break;
@@ -215,6 +219,9 @@ export class RunHandle {
         if (page.done) return JSON.parse(text) as Message[];
       }
     }
+    throw new Error(
+      `the transcript of ${this.workflowId} changed during each of ${TRANSCRIPT_READ_RESTARTS} reads; read it again later`,
+    );
   }
 
   /** Gated tool calls waiting for a decision, in their batch's order. */
@@ -370,6 +377,9 @@ export class RunFailedError extends Error {
 export class ApprovalRefusedError extends Error {
   override readonly name = 'ApprovalRefusedError';
 }
+
+/** How many times a transcript read starts again because the run changed the transcript meanwhile. */
+const TRANSCRIPT_READ_RESTARTS = 20;
 
 /** A phase being tried again: its activity, the attempt under way, and why the last one failed. */
 export interface RetryingPhase {

@@ -50,23 +50,33 @@ export interface ProviderProfile {
   defaultToolChoice?: 'auto';
   /** Whether the server takes `stream_options` (and then sends usage in the stream's last chunk). */
   streamOptions: boolean;
+  /**
+   * Whether it can stream a reply to tools with `tool_choice: auto`. llama-cpp-python 0.3.36 answers
+   * such a stream with an empty 200 body: the request goes unstreamed (followers get the reply whole).
+   */
+  streamsAutoToolChoice: boolean;
 }
 
 export const PROVIDER_PROFILES: Readonly<Record<ProviderProfileName, ProviderProfile>> = {
-  openai: { toolCallOnlyContent: null, streamOptions: true },
-  'llama-cpp': { toolCallOnlyContent: '', defaultToolChoice: 'auto', streamOptions: false },
-  vllm: { toolCallOnlyContent: null, streamOptions: true },
-  ollama: { toolCallOnlyContent: '', streamOptions: true },
-  litellm: { toolCallOnlyContent: '', streamOptions: true },
+  openai: { toolCallOnlyContent: null, streamOptions: true, streamsAutoToolChoice: true },
+  'llama-cpp': {
+    toolCallOnlyContent: '',
+    defaultToolChoice: 'auto',
+    streamOptions: false,
+    streamsAutoToolChoice: false,
+  },
+  vllm: { toolCallOnlyContent: null, streamOptions: true, streamsAutoToolChoice: true },
+  ollama: { toolCallOnlyContent: '', streamOptions: true, streamsAutoToolChoice: true },
+  litellm: { toolCallOnlyContent: '', streamOptions: true, streamsAutoToolChoice: true },
   // Anything else that speaks OpenAI's format: the forms every server we met accepts.
-  generic: { toolCallOnlyContent: '', streamOptions: false },
+  generic: { toolCallOnlyContent: '', streamOptions: false, streamsAutoToolChoice: true },
 };
 
 /** The provider a call goes to: the agent's choices over the worker's defaults. */
 export interface ResolvedProvider {
   baseURL?: string;
-  /** Where the key comes from: the agent's variable, or the worker's OPENAI_API_KEY. */
-  apiKeyEnv: string;
+  /** The variable the agent reads its key from; absent: the worker's own key (OPENAI_API_KEY). */
+  apiKeyEnv?: string;
   profile: ProviderProfileName;
   api: ProviderApi;
 }
@@ -84,7 +94,7 @@ export function resolveProvider(
   const baseURL = selection?.base_url ?? defaults.baseURL;
   return {
     ...(baseURL ? { baseURL } : {}),
-    apiKeyEnv: selection?.api_key_env ?? 'OPENAI_API_KEY',
+    ...(selection?.api_key_env ? { apiKeyEnv: selection.api_key_env } : {}),
     profile: selection?.profile ?? defaults.profile ?? 'openai',
     api: selection?.api ?? defaults.api ?? 'chat_completions',
   };
@@ -108,11 +118,24 @@ export function adaptRequest<T extends Record<string, unknown>>(request: T, prof
   const tools = request['tools'];
   if (profile.defaultToolChoice && Array.isArray(tools) && tools.length > 0 && request['tool_choice'] === undefined)
     changes['tool_choice'] = profile.defaultToolChoice;
-  const dropStreamOptions = !profile.streamOptions && 'stream_options' in request;
+  const toolChoice = changes['tool_choice'] ?? request['tool_choice'];
+  if (!profile.streamsAutoToolChoice && request['stream'] === true && toolChoice === 'auto' && Array.isArray(tools))
+    changes['stream'] = false;
+  const dropStreamOptions = 'stream_options' in request && (!profile.streamOptions || changes['stream'] === false);
   if (Object.keys(changes).length === 0 && !dropStreamOptions) return request;
   const adapted: Record<string, unknown> = { ...request, ...changes };
   if (dropStreamOptions) delete adapted['stream_options'];
   return adapted as T;
+}
+
+/** Why a key variable an agent names cannot give a key (unset or empty), or null when it can. */
+export function providerKeyProblem(
+  variable: string,
+  environment: Readonly<Record<string, string | undefined>>,
+): string | null {
+  return environment[variable]
+    ? null
+    : `reads its provider's API key from ${variable}, which this worker's environment does not set`;
 }
 
 /**
@@ -124,11 +147,8 @@ export function missingProviderKeys(
   environment: Readonly<Record<string, string | undefined>>,
 ): string[] {
   return agents.flatMap((agent) => {
-    const name = agent.provider?.api_key_env;
-    return name && !environment[name]
-      ? [
-          `agent '${agent.name}' reads its provider's API key from ${name}, which this worker's environment does not set`,
-        ]
-      : [];
+    const variable = agent.provider?.api_key_env;
+    const problem = variable ? providerKeyProblem(variable, environment) : null;
+    return problem ? [`agent '${agent.name}' ${problem}`] : [];
   });
 }

@@ -95,8 +95,20 @@ function transcriptPage(run: Run, input: unknown): TranscriptPage {
   }
   const { text, digest } = run.transcriptText;
   const offset = options['offset'] ?? 0;
-  if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0 || offset > text.length)
-    throw new Error(`offset ${JSON.stringify(offset)} out of range (0..${text.length})`);
+  if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0)
+    throw new Error(`offset ${JSON.stringify(offset)} is not a whole number from 0`);
+  // Past the end: the transcript shrank since the reader's last page (a compaction). An empty page with
+  // the current digest tells it to read again from 0, as any change of digest does.
+  if (offset > text.length)
+    return {
+      text: '',
+      offset,
+      next_offset: 0,
+      total_chars: text.length,
+      done: false,
+      messages: run.transcript.length,
+      digest,
+    };
   const end = transcriptPageEnd(text, offset, transcriptPageBytes(options['max_bytes'], run.readableBytes));
   return {
     text: text.slice(offset, end),

@@ -93,7 +93,9 @@ export async function llmStep(
       continue;
     }
     const result = { ...raw, mutations: withAbortReason(raw.mutations, run.abort.reason) };
-    if (result.usage && result.usage.prompt_tokens > 0)
+    // Only the provider's own count measures the context: an estimate from characters would overwrite
+    // the rate it showed (or the size a refusal stated) with the floor rate.
+    if (result.usage && result.usage.prompt_tokens > 0 && !result.usage.estimated)
       run.context.measure = { request_chars: written.text.length, prompt_tokens: result.usage.prompt_tokens };
     run.usage = addUsage(run.usage, result.usage);
     charge(run, result, run.context.tokens);

@@ -1,3 +1,5 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/worker/free-port';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -194,6 +196,20 @@ describe('CLI against a real dev server', () => {
     expect(worker.code).toBe(1);
     expect(worker.stderr).toContain('no model provider configured: set OPENAI_API_KEY');
     expect(worker.stderr).toContain("'npx patchloop worker --fake-model'");
+  });
+
+  it('agents that name their own server need no provider in the environment; one whose key variable is unset is refused by name', async () => {
+    world = await startWorld();
+    const folder = mkdtempSync(join(tmpdir(), 'patchloop-agents-'));
+    const agents = join(folder, 'agents.json');
+    const provider = { base_url: 'http://127.0.0.1:9/v1', api_key_env: 'LOCAL_MODEL_KEY_FOR_TEST' };
+    writeFileSync(agents, JSON.stringify([{ name: 'local', instructions: 'Answer.', provider }]));
+    const worker = await cli(['worker', '--agents', agents], '', { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' });
+    expect(worker.code).toBe(1);
+    expect(worker.stderr).not.toContain('no model provider configured');
+    expect(worker.stderr).toContain(
+      "agent 'local' reads its provider's API key from LOCAL_MODEL_KEY_FOR_TEST, which this worker's environment does not set",
+    );
   });
 
   it('a worker whose Redis does not answer refuses to start, naming the address without its password', async () => {

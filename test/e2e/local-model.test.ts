@@ -102,6 +102,34 @@ describe('llama-cpp-python (a real local model server)', () => {
     expect(result.usage!.prompt_tokens).toBeGreaterThan(counted.usage.prompt_tokens);
   });
 
+  it("an agent that names no tool_choice gets the profile's auto: the server calls tools instead of ignoring them", async () => {
+    const { tool_choice: _named, ...options } = adder(llama.url, {}).llm_options as Record<string, unknown>;
+    const agent = { ...adder(llama.url, { profile: 'llama-cpp' }), llm_options: options };
+    const { client } = await worldWith(agent, llama.url);
+    const result = await addNumbers(client);
+    expect(result.status).toBe('completed');
+    const sent = proxy!.chatRequests;
+    expect(sent[0]!.body['tool_choice']).toBe('auto');
+    // Not streamed: this server answers a stream with tool_choice auto with an empty 200 body (below).
+    expect(sent[0]!.body['stream']).toBe(false);
+    expect(result.transcript[2]).toMatchObject({ role: 'assistant', tool_calls: [{ function: { name: 'add' } }] });
+    expect(result.transcript[3]).toMatchObject({ role: 'tool' });
+    // Without a tool_choice llama-cpp-python answers in text and never calls the tool: the profile's
+    // default is what made it call.
+    const ignored = await fetch(`${llama.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...sent[0]!.body, tool_choice: undefined, stream: false }),
+    }).then((answer) => answer.json() as Promise<{ choices: Array<{ message: { tool_calls?: unknown } }> }>);
+    expect(ignored.choices[0]!.message.tool_calls ?? null).toBeNull();
+    const streamed = await fetch(`${llama.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...sent[0]!.body, stream: true }),
+    });
+    expect([streamed.status, await streamed.text()]).toEqual([200, '']);
+  });
+
   it('without it the server refuses null content with a 500: the run fails in seconds, not after 30 minutes of retries', async () => {
     const { client } = await worldWith(adder(llama.url, { profile: 'openai' }), llama.url);
     const started = Date.now();

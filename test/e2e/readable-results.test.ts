@@ -1,5 +1,6 @@
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { temporal } from '@temporalio/proto';
+import { QueryNotRegisteredError } from '@temporalio/client';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +8,7 @@ import { validateToolLinkage, type Message } from '../../src/context';
 import { reply } from '../../src/fake-model/steps';
 import type { RunHandle } from '../../src/client/patchloop-client';
 import type { AgentRunResult } from '../../src/runtime';
+import { transcriptPageQuery } from '../../src/common';
 import { pageReader } from '../support/context-model';
 import { pageText, tools } from '../support/context-tools';
 import { startMoto, type MotoS3 } from '../support/moto';
@@ -121,6 +123,14 @@ describe('results every client can read', () => {
     expect(read.transcript.at(-1)).toMatchObject({ role: 'assistant', content: 'I read all 80 pages.' });
     expect(read.transcript).toEqual(result.transcript);
     expect(await run.transcript()).toEqual(result.transcript);
+    // A page past the end (the transcript shrank since) is an empty page that says to read again from 0.
+    const past = await run.workflow.query(transcriptPageQuery, { offset: 10 ** 9 });
+    expect(past).toMatchObject({ text: '', next_offset: 0, done: false });
+    // How the client tells a worker without pages (fall back to the whole transcript) from a handler
+    // that threw: the workflow's own words, which the SDK passes on.
+    const unknown = await run.workflow.query('noSuchQuery').catch((error: unknown) => error);
+    expect(unknown).toBeInstanceOf(QueryNotRegisteredError);
+    expect((unknown as Error).message).toMatch(/did not register a handler/);
   });
 
   it('Python configured with the same S3 store reads the whole transcript, which travels by reference', async () => {

@@ -14,7 +14,14 @@ afterEach(async () => {
 });
 
 /** An agent on the Responses API; everything else is the worker's provider (the fake model). */
-const reasoner = { name: 'reasoner', instructions: 'Add.', tools: ['add'], provider: { api: 'responses' as const } };
+/** A reasoning model's agent: reasoning_effort asks for reasoning, so its encrypted content travels. */
+const reasoner = {
+  name: 'reasoner',
+  instructions: 'Add.',
+  tools: ['add'],
+  provider: { api: 'responses' as const },
+  llm_options: { reasoning_effort: 'low' },
+};
 const sealed = { id: 'rs_1', summary: ['Add the two numbers.'], encrypted_content: 'gAAAA-sealed-reasoning==' };
 /** The reasoning item as the fake model sends it, and as it must come back, unchanged. */
 const reasoningItem = {
@@ -95,6 +102,7 @@ describe('the Responses API (provider api: responses)', () => {
           strict: false,
         },
       ],
+      reasoning: { effort: 'low' },
       stream: true,
       store: false,
       include: ['reasoning.encrypted_content'],

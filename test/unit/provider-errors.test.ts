@@ -133,25 +133,40 @@ describe('failures retrying cannot fix', () => {
     expect(failure.message).toContain('Input should be a valid string');
   });
 
-  it('the same 500 three times in a row ends the call; a different one in between starts the count again', () => {
+  it('the same 500 five times in a row ends the call; a different one in between starts the count again', () => {
     const same = () => apiError(500, "'dict object' has no attribute 'content'");
-    expect(attempts([same(), same(), same()])).toEqual([
+    expect(attempts([same(), same(), same(), same(), same()])).toEqual([
+      ['ProviderUnavailable', false],
+      ['ProviderUnavailable', false],
       ['ProviderUnavailable', false],
       ['ProviderUnavailable', false],
       ['ProviderRejected', true],
     ]);
-    expect(attempts([same(), same(), apiError(500, 'other'), same(), same()]).at(-1)).toEqual([
+    expect(attempts([same(), same(), same(), same(), apiError(500, 'other'), same()]).at(-1)).toEqual([
       'ProviderUnavailable',
       false,
     ]);
   });
 
-  it("a gateway's 502 to 504 is an outage however often it repeats", () => {
-    for (const status of [502, 503, 504])
-      expect(attempts(Array.from({ length: 5 }, () => apiError(status, 'bad gateway'))).at(-1)).toEqual([
-        'ProviderUnavailable',
-        false,
-      ]);
+  it('gateways, overloads and errors the provider asks to retry are outages however often they repeat', () => {
+    const outages = [
+      ...[501, 502, 503, 504, 520, 522, 529].map((status) => () => apiError(status, 'busy')),
+      () => apiError(500, 'busy', { 'x-should-retry': 'true' }),
+      () => apiError(500, 'busy', { 'retry-after': '2' }),
+    ];
+    for (const outage of outages)
+      expect(attempts(Array.from({ length: 8 }, outage)).at(-1)).toEqual(['ProviderUnavailable', false]);
+  });
+
+  it('an empty reply that says why (length, content_filter) fails at once, naming the reason', () => {
+    for (const [reason, says] of [
+      ['length', 'completion limit'],
+      ['content_filter', 'content filter'],
+    ] as const) {
+      const { failure } = classifyAttempt(emptyReply(reason), undefined);
+      expect([failure.type, failure.nonRetryable]).toEqual(['ProviderRejected', true]);
+      expect(failure.message).toContain(says);
+    }
   });
 
   it('an empty reply is retried, and the third in a row fails as ProviderEmptyReply', () => {

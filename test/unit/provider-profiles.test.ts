@@ -26,7 +26,7 @@ describe('provider profiles: the request as each server takes it', () => {
     expect(adaptRequest(request, PROVIDER_PROFILES.vllm)).toBe(request);
   });
 
-  it('llama-cpp: "" for a tool-call-only message, tool_choice auto with tools, no stream_options', () => {
+  it('llama-cpp: "" for a tool-call-only message, tool_choice auto with tools (not streamed), no stream_options', () => {
     expect(adaptRequest(request, PROVIDER_PROFILES['llama-cpp'])).toEqual({
       model: 'm',
       messages: [
@@ -36,11 +36,14 @@ describe('provider profiles: the request as each server takes it', () => {
       ],
       tools: request.tools,
       tool_choice: 'auto',
-      stream: true,
+      stream: false,
     });
     // The agent's own choice stays; no tools, no tool_choice.
     const named = { ...request, tool_choice: { type: 'function', function: { name: 'add' } } };
-    expect(adaptRequest(named, PROVIDER_PROFILES['llama-cpp'])['tool_choice']).toEqual(named.tool_choice);
+    expect(adaptRequest(named, PROVIDER_PROFILES['llama-cpp'])).toMatchObject({
+      tool_choice: named.tool_choice,
+      stream: true,
+    });
     const { tools: _tools, ...withoutTools } = request;
     expect(adaptRequest(withoutTools, PROVIDER_PROFILES['llama-cpp'])).not.toHaveProperty('tool_choice');
   });
@@ -56,7 +59,6 @@ describe('provider profiles: the request as each server takes it', () => {
 
   it("the agent's choices win over the worker's; the key is read from the variable it names", () => {
     expect(resolveProvider(undefined, {})).toEqual({
-      apiKeyEnv: 'OPENAI_API_KEY',
       profile: 'openai',
       api: 'chat_completions',
     });
@@ -87,5 +89,7 @@ describe('provider profiles: the request as each server takes it', () => {
       "agent 'hosted' reads its provider's API key from HOSTED_KEY, which this worker's environment does not set",
     ]);
     expect(missingProviderKeys(agents, { HOSTED_KEY: 'k' })).toEqual([]);
+    // Empty is unset: an empty bearer token is never sent.
+    expect(missingProviderKeys(agents, { HOSTED_KEY: '' })).toHaveLength(1);
   });
 });

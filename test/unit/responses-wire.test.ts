@@ -92,6 +92,26 @@ describe('Responses API: the compiled request on the wire', () => {
     expect(JSON.stringify(sent[2])).toBe(JSON.stringify(reasoning));
   });
 
+  it('asks for encrypted reasoning only when reasoning is asked for; chat-only options fail before sending', () => {
+    const plain = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], stream: false };
+    expect(responsesBody(plain as unknown as LlmRequest)).not.toHaveProperty('include');
+    const reasoning = responsesBody({ ...plain, reasoning_effort: 'high' } as unknown as LlmRequest);
+    expect(reasoning).toMatchObject({ reasoning: { effort: 'high' }, include: ['reasoning.encrypted_content'] });
+    expect(reasoning).not.toHaveProperty('reasoning_effort');
+    expect(() => responsesBody({ ...plain, seed: 7, stop: ['x'] } as unknown as LlmRequest)).toThrow(
+      'the Responses API has no stop, seed',
+    );
+    // A reasoning item without its encrypted content names nothing a store: false provider kept: not sent.
+    const unsealed = { type: 'reasoning', id: 'rs_9', summary: [] };
+    const withUnsealed = responsesBody({
+      ...plain,
+      messages: [{ role: 'assistant', content: null, tool_calls: [call], reasoning_details: [unsealed] }],
+    } as unknown as LlmRequest);
+    expect(withUnsealed['input']).toEqual([
+      { type: 'function_call', call_id: 'call_1', name: 'add', arguments: '{"a":1,"b":2}' },
+    ]);
+  });
+
   it('keeps an assistant text beside its calls, maps response_format and a plain tool_choice', () => {
     const body = responsesBody({
       model: 'm',

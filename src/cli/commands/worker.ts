@@ -55,24 +55,39 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   const toolsOnly = values['tools-only'] === true;
   if (toolsOnly && !values['task-queue'])
     throw new CliError('--tools-only needs --task-queue: the queue its tools are routed to', FailureType.UsageError);
+  const agents = values.agents
+    ? z.array(AgentDefinition).parse(JSON.parse(await readFile(values.agents, 'utf8')))
+    : [assistantAgent, carefulAssistantAgent];
   // Offline by choice, never by surprise: no provider and no --fake-model is an error, not api.openai.com.
-  if (!toolsOnly && !values['fake-model'] && !environment.openaiApiKey && !environment.openaiBaseUrl)
+  // Agents that all name their own server need none from the environment.
+  const everyAgentHasServer = agents.every((agent) => AgentDefinition.parse(agent).provider?.base_url !== undefined);
+  if (
+    !toolsOnly &&
+    !values['fake-model'] &&
+    !environment.openaiApiKey &&
+    !environment.openaiBaseUrl &&
+    !everyAgentHasServer
+  )
     throw new CliError(
-      "no model provider configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for another OpenAI-compatible provider), or start 'npx patchloop worker --fake-model' for the offline scripted model the demo uses",
+      "no model provider configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for another OpenAI-compatible provider), name a provider.base_url in every agent, or start 'npx patchloop worker --fake-model' for the offline scripted model the demo uses",
       FailureType.NoProvider,
     );
-  // Worker log lines (activity failures among them) pass through the same redaction as failures. Quiet
+  // Worker log lines (activity failures among them) pass through the same redaction as failures, the keys
+  // the agents' providers read among them. Quiet
   // by default: INFO (webpack's bundle statistics among it) with --verbose.
   const metricsAddress = values['metrics-address'] ?? process.env['PATCHLOOP_METRICS_ADDRESS'];
   Runtime.install({
-    logger: new RedactingLogger(new DefaultLogger(values.verbose ? 'INFO' : 'WARN'), workerRedactor(environment)),
+    logger: new RedactingLogger(
+      new DefaultLogger(values.verbose ? 'INFO' : 'WARN'),
+      workerRedactor(
+        environment,
+        agents.map((agent) => AgentDefinition.parse(agent)),
+      ),
+    ),
     ...(metricsAddress ? { telemetryOptions: metricsOrUsageError(metricsAddress) } : {}),
   });
   const stopHeapGauges = metricsAddress ? startHeapGauges(Runtime.instance().metricMeter) : undefined;
   const stopWatchingParent = process.env['npm_lifecycle_event'] ? stopWithWrapper(print) : undefined;
-  const agents = values.agents
-    ? z.array(AgentDefinition).parse(JSON.parse(await readFile(values.agents, 'utf8')))
-    : [assistantAgent, carefulAssistantAgent];
   const tools = [...exampleTools, ...(values.tools ? await loadTools(values.tools) : [])];
   const bundleFile = toolsOnly ? undefined : (values['workflow-bundle'] ?? process.env['PATCHLOOP_WORKFLOW_BUNDLE']);
   const loaded = bundleFile ? await readBundleFile(bundleFile).catch(configurationError) : undefined;
