@@ -10,7 +10,8 @@ import {
   type Mutation,
   type MultimodalToolResultMutation,
 } from '../context';
-import { isMultimodalResult } from '../tools/images';
+import { describedImages, imageUrl, isMultimodalResult } from '../tools/images';
+import { McpServerError, readMcpResult, type McpServers } from './mcp-servers';
 import { describeImages, ImageError, multimodalMutation } from './multimodal-result';
 import {
   cancelledCallMutation,
@@ -46,6 +47,8 @@ export interface ToolBatchSettings {
   maxBatchBytes?: number;
   /** The checkpoint's budget (see CHECKPOINT_BYTES); lower where payloads go by reference sooner. */
   checkpointBytes?: number;
+  /** The worker's MCP connections (calls of agents' MCP tools). */
+  mcp?: McpServers;
 }
 
 interface CallLimits {
@@ -118,6 +121,7 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
               workflowId,
               batchSignal: signal,
               redactor: settings.redactor,
+              mcp: settings.mcp,
               emit: (event_name, data) =>
                 customEvents.push({ index, event: { tool_call_id: call.id, tool_name: call.name, event_name, data } }),
               started: Date.now(),
@@ -213,6 +217,7 @@ interface CallScope {
   workflowId: string;
   batchSignal: AbortSignal;
   redactor: SecretRedactor | undefined;
+  mcp: McpServers | undefined;
   emit: (eventName: string, data: JsonObject) => void;
   started: number;
 }
@@ -237,6 +242,8 @@ function callResult(scope: CallScope, content: string, success = true, error?: s
  */
 async function runCall(scope: CallScope): Promise<Finished | null> {
   const { registry, input, call } = scope;
+  const mcp = input.mcp_tools?.[call.name];
+  if (mcp) return runMcpTool(scope, mcp);
   const selfref = registry.selfref(input.agent) && isSelfRefTool(call.name) && call.name !== SELFREF_FORK;
   const tool = selfref ? undefined : registry.toolFor(input.agent, call.name);
   if (!tool && !selfref) return callResult(scope, unknownToolContent(call.name));
@@ -311,6 +318,62 @@ async function runTool(scope: CallScope, tool: Tool, args: unknown, argumentText
       const redacted = scope.redactor?.redact(message) ?? message;
       return callResult(scope, toolFailureContent(call.name, argumentText, `${redacted}${attempts}`));
     }
+  }
+}
+
+/**
+ * A call of an MCP server's tool, under the timeout (the server's, else the agent's) and the batch's
+ * abort, which cancels the request on the server. A server that is unknown to this worker, will not
+ * start, dies, times out or answers garbage gives the call an error result naming the server.
+ */
+async function runMcpTool(scope: CallScope, mcp: { server: string; tool: string }): Promise<Finished | null> {
+  const { call, registry, input, limits } = scope;
+  const args = repairToolArguments(call.arguments);
+  if (!args.ok)
+    return callResult(scope, toolFailureContent(call.name, args.text, 'Tool arguments are not a valid JSON object'));
+  const server = registry.mcpServer(input.agent, mcp.server);
+  if (!server || !scope.mcp)
+    return callResult(
+      scope,
+      toolFailureContent(call.name, args.text, `MCP server '${mcp.server}' is not configured on this worker`),
+    );
+  const timeoutSeconds = server.timeout_seconds ?? limits.timeoutSeconds;
+  const under = attemptSignal(scope.batchSignal, timeoutSeconds * 1000);
+  try {
+    // The SDK's own timeout stays above ours, so a timeout is always reported as ours.
+    const result = await raceAbort(
+      scope.mcp.callTool(server, mcp.tool, args.value, {
+        signal: under.signal,
+        timeoutMs: timeoutSeconds * 1000 + 5000,
+      }),
+      under.signal,
+    );
+    const read = readMcpResult(result);
+    if (read.isError) return callResult(scope, toolFailureContent(call.name, args.text, read.text || 'error'));
+    if (read.images.length > 0) {
+      const images = read.images.map((url) => imageUrl(url));
+      return await toolOutcome(scope, read.text ? describedImages(read.text, images) : images, args.text);
+    }
+    // Text as the server wrote it (a defineTool string becomes a JSON literal; an MCP result is text already).
+    const bytes = utf8Bytes(read.text);
+    if (bytes > limits.maxResultBytes) {
+      const reason = `result is too large: ${bytes} bytes (limit ${limits.maxResultBytes})`;
+      return callResult(scope, toolFailureContent(call.name, args.text, reason));
+    }
+    return callResult(scope, read.text);
+  } catch (error) {
+    if (scope.batchSignal.aborted) return null;
+    if (under.timedOut()) {
+      const message = `Tool '${call.name}' (MCP server '${mcp.server}') timed out after ${timeoutSeconds} s`;
+      return callResult(scope, toolStepErrorContent(message), false, message);
+    }
+    const message =
+      error instanceof McpServerError
+        ? error.message
+        : `MCP server '${mcp.server}' failed: ${error instanceof Error ? error.message : String(error)}`;
+    return callResult(scope, toolFailureContent(call.name, args.text, scope.redactor?.redact(message) ?? message));
+  } finally {
+    under.release();
   }
 }
 
