@@ -63,7 +63,7 @@ export const AgentLimits = sharedSchema('runtime/agent#AgentLimits', () =>
 export type AgentLimits = z.infer<typeof AgentLimits>;
 
 /** What every MCP server entry shares: its name, which of its tools the agent sees, and how. */
-const mcpCommon = {
+const mcpCommon = () => ({
   /** Names the server in tool markers and error results; unique within the agent. */
   name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'letters, digits, _ and - (at most 64)'),
   /** An allow-list of the server's tool names (as the server names them); absent: all of them. */
@@ -72,7 +72,7 @@ const mcpCommon = {
   tool_prefix: z.string().default(''),
   /** Per call of this server's tools (default: the agent's `tool_timeout_seconds`). */
   timeout_seconds: z.number().positive().optional(),
-};
+});
 
 /**
  * An MCP server whose tools an agent offers. Values of `env` and `headers` may name the worker's
@@ -82,7 +82,7 @@ const mcpCommon = {
 export const McpServerConfig = sharedSchema('runtime/agent#McpServerConfig', () =>
   z.union([
     z.strictObject({
-      ...mcpCommon,
+      ...mcpCommon(),
       /** A stdio server: the process the worker starts (once, and again when it died). */
       command: z.string().min(1),
       args: z.array(z.string()).default([]),
@@ -90,7 +90,7 @@ export const McpServerConfig = sharedSchema('runtime/agent#McpServerConfig', () 
       cwd: z.string().optional(),
     }),
     z.strictObject({
-      ...mcpCommon,
+      ...mcpCommon(),
       /** A streamable HTTP server. */
       url: z.url(),
       headers: z.record(z.string(), z.string()).default({}),
