@@ -41,19 +41,7 @@ beforeAll(async () => {
   listed = (await client.listTools()).tools;
   await client.close();
   const port = await freePort();
-  http = spawn(process.execPath, [everything, 'streamableHttp'], {
-    env: { ...process.env, PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('server-everything (HTTP) did not start')), 20_000);
-    http!.stderr!.on('data', (chunk: Buffer) => {
-      if (chunk.toString().includes('listening')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-  });
+  http = await startHttp(port);
   httpUrl = `http://127.0.0.1:${port}/mcp`;
 }, 60_000);
 
@@ -169,6 +157,35 @@ describe('MCP tools', () => {
     expect(history).not.toContain('very-secret-token-4711');
   }, 60_000);
 
+  it('over streamable HTTP: a server that restarted (its sessions gone) is reconnected and the call goes through', async () => {
+    const port = await freePort();
+    let server = await startHttp(port);
+    try {
+      world = await startWorld({
+        agents: [agent([{ name: 'restarting', url: `http://127.0.0.1:${port}/mcp`, tools: ['echo'] }])],
+        fake: {
+          script: [
+            callTools([{ id: 'r1', name: 'echo', arguments: '{"message": "before"}' }]),
+            callTools([{ id: 'r2', name: 'echo', arguments: '{"message": "after"}' }], { firstChunkDelayMs: 3000 }),
+            reply('done'),
+          ],
+        },
+      });
+      const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
+      await until(async () => world!.fake.requests.length >= 2);
+      server.kill();
+      await new Promise((resolve) => server.once('exit', resolve));
+      server = await startHttp(port);
+      expect((await run.result()).status).toBe('completed');
+      expect(toolMessages(world, 2)).toEqual([
+        { role: 'tool', tool_call_id: 'r1', content: 'Echo: before' },
+        { role: 'tool', tool_call_id: 'r2', content: 'Echo: after' },
+      ]);
+    } finally {
+      server.kill();
+    }
+  }, 60_000);
+
   it('an abort during a long call ends the run aborted within seconds', async () => {
     world = await startWorld({
       agents: [agent([stdioServer(join(folder, 'abort.pid'))])],
@@ -232,6 +249,24 @@ describe('MCP tools', () => {
     expect(world.fake.requests).toHaveLength(0);
   }, 60_000);
 });
+
+/** server-everything over streamable HTTP on this port, once it listens. */
+async function startHttp(port: number): Promise<ChildProcess> {
+  const server = spawn(process.execPath, [everything, 'streamableHttp'], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('server-everything (HTTP) did not start')), 20_000);
+    server.stderr!.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('listening')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+  return server;
+}
 
 async function until(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
