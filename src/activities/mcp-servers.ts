@@ -67,7 +67,7 @@ export class McpServers {
     server: McpServerConfig,
     tool: string,
     args: JsonObject,
-    options: { signal: AbortSignal; timeoutMs: number; onprogress?: () => void },
+    options: { signal: AbortSignal; timeoutMs: number; onprogress?: (progress: McpProgress) => void },
   ): Promise<McpCallResult> {
     for (let attempt = 1; ; attempt += 1) {
       const connection = await this.connection(server);
@@ -183,6 +183,13 @@ export class McpServers {
     }
     return out;
   }
+}
+
+/** A progress notification of a running call (MCP `notifications/progress`). */
+export interface McpProgress {
+  progress: number;
+  total?: number;
+  message?: string;
 }
 
 /** A `tools/call` result, as the SDK has checked it. */

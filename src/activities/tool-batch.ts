@@ -11,7 +11,7 @@ import {
   type MultimodalToolResultMutation,
 } from '../context';
 import { describedImages, imageUrl, isMultimodalResult } from '../tools/images';
-import { McpServerError, readMcpResult, type McpServers } from './mcp-servers';
+import { McpServerError, readMcpResult, type McpProgress, type McpServers } from './mcp-servers';
 import { describeImages, ImageError, multimodalMutation } from './multimodal-result';
 import {
   cancelledCallMutation,
@@ -99,7 +99,12 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
       settings.checkpointBytes ?? CHECKPOINT_BYTES,
       settings.maxBatchBytes ?? CHECKPOINT_BYTES,
     );
-    const details = () => checkpoint(input, finished, order, customEvents, budget);
+    // MCP progress notifications of running calls, by call id: shown with the heartbeat (not recorded).
+    const progress = new Map<string, McpProgress>();
+    const details = () => ({
+      ...checkpoint(input, finished, order, customEvents, budget),
+      ...(progress.size > 0 ? { progress: Object.fromEntries(progress) } : {}),
+    });
     // A local activity (fast tools) has no heartbeats: the workflow task it runs in is its liveness.
     const local = context.info.isLocal;
     const stopHeartbeat = local ? () => undefined : startHeartbeat(context, details);
@@ -122,11 +127,13 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
               batchSignal: signal,
               redactor: settings.redactor,
               mcp: settings.mcp,
+              progress: (update) => progress.set(call.id, update),
               emit: (event_name, data) =>
                 customEvents.push({ index, event: { tool_call_id: call.id, tool_name: call.name, event_name, data } }),
               started: Date.now(),
             }),
           );
+          progress.delete(call.id);
           if (outcome === null) return;
           finished.set(index, outcome);
           order.push(index);
@@ -218,6 +225,7 @@ interface CallScope {
   batchSignal: AbortSignal;
   redactor: SecretRedactor | undefined;
   mcp: McpServers | undefined;
+  progress: (update: McpProgress) => void;
   emit: (eventName: string, data: JsonObject) => void;
   started: number;
 }
@@ -345,6 +353,8 @@ async function runMcpTool(scope: CallScope, mcp: { server: string; tool: string 
       scope.mcp.callTool(server, mcp.tool, args.value, {
         signal: under.signal,
         timeoutMs: timeoutSeconds * 1000 + 5000,
+        onprogress: ({ progress, total, message }) =>
+          scope.progress({ progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) }),
       }),
       under.signal,
     );

@@ -6,11 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RunFailedError } from '../../src/client/patchloop-client';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
-import { startWorld, type TestWorld } from '../support/temporal';
+import { startWorld, workflowBundle, type TestWorld } from '../support/temporal';
 
 // Real servers: @modelcontextprotocol/server-everything is a devDependency; without it these tests fail.
 const require = createRequire(__filename);
@@ -116,6 +117,12 @@ describe('MCP tools', () => {
     expect(last.content[0]!['text']).toMatch(/^This is images and description returned by tool 'ev_get-tiny-image': /);
     expect(last.content[1]).toMatchObject({ type: 'image_url', image_url: { detail: 'auto' } });
     expect((last.content[1] as { image_url: { url: string } }).image_url.url).toMatch(/^data:image\/png;base64,/);
+    // The tools were recorded with the run: its history replays on a fresh worker, no server needed.
+    await Worker.runReplayHistory(
+      { workflowBundle: await workflowBundle() },
+      await run.workflow.fetchHistory(),
+      run.workflow.workflowId,
+    );
   }, 60_000);
 
   it('over streamable HTTP: headers from the worker environment never reach history', async () => {
@@ -196,8 +203,15 @@ describe('MCP tools', () => {
       },
     });
     const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
-    await until(async () => (await run.status()).events.some((event) => event.event_type === 'tool_call_start'));
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // The server's progress notifications show in the batch's heartbeat details.
+    await until(async () => {
+      const data = (await run.workflow.describe()).raw.pendingActivities?.[0]?.heartbeatDetails?.payloads?.[0]?.data;
+      const details = data
+        ? (JSON.parse(Buffer.from(data).toString('utf8')) as { progress?: Record<string, unknown> })
+        : {};
+      const progress = details.progress?.['l1'] as { progress: number; total: number } | undefined;
+      return progress !== undefined && progress.progress >= 1 && progress.total === 60;
+    });
     const started = Date.now();
     await run.abort('user_interrupt');
     const result = await run.result();
