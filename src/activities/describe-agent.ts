@@ -1,5 +1,8 @@
+import { Context } from '@temporalio/activity';
 import type { AgentRegistry } from '../agents/registry';
-import type { AgentSpec } from '../runtime';
+import { failure, FailureType } from '../common';
+import type { AgentSpec, ToolDescriptor } from '../runtime';
+import { mcpDescriptors, type McpServers } from './mcp-servers';
 
 /** What the worker knows about its deployment that runs take along in their agent spec. */
 export interface DeploymentFacts {
@@ -13,10 +16,19 @@ export interface DeploymentFacts {
 }
 
 /** Resolves an agent to data once per run; recorded in history, so a replay sees the same agent. */
-export function createDescribeAgent(registry: AgentRegistry, defaultModel: string, facts: DeploymentFacts) {
+export function createDescribeAgent(
+  registry: AgentRegistry,
+  defaultModel: string,
+  facts: DeploymentFacts,
+  mcp?: McpServers,
+) {
   return async function describeAgent(name: string): Promise<AgentSpec> {
+    const spec = registry.describe(name, defaultModel, facts.modelWindows);
+    const listed = await mcpTools(spec, mcp);
     return {
-      ...registry.describe(name, defaultModel, facts.modelWindows),
+      ...spec,
+      tools: [...spec.tools, ...listed.map((tool) => tool.name)],
+      tool_descriptors: [...spec.tool_descriptors, ...listed],
       payloads_by_reference: facts.payloadsByReference,
       ...(facts.payloadsByReference && facts.payloadThresholdBytes !== undefined
         ? { payload_threshold_bytes: facts.payloadThresholdBytes }
@@ -24,4 +36,38 @@ export function createDescribeAgent(registry: AgentRegistry, defaultModel: strin
       search_attributes: await facts.searchAttributes(),
     };
   };
+}
+
+/** Attempts at listing an agent's MCP tools before its run fails (McpServerUnavailable). */
+const MCP_LIST_ATTEMPTS = 3;
+
+/**
+ * The tools of the agent's MCP servers, listed now and recorded with the run's spec, so replays and
+ * retries offer the same ones. A server that cannot list them fails this attempt; the last attempt
+ * fails the run.
+ */
+async function mcpTools(spec: AgentSpec, mcp: McpServers | undefined): Promise<ToolDescriptor[]> {
+  if (spec.mcp_servers.length === 0) return [];
+  const attempt = Context.current().info.attempt;
+  try {
+    if (!mcp) throw new Error('this worker has no MCP client');
+    const lists = await Promise.all(
+      spec.mcp_servers.map(async (server) => mcpDescriptors(server, await mcp.listTools(server))),
+    );
+    const tools = lists.flat();
+    const names = [...spec.tool_descriptors, ...tools].map((tool) => tool.name);
+    const clash = names.filter((toolName, index) => names.indexOf(toolName) !== index);
+    if (clash.length > 0)
+      throw failure(
+        FailureType.McpServerUnavailable,
+        `agent '${spec.name}': tool name(s) ${[...new Set(clash)].join(', ')} given twice (set a tool_prefix per MCP server)`,
+      );
+    return tools;
+  } catch (error) {
+    if (error instanceof Error && error.name === 'ApplicationFailure') throw error;
+    const message = error instanceof Error ? error.message : String(error);
+    throw failure(FailureType.McpServerUnavailable, `${message} (attempt ${attempt} of ${MCP_LIST_ATTEMPTS})`, {
+      retryable: attempt < MCP_LIST_ATTEMPTS,
+    });
+  }
 }

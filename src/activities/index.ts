@@ -1,6 +1,7 @@
 import type { AgentRegistry } from '../agents/registry';
 import type { SecretRedactor } from './redact';
 import { createDescribeAgent } from './describe-agent';
+import { McpServers } from './mcp-servers';
 import { createLlmPhase, type ChunkSink, type ProviderSettings } from './llm-phase';
 import { createPrepareFunction } from './prepare-function';
 import { RequestCache } from './request-source';
@@ -27,21 +28,29 @@ export interface ActivitySettings {
   searchAttributes?: () => Promise<boolean>;
   /** PATCHLOOP_MODEL_WINDOWS, parsed. */
   modelWindows?: Readonly<Record<string, number>>;
+  /** The worker's MCP connections (created here when absent; the worker closes them when it stops). */
+  mcp?: McpServers;
 }
 
 /** The activities a patchloop worker registers. Workflows import their type only. */
 export function createActivities(settings: ActivitySettings) {
   // Shared: the next request is the last one plus what this worker's model call and tools returned.
   const requests = new RequestCache();
+  const mcp = settings.mcp ?? new McpServers();
   return {
-    describeAgent: createDescribeAgent(settings.registry, settings.defaultModel, {
-      payloadsByReference: settings.payloadsByReference ?? false,
-      ...(settings.payloadThresholdBytes !== undefined
-        ? { payloadThresholdBytes: settings.payloadThresholdBytes }
-        : {}),
-      searchAttributes: settings.searchAttributes ?? (async () => false),
-      ...(settings.modelWindows ? { modelWindows: settings.modelWindows } : {}),
-    }),
+    describeAgent: createDescribeAgent(
+      settings.registry,
+      settings.defaultModel,
+      {
+        payloadsByReference: settings.payloadsByReference ?? false,
+        ...(settings.payloadThresholdBytes !== undefined
+          ? { payloadThresholdBytes: settings.payloadThresholdBytes }
+          : {}),
+        searchAttributes: settings.searchAttributes ?? (async () => false),
+        ...(settings.modelWindows ? { modelWindows: settings.modelWindows } : {}),
+      },
+      mcp,
+    ),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
     llmPhase: createLlmPhase(settings.provider, requests, settings.registry, settings.chunks),
     reviewToolCalls: createReviewToolCalls(settings.registry),
@@ -49,6 +58,7 @@ export function createActivities(settings: ActivitySettings) {
       settings.registry,
       {
         abortGraceMs: 200,
+        mcp,
         ...(settings.redactor ? { redactor: settings.redactor } : {}),
         // Inline payloads: the batch result keeps to the same budget as everything a workflow sends.
         ...(settings.payloadsByReference ? {} : { maxBatchBytes: 1_500_000 }),
@@ -65,3 +75,4 @@ export function createActivities(settings: ActivitySettings) {
 export type Activities = ReturnType<typeof createActivities>;
 export type { ProviderSettings } from './llm-phase';
 export { SecretRedactor } from './redact';
+export { McpServers } from './mcp-servers';

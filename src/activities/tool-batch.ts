@@ -10,7 +10,8 @@ import {
   type Mutation,
   type MultimodalToolResultMutation,
 } from '../context';
-import { isMultimodalResult } from '../tools/images';
+import { describedImages, imageUrl, isMultimodalResult } from '../tools/images';
+import { McpServerError, readMcpResult, type McpProgress, type McpServers } from './mcp-servers';
 import { describeImages, ImageError, multimodalMutation } from './multimodal-result';
 import {
   cancelledCallMutation,
@@ -46,6 +47,8 @@ export interface ToolBatchSettings {
   maxBatchBytes?: number;
   /** The checkpoint's budget (see CHECKPOINT_BYTES); lower where payloads go by reference sooner. */
   checkpointBytes?: number;
+  /** The worker's MCP connections (calls of agents' MCP tools). */
+  mcp?: McpServers;
 }
 
 interface CallLimits {
@@ -96,7 +99,12 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
       settings.checkpointBytes ?? CHECKPOINT_BYTES,
       settings.maxBatchBytes ?? CHECKPOINT_BYTES,
     );
-    const details = () => checkpoint(input, finished, order, customEvents, budget);
+    // MCP progress notifications of running calls, by call id: shown with the heartbeat (not recorded).
+    const progress = new Map<string, McpProgress>();
+    const details = () => ({
+      ...checkpoint(input, finished, order, customEvents, budget),
+      ...(progress.size > 0 ? { progress: Object.fromEntries(progress) } : {}),
+    });
     // A local activity (fast tools) has no heartbeats: the workflow task it runs in is its liveness.
     const local = context.info.isLocal;
     const stopHeartbeat = local ? () => undefined : startHeartbeat(context, details);
@@ -118,11 +126,14 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
               workflowId,
               batchSignal: signal,
               redactor: settings.redactor,
+              mcp: settings.mcp,
+              progress: (update) => progress.set(call.id, update),
               emit: (event_name, data) =>
                 customEvents.push({ index, event: { tool_call_id: call.id, tool_name: call.name, event_name, data } }),
               started: Date.now(),
             }),
           );
+          progress.delete(call.id);
           if (outcome === null) return;
           finished.set(index, outcome);
           order.push(index);
@@ -213,6 +224,8 @@ interface CallScope {
   workflowId: string;
   batchSignal: AbortSignal;
   redactor: SecretRedactor | undefined;
+  mcp: McpServers | undefined;
+  progress: (update: McpProgress) => void;
   emit: (eventName: string, data: JsonObject) => void;
   started: number;
 }
@@ -237,6 +250,8 @@ function callResult(scope: CallScope, content: string, success = true, error?: s
  */
 async function runCall(scope: CallScope): Promise<Finished | null> {
   const { registry, input, call } = scope;
+  const mcp = input.mcp_tools?.[call.name];
+  if (mcp) return runMcpTool(scope, mcp);
   const selfref = registry.selfref(input.agent) && isSelfRefTool(call.name) && call.name !== SELFREF_FORK;
   const tool = selfref ? undefined : registry.toolFor(input.agent, call.name);
   if (!tool && !selfref) return callResult(scope, unknownToolContent(call.name));
@@ -311,6 +326,64 @@ async function runTool(scope: CallScope, tool: Tool, args: unknown, argumentText
       const redacted = scope.redactor?.redact(message) ?? message;
       return callResult(scope, toolFailureContent(call.name, argumentText, `${redacted}${attempts}`));
     }
+  }
+}
+
+/**
+ * A call of an MCP server's tool, under the timeout (the server's, else the agent's) and the batch's
+ * abort, which cancels the request on the server. A server that is unknown to this worker, will not
+ * start, dies, times out or answers garbage gives the call an error result naming the server.
+ */
+async function runMcpTool(scope: CallScope, mcp: { server: string; tool: string }): Promise<Finished | null> {
+  const { call, registry, input, limits } = scope;
+  const args = repairToolArguments(call.arguments);
+  if (!args.ok)
+    return callResult(scope, toolFailureContent(call.name, args.text, 'Tool arguments are not a valid JSON object'));
+  const server = registry.mcpServer(input.agent, mcp.server);
+  if (!server || !scope.mcp)
+    return callResult(
+      scope,
+      toolFailureContent(call.name, args.text, `MCP server '${mcp.server}' is not configured on this worker`),
+    );
+  const timeoutSeconds = server.timeout_seconds ?? limits.timeoutSeconds;
+  const under = attemptSignal(scope.batchSignal, timeoutSeconds * 1000);
+  try {
+    // The SDK's own timeout stays above ours, so a timeout is always reported as ours.
+    const result = await raceAbort(
+      scope.mcp.callTool(server, mcp.tool, args.value, {
+        signal: under.signal,
+        timeoutMs: timeoutSeconds * 1000 + 5000,
+        onprogress: ({ progress, total, message }) =>
+          scope.progress({ progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) }),
+      }),
+      under.signal,
+    );
+    const read = readMcpResult(result);
+    if (read.isError) return callResult(scope, toolFailureContent(call.name, args.text, read.text || 'error'));
+    if (read.images.length > 0) {
+      const images = read.images.map((url) => imageUrl(url));
+      return await toolOutcome(scope, read.text ? describedImages(read.text, images) : images, args.text);
+    }
+    // Text as the server wrote it (a defineTool string becomes a JSON literal; an MCP result is text already).
+    const bytes = utf8Bytes(read.text);
+    if (bytes > limits.maxResultBytes) {
+      const reason = `result is too large: ${bytes} bytes (limit ${limits.maxResultBytes})`;
+      return callResult(scope, toolFailureContent(call.name, args.text, reason));
+    }
+    return callResult(scope, read.text);
+  } catch (error) {
+    if (scope.batchSignal.aborted) return null;
+    if (under.timedOut()) {
+      const message = `Tool '${call.name}' (MCP server '${mcp.server}') timed out after ${timeoutSeconds} s`;
+      return callResult(scope, toolStepErrorContent(message), false, message);
+    }
+    const message =
+      error instanceof McpServerError
+        ? error.message
+        : `MCP server '${mcp.server}' failed: ${error instanceof Error ? error.message : String(error)}`;
+    return callResult(scope, toolFailureContent(call.name, args.text, scope.redactor?.redact(message) ?? message));
+  } finally {
+    under.release();
   }
 }
 

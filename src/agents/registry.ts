@@ -4,6 +4,7 @@ import {
   isSelfRefTool,
   selfRefToolDescriptors,
   type AgentDefinitionInput,
+  type McpServerConfig,
   type ToolDescriptor,
   ConfigurationError,
   budgetProblem,
@@ -53,6 +54,10 @@ export class AgentRegistry {
         throw new ConfigurationError(
           `agent '${agent.name}': tool_task_queues names ${unrouted.join(', ')}, not among its tools (${agent.tools.join(', ') || 'none'})`,
         );
+      const servers = agent.mcp_servers.map((server) => server.name);
+      const twice = servers.filter((name, index) => servers.indexOf(name) !== index);
+      if (twice.length > 0)
+        throw new ConfigurationError(`agent '${agent.name}': mcp_servers names ${twice.join(', ')} more than once`);
       this.agents.set(agent.name, agent);
     }
     for (const fn of functions) {
@@ -128,6 +133,11 @@ export class AgentRegistry {
       if (queue) queues[name] = queue;
     }
     return queues;
+  }
+
+  /** One of the agent's MCP servers, by name, as the worker has it (`${VAR}` values unresolved). */
+  mcpServer(agentName: string, serverName: string): McpServerConfig | undefined {
+    return this.agents.get(agentName)?.mcp_servers.find((server) => server.name === serverName);
   }
 
   /** Agents as their definitions (a tools-only worker checks it can run what is routed to it). */

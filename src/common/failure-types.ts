@@ -29,6 +29,8 @@ export const FailureType = {
   UnsupportedStateVersion: 'UnsupportedStateVersion',
   UnknownAgent: 'UnknownAgent',
   UnknownFunction: 'UnknownFunction',
+  // An agent's MCP server could not list its tools (after a few attempts): the run fails at its start.
+  McpServerUnavailable: 'McpServerUnavailable',
   InvalidFunctionArgs: 'InvalidFunctionArgs',
   InvalidFunctionOutput: 'InvalidFunctionOutput',
   FunctionAborted: 'FunctionAborted',

@@ -62,6 +62,43 @@ export const AgentLimits = sharedSchema('runtime/agent#AgentLimits', () =>
 );
 export type AgentLimits = z.infer<typeof AgentLimits>;
 
+/** What every MCP server entry shares: its name, which of its tools the agent sees, and how. */
+const mcpCommon = () => ({
+  /** Names the server in tool markers and error results; unique within the agent. */
+  name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'letters, digits, _ and - (at most 64)'),
+  /** An allow-list of the server's tool names (as the server names them); absent: all of them. */
+  tools: z.array(z.string().min(1)).optional(),
+  /** Prepended to the server's tool names; the result is made provider-safe ([a-zA-Z0-9_-], at most 64). */
+  tool_prefix: z.string().default(''),
+  /** Per call of this server's tools (default: the agent's `tool_timeout_seconds`). */
+  timeout_seconds: z.number().positive().optional(),
+});
+
+/**
+ * An MCP server whose tools an agent offers. Values of `env` and `headers` may name the worker's
+ * environment variables as `${VAR}`: they are resolved on the worker, when it connects, and never
+ * recorded.
+ */
+export const McpServerConfig = sharedSchema('runtime/agent#McpServerConfig', () =>
+  z.union([
+    z.strictObject({
+      ...mcpCommon(),
+      /** A stdio server: the process the worker starts (once, and again when it died). */
+      command: z.string().min(1),
+      args: z.array(z.string()).default([]),
+      env: z.record(z.string(), z.string()).default({}),
+      cwd: z.string().optional(),
+    }),
+    z.strictObject({
+      ...mcpCommon(),
+      /** A streamable HTTP server. */
+      url: z.url(),
+      headers: z.record(z.string(), z.string()).default({}),
+    }),
+  ]),
+);
+export type McpServerConfig = z.infer<typeof McpServerConfig>;
+
 /** An agent is data: any service can read, store and reason about it. */
 export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () =>
   z.strictObject({
@@ -73,6 +110,8 @@ export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () 
     provider: ProviderSelection.optional(),
     /** Names of registered tools. */
     tools: z.array(z.string().min(1)).default([]),
+    /** MCP servers whose tools the agent offers besides `tools` (listed once per run, when it starts). */
+    mcp_servers: z.array(McpServerConfig).default([]),
     /** Tools (of `tools`) whose calls wait for a person's decision before they run (the `approve` update). */
     needs_approval: z.array(z.string().min(1)).default([]),
     /**
@@ -113,6 +152,8 @@ export const ToolDescriptor = sharedSchema('runtime/agent#ToolDescriptor', () =>
     retry_wait_seconds: z.number().nonnegative().optional(),
     /** `defineTool({ fast })`: batches of fast calls only run as local activities. */
     fast: z.boolean().optional(),
+    /** A tool of an MCP server: the server (by its name in `mcp_servers`) and the tool's name there. */
+    mcp: z.strictObject({ server: z.string(), tool: z.string() }).optional(),
   }),
 );
 export type ToolDescriptor = z.infer<typeof ToolDescriptor>;

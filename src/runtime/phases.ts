@@ -90,6 +90,8 @@ export const ToolBatchInput = sharedSchema('runtime/phases#ToolBatchInput', () =
      * continue-as-new, different for a new run that reuses the workflow id. Idempotency keys derive from it.
      */
     run_chain_id: z.string().optional(),
+    /** Calls of MCP tools: the exposed tool name's server and the tool's own name (from the run's spec). */
+    mcp_tools: z.record(z.string(), z.strictObject({ server: z.string(), tool: z.string() })).optional(),
   }),
 );
 export type ToolBatchInput = z.infer<typeof ToolBatchInput>;

@@ -1,6 +1,6 @@
 import { type BundleOptions, type NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { getHeapStatistics } from 'node:v8';
-import { createActivities, SecretRedactor, type ProviderSettings } from '../activities';
+import { createActivities, McpServers, SecretRedactor, type ProviderSettings } from '../activities';
 import { bundleInChildProcess } from './bundle';
 import { sourceFile } from './source-file';
 import { redactionInterceptor } from './redaction';
@@ -254,7 +254,10 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     await closeTransport();
     throw error;
   });
+  // Stdio MCP servers are the worker's child processes: they stop with it.
+  const mcp = new McpServers();
   const activities = createActivities({
+    mcp,
     registry,
     defaultModel: config.model,
     modelWindows: config.modelWindows,
@@ -300,6 +303,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
   }).catch(async (error: unknown) => {
     await stream.close();
     await closeTransport();
+    await mcp.close();
     throw error;
   });
   return {
@@ -313,6 +317,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
       } finally {
         await stream.close();
         await closeTransport();
+        await mcp.close();
       }
     },
     shutdown: () => worker.shutdown(),

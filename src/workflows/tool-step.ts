@@ -3,6 +3,7 @@ import {
   queueIntent,
   SELFREF_FORK,
   withAbortReason,
+  type ToolBatchInput,
   type ToolBatchResult,
   type ToolCallReport,
   type ToolCallRequest,
@@ -165,6 +166,7 @@ async function activityBatch(
     iteration: eventIteration,
     calls,
     run_chain_id: workflowInfo().firstExecutionRunId,
+    ...mcpTools(loop, calls),
   };
   const local = allFast(loop, calls, taskQueue);
   try {
@@ -187,6 +189,14 @@ async function activityBatch(
       unserved ? new Error(`no worker took these tools from task queue '${taskQueue}' in time`) : error,
     );
   }
+}
+
+/** Which MCP server serves each call's tool, from the spec the run recorded (absent: no MCP calls). */
+function mcpTools(loop: LoopContext, calls: readonly ToolCallRequest[]): { mcp_tools?: ToolBatchInput['mcp_tools'] } {
+  const tools: NonNullable<ToolBatchInput['mcp_tools']> = {};
+  for (const tool of loop.agent.tool_descriptors)
+    if (tool.mcp && calls.some((call) => call.name === tool.name)) tools[tool.name] = tool.mcp;
+  return Object.keys(tools).length > 0 ? { mcp_tools: tools } : {};
 }
 
 /**

@@ -1,0 +1,273 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JsonObject } from '../context';
+import type { McpServerConfig, ToolDescriptor } from '../runtime';
+
+/** What an MCP server says about one of its tools (the fields patchloop uses). */
+export interface McpToolListing {
+  name: string;
+  description?: string | undefined;
+  inputSchema: Record<string, unknown>;
+}
+
+/** An MCP server the worker could not reach, start or understand; the message names the server. */
+export class McpServerError extends Error {
+  override readonly name = 'McpServerError';
+}
+
+interface Connection {
+  client: Client;
+  transport: Transport;
+  closed: boolean;
+  /** The last lines a stdio server wrote to stderr (why it would not start, or died). */
+  stderr: string[];
+}
+
+const STDERR_LINES = 20;
+const LIST_TIMEOUT_MS = 10_000;
+
+/**
+ * The worker's connections to MCP servers, one per server configuration (a stdio process is started
+ * once and again when it died; an HTTP session is opened again when the server forgot it). `${VAR}`
+ * values of `env` and `headers` are resolved here, from the worker's environment, and go nowhere else.
+ */
+export class McpServers {
+  private readonly connections = new Map<string, Promise<Connection>>();
+
+  constructor(private readonly environment: NodeJS.ProcessEnv = process.env) {}
+
+  /** The server's tools, every page, in the server's order. */
+  async listTools(server: McpServerConfig): Promise<McpToolListing[]> {
+    const connection = await this.connection(server);
+    const tools: McpToolListing[] = [];
+    let cursor: string | undefined;
+    try {
+      do {
+        const page = await connection.client.listTools(cursor === undefined ? {} : { cursor }, {
+          timeout: LIST_TIMEOUT_MS,
+        });
+        tools.push(...page.tools);
+        cursor = page.nextCursor;
+      } while (cursor !== undefined);
+    } catch (error) {
+      this.forget(server, connection);
+      throw new McpServerError(`MCP server '${server.name}' could not list its tools: ${reason(error, connection)}`);
+    }
+    return tools;
+  }
+
+  /**
+   * Calls a tool. Aborting `signal` cancels the request (the SDK sends `notifications/cancelled`). A
+   * session the HTTP server no longer knows is opened again and the call sent once more (the server
+   * never saw it); any other failure is the call's, never retried here.
+   */
+  async callTool(
+    server: McpServerConfig,
+    tool: string,
+    args: JsonObject,
+    options: { signal: AbortSignal; timeoutMs: number; onprogress?: (progress: McpProgress) => void },
+  ): Promise<McpCallResult> {
+    for (let attempt = 1; ; attempt += 1) {
+      const connection = await this.connection(server);
+      try {
+        const result = await connection.client.callTool({ name: tool, arguments: args }, undefined, {
+          signal: options.signal,
+          timeout: options.timeoutMs,
+          ...(options.onprogress ? { onprogress: options.onprogress } : {}),
+        });
+        return result as McpCallResult;
+      } catch (error) {
+        if (options.signal.aborted) throw error;
+        if (attempt === 1 && sessionGone(error)) {
+          this.forget(server, connection);
+          continue;
+        }
+        if (connection.closed) this.forget(server, connection);
+        throw new McpServerError(`MCP server '${server.name}' failed: ${reason(error, connection)}`);
+      }
+    }
+  }
+
+  /** Closes every connection (stdio servers exit). */
+  async close(): Promise<void> {
+    const open = [...this.connections.values()];
+    this.connections.clear();
+    await Promise.all(open.map(async (pending) => (await pending.catch(() => undefined))?.client.close()));
+  }
+
+  private connection(server: McpServerConfig): Promise<Connection> {
+    const key = JSON.stringify(server);
+    const existing = this.connections.get(key);
+    if (existing) {
+      return existing.then(
+        (connection) => (connection.closed ? this.reconnect(key, server) : connection),
+        () => this.reconnect(key, server),
+      );
+    }
+    return this.reconnect(key, server);
+  }
+
+  private reconnect(key: string, server: McpServerConfig): Promise<Connection> {
+    const pending = this.connect(server);
+    this.connections.set(key, pending);
+    pending.catch(() => {
+      if (this.connections.get(key) === pending) this.connections.delete(key);
+    });
+    return pending;
+  }
+
+  private forget(server: McpServerConfig, connection: Connection): void {
+    connection.closed = true;
+    void connection.client.close().catch(() => undefined);
+    const key = JSON.stringify(server);
+    void this.connections
+      .get(key)
+      ?.then((current) => {
+        if (current === connection) this.connections.delete(key);
+      })
+      .catch(() => undefined);
+  }
+
+  private async connect(server: McpServerConfig): Promise<Connection> {
+    const transport = this.transport(server);
+    const client = new Client({ name: 'patchloop', version: '1' }, { capabilities: {} });
+    const connection: Connection = { client, transport, closed: false, stderr: [] };
+    if (transport instanceof StdioClientTransport) {
+      transport.stderr?.on('data', (chunk: Buffer) => {
+        connection.stderr.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+        connection.stderr.splice(0, Math.max(0, connection.stderr.length - STDERR_LINES));
+      });
+    }
+    client.onclose = () => {
+      connection.closed = true;
+    };
+    try {
+      await client.connect(transport, { timeout: LIST_TIMEOUT_MS });
+    } catch (error) {
+      connection.closed = true;
+      await client.close().catch(() => undefined);
+      throw new McpServerError(`MCP server '${server.name}' did not start: ${reason(error, connection)}`);
+    }
+    return connection;
+  }
+
+  private transport(server: McpServerConfig): Transport {
+    if ('command' in server) {
+      return new StdioClientTransport({
+        command: server.command,
+        args: server.args,
+        env: { ...getDefaultEnvironment(), ...this.resolved(server, server.env) },
+        ...(server.cwd !== undefined ? { cwd: server.cwd } : {}),
+        stderr: 'pipe',
+      });
+    }
+    return new StreamableHTTPClientTransport(new URL(server.url), {
+      requestInit: { headers: this.resolved(server, server.headers) },
+    });
+  }
+
+  /** `${VAR}` in values replaced by the worker's environment; a variable it lacks is an error (named, not shown). */
+  private resolved(server: McpServerConfig, values: Record<string, string>): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [name, value] of Object.entries(values)) {
+      out[name] = value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, variable: string) => {
+        const found = this.environment[variable];
+        if (found === undefined)
+          throw new McpServerError(
+            `MCP server '${server.name}': environment variable ${variable} (for ${name}) is not set on this worker`,
+          );
+        return found;
+      });
+    }
+    return out;
+  }
+}
+
+/** A progress notification of a running call (MCP `notifications/progress`). */
+export interface McpProgress {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+/** A `tools/call` result, as the SDK has checked it. */
+export interface McpCallResult {
+  content?: McpContent[];
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+
+export type McpContent =
+  | { type: 'text'; text: string }
+  | { type: 'image'; data: string; mimeType: string }
+  | { type: 'audio'; data: string; mimeType: string }
+  | { type: 'resource_link'; uri: string; name: string; description?: string; mimeType?: string }
+  | { type: 'resource'; resource: { uri: string; mimeType?: string; text?: string; blob?: string } };
+
+/** The exposed name of a server's tool: prefix plus name, with what providers refuse replaced, at most 64. */
+export function exposedToolName(server: Pick<McpServerConfig, 'tool_prefix'>, tool: string): string {
+  return `${server.tool_prefix}${tool}`.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 64);
+}
+
+/** The descriptors of a server's tools the agent offers (its allow-list), marked with the server. */
+export function mcpDescriptors(server: McpServerConfig, tools: readonly McpToolListing[]): ToolDescriptor[] {
+  const allowed = server.tools === undefined ? tools : tools.filter((tool) => server.tools!.includes(tool.name));
+  const missing = (server.tools ?? []).filter((name) => !tools.some((tool) => tool.name === name));
+  if (missing.length > 0)
+    throw new McpServerError(
+      `MCP server '${server.name}' has no tool(s) ${missing.join(', ')} (it lists: ${tools.map((tool) => tool.name).join(', ') || 'none'})`,
+    );
+  return allowed.map((tool) => ({
+    name: exposedToolName(server, tool.name),
+    description: tool.description ?? '',
+    parameters: tool.inputSchema as JsonObject,
+    best_practices: [],
+    ...(server.timeout_seconds !== undefined ? { timeout_seconds: server.timeout_seconds } : {}),
+    mcp: { server: server.name, tool: tool.name },
+  }));
+}
+
+/** Whether an HTTP server answered that it no longer knows the session (it restarted): safe to send again. */
+function sessionGone(error: unknown): boolean {
+  return (
+    error instanceof StreamableHTTPError && (error.code === 404 || error.code === 400) && /session/i.test(error.message)
+  );
+}
+
+function reason(error: unknown, connection: Connection): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const stderr = connection.stderr.length > 0 ? ` (stderr: ${connection.stderr.slice(-3).join(' | ')})` : '';
+  return `${message}${stderr}`;
+}
+
+/**
+ * What the model receives for a call's result: text parts joined, structured content as JSON text,
+ * resources as readable text; images (if any) separately, for the multimodal path. `isError` marks a
+ * result the model must see as the tool's error.
+ */
+export function readMcpResult(result: McpCallResult): { text: string; images: string[]; isError: boolean } {
+  const texts: string[] = [];
+  const images: string[] = [];
+  for (const item of result.content ?? []) {
+    if (item.type === 'text') texts.push(item.text);
+    else if (item.type === 'image') images.push(`data:${item.mimeType};base64,${item.data}`);
+    else if (item.type === 'audio')
+      texts.push(`[audio (${item.mimeType}), ${Math.floor((item.data.length * 3) / 4)} bytes, not shown]`);
+    else if (item.type === 'resource_link')
+      texts.push(
+        `[resource link: ${item.name} <${item.uri}>${item.mimeType ? ` (${item.mimeType})` : ''}${item.description ? `: ${item.description}` : ''}]`,
+      );
+    else if (item.type === 'resource') {
+      const { uri, mimeType, text, blob } = item.resource;
+      texts.push(
+        text !== undefined
+          ? `[resource <${uri}>${mimeType ? ` (${mimeType})` : ''}]\n${text}`
+          : `[resource <${uri}>${mimeType ? ` (${mimeType})` : ''}: ${Math.floor(((blob ?? '').length * 3) / 4)} bytes of binary data, not shown]`,
+      );
+    } else texts.push(`[unsupported content: ${JSON.stringify(item).slice(0, 200)}]`);
+  }
+  const text = result.structuredContent !== undefined ? JSON.stringify(result.structuredContent) : texts.join('\n');
+  return { text, images, isError: result.isError === true };
+}

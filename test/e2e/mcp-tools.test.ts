@@ -1,0 +1,303 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Worker } from '@temporalio/worker';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RunFailedError } from '../../src/client/patchloop-client';
+import { callTools, reply } from '../../src/fake-model/steps';
+import type { AgentDefinitionInput } from '../../src/runtime';
+import { startWorld, workflowBundle, type TestWorld } from '../support/temporal';
+
+// Real servers: @modelcontextprotocol/server-everything is a devDependency; without it these tests fail.
+const require = createRequire(__filename);
+const everything = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
+const launcher = join(__dirname, '../support/mcp-everything.mjs');
+const folder = mkdtempSync(join(tmpdir(), 'patchloop-mcp-'));
+const TOOLS = ['echo', 'get-sum', 'get-tiny-image', 'trigger-long-running-operation'];
+
+/** A stdio server entry whose process writes its pid to `pidFile`. */
+function stdioServer(pidFile: string, extra: Record<string, unknown> = {}) {
+  return { name: 'everything', command: process.execPath, args: [launcher, pidFile], ...extra };
+}
+
+function agent(servers: unknown[], limits: Record<string, unknown> = {}): AgentDefinitionInput {
+  return { name: 'mcp-user', instructions: 'Use the tools.', mcp_servers: servers, limits } as AgentDefinitionInput;
+}
+
+/** The server's own listing, asked directly, to compare with what the model is offered. */
+let listed: Array<{ name: string; description?: string; inputSchema: unknown }> = [];
+let http: ChildProcess | undefined;
+let httpUrl = '';
+
+beforeAll(async () => {
+  const client = new Client({ name: 'test', version: '1' });
+  await client.connect(
+    new StdioClientTransport({ command: process.execPath, args: [everything, 'stdio'], stderr: 'ignore' }),
+  );
+  listed = (await client.listTools()).tools;
+  await client.close();
+  const port = await freePort();
+  http = await startHttp(port);
+  httpUrl = `http://127.0.0.1:${port}/mcp`;
+}, 60_000);
+
+afterAll(() => {
+  http?.kill();
+});
+
+let world: TestWorld | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+function offered(world: TestWorld, index = 0) {
+  return (world.fake.requests[index]!.body.tools as Array<{ function: { name: string } }>) ?? [];
+}
+
+function toolMessages(world: TestWorld, index: number) {
+  return (world.fake.requests[index]!.body.messages as Array<{ role: string; content?: unknown }>).filter(
+    (message) => message.role === 'tool',
+  );
+}
+
+function schemaOf(name: string) {
+  const tool = listed.find((entry) => entry.name === name)!;
+  return { name: tool.name, description: tool.description, inputSchema: tool.inputSchema };
+}
+
+describe('MCP tools', () => {
+  it('over stdio: offers the allowed tools, prefixed, with the server schemas; text, sums, images and errors as the model receives them', async () => {
+    const pidFile = join(folder, 'stdio.pid');
+    world = await startWorld({
+      agents: [agent([stdioServer(pidFile, { tools: TOOLS, tool_prefix: 'ev.' })])],
+      fake: {
+        script: [
+          callTools([
+            { id: 'c1', name: 'ev_echo', arguments: '{"message": "hi"}' },
+            { id: 'c2', name: 'ev_get-sum', arguments: '{"a": 2, "b": 3}' },
+            { id: 'c3', name: 'ev_get-sum', arguments: '{"a": "two"}' },
+            { id: 'c4', name: 'ev_get-tiny-image', arguments: '{}' },
+          ]),
+          reply('done'),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
+    const result = await run.result();
+    expect(result.status).toBe('completed');
+    expect(offered(world).map((tool) => tool.function)).toEqual(
+      TOOLS.map((name) => {
+        const tool = schemaOf(name);
+        return { name: `ev_${name}`, description: tool.description, parameters: tool.inputSchema };
+      }),
+    );
+    const tools = toolMessages(world, 1);
+    expect(tools.slice(0, 2)).toEqual([
+      { role: 'tool', tool_call_id: 'c1', content: 'Echo: hi' },
+      { role: 'tool', tool_call_id: 'c2', content: 'The sum of 2 and 3 is 5.' },
+    ]);
+    expect(tools[2]).toMatchObject({ role: 'tool', tool_call_id: 'c3' });
+    const error = JSON.parse(String(tools[2]!.content)) as { error: string };
+    expect(error.error).toMatch(
+      /^Tool 'ev_get-sum' failed during execution or result parsing with arguments \{"a": "two"\}: /,
+    );
+    expect(error.error).toMatch(/Input validation error/);
+    // The image goes the multimodal way: a caption with the server's text, then the image part.
+    const last = world.fake.requests[1]!.body.messages.at(-1) as {
+      role: string;
+      content: Array<Record<string, unknown>>;
+    };
+    expect(last.role).toBe('user');
+    expect(last.content[0]!['text']).toMatch(/^This is images and description returned by tool 'ev_get-tiny-image': /);
+    expect(last.content[1]).toMatchObject({ type: 'image_url', image_url: { detail: 'auto' } });
+    expect((last.content[1] as { image_url: { url: string } }).image_url.url).toMatch(/^data:image\/png;base64,/);
+    // The tools were recorded with the run: its history replays on a fresh worker, no server needed.
+    await Worker.runReplayHistory(
+      { workflowBundle: await workflowBundle() },
+      await run.workflow.fetchHistory(),
+      run.workflow.workflowId,
+    );
+  }, 60_000);
+
+  it('over streamable HTTP: headers from the worker environment never reach history', async () => {
+    process.env['PATCHLOOP_TEST_MCP_TOKEN'] = 'very-secret-token-4711';
+    world = await startWorld({
+      agents: [
+        agent([
+          {
+            name: 'remote',
+            url: httpUrl,
+            headers: { Authorization: 'Bearer ${PATCHLOOP_TEST_MCP_TOKEN}' },
+            tools: ['echo', 'get-sum'],
+          },
+        ]),
+      ],
+      fake: {
+        script: [
+          callTools([
+            { id: 'h1', name: 'echo', arguments: '{"message": "over http"}' },
+            { id: 'h2', name: 'get-sum', arguments: '{"a": 40, "b": 2}' },
+          ]),
+          reply('done'),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
+    expect((await run.result()).status).toBe('completed');
+    expect(offered(world).map((tool) => tool.function.name)).toEqual(['echo', 'get-sum']);
+    expect(toolMessages(world, 1)).toEqual([
+      { role: 'tool', tool_call_id: 'h1', content: 'Echo: over http' },
+      { role: 'tool', tool_call_id: 'h2', content: 'The sum of 40 and 2 is 42.' },
+    ]);
+    // Every payload of the run's history, decoded (payload data is base64 in the JSON form).
+    const raw = JSON.stringify(await run.workflow.fetchHistory());
+    const history = [...raw.matchAll(/"data":"([A-Za-z0-9+/=]+)"/g)]
+      .map((match) => Buffer.from(match[1]!, 'base64').toString('utf8'))
+      .join('\n');
+    expect(history).toContain('${PATCHLOOP_TEST_MCP_TOKEN}');
+    expect(history).not.toContain('very-secret-token-4711');
+  }, 60_000);
+
+  it('over streamable HTTP: a server that restarted (its sessions gone) is reconnected and the call goes through', async () => {
+    const port = await freePort();
+    let server = await startHttp(port);
+    try {
+      world = await startWorld({
+        agents: [agent([{ name: 'restarting', url: `http://127.0.0.1:${port}/mcp`, tools: ['echo'] }])],
+        fake: {
+          script: [
+            callTools([{ id: 'r1', name: 'echo', arguments: '{"message": "before"}' }]),
+            callTools([{ id: 'r2', name: 'echo', arguments: '{"message": "after"}' }], { firstChunkDelayMs: 3000 }),
+            reply('done'),
+          ],
+        },
+      });
+      const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
+      await until(async () => world!.fake.requests.length >= 2);
+      server.kill();
+      await new Promise((resolve) => server.once('exit', resolve));
+      server = await startHttp(port);
+      expect((await run.result()).status).toBe('completed');
+      expect(toolMessages(world, 2)).toEqual([
+        { role: 'tool', tool_call_id: 'r1', content: 'Echo: before' },
+        { role: 'tool', tool_call_id: 'r2', content: 'Echo: after' },
+      ]);
+    } finally {
+      server.kill();
+    }
+  }, 60_000);
+
+  it('an abort during a long call ends the run aborted within seconds', async () => {
+    world = await startWorld({
+      agents: [agent([stdioServer(join(folder, 'abort.pid'))])],
+      fake: {
+        script: [
+          callTools([{ id: 'l1', name: 'trigger-long-running-operation', arguments: '{"duration": 60, "steps": 60}' }]),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
+    // The server's progress notifications show in the batch's heartbeat details.
+    await until(async () => {
+      const data = (await run.workflow.describe()).raw.pendingActivities?.[0]?.heartbeatDetails?.payloads?.[0]?.data;
+      const details = data
+        ? (JSON.parse(Buffer.from(data).toString('utf8')) as { progress?: Record<string, unknown> })
+        : {};
+      const progress = details.progress?.['l1'] as { progress: number; total: number } | undefined;
+      return progress !== undefined && progress.progress >= 1 && progress.total === 60;
+    });
+    const started = Date.now();
+    await run.abort('user_interrupt');
+    const result = await run.result();
+    expect(result.status).toBe('aborted');
+    expect(Date.now() - started).toBeLessThan(8000);
+  }, 60_000);
+
+  it('a server killed mid-call gives that call an error naming the server, and the run goes on', async () => {
+    const pidFile = join(folder, 'killed.pid');
+    world = await startWorld({
+      agents: [agent([stdioServer(pidFile)])],
+      fake: {
+        script: [
+          callTools([{ id: 'k1', name: 'trigger-long-running-operation', arguments: '{"duration": 60, "steps": 60}' }]),
+          callTools([{ id: 'k2', name: 'echo', arguments: '{"message": "again"}' }]),
+          reply('done'),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
+    await until(async () => (await run.status()).events.some((event) => event.event_type === 'tool_call_start'));
+    await until(async () => existsSync(pidFile));
+    const firstPid = Number(readFileSync(pidFile, 'utf8'));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    process.kill(firstPid, 'SIGKILL');
+    const result = await run.result();
+    expect(result.status).toBe('completed');
+    const killed = JSON.parse(String(toolMessages(world, 1)[0]!.content)) as { error: string };
+    expect(killed.error).toMatch(/MCP server 'everything' failed: /);
+    // The next call starts the server again.
+    expect(toolMessages(world, 2)[1]).toEqual({ role: 'tool', tool_call_id: 'k2', content: 'Echo: again' });
+    expect(Number(readFileSync(pidFile, 'utf8'))).not.toBe(firstPid);
+  }, 90_000);
+
+  it('a server that cannot list its tools fails the run at its start with McpServerUnavailable', async () => {
+    world = await startWorld({
+      agents: [
+        agent([
+          { name: 'broken', command: process.execPath, args: ['-e', 'console.error("no way"); process.exit(3)'] },
+        ]),
+      ],
+      fake: { script: [reply('never')] },
+    });
+    const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
+    const error = await run.result().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(RunFailedError);
+    expect((error as RunFailedError).type).toBe('McpServerUnavailable');
+    expect((error as RunFailedError).message).toMatch(/MCP server 'broken' did not start: .*attempt 3 of 3/);
+    expect(world.fake.requests).toHaveLength(0);
+  }, 60_000);
+});
+
+/** server-everything over streamable HTTP on this port, once it listens. */
+async function startHttp(port: number): Promise<ChildProcess> {
+  const server = spawn(process.execPath, [everything, 'streamableHttp'], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('server-everything (HTTP) did not start')), 20_000);
+    server.stderr!.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('listening')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+  return server;
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
