@@ -306,14 +306,7 @@ async function streamReply(
   if (stream.finishReason === null)
     throw incompleteReply(`the stream ended without a finish_reason after ${stream.content.length} characters`);
   if (!body.sawDone) throw incompleteReply('the stream ended without [DONE]');
-  return {
-    content: stream.content,
-    toolCalls: stream.toolCalls(),
-    reasoningDetails: stream.reasoningDetails,
-    usage: stream.usage,
-    finishReason: stream.finishReason,
-    streamed: true,
-  };
+  return stream.reply();
 }
 
 /** Spec 8.2: a non-streamed request in flight is not interrupted by an abort; only a shutdown stops it. */

@@ -35,14 +35,7 @@ export async function streamResponses(
   if (!observer.ended) throw incompleteReply(`the stream broke off after ${stream.content.length} characters`);
   if (!reader.ended)
     throw incompleteReply(`the stream ended without response.completed after ${stream.content.length} characters`);
-  return {
-    content: stream.content,
-    toolCalls: stream.toolCalls(),
-    reasoningDetails: stream.reasoningDetails,
-    usage: stream.usage,
-    finishReason: stream.finishReason,
-    streamed: true,
-  };
+  return stream.reply();
 }
 
 /** One call to `POST /responses` answered as a whole (spec 8.2: an abort does not interrupt it). */

@@ -1,6 +1,7 @@
 import type { JsonValue, ToolCall } from '../context';
 import { repairedArgumentText, repairToolArguments } from '../context';
 import { providerUsage, type TokenUsage } from '../runtime';
+import type { Reply } from './reply';
 
 interface CallFragment {
   id: string;
@@ -95,6 +96,18 @@ export class StreamAccumulator {
       if (delta !== '')
         this.onArguments({ tool_name: fragment.name, tool_call_id: fragment.id, argname, argcontent_delta: delta });
     }
+  }
+
+  /** The whole streamed reply, once the stream has proved complete. */
+  reply(): Reply {
+    return {
+      content: this.content,
+      toolCalls: this.toolCalls(),
+      reasoningDetails: this.reasoningDetails,
+      usage: this.usage,
+      finishReason: this.finishReason,
+      streamed: true,
+    };
   }
 
   /** Calls with an id and a name, in index order, arguments repaired (spec 7.4, 7.6). */
