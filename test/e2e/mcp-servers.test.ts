@@ -1,0 +1,240 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, realpathSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { callTools, reply } from '../../src/fake-model/steps';
+import type { AgentDefinitionInput } from '../../src/runtime';
+import { referencePython, repositoryRoot, testVenv } from '../support/reference';
+import { startWorld, type TestWorld } from '../support/temporal';
+
+// Real servers nobody on the project wrote; a missing one fails these tests, never skips them.
+// @modelcontextprotocol/server-filesystem is a devDependency, resolved from the repository.
+function filesystemServerBin(): string {
+  const manifest = createRequire(join(repositoryRoot, 'package.json')).resolve(
+    '@modelcontextprotocol/server-filesystem/package.json',
+  );
+  const { bin } = JSON.parse(readFileSync(manifest, 'utf8')) as { bin: Record<string, string> };
+  return join(dirname(manifest), bin['mcp-server-filesystem']!);
+}
+
+// Python's `mcp` package (FastMCP) is installed into the test venv by scripts/setup.sh.
+const pythonServer = join(__dirname, '../support/python_mcp_server.py');
+function python(): string {
+  if (!existsSync(referencePython))
+    throw new Error(
+      `test venv missing at ${referencePython}: run "bash scripts/setup.sh" (the test command does this)`,
+    );
+  const check = spawnSync(referencePython, ['-c', 'import mcp'], { encoding: 'utf8' });
+  if (check.status !== 0)
+    throw new Error(
+      `Python's mcp package is missing in ${testVenv}: run "bash scripts/setup.sh" (${check.stderr.trim()})`,
+    );
+  return referencePython;
+}
+
+function agent(servers: unknown[]): AgentDefinitionInput {
+  return { name: 'mcp-user', instructions: 'Use the tools.', mcp_servers: servers } as AgentDefinitionInput;
+}
+
+let world: TestWorld | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+type OfferedTool = { type: string; function: { name: string; description: string; parameters: unknown } };
+function offered(world: TestWorld, index = 0): OfferedTool[] {
+  return (world.fake.requests[index]!.body.tools as OfferedTool[] | undefined) ?? [];
+}
+
+function toolMessages(world: TestWorld, index: number) {
+  return (world.fake.requests[index]!.body.messages as Array<{ role: string; content?: unknown }>).filter(
+    (message) => message.role === 'tool',
+  );
+}
+
+/** A server's own listing, asked directly, to compare with what the model is offered. */
+async function listDirectly(command: string, args: string[]) {
+  const client = new Client({ name: 'test', version: '1' });
+  await client.connect(new StdioClientTransport({ command, args, stderr: 'ignore' }));
+  try {
+    return (await client.listTools()).tools;
+  } finally {
+    await client.close();
+  }
+}
+
+describe('real MCP servers', () => {
+  it('@modelcontextprotocol/server-filesystem over stdio: writes a file, reads it back, and refuses a path outside its directory', async () => {
+    const bin = filesystemServerBin();
+    const allowed = realpathSync(mkdtempSync(join(tmpdir(), 'patchloop-mcpfs-')));
+    const outside = join(realpathSync(mkdtempSync(join(tmpdir(), 'patchloop-mcpfs-outside-'))), 'secret.txt');
+    const file = join(allowed, 'notes', 'hello.txt');
+    const content = 'Hello from the agent.\nSecond line: ünïcødé ✓';
+    const listing = await listDirectly(process.execPath, [bin, allowed]);
+    world = await startWorld({
+      agents: [
+        agent([
+          {
+            name: 'files',
+            command: process.execPath,
+            args: [bin, allowed],
+            tools: ['create_directory', 'write_file', 'read_text_file'],
+            tool_prefix: 'fs_',
+          },
+        ]),
+      ],
+      fake: {
+        script: [
+          callTools([{ id: 'd1', name: 'fs_create_directory', arguments: JSON.stringify({ path: dirname(file) }) }]),
+          callTools([{ id: 'w1', name: 'fs_write_file', arguments: JSON.stringify({ path: file, content }) }]),
+          callTools([
+            { id: 'r1', name: 'fs_read_text_file', arguments: JSON.stringify({ path: file }) },
+            { id: 'x1', name: 'fs_write_file', arguments: JSON.stringify({ path: outside, content: 'nope' }) },
+            { id: 'x2', name: 'fs_read_text_file', arguments: JSON.stringify({ path: '/etc/hostname' }) },
+          ]),
+          reply('done'),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
+    const result = await run.result();
+    expect(result.status).toBe('completed');
+
+    // Offered: the allowed tools in the server's order, prefixed, with its own descriptions and input schemas.
+    const allowedTools = ['create_directory', 'write_file', 'read_text_file'];
+    expect(offered(world).map((tool) => tool.function)).toEqual(
+      listing
+        .filter((tool) => allowedTools.includes(tool.name))
+        .map((tool) => ({ name: `fs_${tool.name}`, description: tool.description, parameters: tool.inputSchema })),
+    );
+    expect(offered(world).map((tool) => tool.function.name)).toEqual([
+      'fs_read_text_file',
+      'fs_write_file',
+      'fs_create_directory',
+    ]);
+    expect(offered(world).find((tool) => tool.function.name === 'fs_write_file')!.function.parameters).toMatchObject({
+      type: 'object',
+      properties: { path: { type: 'string' }, content: { type: 'string' } },
+      required: ['path', 'content'],
+    });
+
+    // The results the model receives: the server's structured content, as JSON text.
+    expect(toolMessages(world, 1)).toEqual([
+      {
+        role: 'tool',
+        tool_call_id: 'd1',
+        content: JSON.stringify({ content: `Successfully created directory ${dirname(file)}` }),
+      },
+    ]);
+    expect(toolMessages(world, 2)[1]).toEqual({
+      role: 'tool',
+      tool_call_id: 'w1',
+      content: JSON.stringify({ content: `Successfully wrote to ${file}` }),
+    });
+    const third = toolMessages(world, 3).slice(2);
+    expect(third[0]).toEqual({ role: 'tool', tool_call_id: 'r1', content: JSON.stringify({ content }) });
+    // The refused paths: isError results, as the tool's error, naming the refusal.
+    expect(third.slice(1)).toEqual([
+      {
+        role: 'tool',
+        tool_call_id: 'x1',
+        content: JSON.stringify(
+          {
+            error: `Tool 'fs_write_file' failed during execution or result parsing with arguments ${JSON.stringify({ path: outside, content: 'nope' })}: Access denied - path outside allowed directories: ${outside} not in ${allowed}`,
+          },
+          null,
+          2,
+        ),
+      },
+      {
+        role: 'tool',
+        tool_call_id: 'x2',
+        content: JSON.stringify(
+          {
+            error: `Tool 'fs_read_text_file' failed during execution or result parsing with arguments ${JSON.stringify({ path: '/etc/hostname' })}: Access denied - path outside allowed directories: /etc/hostname not in ${allowed}`,
+          },
+          null,
+          2,
+        ),
+      },
+    ]);
+    expect(world.fake.requests).toHaveLength(4);
+
+    // The file is really on disk, and nothing was written outside.
+    expect(readFileSync(file, 'utf8')).toBe(content);
+    expect(existsSync(outside)).toBe(false);
+  }, 90_000);
+
+  it("a server written with Python's mcp package (FastMCP) over stdio: its tools and schemas offered, a number and structured content received", async () => {
+    const command = python();
+    const listing = await listDirectly(command, [pythonServer]);
+    expect(listing.map((tool) => tool.name)).toEqual(['multiply', 'rectangle']);
+    world = await startWorld({
+      agents: [agent([{ name: 'python', command, args: [pythonServer] }])],
+      fake: {
+        script: [
+          callTools([
+            { id: 'm1', name: 'multiply', arguments: '{"a": 6, "b": 7}' },
+            { id: 'm2', name: 'multiply', arguments: '{"a": 2.5, "b": -0.5}' },
+            { id: 's1', name: 'rectangle', arguments: '{"width": 3, "height": 4.5}' },
+            { id: 'e1', name: 'multiply', arguments: '{"a": "six"}' },
+          ]),
+          reply('done'),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
+    const result = await run.result();
+    expect(result.status).toBe('completed');
+
+    // Offered exactly as the server lists them (FastMCP derives the schemas from the type hints).
+    expect(offered(world)).toEqual([
+      {
+        type: 'function',
+        function: {
+          name: 'multiply',
+          description: 'Multiplies two numbers.',
+          parameters: {
+            type: 'object',
+            properties: { a: { title: 'A', type: 'number' }, b: { title: 'B', type: 'number' } },
+            required: ['a', 'b'],
+            title: 'multiplyArguments',
+          },
+        },
+      },
+      {
+        type: 'function',
+        function: {
+          name: 'rectangle',
+          description: 'Describes a rectangle: its sides and its area, as structured content.',
+          parameters: {
+            type: 'object',
+            properties: { width: { title: 'Width', type: 'number' }, height: { title: 'Height', type: 'number' } },
+            required: ['width', 'height'],
+            title: 'rectangleArguments',
+          },
+        },
+      },
+    ]);
+
+    const tools = toolMessages(world, 1);
+    expect(tools.slice(0, 3)).toEqual([
+      { role: 'tool', tool_call_id: 'm1', content: '42.0' },
+      { role: 'tool', tool_call_id: 'm2', content: '-1.25' },
+      // Structured content wins over the text part, as JSON text.
+      { role: 'tool', tool_call_id: 's1', content: '{"width":3,"height":4.5,"area":13.5}' },
+    ]);
+    // Arguments the server's validation refuses: its isError result, as the tool's error.
+    expect(tools[3]).toMatchObject({ role: 'tool', tool_call_id: 'e1' });
+    const error = JSON.parse(String(tools[3]!.content)) as { error: string };
+    expect(error.error).toMatch(
+      /^Tool 'multiply' failed during execution or result parsing with arguments \{"a": "six"\}: Error executing tool multiply: /,
+    );
+    expect(error.error).toMatch(/validation error/);
+  }, 90_000);
+});
