@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import type { AgentRegistry } from '../agents/registry';
 import { failure, FailureType } from '../common';
-import type { AgentSpec, ToolDescriptor } from '../runtime';
+import type { AgentSpec, McpServerConfig, ToolDescriptor } from '../runtime';
 import { mcpDescriptors, type McpServers } from './mcp-servers';
 
 /** What the worker knows about its deployment that runs take along in their agent spec. */
@@ -51,17 +51,10 @@ async function mcpTools(spec: AgentSpec, mcp: McpServers | undefined): Promise<T
   const attempt = Context.current().info.attempt;
   try {
     if (!mcp) throw new Error('this worker has no MCP client');
-    const lists = await Promise.all(
-      spec.mcp_servers.map(async (server) => mcpDescriptors(server, await mcp.listTools(server))),
-    );
+    const lists = await Promise.all(spec.mcp_servers.map((server) => mcpServerTools(server, mcp)));
     const tools = lists.flat();
-    const names = [...spec.tool_descriptors, ...tools].map((tool) => tool.name);
-    const clash = names.filter((toolName, index) => names.indexOf(toolName) !== index);
-    if (clash.length > 0)
-      throw failure(
-        FailureType.McpServerUnavailable,
-        `agent '${spec.name}': tool name(s) ${[...new Set(clash)].join(', ')} given twice (set a tool_prefix per MCP server)`,
-      );
+    const clash = mcpToolClash(spec, tools);
+    if (clash) throw failure(FailureType.McpServerUnavailable, clash);
     return tools;
   } catch (error) {
     if (error instanceof Error && error.name === 'ApplicationFailure') throw error;
@@ -70,4 +63,21 @@ async function mcpTools(spec: AgentSpec, mcp: McpServers | undefined): Promise<T
       retryable: attempt < MCP_LIST_ATTEMPTS,
     });
   }
+}
+
+/**
+ * One MCP server's tools as the agent offers them (every page, its allow-list, the exposed names): what
+ * a run records, and what `patchloop mcp tools` shows. Throws McpServerError naming the server.
+ */
+export async function mcpServerTools(server: McpServerConfig, mcp: McpServers): Promise<ToolDescriptor[]> {
+  return mcpDescriptors(server, await mcp.listTools(server));
+}
+
+/** Why the agent's MCP tools cannot be offered beside its own tools (a name given twice), if they cannot. */
+export function mcpToolClash(spec: AgentSpec, tools: readonly ToolDescriptor[]): string | undefined {
+  const names = [...spec.tool_descriptors, ...tools].map((tool) => tool.name);
+  const clash = names.filter((toolName, index) => names.indexOf(toolName) !== index);
+  return clash.length > 0
+    ? `agent '${spec.name}': tool name(s) ${[...new Set(clash)].join(', ')} given twice (set a tool_prefix per MCP server)`
+    : undefined;
 }

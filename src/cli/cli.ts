@@ -58,6 +58,7 @@ const commands: Record<string, Entry> = {
     syntax.CODEC_SERVER_SYNTAX,
     async () => (await import('./commands/codec-server.js')).codecServerCommand,
   ),
+  mcp: plainCommand(syntax.MCP_SYNTAX, async () => (await import('./commands/mcp.js')).mcpCommand),
   compile: {
     ...plainCommand(syntax.COMPILE_SYNTAX, async () => {
       const { compileCommand } = await import('./commands/compile.js');

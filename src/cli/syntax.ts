@@ -31,6 +31,14 @@ export const COMPILE_SYNTAX = {
   positionals: ['file'],
 } as const;
 
+export const MCP_SYNTAX = {
+  usage: 'patchloop mcp tools [--agents FILE.json] [agent] [--json]',
+  summary:
+    "The tools each agent (the example agents, those in FILE, or the one named) gets from its MCP servers, as the model sees them: final names (tool_prefix, allow-list, provider-safe), descriptions and parameters; --json gives the full schemas. A server that cannot be started, reached or listed is shown with the McpServerUnavailable message a run would fail with, and the command exits 1. Needs no Temporal server: it talks to the MCP servers only, with this shell's environment for ${VAR} values.",
+  options: { agents: { type: 'string' }, json: { type: 'boolean' } },
+  positionals: ['action', '[agent]'],
+} as const;
+
 export const APPROVALS_SYNTAX = {
   usage: 'patchloop approvals <id>',
   summary: 'The tool calls of a run or session that wait for a decision, with their arguments.',

@@ -1,7 +1,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/worker/free-port';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import { startWorld, type TestWorld } from '../support/temporal';
@@ -367,5 +370,81 @@ describe('CLI against a real dev server', () => {
     const followed = await cli(['follow', 'cli-list-done']);
     // The stream was missed (the run had finished): the answer's text comes from the event log.
     expect(followed.stdout).toMatch(/\n {4}5\n/);
+  });
+
+  it('mcp tools lists what an agent gets from its MCP servers without a Temporal server; a server that will not start fails by name', async () => {
+    const everything = createRequire(__filename).resolve('@modelcontextprotocol/server-everything/dist/index.js');
+    const folder = mkdtempSync(join(tmpdir(), 'patchloop-mcp-cli-'));
+    const agents = join(folder, 'agents.json');
+    const server = { name: 'everything', command: process.execPath, args: [everything, 'stdio'] };
+    writeFileSync(
+      agents,
+      JSON.stringify([
+        {
+          name: 'mcp-user',
+          instructions: 'Use the tools.',
+          tools: ['add'],
+          mcp_servers: [{ ...server, tool_prefix: 'ev.', tools: ['get-sum', 'echo'] }],
+        },
+        {
+          name: 'mcp-broken',
+          instructions: 'Use the tools.',
+          mcp_servers: [{ name: 'gone', command: '/no/such/mcp' }],
+        },
+      ]),
+    );
+    const client = new Client({ name: 'test', version: '1' });
+    await client.connect(new StdioClientTransport({ ...server, stderr: 'ignore' }));
+    const listed = (await client.listTools()).tools;
+    await client.close();
+    // No TEMPORAL_ADDRESS that answers: the command talks to the MCP servers only.
+    const env = { TEMPORAL_ADDRESS: '127.0.0.1:9' };
+
+    const one = await runCli(['mcp', 'tools', '--agents', agents, 'mcp-user', '--json'], env);
+    expect(one.code, one.stderr).toBe(0);
+    const [user] = (
+      JSON.parse(one.stdout) as {
+        agents: Array<{ agent: string; servers: Array<{ server: string; tools: Array<Record<string, unknown>> }> }>;
+      }
+    ).agents;
+    expect(user!.agent).toBe('mcp-user');
+    const tools = user!.servers[0]!.tools;
+    // The server's order, the allow-list applied, the prefix made provider-safe.
+    expect(tools.map((tool) => tool['name'])).toEqual(
+      listed.filter((tool) => ['get-sum', 'echo'].includes(tool.name)).map((tool) => `ev_${tool.name}`),
+    );
+    const echo = listed.find((tool) => tool.name === 'echo')!;
+    expect(tools.find((tool) => tool['name'] === 'ev_echo')).toEqual({
+      name: 'ev_echo',
+      description: echo.description,
+      parameters: echo.inputSchema,
+      mcp: { server: 'everything', tool: 'echo' },
+    });
+
+    const text = await runCli(['mcp', 'tools', '--agents', agents, 'mcp-user'], env);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain('agent mcp-user\n  server everything: 2 tool(s)\n');
+    expect(text.stdout).toContain(`    ev_echo: ${echo.description}\n      parameters: message (string, required)\n`);
+
+    const all = await runCli(['mcp', 'tools', '--agents', agents, '--json'], env);
+    expect(all.code).toBe(1);
+    const listings = (JSON.parse(all.stdout) as { agents: Array<{ agent: string; servers: unknown[] }> }).agents;
+    expect(listings.map((listing) => listing.agent)).toEqual(['mcp-user', 'mcp-broken']);
+    expect(listings[1]!.servers).toEqual([
+      {
+        server: 'gone',
+        error: { type: 'McpServerUnavailable', message: expect.stringMatching(/^MCP server 'gone' did not start: /) },
+      },
+    ]);
+    expect(JSON.parse(all.stderr)).toEqual({
+      error: { type: 'McpServerUnavailable', message: expect.stringContaining("MCP server 'gone' did not start") },
+    });
+    const broken = await runCli(['mcp', 'tools', '--agents', agents, 'mcp-broken'], env);
+    expect(broken.code).toBe(1);
+    expect(broken.stdout).toMatch(
+      /^agent mcp-broken\n {2}server gone: McpServerUnavailable: MCP server 'gone' did not start: /,
+    );
+    expect(broken.stderr).toMatch(/^error: MCP server 'gone' did not start: /);
+    expect(broken.stdout + broken.stderr).not.toMatch(/\n\s+at /);
   });
 });

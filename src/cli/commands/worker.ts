@@ -1,8 +1,6 @@
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { z } from 'zod';
 import { AgentDefinition, isConfigurationError } from '../../runtime';
 import { FailureType } from '../../common/failure-types';
 import {
@@ -16,7 +14,6 @@ import { readBundleFile } from '../../worker/bundle-file';
 import { WORKER_HEAP_GROWING_PERCENT } from '../../worker/heap-growth';
 import { RedactingLogger } from '../../worker/redaction';
 import { tracingConfigured, tracingFromEnvironment } from '../../worker/tracing';
-import { assistantAgent, carefulAssistantAgent } from '../../agents/assistant';
 import { demoModel } from '../../fake-model/demo-model';
 import { FakeModelServer } from '../../fake-model/server';
 import { exampleTools } from '../../tools/examples';
@@ -24,6 +21,7 @@ import type { Tool } from '../../tools/define-tool';
 import { prometheusTelemetry, startHeapGauges } from '../../worker/metrics';
 import { CliError, temporalUnreachable } from '../errors';
 import { parseCommand } from '../arguments';
+import { agentsFromFile } from '../agents-file';
 import { onParentExit } from '../parent-exit';
 import { WORKER_SYNTAX } from '../syntax';
 
@@ -55,9 +53,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   const toolsOnly = values['tools-only'] === true;
   if (toolsOnly && !values['task-queue'])
     throw new CliError('--tools-only needs --task-queue: the queue its tools are routed to', FailureType.UsageError);
-  const agents = values.agents
-    ? z.array(AgentDefinition).parse(JSON.parse(await readFile(values.agents, 'utf8')))
-    : [assistantAgent, carefulAssistantAgent];
+  const agents = await agentsFromFile(values.agents);
   // Offline by choice, never by surprise: no provider and no --fake-model is an error, not api.openai.com.
   // Agents that all name their own server need none from the environment.
   const everyAgentHasServer = agents.every((agent) => AgentDefinition.parse(agent).provider?.base_url !== undefined);
