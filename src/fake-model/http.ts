@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { FakeReply } from './steps';
 
 /**
  * Writes a response body, counting bytes; with a reset point, writes up to it and then resets the TCP
@@ -63,4 +64,33 @@ export function sendJson(
 
 export function pause(ms: number): Promise<void> {
   return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
+}
+
+/**
+ * Sends a stream's events as its step's fault breaks them: a junk data line after `afterChunks` events,
+ * a reset half-way through event `afterChunks` (or after `afterBytes` bytes), and nothing once the
+ * client left. `send` answers false when writing must stop; `onSent` counts each event written;
+ * `raw` writes past the fault (a stream's closing line).
+ */
+export function faultingEventSender(
+  response: ServerResponse,
+  fault: FakeReply['fault'],
+  closed: () => boolean,
+  junkLine: string,
+  onSent: () => void,
+): { send: (event: string) => boolean; raw: (text: string) => boolean } {
+  const out = new BodyWriter(response, fault?.kind === 'reset' ? fault.afterBytes : undefined);
+  let written = 0;
+  const send = (event: string): boolean => {
+    if (closed() || out.broken) return false;
+    if (fault?.kind === 'junk' && written === fault.afterChunks) out.write(`data: ${fault.line ?? junkLine}\n\n`);
+    if (fault?.kind === 'reset' && written === fault.afterChunks) {
+      out.resetAfter(event.slice(0, Math.floor(event.length / 2)));
+      return false;
+    }
+    written += 1;
+    onSent();
+    return out.write(event);
+  };
+  return { send, raw: (text) => out.write(text) };
 }

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { BodyWriter, pause, sendJson, startStream } from './http';
+import { BodyWriter, faultingEventSender, pause, sendJson, startStream } from './http';
 import type { FakeReply } from './steps';
 
 /**
@@ -45,22 +45,17 @@ export async function streamResponse(
   record: StreamRecord,
 ): Promise<void> {
   startStream(response);
-  const fault = step.fault;
-  const out = new BodyWriter(response, fault?.kind === 'reset' ? fault.afterBytes : undefined);
-  let written = 0;
-  const send = (event: OutputEvent, sequence: number): boolean => {
-    if (closed() || out.broken) return false;
-    if (fault?.kind === 'junk' && written === fault.afterChunks)
-      out.write(`data: ${fault.line ?? '{"type": "response.output_text.delta", this is not JSON'}\n\n`);
-    const text = `event: ${event.type}\ndata: ${JSON.stringify({ ...event.data, sequence_number: sequence })}\n\n`;
-    if (fault?.kind === 'reset' && written === fault.afterChunks) {
-      out.resetAfter(text.slice(0, Math.floor(text.length / 2)));
-      return false;
-    }
-    written += 1;
-    record.chunksWritten += 1;
-    return out.write(text);
-  };
+  const { send: sendEvent } = faultingEventSender(
+    response,
+    step.fault,
+    closed,
+    '{"type": "response.output_text.delta", this is not JSON',
+    () => {
+      record.chunksWritten += 1;
+    },
+  );
+  const send = (event: OutputEvent, sequence: number): boolean =>
+    sendEvent(`event: ${event.type}\ndata: ${JSON.stringify({ ...event.data, sequence_number: sequence })}\n\n`);
   const events = streamedEvents(step, model, promptTokens);
   for (const [sequence, event] of events.entries()) {
     await pause(event.delayMs);

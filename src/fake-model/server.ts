@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { BodyWriter, pause, sendJson, startStream, writeEvent } from './http';
+import { BodyWriter, faultingEventSender, pause, sendJson, startStream, writeEvent } from './http';
 import { plainResponse, streamResponse, textDelta, writeResponsesEvent } from './responses';
 import type { FakeReply, FakeStep } from './steps';
 
@@ -276,23 +276,12 @@ export class FakeModelServer {
     record: RecordedRequest,
   ): Promise<void> {
     startStream(response);
-    const fault = step.fault;
-    const out = new BodyWriter(response, fault?.kind === 'reset' ? fault.afterBytes : undefined);
-    let written = 0;
     // False once the client left or the connection was reset on purpose: stop writing.
-    const send = (data: unknown): boolean => {
-      if (closed() || out.broken) return false;
-      if (fault?.kind === 'junk' && written === fault.afterChunks)
-        out.write(`data: ${fault.line ?? '{"choices": [ this is not JSON'}\n\n`);
-      const event = `data: ${JSON.stringify(data)}\n\n`;
-      if (fault?.kind === 'reset' && written === fault.afterChunks) {
-        out.resetAfter(event.slice(0, Math.floor(event.length / 2)));
-        return false;
-      }
-      written += 1;
+    const fault = step.fault;
+    const writer = faultingEventSender(response, fault, closed, '{"choices": [ this is not JSON', () => {
       record.chunksWritten += 1;
-      return out.write(event);
-    };
+    });
+    const send = (data: unknown): boolean => writer.send(`data: ${JSON.stringify(data)}\n\n`);
     for (const event of streamedEvents(step, body)) {
       await pause(event.delayMs);
       if (!send(event.data)) return;
@@ -302,7 +291,7 @@ export class FakeModelServer {
       }
     }
     const omit = fault?.kind === 'eof' ? fault.omit : undefined;
-    if (omit !== 'done' && omit !== 'both' && !out.write('data: [DONE]\n\n')) return;
+    if (omit !== 'done' && omit !== 'both' && !writer.raw('data: [DONE]\n\n')) return;
     if (!closed()) response.end();
   }
 }
