@@ -9,27 +9,42 @@
  */
 export interface AttemptSignal {
   signal: AbortSignal;
-  /** Whether the timeout, not the batch, aborted it. */
-  timedOut(): boolean;
+  /** Whether a timeout, not the batch, aborted it: the idle one (`idleMs`) or the total. */
+  timedOut(): false | 'idle' | 'total';
+  /** The attempt made progress: the idle timeout starts anew (without `idleMs`, nothing happens). */
+  progressed(): void;
   /** Stops the timer and unhooks from the batch's signal; call once the attempt has settled. */
   release(): void;
 }
 
-export function attemptSignal(batch: AbortSignal, timeoutMs: number): AttemptSignal {
+/**
+ * Aborted by the batch, after `timeoutMs` in all, or (with `idleMs`) after that long without
+ * `progressed()`.
+ */
+export function attemptSignal(batch: AbortSignal, timeoutMs: number, idleMs?: number): AttemptSignal {
   const controller = new AbortController();
-  let timedOut = false;
+  let timedOut: false | 'idle' | 'total' = false;
   const onBatchAbort = () => controller.abort(batch.reason);
-  const timer = setTimeout(() => {
-    timedOut = true;
+  const expire = (which: 'idle' | 'total') => () => {
+    if (controller.signal.aborted) return;
+    timedOut = which;
     controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
-  }, timeoutMs);
+  };
+  const timer = setTimeout(expire('total'), timeoutMs);
+  let idle = idleMs !== undefined && idleMs < timeoutMs ? setTimeout(expire('idle'), idleMs) : undefined;
   const release = () => {
     clearTimeout(timer);
+    clearTimeout(idle);
     batch.removeEventListener('abort', onBatchAbort);
+  };
+  const progressed = () => {
+    if (idle === undefined || controller.signal.aborted) return;
+    clearTimeout(idle);
+    idle = setTimeout(expire('idle'), idleMs);
   };
   if (batch.aborted) controller.abort(batch.reason);
   else batch.addEventListener('abort', onBatchAbort, { once: true });
-  return { signal: controller.signal, timedOut: () => timedOut, release };
+  return { signal: controller.signal, timedOut: () => timedOut, progressed, release };
 }
 
 /** The promise, or the signal's reason once it aborts first; the signal's listener goes when either settles. */

@@ -51,7 +51,9 @@ async function mcpTools(spec: AgentSpec, mcp: McpServers | undefined): Promise<T
   const attempt = Context.current().info.attempt;
   try {
     if (!mcp) throw new Error('this worker has no MCP client');
-    const lists = await Promise.all(spec.mcp_servers.map((server) => mcpServerTools(server, mcp)));
+    const lists = await Promise.all(
+      spec.mcp_servers.map((server) => mcpServerTools(server, mcp, spec.limits.tool_timeout_seconds)),
+    );
     const tools = lists.flat();
     const clash = mcpToolClash(spec, tools);
     if (clash) throw failure(FailureType.McpServerUnavailable, clash);
@@ -69,8 +71,12 @@ async function mcpTools(spec: AgentSpec, mcp: McpServers | undefined): Promise<T
  * One MCP server's tools as the agent offers them (every page, its allow-list, the exposed names): what
  * a run records, and what `patchloop mcp tools` shows. Throws McpServerError naming the server.
  */
-export async function mcpServerTools(server: McpServerConfig, mcp: McpServers): Promise<ToolDescriptor[]> {
-  return mcpDescriptors(server, await mcp.listTools(server));
+export async function mcpServerTools(
+  server: McpServerConfig,
+  mcp: McpServers,
+  toolTimeoutSeconds: number,
+): Promise<ToolDescriptor[]> {
+  return mcpDescriptors(server, await mcp.listTools(server), toolTimeoutSeconds);
 }
 
 /** Why the agent's MCP tools cannot be offered beside its own tools (a name given twice), if they cannot. */

@@ -3,13 +3,15 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JsonObject } from '../context';
-import type { McpServerConfig, ToolDescriptor } from '../runtime';
+import { mcpCallLimits, type McpServerConfig, type ToolDescriptor } from '../runtime';
 
 /** What an MCP server says about one of its tools (the fields patchloop uses). */
 export interface McpToolListing {
   name: string;
   description?: string | undefined;
   inputSchema: Record<string, unknown>;
+  /** Hints about the tool's behaviour; patchloop reads the two that make a repeated call harmless. */
+  annotations?: { readOnlyHint?: boolean | undefined; idempotentHint?: boolean | undefined } | undefined;
 }
 
 /** An MCP server the worker could not reach, start or understand; the message names the server. */
@@ -67,7 +69,13 @@ export class McpServers {
     server: McpServerConfig,
     tool: string,
     args: JsonObject,
-    options: { signal: AbortSignal; timeoutMs: number; onprogress?: (progress: McpProgress) => void },
+    options: {
+      signal: AbortSignal;
+      /** Without an answer or progress (each progress notification starts it anew). */
+      timeoutMs: number;
+      maxTotalTimeoutMs: number;
+      onprogress?: (progress: McpProgress) => void;
+    },
   ): Promise<McpCallResult> {
     for (let attempt = 1; ; attempt += 1) {
       const connection = await this.connection(server);
@@ -75,7 +83,8 @@ export class McpServers {
         const result = await connection.client.callTool({ name: tool, arguments: args }, undefined, {
           signal: options.signal,
           timeout: options.timeoutMs,
-          ...(options.onprogress ? { onprogress: options.onprogress } : {}),
+          maxTotalTimeout: options.maxTotalTimeoutMs,
+          ...(options.onprogress ? { onprogress: options.onprogress, resetTimeoutOnProgress: true } : {}),
         });
         return result as McpCallResult;
       } catch (error) {
@@ -211,8 +220,15 @@ export function exposedToolName(server: Pick<McpServerConfig, 'tool_prefix'>, to
   return `${server.tool_prefix}${tool}`.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 64);
 }
 
-/** The descriptors of a server's tools the agent offers (its allow-list), marked with the server. */
-export function mcpDescriptors(server: McpServerConfig, tools: readonly McpToolListing[]): ToolDescriptor[] {
+/**
+ * The descriptors of a server's tools the agent offers (its allow-list), marked with the server; their
+ * `timeout_seconds` is a call's longest run in all (`mcpCallLimits`), for the batch's timeout.
+ */
+export function mcpDescriptors(
+  server: McpServerConfig,
+  tools: readonly McpToolListing[],
+  toolTimeoutSeconds: number,
+): ToolDescriptor[] {
   const allowed = server.tools === undefined ? tools : tools.filter((tool) => server.tools!.includes(tool.name));
   const missing = (server.tools ?? []).filter((name) => !tools.some((tool) => tool.name === name));
   if (missing.length > 0)
@@ -224,9 +240,18 @@ export function mcpDescriptors(server: McpServerConfig, tools: readonly McpToolL
     description: tool.description ?? '',
     parameters: tool.inputSchema as JsonObject,
     best_practices: [],
-    ...(server.timeout_seconds !== undefined ? { timeout_seconds: server.timeout_seconds } : {}),
-    mcp: { server: server.name, tool: tool.name },
+    timeout_seconds: mcpCallLimits(server, toolTimeoutSeconds).totalSeconds,
+    mcp: { server: server.name, tool: tool.name, repeatable: repeatable(tool) },
   }));
+}
+
+/**
+ * Whether a call interrupted by a crash may be sent again: only when the server says the tool changes
+ * nothing (`readOnlyHint`) or that a repeated call has no further effect (`idempotentHint`). Hints are
+ * the server's claims; without them a call is assumed to have effects that must not happen twice.
+ */
+export function repeatable(tool: Pick<McpToolListing, 'annotations'>): boolean {
+  return tool.annotations?.readOnlyHint === true || tool.annotations?.idempotentHint === true;
 }
 
 /** Whether an HTTP server answered that it no longer knows the session (it restarted): safe to send again. */

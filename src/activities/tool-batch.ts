@@ -25,6 +25,8 @@ import {
   type ToolBatchResult,
   type ToolCallReport,
   type ToolCallRequest,
+  type McpToolReference,
+  mcpCallLimits,
   utf8Bytes,
 } from '../runtime';
 import type { AgentRegistry } from '../agents/registry';
@@ -131,6 +133,7 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
               emit: (event_name, data) =>
                 customEvents.push({ index, event: { tool_call_id: call.id, tool_name: call.name, event_name, data } }),
               started: Date.now(),
+              attempt: context.info.attempt,
             }),
           );
           progress.delete(call.id);
@@ -228,6 +231,8 @@ interface CallScope {
   progress: (update: McpProgress) => void;
   emit: (eventName: string, data: JsonObject) => void;
   started: number;
+  /** The batch activity's attempt: above 1, calls the checkpoint lacks may have run in an earlier one. */
+  attempt: number;
 }
 
 function callResult(scope: CallScope, content: string, success = true, error?: string): Finished {
@@ -334,7 +339,7 @@ async function runTool(scope: CallScope, tool: Tool, args: unknown, argumentText
  * abort, which cancels the request on the server. A server that is unknown to this worker, will not
  * start, dies, times out or answers garbage gives the call an error result naming the server.
  */
-async function runMcpTool(scope: CallScope, mcp: { server: string; tool: string }): Promise<Finished | null> {
+async function runMcpTool(scope: CallScope, mcp: McpToolReference): Promise<Finished | null> {
   const { call, registry, input, limits } = scope;
   const args = repairToolArguments(call.arguments);
   if (!args.ok)
@@ -345,16 +350,20 @@ async function runMcpTool(scope: CallScope, mcp: { server: string; tool: string 
       scope,
       toolFailureContent(call.name, args.text, `MCP server '${mcp.server}' is not configured on this worker`),
     );
-  const timeoutSeconds = server.timeout_seconds ?? limits.timeoutSeconds;
-  const under = attemptSignal(scope.batchSignal, timeoutSeconds * 1000);
+  if (scope.attempt > 1 && !mcp.repeatable) return interruptedMcpCall(scope, mcp);
+  const { idleSeconds, totalSeconds } = mcpCallLimits(server, limits.timeoutSeconds);
+  const under = attemptSignal(scope.batchSignal, totalSeconds * 1000, idleSeconds * 1000);
   try {
-    // The SDK's own timeout stays above ours, so a timeout is always reported as ours.
+    // The SDK's own timeouts stay above ours, so a timeout is always reported as ours.
     const result = await raceAbort(
       scope.mcp.callTool(server, mcp.tool, args.value, {
         signal: under.signal,
-        timeoutMs: timeoutSeconds * 1000 + 5000,
-        onprogress: ({ progress, total, message }) =>
-          scope.progress({ progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) }),
+        timeoutMs: idleSeconds * 1000 + 5000,
+        maxTotalTimeoutMs: totalSeconds * 1000 + 5000,
+        onprogress: ({ progress, total, message }) => {
+          under.progressed();
+          scope.progress({ progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) });
+        },
       }),
       under.signal,
     );
@@ -373,8 +382,12 @@ async function runMcpTool(scope: CallScope, mcp: { server: string; tool: string 
     return callResult(scope, read.text);
   } catch (error) {
     if (scope.batchSignal.aborted) return null;
-    if (under.timedOut()) {
-      const message = `Tool '${call.name}' (MCP server '${mcp.server}') timed out after ${timeoutSeconds} s`;
+    const timedOut = under.timedOut();
+    if (timedOut) {
+      const message =
+        timedOut === 'idle'
+          ? `Tool '${call.name}' (MCP server '${mcp.server}') timed out: no answer and no progress for ${idleSeconds} s`
+          : `Tool '${call.name}' (MCP server '${mcp.server}') timed out after ${totalSeconds} s in all (max_call_seconds)`;
       return callResult(scope, toolStepErrorContent(message), false, message);
     }
     const message =
@@ -385,6 +398,19 @@ async function runMcpTool(scope: CallScope, mcp: { server: string; tool: string 
   } finally {
     under.release();
   }
+}
+
+/**
+ * A call an earlier attempt of the batch started but did not finish (its worker crashed or shut down):
+ * sent again only when the server marks the tool read-only or idempotent (`mcp.repeatable`). Otherwise
+ * the model learns the truth, that the call may or may not have run, instead of a second side effect.
+ */
+function interruptedMcpCall(scope: CallScope, mcp: McpToolReference): Finished {
+  const message =
+    `Tool '${scope.call.name}' (MCP server '${mcp.server}') was interrupted: the worker running it stopped ` +
+    'during the call. The server does not mark the tool readOnlyHint or idempotentHint, so it was not sent ' +
+    'again: it may or may not have run. Check its effect before calling it again.';
+  return callResult(scope, toolStepErrorContent(message), false, message);
 }
 
 /** A tool's value as its result: images become a multimodal patch; text above the size limit an error. */

@@ -70,8 +70,13 @@ const mcpCommon = () => ({
   tools: z.array(z.string().min(1)).optional(),
   /** Prepended to the server's tool names; the result is made provider-safe ([a-zA-Z0-9_-], at most 64). */
   tool_prefix: z.string().default(''),
-  /** Per call of this server's tools (default: the agent's `tool_timeout_seconds`). */
+  /**
+   * How long a call of this server's tools may go without an answer or a progress notification (default:
+   * the agent's `tool_timeout_seconds`): each `notifications/progress` starts it anew.
+   */
   timeout_seconds: z.number().positive().optional(),
+  /** The longest a call may run in all, progress or not (default: ten times `timeout_seconds`). */
+  max_call_seconds: z.number().positive().optional(),
 });
 
 /**
@@ -137,6 +142,15 @@ export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () 
 export type AgentDefinition = z.infer<typeof AgentDefinition>;
 export type AgentDefinitionInput = z.input<typeof AgentDefinition>;
 
+/**
+ * A tool of an MCP server: the server (by its name in `mcp_servers`), the tool's name there, and whether
+ * a call interrupted by a crash may run again (the server marks it `readOnlyHint` or `idempotentHint`).
+ */
+export const McpToolReference = sharedSchema('runtime/agent#McpToolReference', () =>
+  z.strictObject({ server: z.string(), tool: z.string(), repeatable: z.boolean().optional() }),
+);
+export type McpToolReference = z.infer<typeof McpToolReference>;
+
 /** What the model and the prompt need to know about one tool. */
 export const ToolDescriptor = sharedSchema('runtime/agent#ToolDescriptor', () =>
   z.strictObject({
@@ -152,8 +166,7 @@ export const ToolDescriptor = sharedSchema('runtime/agent#ToolDescriptor', () =>
     retry_wait_seconds: z.number().nonnegative().optional(),
     /** `defineTool({ fast })`: batches of fast calls only run as local activities. */
     fast: z.boolean().optional(),
-    /** A tool of an MCP server: the server (by its name in `mcp_servers`) and the tool's name there. */
-    mcp: z.strictObject({ server: z.string(), tool: z.string() }).optional(),
+    mcp: McpToolReference.optional(),
   }),
 );
 export type ToolDescriptor = z.infer<typeof ToolDescriptor>;

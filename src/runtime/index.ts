@@ -4,6 +4,7 @@ export * from './events';
 export * from './phases';
 export * from './run-input';
 export * from './usage';
+export * from './mcp-call-limits';
 export * from './carried-state';
 export * from './agent-prompt';
 export * from './selfref-tools';

@@ -8,7 +8,7 @@ import {
   SummaryPayload,
   type ToolCall,
 } from '../context';
-import { AgentSpec } from './agent';
+import { AgentSpec, McpToolReference } from './agent';
 import { ProviderSelection } from './provider';
 import { TokenUsage } from './usage';
 import { sharedSchema } from '../context/shared-schema';
@@ -90,8 +90,8 @@ export const ToolBatchInput = sharedSchema('runtime/phases#ToolBatchInput', () =
      * continue-as-new, different for a new run that reuses the workflow id. Idempotency keys derive from it.
      */
     run_chain_id: z.string().optional(),
-    /** Calls of MCP tools: the exposed tool name's server and the tool's own name (from the run's spec). */
-    mcp_tools: z.record(z.string(), z.strictObject({ server: z.string(), tool: z.string() })).optional(),
+    /** Calls of MCP tools, by exposed tool name: the server, the tool's own name, whether it may run again (from the run's spec). */
+    mcp_tools: z.record(z.string(), McpToolReference).optional(),
   }),
 );
 export type ToolBatchInput = z.infer<typeof ToolBatchInput>;

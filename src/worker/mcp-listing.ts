@@ -44,7 +44,7 @@ async function agentListing(
   const servers = await Promise.all(
     spec.mcp_servers.map(async (server): Promise<ServerListing> => {
       try {
-        const tools = await mcpServerTools(server, mcp);
+        const tools = await mcpServerTools(server, mcp, spec.limits.tool_timeout_seconds);
         return {
           server: server.name,
           tools: tools.map(({ name, description, parameters, mcp }) => ({ name, description, parameters, mcp })),

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -8,7 +7,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { afterEach, describe, expect, it } from 'vitest';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
-import { referencePython, repositoryRoot, testVenv } from '../support/reference';
+import { pythonMcpScript, pythonWithMcp } from '../support/python-mcp';
+import { repositoryRoot } from '../support/reference';
 import { startWorld, type TestWorld } from '../support/temporal';
 
 // Real servers nobody on the project wrote; a missing one fails these tests, never skips them.
@@ -19,21 +19,6 @@ function filesystemServerBin(): string {
   );
   const { bin } = JSON.parse(readFileSync(manifest, 'utf8')) as { bin: Record<string, string> };
   return join(dirname(manifest), bin['mcp-server-filesystem']!);
-}
-
-// Python's `mcp` package (FastMCP) is installed into the test venv by scripts/setup.sh.
-const pythonServer = join(__dirname, '../support/python_mcp_server.py');
-function python(): string {
-  if (!existsSync(referencePython))
-    throw new Error(
-      `test venv missing at ${referencePython}: run "bash scripts/setup.sh" (the test command does this)`,
-    );
-  const check = spawnSync(referencePython, ['-c', 'import mcp'], { encoding: 'utf8' });
-  if (check.status !== 0)
-    throw new Error(
-      `Python's mcp package is missing in ${testVenv}: run "bash scripts/setup.sh" (${check.stderr.trim()})`,
-    );
-  return referencePython;
 }
 
 function agent(servers: unknown[]): AgentDefinitionInput {
@@ -171,11 +156,18 @@ describe('real MCP servers', () => {
   }, 90_000);
 
   it("a server written with Python's mcp package (FastMCP) over stdio: its tools and schemas offered, a number and structured content received", async () => {
-    const command = python();
-    const listing = await listDirectly(command, [pythonServer]);
-    expect(listing.map((tool) => tool.name)).toEqual(['multiply', 'rectangle']);
+    const command = pythonWithMcp();
+    const listing = await listDirectly(command, [pythonMcpScript]);
+    expect(listing.map((tool) => tool.name)).toEqual([
+      'multiply',
+      'rectangle',
+      'append_line',
+      'count_lines',
+      'wait_for',
+    ]);
     world = await startWorld({
-      agents: [agent([{ name: 'python', command, args: [pythonServer] }])],
+      // The allow-list: the other tools of the server are never offered.
+      agents: [agent([{ name: 'python', command, args: [pythonMcpScript], tools: ['multiply', 'rectangle'] }])],
       fake: {
         script: [
           callTools([

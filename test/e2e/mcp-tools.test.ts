@@ -1,14 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RunFailedError } from '../../src/client/patchloop-client';
+import { RunFailedError, type RunHandle } from '../../src/client/patchloop-client';
+import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
+import { freePort } from '../../src/worker/free-port';
+import { eventually } from '../support/wait';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { startWorld, workflowBundle, type TestWorld } from '../support/temporal';
@@ -179,7 +181,7 @@ describe('MCP tools', () => {
         },
       });
       const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
-      await until(async () => world!.fake.requests.length >= 2);
+      await eventually(() => (world!.fake.requests.length >= 2 ? true : undefined));
       server.kill();
       await new Promise((resolve) => server.once('exit', resolve));
       server = await startHttp(port);
@@ -204,14 +206,7 @@ describe('MCP tools', () => {
     });
     const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
     // The server's progress notifications show in the batch's heartbeat details.
-    await until(async () => {
-      const data = (await run.workflow.describe()).raw.pendingActivities?.[0]?.heartbeatDetails?.payloads?.[0]?.data;
-      const details = data
-        ? (JSON.parse(Buffer.from(data).toString('utf8')) as { progress?: Record<string, unknown> })
-        : {};
-      const progress = details.progress?.['l1'] as { progress: number; total: number } | undefined;
-      return progress !== undefined && progress.progress >= 1 && progress.total === 60;
-    });
+    await callProgress(run, 'l1', (progress) => progress.progress >= 1 && progress.total === 60);
     const started = Date.now();
     await run.abort('user_interrupt');
     const result = await run.result();
@@ -232,10 +227,9 @@ describe('MCP tools', () => {
       },
     });
     const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
-    await until(async () => (await run.status()).events.some((event) => event.event_type === 'tool_call_start'));
-    await until(async () => existsSync(pidFile));
+    // The server is in the middle of the call: it has reported progress.
+    await callProgress(run, 'k1', (progress) => progress.progress >= 1);
     const firstPid = Number(readFileSync(pidFile, 'utf8'));
-    await new Promise((resolve) => setTimeout(resolve, 1000));
     process.kill(firstPid, 'SIGKILL');
     const result = await run.result();
     expect(result.status).toBe('completed');
@@ -282,22 +276,23 @@ async function startHttp(port: number): Promise<ChildProcess> {
   return server;
 }
 
-async function until(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
+/** Waits until the batch's heartbeat details show the call's MCP progress as `matches` wants it. */
+function callProgress(
+  run: RunHandle,
+  callId: string,
+  matches: (progress: { progress: number; total?: number }) => boolean,
+): Promise<true> {
+  return eventually(
+    async () => {
+      const progress = (await pendingHeartbeatDetails(run.workflow))
+        .map(
+          (details) =>
+            (details['progress'] as Record<string, { progress: number; total?: number }> | undefined)?.[callId],
+        )
+        .find((entry) => entry !== undefined);
+      return progress !== undefined && matches(progress) ? true : undefined;
+    },
+    30_000,
+    `progress of call ${callId}`,
+  );
 }

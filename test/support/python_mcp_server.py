@@ -1,10 +1,40 @@
-"""A tiny MCP server written with Python's `mcp` package (FastMCP), over stdio, for test/e2e/mcp-servers.test.ts."""
+"""A tiny MCP server written with Python's `mcp` package (FastMCP), over stdio, for test/e2e/mcp-servers.test.ts.
 
+Besides pure tools it has tools with side effects on files, for the durability tests. Each such call
+appends a line to the journal file named by PY_MCP_JOURNAL ("<tool> started", "<tool> cancelled"), so a
+test can see what the server really did; with a `release` path a call waits until that file exists.
+PY_MCP_LISTING_FILE, if set, is read once at start into the description of `count_lines`: a server
+started later may list its tools differently.
+"""
+
+import os
 from typing import TypedDict
 
-from mcp.server.fastmcp import FastMCP
+import anyio
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.types import ToolAnnotations
 
 server = FastMCP("python-tools")
+
+JOURNAL = os.environ.get("PY_MCP_JOURNAL", "")
+LISTING_FILE = os.environ.get("PY_MCP_LISTING_FILE", "")
+LISTING = open(LISTING_FILE, encoding="utf-8").read().strip() if LISTING_FILE else "v0"
+
+
+def journal(line: str) -> None:
+    if JOURNAL:
+        with open(JOURNAL, "a", encoding="utf-8") as file:
+            file.write(f"{line} pid={os.getpid()}\n")
+
+
+async def released(tool: str, release: str) -> None:
+    """Waits until the release file exists; a cancellation (notifications/cancelled) is journaled."""
+    try:
+        while release and not os.path.exists(release):
+            await anyio.sleep(0.05)
+    except anyio.get_cancelled_exc_class():
+        journal(f"{tool} cancelled")
+        raise
 
 
 @server.tool(structured_output=False)
@@ -23,6 +53,47 @@ class Rectangle(TypedDict):
 def rectangle(width: float, height: float) -> Rectangle:
     """Describes a rectangle: its sides and its area, as structured content."""
     return {"width": width, "height": height, "area": width * height}
+
+
+@server.tool(
+    structured_output=False,
+    annotations=ToolAnnotations(readOnlyHint=False, idempotentHint=False, destructiveHint=False),
+)
+async def append_line(path: str, line: str, release: str = "") -> str:
+    """Appends a line to a file: every call adds one more (not idempotent)."""
+    journal("append_line started")
+    with open(path, "a", encoding="utf-8") as file:
+        file.write(line + "\n")
+    await released("append_line", release)
+    return f"appended {line}"
+
+
+@server.tool(
+    structured_output=False,
+    annotations=ToolAnnotations(readOnlyHint=True),
+    description=f"Counts the lines of a file (listing {LISTING}).",
+)
+async def count_lines(path: str, release: str = "") -> int:
+    journal("count_lines started")
+    await released("count_lines", release)
+    with open(path, encoding="utf-8") as file:
+        return sum(1 for _ in file)
+
+
+@server.tool(structured_output=False)
+async def wait_for(release: str, ctx: Context) -> str:
+    """Waits until a file exists, reporting progress while it waits."""
+    journal("wait_for started")
+    step = 0
+    try:
+        while not os.path.exists(release):
+            step += 1
+            await ctx.report_progress(step, message=f"waiting ({step})")
+            await anyio.sleep(0.3)
+    except anyio.get_cancelled_exc_class():
+        journal("wait_for cancelled")
+        raise
+    return f"released after {step} progress reports"
 
 
 if __name__ == "__main__":

@@ -51,10 +51,37 @@ describe('a tool attempt’s signal', () => {
     vi.advanceTimersByTime(1);
     expect(under.signal.aborted).toBe(true);
     expect((under.signal.reason as DOMException).name).toBe('TimeoutError');
-    expect(under.timedOut()).toBe(true);
+    expect(under.timedOut()).toBe('total');
     // The batch aborting later changes nothing.
     batch.abort('later');
     expect((under.signal.reason as DOMException).name).toBe('TimeoutError');
+  });
+
+  it('with an idle timeout: progress starts it anew, silence ends it, and the total ends it regardless', () => {
+    vi.useFakeTimers();
+    const batch = new AbortController();
+    const quiet = attemptSignal(batch.signal, 10_000, 2_000);
+    vi.advanceTimersByTime(1_999);
+    quiet.progressed();
+    // Past the first idle deadline: the progress moved it.
+    vi.advanceTimersByTime(1_999);
+    expect(quiet.signal.aborted).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(quiet.signal.aborted).toBe(true);
+    expect(quiet.timedOut()).toBe('idle');
+    quiet.release();
+
+    const busy = attemptSignal(batch.signal, 10_000, 2_000);
+    for (let elapsed = 0; elapsed < 9_000; elapsed += 1_000) {
+      vi.advanceTimersByTime(1_000);
+      busy.progressed();
+    }
+    expect(busy.signal.aborted).toBe(false);
+    vi.advanceTimersByTime(1_000);
+    expect(busy.timedOut()).toBe('total');
+    busy.progressed();
+    expect(busy.timedOut()).toBe('total');
+    busy.release();
   });
 
   it('once released, neither its timer nor the batch aborts it, and the batch holds no listener', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { exposedToolName, mcpDescriptors, readMcpResult } from '../../src/activities/mcp-servers';
+import { exposedToolName, mcpDescriptors, readMcpResult, repeatable } from '../../src/activities/mcp-servers';
+import { mcpCallLimits } from '../../src/runtime';
 import { AgentDefinition } from '../../src/runtime';
 
 describe('MCP results as the model reads them', () => {
@@ -50,16 +51,37 @@ describe('MCP tool names and descriptors', () => {
       { name: 'a', inputSchema: { type: 'object' } },
       { name: 'b', description: 'B', inputSchema: { type: 'object', properties: { n: { type: 'number' } } } },
     ];
-    expect(mcpDescriptors(server, listing)).toEqual([
+    expect(mcpDescriptors(server, listing, 60)).toEqual([
       {
         name: 'p_b',
         description: 'B',
         parameters: { type: 'object', properties: { n: { type: 'number' } } },
         best_practices: [],
-        timeout_seconds: 5,
-        mcp: { server: 'srv', tool: 'b' },
+        // Ten times the idle timeout: the longest a call may take in all, for the batch's timeout.
+        timeout_seconds: 50,
+        mcp: { server: 'srv', tool: 'b', repeatable: false },
       },
     ]);
-    expect(() => mcpDescriptors({ ...server, tools: ['c'] }, listing)).toThrow(/MCP server 'srv' has no tool\(s\) c/);
+    expect(() => mcpDescriptors({ ...server, tools: ['c'] }, listing, 60)).toThrow(
+      /MCP server 'srv' has no tool\(s\) c/,
+    );
+  });
+
+  it('marks a tool repeatable only when the server says it is read-only or idempotent', () => {
+    expect(repeatable({})).toBe(false);
+    expect(repeatable({ annotations: { readOnlyHint: false, idempotentHint: false } })).toBe(false);
+    expect(repeatable({ annotations: { readOnlyHint: true } })).toBe(true);
+    expect(repeatable({ annotations: { idempotentHint: true } })).toBe(true);
+  });
+
+  it('bounds a call by its idle timeout and by ten times that in all, or by max_call_seconds', () => {
+    expect(mcpCallLimits({}, 60)).toEqual({ idleSeconds: 60, totalSeconds: 600 });
+    expect(mcpCallLimits({ timeout_seconds: 5 }, 60)).toEqual({ idleSeconds: 5, totalSeconds: 50 });
+    expect(mcpCallLimits({ timeout_seconds: 5, max_call_seconds: 7 }, 60)).toEqual({ idleSeconds: 5, totalSeconds: 7 });
+    // A total below the idle timeout would never let the idle one matter: the idle one wins.
+    expect(mcpCallLimits({ timeout_seconds: 30, max_call_seconds: 7 }, 60)).toEqual({
+      idleSeconds: 30,
+      totalSeconds: 30,
+    });
   });
 });

@@ -1,0 +1,262 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeModelServer, type ChatRequestBody } from '../../src/fake-model/server';
+import { callTools, reply } from '../../src/fake-model/steps';
+import type { AgentDefinitionInput } from '../../src/runtime';
+import { pythonMcpScript, pythonMcpServer, pythonWithMcp } from '../support/python-mcp';
+import { clientOn, startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { eventually } from '../support/wait';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+
+// Real servers nobody on the project wrote: Python's `mcp` package (FastMCP) and server-everything.
+const everythingLauncher = join(__dirname, '../support/mcp-everything.mjs');
+createRequire(__filename).resolve('@modelcontextprotocol/server-everything/dist/index.js');
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** A folder for the test's files; the Python servers that journaled into it are killed at the end. */
+function scratch() {
+  const folder = mkdtempSync(join(tmpdir(), 'patchloop-mcp-durable-'));
+  const journal = join(folder, 'journal.txt');
+  cleanups.push(() => {
+    for (const pid of new Set(journalEntries(journal).map((entry) => entry.pid)))
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Gone already.
+      }
+  });
+  return { folder, journal };
+}
+
+/** What the Python server journaled: "<tool> started|cancelled", by process. */
+function journalEntries(journal: string): Array<{ line: string; pid: number }> {
+  if (!existsSync(journal)) return [];
+  return readFileSync(journal, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((text) => {
+      const [, line, pid] = /^(.*) pid=(\d+)$/.exec(text)!;
+      return { line: line!, pid: Number(pid) };
+    });
+}
+
+function journaled(journal: string): string[] {
+  return journalEntries(journal).map((entry) => entry.line);
+}
+
+type OfferedTool = { type: string; function: { name: string; description: string; parameters: unknown } };
+function offered(body: ChatRequestBody): OfferedTool[] {
+  return (body.tools as OfferedTool[] | undefined) ?? [];
+}
+
+function toolMessages(body: ChatRequestBody) {
+  return (body.messages as Array<{ role: string; tool_call_id?: string; content?: unknown }>).filter(
+    (message) => message.role === 'tool',
+  );
+}
+
+describe('MCP calls under failure', () => {
+  it('kill -9 of the worker mid-batch: the recorded tool list after restart; the read-only call runs again, the non-idempotent one does not and the model is told it may or may not have run', async () => {
+    const { folder, journal } = scratch();
+    const ledger = join(folder, 'ledger.txt');
+    const release = join(folder, 'release');
+    const listingFile = join(folder, 'listing.txt');
+    writeFileSync(listingFile, 'v1');
+    const serverEnv = { PY_MCP_JOURNAL: journal, PY_MCP_LISTING_FILE: listingFile };
+    const fake = await FakeModelServer.start({
+      script: [
+        callTools([
+          { id: 'a1', name: 'append_line', arguments: JSON.stringify({ path: ledger, line: 'paid', release }) },
+          { id: 'c1', name: 'count_lines', arguments: JSON.stringify({ path: ledger, release }) },
+        ]),
+        reply('done'),
+      ],
+    });
+    const taskQueue = `mcp-crash-${randomUUID()}`;
+    const client = await clientOn(taskQueue);
+    const workers: WorkerProcess[] = [];
+    cleanups.push(
+      () => fake.close(),
+      () => client.close(),
+      async () => {
+        for (const worker of workers) await worker.kill('SIGKILL');
+      },
+    );
+    const agents = [
+      {
+        name: 'ledger',
+        instructions: 'Keep the ledger.',
+        mcp_servers: [pythonMcpServer({ tools: ['append_line', 'count_lines'], env: serverEnv })],
+        limits: { heartbeat_timeout_seconds: 2 },
+      } as AgentDefinitionInput,
+    ];
+    const start = async () => {
+      const worker = await spawnWorker({ address: temporalAddress(), taskQueue, modelUrl: fake.url, agents });
+      workers.push(worker);
+      return worker;
+    };
+    const first = await start();
+    const run = await client.start({ agent: 'ledger', input: 'pay once, then count' });
+    // Both calls are on the server: the payment is written, neither call has answered.
+    await eventually(
+      () => {
+        const lines = journaled(journal);
+        return lines.includes('append_line started') && lines.includes('count_lines started') ? true : undefined;
+      },
+      30_000,
+      'both calls running on the server',
+    );
+    expect(readFileSync(ledger, 'utf8')).toBe('paid\n');
+    await first.kill('SIGKILL');
+    // A server started from now on lists its tools differently; the calls it gets answer at once.
+    writeFileSync(listingFile, 'v2');
+    writeFileSync(release, '');
+    await start();
+
+    const result = await run.result();
+    expect(result.status).toBe('completed');
+    expect(result.answer).toBe('done');
+    // The payment happened once: the call was not sent again. The read-only count ran twice.
+    expect(readFileSync(ledger, 'utf8')).toBe('paid\n');
+    expect(journaled(journal).filter((line) => line === 'append_line started')).toHaveLength(1);
+    expect(journaled(journal).filter((line) => line === 'count_lines started')).toHaveLength(2);
+    // The model call before the crash was not repeated; the one after it saw both results.
+    expect(fake.requests).toHaveLength(2);
+    const [before, after] = fake.requests.map((request) => request.body);
+    const interrupted =
+      "Tool 'append_line' (MCP server 'python') was interrupted: the worker running it stopped during the call. " +
+      'The server does not mark the tool readOnlyHint or idempotentHint, so it was not sent again: it may or may ' +
+      'not have run. Check its effect before calling it again.';
+    const results = toolMessages(after!);
+    expect(results.map((message) => message.tool_call_id)).toEqual(['a1', 'c1']);
+    expect(JSON.parse(String(results[0]!.content))).toEqual({ error: interrupted });
+    expect(results[1]!.content).toBe('1');
+    // The same tools after the restart as before it: the list recorded at the run's start...
+    expect(offered(after!)).toEqual(offered(before!));
+    expect(offered(after!).map((tool) => tool.function.description)).toEqual([
+      'Appends a line to a file: every call adds one more (not idempotent).',
+      'Counts the lines of a file (listing v1).',
+    ]);
+    // ...though the server, asked now, lists another.
+    const fresh = new Client({ name: 'test', version: '1' });
+    await fresh.connect(
+      new StdioClientTransport({
+        command: pythonWithMcp(),
+        args: [pythonMcpScript],
+        env: { PATH: process.env['PATH'] ?? '', PY_MCP_LISTING_FILE: listingFile },
+        stderr: 'ignore',
+      }),
+    );
+    const now = (await fresh.listTools()).tools.find((tool) => tool.name === 'count_lines');
+    await fresh.close();
+    expect(now?.description).toBe('Counts the lines of a file (listing v2).');
+  }, 120_000);
+
+  describe('in one worker', () => {
+    let world: TestWorld | undefined;
+    afterEach(async () => {
+      await world?.close();
+      world = undefined;
+    });
+
+    it('an abort during a call sends notifications/cancelled: the server cancels its work, the run ends aborted', async () => {
+      const { folder, journal } = scratch();
+      world = await startWorld({
+        agents: [
+          {
+            name: 'waiter',
+            instructions: 'Wait.',
+            mcp_servers: [pythonMcpServer({ tools: ['wait_for'], env: { PY_MCP_JOURNAL: journal } })],
+          } as AgentDefinitionInput,
+        ],
+        fake: {
+          script: [
+            callTools([{ id: 'w1', name: 'wait_for', arguments: JSON.stringify({ release: join(folder, 'never') }) }]),
+          ],
+        },
+      });
+      const run = await world.client.start({ agent: 'waiter', input: 'wait' });
+      await eventually(() => (journaled(journal).includes('wait_for started') ? true : undefined));
+      await run.abort('user_interrupt');
+      const result = await run.result();
+      expect(result.status).toBe('aborted');
+      // The server itself saw the cancellation: its task was cancelled, not left running.
+      await eventually(() => (journaled(journal).includes('wait_for cancelled') ? true : undefined), 10_000);
+      expect(journaled(journal)).toEqual(['wait_for started', 'wait_for cancelled']);
+    }, 60_000);
+
+    it('timeouts: progress keeps a long call alive past its idle timeout; silence ends a call at it; max_call_seconds ends one that keeps reporting; each cancelled on its server', async () => {
+      const { folder, journal } = scratch();
+      const never = join(folder, 'never');
+      world = await startWorld({
+        agents: [
+          {
+            name: 'patient',
+            instructions: 'Wait.',
+            mcp_servers: [
+              {
+                name: 'everything',
+                command: process.execPath,
+                args: [everythingLauncher, join(folder, 'everything.pid')],
+                tools: ['trigger-long-running-operation'],
+                timeout_seconds: 1,
+              },
+              pythonMcpServer({
+                tools: ['count_lines', 'wait_for'],
+                env: { PY_MCP_JOURNAL: journal },
+                timeout_seconds: 1,
+                max_call_seconds: 3,
+              }),
+            ],
+          } as AgentDefinitionInput,
+        ],
+        fake: {
+          script: [
+            callTools([
+              // Three seconds with a progress notification every half second: three times its idle timeout.
+              { id: 'long', name: 'trigger-long-running-operation', arguments: '{"duration": 3, "steps": 6}' },
+              // Never answers and reports nothing.
+              { id: 'silent', name: 'count_lines', arguments: JSON.stringify({ path: never, release: never }) },
+              // Never answers, but reports progress all the time.
+              { id: 'chatty', name: 'wait_for', arguments: JSON.stringify({ release: never }) },
+            ]),
+            reply('done'),
+          ],
+        },
+      });
+      const run = await world.client.start({ agent: 'patient', input: 'wait' });
+      const result = await run.result();
+      expect(result.status).toBe('completed');
+      const results = toolMessages(world.fake.requests[1]!.body);
+      expect(results.map((message) => message.tool_call_id)).toEqual(['long', 'silent', 'chatty']);
+      expect(results[0]!.content).toBe('Long running operation completed. Duration: 3 seconds, Steps: 6.');
+      expect(JSON.parse(String(results[1]!.content))).toEqual({
+        error: "Tool 'count_lines' (MCP server 'python') timed out: no answer and no progress for 1 s",
+      });
+      expect(JSON.parse(String(results[2]!.content))).toEqual({
+        error: "Tool 'wait_for' (MCP server 'python') timed out after 3 s in all (max_call_seconds)",
+      });
+      // Both calls that timed out were cancelled on the server (notifications/cancelled), not left running.
+      await eventually(
+        () => (journaled(journal).filter((line) => line.endsWith('cancelled')).length === 2 ? true : undefined),
+        10_000,
+      );
+      expect(journaled(journal).sort()).toEqual([
+        'count_lines cancelled',
+        'count_lines started',
+        'wait_for cancelled',
+        'wait_for started',
+      ]);
+    }, 60_000);
+  });
+});
