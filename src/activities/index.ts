@@ -75,4 +75,4 @@ export function createActivities(settings: ActivitySettings) {
 export type Activities = ReturnType<typeof createActivities>;
 export type { ProviderSettings } from './llm-phase';
 export { SecretRedactor } from './redact';
-export { McpServers } from './mcp-servers';
+export { McpServers, mcpSecretVariables } from './mcp-servers';

@@ -28,6 +28,17 @@ interface Connection {
 }
 
 const STDERR_LINES = 20;
+/** `${VAR}`: a worker environment variable named in a server's `env` or `headers` value. */
+const VARIABLE_REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/**
+ * The environment variables a server's `env` and `headers` values name (`${VAR}`): their values are
+ * secrets the worker's redactor removes from everything that leaves it.
+ */
+export function mcpSecretVariables(server: McpServerConfig): string[] {
+  const values = Object.values('command' in server ? server.env : server.headers);
+  return [...new Set(values.flatMap((value) => [...value.matchAll(VARIABLE_REFERENCE)].map((match) => match[1]!)))];
+}
 const LIST_TIMEOUT_MS = 10_000;
 
 /**
@@ -181,7 +192,7 @@ export class McpServers {
   private resolved(server: McpServerConfig, values: Record<string, string>): Record<string, string> {
     const out: Record<string, string> = {};
     for (const [name, value] of Object.entries(values)) {
-      out[name] = value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, variable: string) => {
+      out[name] = value.replace(VARIABLE_REFERENCE, (_, variable: string) => {
         const found = this.environment[variable];
         if (found === undefined)
           throw new McpServerError(

@@ -103,10 +103,15 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
     );
     // MCP progress notifications of running calls, by call id: shown with the heartbeat (not recorded).
     const progress = new Map<string, McpProgress>();
-    const details = () => ({
-      ...checkpoint(input, finished, order, customEvents, budget),
-      ...(progress.size > 0 ? { progress: Object.fromEntries(progress) } : {}),
-    });
+    // Heartbeat details reach the server (and history, if the attempt times out): secrets go first, as
+    // from the batch's result.
+    const details = () => {
+      const value = {
+        ...checkpoint(input, finished, order, customEvents, budget),
+        ...(progress.size > 0 ? { progress: Object.fromEntries(progress) } : {}),
+      };
+      return settings.redactor?.containsSecret(value) ? settings.redactor.redactValue(value) : value;
+    };
     // A local activity (fast tools) has no heartbeats: the workflow task it runs in is its liveness.
     const local = context.info.isLocal;
     const stopHeartbeat = local ? () => undefined : startHeartbeat(context, details);

@@ -1,22 +1,17 @@
 import { type BundleOptions, type NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { getHeapStatistics } from 'node:v8';
-import { createActivities, McpServers, SecretRedactor, type ProviderSettings } from '../activities';
+import { createActivities, McpServers, type ProviderSettings } from '../activities';
 import { bundleInChildProcess } from './bundle';
 import { sourceFile } from './source-file';
-import { redactionInterceptor } from './redaction';
+import { redactionInterceptor, workerRedactor } from './redaction';
+export { workerRedactor } from './redaction';
 import { ensureSearchAttributes } from './search-attributes';
 import type { Tracing } from './tracing';
 import { patchloopDataConverter } from '../storage/data-converter';
 import { AgentRegistry } from '../agents/registry';
 import { assistantAgent } from '../agents/assistant';
 import { exampleTools } from '../tools/examples';
-import {
-  missingProviderKeys,
-  ProviderApi,
-  ProviderProfileName,
-  type AgentDefinition,
-  type AgentDefinitionInput,
-} from '../runtime';
+import { missingProviderKeys, ProviderApi, ProviderProfileName, type AgentDefinitionInput } from '../runtime';
 import type { Tool } from '../tools/define-tool';
 import type { LlmFunction } from '../functions/define-llm-function';
 import { exampleFunctions } from '../functions/examples';
@@ -57,22 +52,6 @@ export interface PatchloopWorkerOptions {
   tracing?: Tracing;
   /** Extra worker options, e.g. a short `stickyQueueScheduleToStartTimeout` in crash tests. */
   workerOptions?: Partial<WorkerOptions>;
-}
-
-/**
- * What must never leave the worker: the configured provider key, the keys agents' providers read from
- * the environment, and anything shaped like one.
- */
-export function workerRedactor(
-  config: Pick<PatchloopConfig, 'openaiApiKey'>,
-  agents: readonly AgentDefinition[] = [],
-  environment: NodeJS.ProcessEnv = process.env,
-): SecretRedactor {
-  const agentKeys = agents.flatMap((agent) => {
-    const name = agent.provider?.api_key_env;
-    return name ? [environment[name]] : [];
-  });
-  return new SecretRedactor([config.openaiApiKey, ...agentKeys]);
 }
 
 /** The worker's provider, every agent's default; a profile or wire format that names none is refused. */

@@ -1,8 +1,10 @@
 import { mcpServerTools, mcpToolClash } from '../activities/describe-agent';
 import { McpServers } from '../activities/mcp-servers';
+import type { SecretRedactor } from '../activities/redact';
 import type { AgentRegistry } from '../agents/registry';
 import { FailureType } from '../common/failure-types';
 import type { ToolDescriptor } from '../runtime';
+import { workerRedactor } from './redaction';
 
 /** A tool as the model sees it (its name, description and parameters), and where it comes from. */
 export type ListedTool = Pick<ToolDescriptor, 'name' | 'description' | 'parameters' | 'mcp'>;
@@ -27,8 +29,10 @@ export async function listAgentsMcpTools(
   environment: NodeJS.ProcessEnv = process.env,
 ): Promise<AgentListing[]> {
   const mcp = new McpServers(environment);
+  // A server's error may quote what it was given (its stderr): the worker's secrets are removed, as in a run.
+  const redactor = workerRedactor({ openaiApiKey: undefined }, registry.definitions, environment);
   try {
-    return await Promise.all(names.map((name) => agentListing(registry, name, config, mcp)));
+    return await Promise.all(names.map((name) => agentListing(registry, name, config, mcp, redactor)));
   } finally {
     await mcp.close();
   }
@@ -39,6 +43,7 @@ async function agentListing(
   name: string,
   config: { model: string; modelWindows: Record<string, number> },
   mcp: McpServers,
+  redactor: SecretRedactor,
 ): Promise<AgentListing> {
   const spec = registry.describe(name, config.model, config.modelWindows);
   const servers = await Promise.all(
@@ -50,7 +55,7 @@ async function agentListing(
           tools: tools.map(({ name, description, parameters, mcp }) => ({ name, description, parameters, mcp })),
         };
       } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
+        const message = redactor.redact(error instanceof Error ? error.message : String(error));
         return { server: server.name, error: { type: FailureType.McpServerUnavailable, message } };
       }
     }),

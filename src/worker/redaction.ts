@@ -1,6 +1,29 @@
 import type { LogLevel, LogMetadata, Logger } from '@temporalio/common';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
-import type { SecretRedactor } from '../activities/redact';
+import { mcpSecretVariables } from '../activities/mcp-servers';
+import { SecretRedactor } from '../activities/redact';
+import type { PatchloopConfig } from '../config/environment';
+import type { AgentDefinition } from '../runtime';
+
+/**
+ * What must never leave the worker: the configured provider key, the keys agents' providers read from
+ * the environment, the values of the variables agents' MCP servers name (`${VAR}`), and anything
+ * shaped like a key.
+ */
+export function workerRedactor(
+  config: Pick<PatchloopConfig, 'openaiApiKey'>,
+  agents: readonly AgentDefinition[] = [],
+  environment: NodeJS.ProcessEnv = process.env,
+): SecretRedactor {
+  const agentKeys = agents.flatMap((agent) => {
+    const name = agent.provider?.api_key_env;
+    return name ? [environment[name]] : [];
+  });
+  const mcpSecrets = agents.flatMap((agent) =>
+    agent.mcp_servers.flatMap((server) => mcpSecretVariables(server).map((name) => environment[name])),
+  );
+  return new SecretRedactor([config.openaiApiKey, ...agentKeys, ...mcpSecrets]);
+}
 
 /**
  * Secrets never leave an activity: every failure it throws (message, stack, details, causes) is

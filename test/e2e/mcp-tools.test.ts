@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RunFailedError, type RunHandle } from '../../src/client/patchloop-client';
 import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
 import { freePort } from '../../src/worker/free-port';
+import { historyText } from '../support/history-text';
 import { eventually } from '../support/wait';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
@@ -158,10 +159,7 @@ describe('MCP tools', () => {
       { role: 'tool', tool_call_id: 'h2', content: 'The sum of 40 and 2 is 42.' },
     ]);
     // Every payload of the run's history, decoded (payload data is base64 in the JSON form).
-    const raw = JSON.stringify(await run.workflow.fetchHistory());
-    const history = [...raw.matchAll(/"data":"([A-Za-z0-9+/=]+)"/g)]
-      .map((match) => Buffer.from(match[1]!, 'base64').toString('utf8'))
-      .join('\n');
+    const history = historyText(await run.workflow.fetchHistory());
     expect(history).toContain('${PATCHLOOP_TEST_MCP_TOKEN}');
     expect(history).not.toContain('very-secret-token-4711');
   }, 60_000);

@@ -1,9 +1,16 @@
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { occurrencesInDatabase } from '../support/database';
+import { historyText } from '../support/history-text';
+import { eventually } from '../support/wait';
+import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
 import { RunFailedError } from '../../src/client/patchloop-client';
 import { FakeModelServer } from '../../src/fake-model/server';
-import { failWith, reply } from '../../src/fake-model/steps';
+import { callTools, failWith, reply } from '../../src/fake-model/steps';
+import { AgentRegistry } from '../../src/agents/registry';
+import type { AgentDefinitionInput } from '../../src/runtime';
+import { listAgentsMcpTools } from '../../src/worker/mcp-listing';
 import { clientOn, temporalAddress } from '../support/temporal';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 
@@ -61,7 +68,7 @@ describe('secrets never leave the worker', () => {
     // The provider really received the key: the test would catch a leak.
     expect(fake.requests.every((request) => request.headers['authorization'] === `Bearer ${key}`)).toBe(true);
 
-    const histories = JSON.stringify([await retried.workflow.fetchHistory(), await failed.workflow.fetchHistory()]);
+    const histories = historyText([await retried.workflow.fetchHistory(), await failed.workflow.fetchHistory()]);
     expect(histories).toContain(`${canary}-401`);
     expect(histories).not.toContain(key);
     await worker.kill('SIGTERM');
@@ -73,4 +80,92 @@ describe('secrets never leave the worker', () => {
     expect(output).not.toContain(key);
     fake.assertDone();
   });
+
+  it("an MCP server's ${VAR} secret (its env echoed by server-everything's get-env, in its stderr when it fails to start, in a checkpoint) leaves the worker redacted only", async () => {
+    const canary = `mcp-canary-${randomUUID()}`;
+    const everything = {
+      name: 'everything',
+      command: process.execPath,
+      args: [join(__dirname, '../support/mcp-everything.mjs')],
+      env: { MCP_TOKEN: '${PATCHLOOP_TEST_MCP_CANARY}' },
+      tools: ['get-env', 'trigger-long-running-operation'],
+    };
+    const broken = {
+      name: 'broken',
+      command: process.execPath,
+      args: ['-e', 'console.error(`cannot start with token ${process.env.MCP_TOKEN}`); process.exit(3)'],
+      env: { MCP_TOKEN: '${PATCHLOOP_TEST_MCP_CANARY}' },
+    };
+    const agents = [
+      { name: 'mcp-secret', instructions: 'Check.', mcp_servers: [everything] },
+      { name: 'mcp-broken', instructions: 'Check.', mcp_servers: [broken] },
+    ] as AgentDefinitionInput[];
+    const fake = await FakeModelServer.start({
+      script: [
+        // get-env finishes first and is checkpointed while the long call still runs.
+        callTools([
+          { id: 'e1', name: 'get-env', arguments: '{}' },
+          { id: 'l1', name: 'trigger-long-running-operation', arguments: '{"duration": 4, "steps": 8}' },
+        ]),
+        reply('checked'),
+      ],
+    });
+    const taskQueue = `mcp-secrets-${randomUUID()}`;
+    const client = await clientOn(taskQueue);
+    cleanups.push(
+      () => client.close(),
+      () => fake.close(),
+    );
+    const worker = await spawnWorker({
+      address: temporalAddress(),
+      taskQueue,
+      modelUrl: fake.url,
+      agents,
+      env: { PATCHLOOP_TEST_MCP_CANARY: canary },
+    });
+    workers.push(worker);
+
+    const run = await client.start({ agent: 'mcp-secret', input: 'check the environment' });
+    // While the long call runs, the server holds the batch's checkpoint with get-env's result: redacted.
+    const checkpoint = await eventually(async () => {
+      const details = await pendingHeartbeatDetails(run.workflow);
+      const withResult = details.find((entry) => Array.isArray(entry['done']) && entry['done'].length === 1);
+      return withResult ? JSON.stringify(withResult) : undefined;
+    });
+    expect(checkpoint).toContain('MCP_TOKEN');
+    expect(checkpoint).toContain('[REDACTED]');
+    expect(checkpoint).not.toContain(canary);
+    const result = await run.result();
+    expect(result.status).toBe('completed');
+    // The server had the secret (the variable is there), and the model got it redacted.
+    const environment = fake.requests[1]!.body.messages.find(
+      (message) => message.role === 'tool' && message.tool_call_id === 'e1',
+    );
+    expect(JSON.parse(String(environment!.content))).toMatchObject({ MCP_TOKEN: '[REDACTED]' });
+
+    const failed = await client.start({ agent: 'mcp-broken', input: 'check' });
+    const error = (await failed.result().catch((caught: unknown) => caught)) as RunFailedError;
+    expect(error).toBeInstanceOf(RunFailedError);
+    expect(error.type).toBe('McpServerUnavailable');
+    expect(error.message).toContain('cannot start with token [REDACTED]');
+
+    // What `patchloop mcp tools` prints for the same server is redacted the same way.
+    const registry = new AgentRegistry([], agents);
+    const [listing] = await listAgentsMcpTools(
+      registry,
+      ['mcp-broken'],
+      { model: 'fake-model', modelWindows: {} },
+      { ...process.env, PATCHLOOP_TEST_MCP_CANARY: canary },
+    );
+    expect(JSON.stringify(listing)).toContain('cannot start with token [REDACTED]');
+    expect(JSON.stringify(listing)).not.toContain(canary);
+
+    const histories = historyText([await run.workflow.fetchHistory(), await failed.workflow.fetchHistory()]);
+    expect(histories).toContain('${PATCHLOOP_TEST_MCP_CANARY}');
+    expect(histories).not.toContain(canary);
+    await worker.kill('SIGTERM');
+    expect(occurrencesInDatabase(canary)).toBe(0);
+    expect(occurrencesInDatabase('cannot start with token [REDACTED]')).toBeGreaterThan(0);
+    expect(worker.output()).not.toContain(canary);
+  }, 90_000);
 });
