@@ -86,7 +86,10 @@ export class AgentRegistry {
     return [...this.agents.keys()];
   }
 
-  /** The agent as data for the workflow; an unknown name is a non-retryable failure. */
+  /**
+   * The agent as data for the workflow, with its registered tools (a run's start adds its MCP servers'
+   * with `withMcpTools`); an unknown name is a non-retryable failure.
+   */
   describe(name: string, defaultModel: string, modelWindows: Readonly<Record<string, number>> = {}): AgentSpec {
     const agent = this.agents.get(name);
     if (!agent) {

@@ -6,7 +6,7 @@ import { createDescribeAgent } from '../../src/activities/describe-agent';
 import { mcpDescriptors, type McpServers, type McpToolListing } from '../../src/activities/mcp-servers';
 import { createReviewToolCalls } from '../../src/activities/tool-review';
 import { AgentRegistry } from '../../src/agents/registry';
-import { ConfigurationError, type AgentDefinitionInput, type McpServerConfig } from '../../src/runtime';
+import { ConfigurationError, type AgentDefinitionInput, type AgentSpec, type McpServerConfig } from '../../src/runtime';
 import { defineTool } from '../../src/tools/define-tool';
 import { addTool } from '../../src/tools/examples';
 
@@ -142,7 +142,7 @@ describe('needs_approval and tool_task_queues naming MCP tools', () => {
     expect(lists).toEqual(['everything']);
 
     const accepted = registryWith(mcpAgent({ needs_approval: ['ev_echo'] }));
-    const spec = await activityEnvironment().run(
+    const spec: AgentSpec = await activityEnvironment().run(
       createDescribeAgent(
         accepted,
         'm',
