@@ -23,12 +23,12 @@ export function createDescribeAgent(
   mcp?: McpServers,
 ) {
   return async function describeAgent(name: string): Promise<AgentSpec> {
-    const spec = registry.describe(name, defaultModel, facts.modelWindows);
-    const listed = await mcpTools(spec, mcp);
+    const described = registry.describe(name, defaultModel, facts.modelWindows);
+    // The listed tools join the spec, gated and routed as the agent says; a name it gates or routes that
+    // neither it nor its servers have fails the run here (non-retryable), as `patchloop mcp tools` reports.
+    const spec = registry.withMcpTools(described, await mcpTools(described, mcp));
     return {
       ...spec,
-      tools: [...spec.tools, ...listed.map((tool) => tool.name)],
-      tool_descriptors: [...spec.tool_descriptors, ...listed],
       payloads_by_reference: facts.payloadsByReference,
       ...(facts.payloadsByReference && facts.payloadThresholdBytes !== undefined
         ? { payload_threshold_bytes: facts.payloadThresholdBytes }
@@ -54,12 +54,8 @@ async function mcpTools(spec: AgentSpec, mcp: McpServers | undefined): Promise<T
     const lists = await Promise.all(
       spec.mcp_servers.map((server) => mcpServerTools(server, mcp, spec.limits.tool_timeout_seconds)),
     );
-    const tools = lists.flat();
-    const clash = mcpToolClash(spec, tools);
-    if (clash) throw failure(FailureType.McpServerUnavailable, clash);
-    return tools;
+    return lists.flat();
   } catch (error) {
-    if (error instanceof Error && error.name === 'ApplicationFailure') throw error;
     const message = error instanceof Error ? error.message : String(error);
     throw failure(FailureType.McpServerUnavailable, `${message} (attempt ${attempt} of ${MCP_LIST_ATTEMPTS})`, {
       retryable: attempt < MCP_LIST_ATTEMPTS,
@@ -77,13 +73,4 @@ export async function mcpServerTools(
   toolTimeoutSeconds: number,
 ): Promise<ToolDescriptor[]> {
   return mcpDescriptors(server, await mcp.listTools(server), toolTimeoutSeconds);
-}
-
-/** Why the agent's MCP tools cannot be offered beside its own tools (a name given twice), if they cannot. */
-export function mcpToolClash(spec: AgentSpec, tools: readonly ToolDescriptor[]): string | undefined {
-  const names = [...spec.tool_descriptors, ...tools].map((tool) => tool.name);
-  const clash = names.filter((toolName, index) => names.indexOf(toolName) !== index);
-  return clash.length > 0
-    ? `agent '${spec.name}': tool name(s) ${[...new Set(clash)].join(', ')} given twice (set a tool_prefix per MCP server)`
-    : undefined;
 }

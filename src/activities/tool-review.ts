@@ -8,7 +8,8 @@ import { validateArguments } from './tool-batch';
  * Before a batch with gated tools runs: which calls wait for a person. Arguments are repaired and
  * validated first (a call that would fail validation is not put to anyone: it fails as an argument
  * error in the batch), then the agent's list and the tool's own `needsApproval` decide. A predicate
- * that throws gates the call: when in doubt, ask.
+ * that throws gates the call: when in doubt, ask. An MCP tool the agent's list names waits when its
+ * arguments are a JSON object (its server checks them against its schema when the call runs).
  */
 export function createReviewToolCalls(registry: AgentRegistry) {
   return async function reviewToolCalls(input: ToolReviewInput): Promise<ToolReview[]> {
@@ -18,6 +19,10 @@ export function createReviewToolCalls(registry: AgentRegistry) {
       const none = { tool_call_id: call.id, needs_approval: false, arguments: null };
       const tool = registry.toolFor(input.agent, call.name);
       const repaired = repairToolArguments(call.arguments);
+      if (!tool && repaired.ok && registry.gatesMcpTool(input.agent, call.name)) {
+        reviews.push({ tool_call_id: call.id, needs_approval: true, arguments: repaired.value });
+        continue;
+      }
       if (!tool || !repaired.ok) {
         reviews.push(none);
         continue;

@@ -44,16 +44,9 @@ export class AgentRegistry {
       const missing = agent.tools.filter((name) => !this.tools.has(name));
       if (missing.length > 0)
         throw new ConfigurationError(`agent '${agent.name}' uses unregistered tool(s): ${missing.join(', ')}`);
-      const ungated = agent.needs_approval.filter((name) => !agent.tools.includes(name));
-      if (ungated.length > 0)
-        throw new ConfigurationError(
-          `agent '${agent.name}': needs_approval lists ${ungated.join(', ')}, which ${ungated.length === 1 ? 'is' : 'are'} not among its tools (${agent.tools.join(', ') || 'none'})`,
-        );
-      const unrouted = Object.keys(agent.tool_task_queues).filter((name) => !agent.tools.includes(name));
-      if (unrouted.length > 0)
-        throw new ConfigurationError(
-          `agent '${agent.name}': tool_task_queues names ${unrouted.join(', ')}, not among its tools (${agent.tools.join(', ') || 'none'})`,
-        );
+      // With MCP servers, these names may be their tools': checked when a run lists them (withMcpTools).
+      const unknown = agent.mcp_servers.length === 0 ? unknownToolNames(agent) : undefined;
+      if (unknown) throw new ConfigurationError(unknown);
       const servers = agent.mcp_servers.map((server) => server.name);
       const twice = servers.filter((name, index) => servers.indexOf(name) !== index);
       if (twice.length > 0)
@@ -93,7 +86,10 @@ export class AgentRegistry {
     return [...this.agents.keys()];
   }
 
-  /** The agent as data for the workflow; an unknown name is a non-retryable failure. */
+  /**
+   * The agent as data for the workflow, with its registered tools (a run's start adds its MCP servers'
+   * with `withMcpTools`); an unknown name is a non-retryable failure.
+   */
   describe(name: string, defaultModel: string, modelWindows: Readonly<Record<string, number>> = {}): AgentSpec {
     const agent = this.agents.get(name);
     if (!agent) {
@@ -125,14 +121,59 @@ export class AgentRegistry {
     });
   }
 
-  /** Where the agent's tools run when not on the workflow's own queue: the tools' own, then the agent's map. */
-  taskQueues(agent: AgentDefinition): Record<string, string> {
+  /**
+   * The agent's spec (`describe`) with the tools its MCP servers listed: offered beside its own, gated
+   * and routed as its `needs_approval` and `tool_task_queues` say. Where a run's start (`describeAgent`)
+   * and `patchloop mcp tools` check those names: a name given twice fails with McpServerUnavailable, a
+   * `needs_approval` or `tool_task_queues` name the agent neither registered nor listed with
+   * UnknownAgentTool (both non-retryable: listing again cannot help).
+   */
+  withMcpTools(spec: AgentSpec, listed: readonly ToolDescriptor[]): AgentSpec {
+    const agent = this.agents.get(spec.name);
+    if (!agent) throw failure(FailureType.UnknownAgent, `unknown agent '${spec.name}'`);
+    const clash = mcpToolClash(spec, listed);
+    if (clash) throw failure(FailureType.McpServerUnavailable, clash);
+    const names = listed.map((tool) => tool.name);
+    const unknown = unknownToolNames(agent, names);
+    if (unknown) throw failure(FailureType.UnknownAgentTool, unknown);
+    if (listed.length === 0) return spec;
+    return {
+      ...spec,
+      tools: [...spec.tools, ...names],
+      tool_descriptors: [...spec.tool_descriptors, ...listed],
+      needs_approval: [...spec.needs_approval, ...names.filter((name) => agent.needs_approval.includes(name))],
+      tool_task_queues: this.taskQueues(agent, names),
+    };
+  }
+
+  /**
+   * Where the agent's tools run when not on the workflow's own queue: the tools' own, then the agent's
+   * map; `mcpTools`: the names its MCP servers listed, routed by the map only.
+   */
+  taskQueues(agent: AgentDefinition, mcpTools: readonly string[] = []): Record<string, string> {
     const queues: Record<string, string> = {};
     for (const name of agent.tools) {
       const queue = agent.tool_task_queues[name] ?? this.tools.get(name)!.taskQueue;
       if (queue) queues[name] = queue;
     }
+    for (const name of mcpTools) {
+      const queue = agent.tool_task_queues[name];
+      if (queue) queues[name] = queue;
+    }
     return queues;
+  }
+
+  /**
+   * The tools agents route to `queue` (`agent/tool`): their registered tools' queues and every name of
+   * their `tool_task_queues`, which for an agent with MCP servers may name tools its servers list only
+   * when a run starts. A tools-only worker for a queue nothing is routed to refuses to start.
+   */
+  routedTo(queue: string): string[] {
+    return this.definitions.flatMap((agent) =>
+      Object.entries({ ...this.taskQueues(agent), ...agent.tool_task_queues }).flatMap(([tool, routed]) =>
+        routed === queue ? [`${agent.name}/${tool}`] : [],
+      ),
+    );
   }
 
   /** One of the agent's MCP servers, by name, as the worker has it (`${VAR}` values unresolved). */
@@ -159,6 +200,21 @@ export class AgentRegistry {
     return this.agents.get(agentName)?.needs_approval.includes(toolName) ?? false;
   }
 
+  /**
+   * Whether the agent's definition gates this MCP tool (by its exposed name): a name of its
+   * `needs_approval` that is none of its registered tools is one its servers listed, or its run would
+   * have failed at its start (`withMcpTools`).
+   */
+  gatesMcpTool(agentName: string, toolName: string): boolean {
+    const agent = this.agents.get(agentName);
+    return (
+      agent !== undefined &&
+      agent.mcp_servers.length > 0 &&
+      agent.needs_approval.includes(toolName) &&
+      !agent.tools.includes(toolName)
+    );
+  }
+
   /** A tool the agent may call, or undefined (the model then sees "not found"). */
   toolFor(agentName: string, toolName: string): Tool | undefined {
     const agent = this.agents.get(agentName);
@@ -167,6 +223,34 @@ export class AgentRegistry {
     const fn = this.functions.get(agentName);
     return fn?.definition.tools?.includes(toolName) ? this.tools.get(toolName) : undefined;
   }
+}
+
+/**
+ * Why the agent's `needs_approval` or `tool_task_queues` name tools it does not have, if they do: its
+ * registered tools, plus `mcpTools` (its MCP servers' listed names) once a run has listed them.
+ */
+function unknownToolNames(agent: AgentDefinition, mcpTools?: readonly string[]): string | undefined {
+  const available = [...agent.tools, ...(mcpTools ?? [])];
+  const among = mcpTools === undefined ? 'among its tools' : "among its tools or its MCP servers' tools";
+  const listing = `(${available.join(', ') || 'none'})`;
+  const problems: string[] = [];
+  const ungated = agent.needs_approval.filter((name) => !available.includes(name));
+  if (ungated.length > 0)
+    problems.push(
+      `needs_approval lists ${ungated.join(', ')}, which ${ungated.length === 1 ? 'is' : 'are'} not ${among} ${listing}`,
+    );
+  const unrouted = Object.keys(agent.tool_task_queues).filter((name) => !available.includes(name));
+  if (unrouted.length > 0) problems.push(`tool_task_queues names ${unrouted.join(', ')}, not ${among} ${listing}`);
+  return problems.length > 0 ? `agent '${agent.name}': ${problems.join('; ')}` : undefined;
+}
+
+/** Why the agent's MCP tools cannot be offered beside its own tools (a name given twice), if they cannot. */
+export function mcpToolClash(spec: AgentSpec, tools: readonly Pick<ToolDescriptor, 'name'>[]): string | undefined {
+  const names = [...spec.tool_descriptors, ...tools].map((tool) => tool.name);
+  const clash = names.filter((toolName, index) => names.indexOf(toolName) !== index);
+  return clash.length > 0
+    ? `agent '${spec.name}': tool name(s) ${[...new Set(clash)].join(', ')} given twice (set a tool_prefix per MCP server)`
+    : undefined;
 }
 
 /** Zod's issues as one line that names each field (`context.compact_at: ...`). */

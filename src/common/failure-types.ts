@@ -31,6 +31,10 @@ export const FailureType = {
   UnknownFunction: 'UnknownFunction',
   // An agent's MCP server could not list its tools (after a few attempts): the run fails at its start.
   McpServerUnavailable: 'McpServerUnavailable',
+  // An agent's needs_approval or tool_task_queues names a tool it does not have (neither registered nor
+  // listed by its MCP servers): the run fails at its start. Agents without MCP servers are refused at
+  // worker start instead (BadConfiguration).
+  UnknownAgentTool: 'UnknownAgentTool',
   InvalidFunctionArgs: 'InvalidFunctionArgs',
   InvalidFunctionOutput: 'InvalidFunctionOutput',
   FunctionAborted: 'FunctionAborted',

@@ -117,10 +117,14 @@ export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () 
     tools: z.array(z.string().min(1)).default([]),
     /** MCP servers whose tools the agent offers besides `tools` (listed once per run, when it starts). */
     mcp_servers: z.array(McpServerConfig).default([]),
-    /** Tools (of `tools`) whose calls wait for a person's decision before they run (the `approve` update). */
+    /**
+     * Tools (of `tools`, or MCP tools by the name the model sees) whose calls wait for a person's decision
+     * before they run (the `approve` update).
+     */
     needs_approval: z.array(z.string().min(1)).default([]),
     /**
-     * Tools (of `tools`) that run on another task queue, served by `patchloop worker --tools-only`: a
+     * Tools (of `tools`, or MCP tools by the name the model sees) that run on another task queue, served
+     * by `patchloop worker --tools-only` (which needs the agent, and connects to its MCP servers itself): a
      * batch's calls go out as one batch activity per queue, concurrently. Tools name a queue in code too
      * (`defineTool({ taskQueue })`); this map wins.
      */

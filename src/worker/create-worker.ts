@@ -186,10 +186,8 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
   const missingKeys = options.toolsOnly ? [] : missingProviderKeys(registry.definitions, process.env);
   if (missingKeys.length > 0) throw new ConfigurationError(missingKeys.join('; '));
   if (options.toolsOnly) {
-    const routed = registry.definitions.flatMap((agent) =>
-      Object.entries(registry.taskQueues(agent)).flatMap(([tool, queue]) => (queue === config.taskQueue ? [tool] : [])),
-    );
-    if (routed.length === 0)
+    // MCP tools count too: this worker runs their calls with its own connections to the agents' servers.
+    if (registry.routedTo(config.taskQueue).length === 0)
       throw new ConfigurationError(
         `no agent routes a tool to task queue '${config.taskQueue}': name it in defineTool({ taskQueue }) or an agent's tool_task_queues`,
       );

@@ -1,9 +1,10 @@
-import { mcpServerTools, mcpToolClash } from '../activities/describe-agent';
+import { ApplicationFailure } from '@temporalio/common';
+import { mcpServerTools } from '../activities/describe-agent';
 import { McpServers } from '../activities/mcp-servers';
 import type { SecretRedactor } from '../activities/redact';
-import type { AgentRegistry } from '../agents/registry';
+import { mcpToolClash, type AgentRegistry } from '../agents/registry';
 import { FailureType } from '../common/failure-types';
-import type { ToolDescriptor } from '../runtime';
+import type { AgentSpec, ToolDescriptor } from '../runtime';
 import { workerRedactor } from './redaction';
 
 /** A tool as the model sees it (its name, description and parameters), and where it comes from. */
@@ -13,14 +14,19 @@ export type ServerListing =
 export interface AgentListing {
   agent: string;
   servers: ServerListing[];
-  /** Why the listed tools cannot all be offered (a name given twice), as a run would fail. */
+  /**
+   * Why the agent cannot be served with the listed tools, as a run would fail: a name given twice
+   * (McpServerUnavailable), or `needs_approval` / `tool_task_queues` naming a tool it does not have
+   * (UnknownAgentTool, checked when every server listed its tools).
+   */
   error?: { type: FailureType; message: string };
 }
 
 /**
- * What a worker serving `registry` would offer the named agents from their MCP servers, listed the way a
- * run's start lists them (`mcpServerTools`, `mcpToolClash` of `describeAgent`): per server its tools or
- * why it failed (McpServerUnavailable). For `patchloop mcp tools`; every connection is closed after.
+ * What a worker serving `registry` would offer the named agents from their MCP servers, listed and
+ * checked the way a run's start does (`mcpServerTools` of `describeAgent`, `registry.withMcpTools`): per
+ * server its tools or why it failed (McpServerUnavailable), and why the agent would fail with them. For
+ * `patchloop mcp tools`; every connection is closed after.
  */
 export async function listAgentsMcpTools(
   registry: AgentRegistry,
@@ -38,6 +44,10 @@ export async function listAgentsMcpTools(
   }
 }
 
+/** A server's tools as a run records them, or why it could not list them. */
+type ServerTools =
+  { server: string; tools: ToolDescriptor[] } | { server: string; error: { type: FailureType; message: string } };
+
 async function agentListing(
   registry: AgentRegistry,
   name: string,
@@ -46,27 +56,50 @@ async function agentListing(
   redactor: SecretRedactor,
 ): Promise<AgentListing> {
   const spec = registry.describe(name, config.model, config.modelWindows);
-  const servers = await Promise.all(
-    spec.mcp_servers.map(async (server): Promise<ServerListing> => {
+  const lists = await Promise.all(
+    spec.mcp_servers.map(async (server): Promise<ServerTools> => {
       try {
-        const tools = await mcpServerTools(server, mcp, spec.limits.tool_timeout_seconds);
-        return {
-          server: server.name,
-          tools: tools.map(({ name, description, parameters, mcp }) => ({ name, description, parameters, mcp })),
-        };
+        return { server: server.name, tools: await mcpServerTools(server, mcp, spec.limits.tool_timeout_seconds) };
       } catch (error) {
         const message = redactor.redact(error instanceof Error ? error.message : String(error));
         return { server: server.name, error: { type: FailureType.McpServerUnavailable, message } };
       }
     }),
   );
-  const clash = mcpToolClash(
-    spec,
-    servers.flatMap((server) => ('tools' in server ? server.tools : [])) as ToolDescriptor[],
+  const servers = lists.map((list): ServerListing =>
+    'error' in list
+      ? list
+      : {
+          server: list.server,
+          tools: list.tools.map(({ name, description, parameters, mcp }) => ({ name, description, parameters, mcp })),
+        },
   );
-  return {
-    agent: name,
-    servers,
-    ...(clash ? { error: { type: FailureType.McpServerUnavailable, message: clash } } : {}),
-  };
+  const listed = lists.flatMap((list) => ('tools' in list ? list.tools : []));
+  const error = agentProblem(registry, spec, listed, lists.filter((list) => 'error' in list).length);
+  return { agent: name, servers, ...(error ? { error } : {}) };
+}
+
+/**
+ * Why a run of the agent would fail with these listings: with every server listed, exactly the check of
+ * a run's start (`registry.withMcpTools`); with some failed, only names given twice among the others
+ * (what it gates or routes may be the failed servers' tools).
+ */
+function agentProblem(
+  registry: AgentRegistry,
+  spec: AgentSpec,
+  tools: readonly ToolDescriptor[],
+  failedServers: number,
+): { type: FailureType; message: string } | undefined {
+  if (failedServers > 0) {
+    const clash = mcpToolClash(spec, tools);
+    return clash ? { type: FailureType.McpServerUnavailable, message: clash } : undefined;
+  }
+  try {
+    registry.withMcpTools(spec, tools);
+    return undefined;
+  } catch (error) {
+    if (error instanceof ApplicationFailure && error.type)
+      return { type: error.type as FailureType, message: error.message };
+    throw error;
+  }
 }

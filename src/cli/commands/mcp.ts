@@ -26,10 +26,11 @@ export async function mcpCommand(args: string[], print: (line: string) => void):
   if (values.json) print(JSON.stringify({ agents: listings }, null, 2));
   else for (const listing of listings) print(textOf(listing));
   const failed = listings.flatMap((listing) => [
-    ...listing.servers.flatMap((server) => ('error' in server ? [server.error.message] : [])),
-    ...(listing.error ? [listing.error.message] : []),
+    ...listing.servers.flatMap((server) => ('error' in server ? [server.error] : [])),
+    ...(listing.error ? [listing.error] : []),
   ]);
-  if (failed.length > 0) throw new CliError(failed.join('; '), FailureType.McpServerUnavailable);
+  // The first failure's type: a server's (McpServerUnavailable), else the agent's (a run's start would fail so).
+  if (failed.length > 0) throw new CliError(failed.map((error) => error.message).join('; '), failed[0]!.type);
   return undefined;
 }
 
