@@ -418,13 +418,17 @@ describe('CLI against a real dev server', () => {
       name: 'ev_echo',
       description: echo.description,
       parameters: echo.inputSchema,
-      mcp: { server: 'everything', tool: 'echo' },
+      // server-everything annotates echo read-only: a call a crash interrupted is sent again.
+      mcp: { server: 'everything', tool: 'echo', repeatable: true },
     });
 
     const text = await runCli(['mcp', 'tools', '--agents', agents, 'mcp-user'], env);
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toContain('agent mcp-user\n  server everything: 2 tool(s)\n');
-    expect(text.stdout).toContain(`    ev_echo: ${echo.description}\n      parameters: message (string, required)\n`);
+    expect(text.stdout).toContain(
+      `    ev_echo: ${echo.description}\n      parameters: message (string, required)\n` +
+        '      interrupted by a crash: sent again (read-only or idempotent)\n',
+    );
 
     const all = await runCli(['mcp', 'tools', '--agents', agents, '--json'], env);
     expect(all.code).toBe(1);

@@ -45,6 +45,9 @@ function textOf(listing: AgentListing): string {
     for (const tool of server.tools) {
       lines.push(`    ${tool.name}: ${tool.description.split('\n')[0]}`);
       lines.push(`      parameters: ${parametersOf(tool.parameters)}`);
+      lines.push(
+        `      interrupted by a crash: ${tool.mcp?.repeatable ? 'sent again (read-only or idempotent)' : 'not sent again (the model is told it may or may not have run)'}`,
+      );
     }
   }
   if (listing.error) lines.push(`  ${listing.error.type}: ${listing.error.message}`);
