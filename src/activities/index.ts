@@ -2,6 +2,7 @@ import type { AgentRegistry } from '../agents/registry';
 import type { SecretRedactor } from './redact';
 import { createDescribeAgent } from './describe-agent';
 import { McpServers } from './mcp-servers';
+import { createRelistMcpTools } from './relist-mcp-tools';
 import { createLlmPhase, type ChunkSink, type ProviderSettings } from './llm-phase';
 import { createPrepareFunction } from './prepare-function';
 import { RequestCache } from './request-source';
@@ -51,6 +52,7 @@ export function createActivities(settings: ActivitySettings) {
       },
       mcp,
     ),
+    relistMcpTools: createRelistMcpTools(settings.registry, mcp),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
     llmPhase: createLlmPhase(settings.provider, requests, settings.registry, settings.chunks),
     reviewToolCalls: createReviewToolCalls(settings.registry),

@@ -57,6 +57,16 @@ export function describeEvent(event: RunEvent): string | null {
         : `  budget reached (${event.exceeded.join(', ')}): the run stops before its next step`;
     case 'budget_extended':
       return `  budget extended: ${JSON.stringify(event.extension)}`;
+    case 'mcp_tools_relisted': {
+      if (event.problem !== undefined)
+        return `  MCP tools not listed again (the run keeps its tools): ${event.problem}`;
+      const parts = [
+        ...(event.added.length > 0 ? [`added ${event.added.join(', ')}`] : []),
+        ...(event.removed.length > 0 ? [`removed ${event.removed.join(', ')}`] : []),
+        ...(event.changed.length > 0 ? [`changed ${event.changed.join(', ')}`] : []),
+      ];
+      return `  MCP tools listed again: ${parts.join('; ') || 'no change'}`;
+    }
     case 'react_end':
       return `run ${event.status} after ${event.total_llm_calls} model call(s) and ${event.total_tool_calls} tool call(s)`;
     default:

@@ -126,6 +126,11 @@ export type RunEventBody =
   | { event_type: 'custom_event'; event_name: string; data: JsonObject; tool_name: string; tool_call_id: string }
   | { event_type: 'continued_as_new'; history_events: number; history_bytes: number }
   /**
+   * After continue-as-new the agent's MCP servers were asked for their tools again: what the model is
+   * offered from now on differs by these names. With `problem` the run keeps the tools it had.
+   */
+  | { event_type: 'mcp_tools_relisted'; added: string[]; removed: string[]; changed: string[]; problem?: string }
+  /**
    * The run shrinks its context before a call: `proactive` when the request would pass `compact_at` of
    * the window, `reactive` after the provider answered `context_length_exceeded`.
    */

@@ -1,4 +1,4 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { log, patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { asMessages, validateToolLinkage, type Message } from '../context';
 import { failure, FailureType } from '../common';
@@ -39,7 +39,7 @@ export async function openRun(
   },
   seed: (agent: AgentSpec) => RunSeed,
 ): Promise<AgentSpec> {
-  const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
+  const agent = input.state ? await relistedAgent(run, input.state.agent) : await resolveAgent(input.agent);
   run.selfref = agent.selfref;
   run.contextSettings = effectiveContext(agent.context, input.context);
   run.budget = effectiveBudget(agent.budget, input.budget);
@@ -85,4 +85,44 @@ export async function resolveAgent(name: string): Promise<AgentSpec> {
   });
   // Parsed again here: a spec recorded by an older worker lacks newer limits, which take their defaults.
   return AgentSpec.parse(await describeAgent(name));
+}
+
+/**
+ * A continued run's agent with its MCP tools listed anew (the first list was recorded when the chain
+ * started; each continue-as-new fetches a new one). Should the listing fail, the run keeps its tools.
+ */
+async function relistedAgent(run: Run, agent: AgentSpec): Promise<AgentSpec> {
+  // Chains continued by older workers did not relist: their histories replay without the activity.
+  if (agent.mcp_servers.length === 0 || !patched('mcp-relist-at-continue-as-new')) return agent;
+  const { relistMcpTools } = proxyActivities<Activities>({
+    startToCloseTimeout: '60s',
+    summary: `list MCP tools of ${agent.name} again`,
+    retry: { maximumAttempts: 3 },
+  });
+  let relisted: { agent: AgentSpec; problem?: string };
+  try {
+    relisted = await relistMcpTools(agent);
+  } catch (error) {
+    relisted = { agent, problem: error instanceof Error ? error.message : String(error) };
+  }
+  const next = AgentSpec.parse(relisted.agent);
+  const change = toolChange(agent, next);
+  if (relisted.problem) log.warn('MCP tools not listed again; the run keeps its tools', { problem: relisted.problem });
+  emit(run, {
+    event_type: 'mcp_tools_relisted',
+    ...change,
+    ...(relisted.problem !== undefined ? { problem: relisted.problem } : {}),
+  });
+  return next;
+}
+
+/** Which tools one spec offers that the other does not, and which both offer differently. */
+function toolChange(before: AgentSpec, after: AgentSpec): { added: string[]; removed: string[]; changed: string[] } {
+  const old = new Map(before.tool_descriptors.map((tool) => [tool.name, JSON.stringify(tool)]));
+  const now = new Map(after.tool_descriptors.map((tool) => [tool.name, JSON.stringify(tool)]));
+  return {
+    added: [...now.keys()].filter((name) => !old.has(name)),
+    removed: [...old.keys()].filter((name) => !now.has(name)),
+    changed: [...now.keys()].filter((name) => old.has(name) && old.get(name) !== now.get(name)),
+  };
 }

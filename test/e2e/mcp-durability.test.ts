@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -118,7 +118,7 @@ describe('MCP calls under failure', () => {
     );
     expect(readFileSync(ledger, 'utf8')).toBe('paid\n');
     await first.kill('SIGKILL');
-    // A server started from now on lists its tools differently; the calls it gets answer at once.
+    // The server now lists its tools differently; the calls it gets answer at once.
     writeFileSync(listingFile, 'v2');
     writeFileSync(release, '');
     await start();
@@ -194,6 +194,74 @@ describe('MCP calls under failure', () => {
       await eventually(() => (journaled(journal).includes('wait_for cancelled') ? true : undefined), 10_000);
       expect(journaled(journal)).toEqual(['wait_for started', 'wait_for cancelled']);
     }, 60_000);
+
+    it('continue-as-new lists the MCP tools again: a changed description is offered from then on; a server that cannot list keeps the tools the run had', async () => {
+      const { folder, journal } = scratch();
+      const listingFile = join(folder, 'listing.txt');
+      writeFileSync(listingFile, 'v1');
+      const release = (name: string) => join(folder, name);
+      world = await startWorld({
+        agents: [
+          {
+            name: 'relister',
+            instructions: 'Count.',
+            mcp_servers: [
+              pythonMcpServer({
+                tools: ['count_lines', 'wait_for'],
+                env: { PY_MCP_JOURNAL: journal, PY_MCP_LISTING_FILE: listingFile },
+              }),
+            ],
+          } as AgentDefinitionInput,
+        ],
+        fake: {
+          script: [
+            callTools([{ id: 'w1', name: 'wait_for', arguments: JSON.stringify({ release: release('one') }) }]),
+            callTools([{ id: 'w2', name: 'wait_for', arguments: JSON.stringify({ release: release('two') }) }]),
+            reply('done'),
+          ],
+        },
+      });
+      // Due at every iteration boundary: the run continues as new after each tool batch.
+      const run = await world.client.start({
+        agent: 'relister',
+        input: 'count',
+        continue_as_new: { max_history_events: 10 },
+      });
+      const started = (count: number) => () =>
+        journaled(journal).filter((line) => line === 'wait_for started').length === count ? true : undefined;
+      // While the first call runs, the server's listing changes; the next run lists it.
+      await eventually(started(1));
+      writeFileSync(listingFile, 'v2');
+      writeFileSync(release('one'), '');
+      // While the second runs, the server loses what it lists from: listing fails at the next boundary.
+      await eventually(started(2));
+      rmSync(listingFile);
+      writeFileSync(release('two'), '');
+      const result = await run.result();
+      expect(result.status).toBe('completed');
+
+      const descriptions = world.fake.requests.map(
+        (request) => offered(request.body).find((tool) => tool.function.name === 'count_lines')?.function.description,
+      );
+      expect(descriptions).toEqual([
+        'Counts the lines of a file (listing v1).',
+        'Counts the lines of a file (listing v2).',
+        // The third run could not list: it kept what the second had.
+        'Counts the lines of a file (listing v2).',
+      ]);
+      // Each continued run recorded the listing and what it changed, as its first activity.
+      const relisted = (await run.status()).events.filter((event) => event.event_type === 'mcp_tools_relisted');
+      expect(relisted).toEqual([
+        expect.objectContaining({ added: [], removed: [], changed: ['count_lines'] }),
+        expect.objectContaining({
+          added: [],
+          removed: [],
+          changed: [],
+          problem: expect.stringMatching(/^MCP server 'python' could not list its tools: /),
+        }),
+      ]);
+      expect(world.fake.requests).toHaveLength(3);
+    }, 90_000);
 
     it('timeouts: progress keeps a long call alive past its idle timeout; silence ends a call at it; max_call_seconds ends one that keeps reporting; each cancelled on its server', async () => {
       const { folder, journal } = scratch();

@@ -3,8 +3,8 @@
 Besides pure tools it has tools with side effects on files, for the durability tests. Each such call
 appends a line to the journal file named by PY_MCP_JOURNAL ("<tool> started", "<tool> cancelled"), so a
 test can see what the server really did; with a `release` path a call waits until that file exists.
-PY_MCP_LISTING_FILE, if set, is read once at start into the description of `count_lines`: a server
-started later may list its tools differently.
+PY_MCP_LISTING_FILE, if set, is read at every tools/list into the description of `count_lines`: the
+same server lists its tools differently once the file changes.
 """
 
 import os
@@ -14,11 +14,25 @@ import anyio
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import ToolAnnotations
 
-server = FastMCP("python-tools")
-
 JOURNAL = os.environ.get("PY_MCP_JOURNAL", "")
 LISTING_FILE = os.environ.get("PY_MCP_LISTING_FILE", "")
-LISTING = open(LISTING_FILE, encoding="utf-8").read().strip() if LISTING_FILE else "v0"
+
+
+def count_lines_description() -> str:
+    listing = open(LISTING_FILE, encoding="utf-8").read().strip() if LISTING_FILE else "v0"
+    return f"Counts the lines of a file (listing {listing})."
+
+
+class PythonTools(FastMCP):
+    async def list_tools(self):
+        tools = await super().list_tools()
+        for tool in tools:
+            if tool.name == "count_lines":
+                tool.description = count_lines_description()
+        return tools
+
+
+server = PythonTools("python-tools")
 
 
 def journal(line: str) -> None:
@@ -68,11 +82,7 @@ async def append_line(path: str, line: str, release: str = "") -> str:
     return f"appended {line}"
 
 
-@server.tool(
-    structured_output=False,
-    annotations=ToolAnnotations(readOnlyHint=True),
-    description=f"Counts the lines of a file (listing {LISTING}).",
-)
+@server.tool(structured_output=False, annotations=ToolAnnotations(readOnlyHint=True))
 async def count_lines(path: str, release: str = "") -> int:
     journal("count_lines started")
     await released("count_lines", release)

@@ -48,4 +48,15 @@ describe("what 'follow' prints about compactions and budgets", () => {
       describeEvent({ ...at, event_type: 'budget_extended', extension: { llm_calls: 3 }, limit: { max_llm_calls: 5 } }),
     ).toBe('  budget extended: {"llm_calls":3}');
   });
+
+  it('names what listing MCP tools again at continue-as-new changed, or why it kept the tools', () => {
+    const relisted = { ...at, event_type: 'mcp_tools_relisted' as const, added: [], removed: [], changed: [] };
+    expect(describeEvent(relisted)).toBe('  MCP tools listed again: no change');
+    expect(describeEvent({ ...relisted, added: ['a', 'b'], removed: ['c'], changed: ['d'] })).toBe(
+      '  MCP tools listed again: added a, b; removed c; changed d',
+    );
+    expect(describeEvent({ ...relisted, problem: "MCP server 'x' did not start" })).toBe(
+      "  MCP tools not listed again (the run keeps its tools): MCP server 'x' did not start",
+    );
+  });
 });
