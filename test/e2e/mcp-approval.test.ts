@@ -1,7 +1,6 @@
 import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { NativeConnection } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -10,29 +9,20 @@ import { callTools, reply } from '../../src/fake-model/steps';
 import { rejectedCallContent, type AgentDefinitionInput, type PendingApproval } from '../../src/runtime';
 import { createPatchloopWorker } from '../../src/worker/create-worker';
 import { runCli } from '../support/cli';
-import { repositoryRoot } from '../support/reference';
+import { everythingLauncher, filesystemServerBin } from '../support/mcp-servers';
 import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
 
 // Real servers nobody on the project wrote (devDependencies): server-everything through the launcher that
 // writes its pid to a file, server-filesystem for a side effect one can see (a file written or not).
-const launcher = join(__dirname, '../support/mcp-everything.mjs');
 const folder = mkdtempSync(join(tmpdir(), 'patchloop-mcp-approve-'));
-
-function filesystemServerBin(): string {
-  const manifest = createRequire(join(repositoryRoot, 'package.json')).resolve(
-    '@modelcontextprotocol/server-filesystem/package.json',
-  );
-  const { bin } = JSON.parse(readFileSync(manifest, 'utf8')) as { bin: Record<string, string> };
-  return join(dirname(manifest), bin['mcp-server-filesystem']!);
-}
 
 /** server-everything over stdio, its tools seen as `ev_echo` and `ev_get-sum`; its process writes its pid to `pidFile`. */
 function everything(pidFile: string) {
   return {
     name: 'everything',
     command: process.execPath,
-    args: [launcher, pidFile],
+    args: [everythingLauncher, pidFile],
     tools: ['echo', 'get-sum'],
     tool_prefix: 'ev.',
   };

@@ -1,22 +1,31 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeModelServer, type ChatRequestBody } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
-import { pythonMcpScript, pythonMcpServer, pythonWithMcp } from '../support/python-mcp';
+import {
+  everythingLauncher,
+  everythingStdio,
+  filesystemServerBin,
+  pythonMcpScript,
+  pythonMcpServer,
+  pythonWithMcp,
+  startEverythingHttp,
+} from '../support/mcp-servers';
 import { clientOn, startWorld, temporalAddress, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
+import { historyText } from '../support/history-text';
+import { freePort } from '../../src/worker/free-port';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 
-// Real servers nobody on the project wrote: Python's `mcp` package (FastMCP) and server-everything.
-const everythingLauncher = join(__dirname, '../support/mcp-everything.mjs');
-createRequire(__filename).resolve('@modelcontextprotocol/server-everything/dist/index.js');
+// Real servers nobody on the project wrote: server-everything, server-filesystem and one written with
+// Python's `mcp` package (FastMCP).
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -161,6 +170,113 @@ describe('MCP calls under failure', () => {
     await fresh.close();
     expect(now?.description).toBe('Counts the lines of a file (listing v2).');
   }, 120_000);
+
+  describe('kill -9 of the worker after the tool list was fetched: the new worker offers the recorded list and runs the call once', () => {
+    let http: ChildProcess | undefined;
+    let httpUrl = '';
+    beforeAll(async () => {
+      const port = await freePort();
+      http = await startEverythingHttp(port);
+      httpUrl = `http://127.0.0.1:${port}/mcp`;
+    }, 30_000);
+    afterAll(() => {
+      http?.kill();
+    });
+
+    const cases: Array<{
+      label: string;
+      server: (folder: string) => Record<string, unknown>;
+      call: (folder: string) => { name: string; arguments: string };
+      result: (folder: string) => string;
+      /** What the call did, seen from outside. */
+      effect?: (folder: string) => void;
+    }> = [
+      {
+        label: 'server-everything over stdio',
+        server: (folder) => everythingStdio(join(folder, 'everything.pid'), { tools: ['echo', 'get-sum'] }),
+        call: () => ({ name: 'echo', arguments: '{"message": "after the crash"}' }),
+        result: () => 'Echo: after the crash',
+      },
+      {
+        label: 'server-everything over streamable HTTP',
+        server: () => ({ name: 'remote', url: httpUrl, tools: ['echo', 'get-sum'] }),
+        call: () => ({ name: 'get-sum', arguments: '{"a": 20, "b": 22}' }),
+        result: () => 'The sum of 20 and 22 is 42.',
+      },
+      {
+        label: 'server-filesystem',
+        server: (folder) => ({
+          name: 'files',
+          command: process.execPath,
+          args: [filesystemServerBin(), folder],
+          tools: ['write_file', 'read_text_file'],
+        }),
+        call: (folder) => ({
+          name: 'write_file',
+          arguments: JSON.stringify({ path: join(folder, 'note.txt'), content: 'written once' }),
+        }),
+        result: (folder) => JSON.stringify({ content: `Successfully wrote to ${join(folder, 'note.txt')}` }),
+        effect: (folder) => expect(readFileSync(join(folder, 'note.txt'), 'utf8')).toBe('written once'),
+      },
+    ];
+
+    for (const { label, server, call, result, effect } of cases) {
+      it(
+        label,
+        async () => {
+          const folder = realpathSync(mkdtempSync(join(tmpdir(), 'patchloop-mcp-kill-')));
+          const fake = await FakeModelServer.start({
+            // The first model call never answers: the worker dies with the tool list recorded and the call open.
+            script: [{ kind: 'hang' }, callTools([{ id: 'k1', ...call(folder) }]), reply('done')],
+          });
+          const taskQueue = `mcp-kill-${randomUUID()}`;
+          const client = await clientOn(taskQueue);
+          const workers: WorkerProcess[] = [];
+          cleanups.push(
+            () => fake.close(),
+            () => client.close(),
+            async () => {
+              for (const worker of workers) await worker.kill('SIGKILL');
+            },
+          );
+          const agents = [
+            {
+              name: 'survivor',
+              instructions: 'Use the tools.',
+              mcp_servers: [server(folder)],
+              limits: { heartbeat_timeout_seconds: 2 },
+            } as AgentDefinitionInput,
+          ];
+          const start = async () => {
+            const worker = await spawnWorker({ address: temporalAddress(), taskQueue, modelUrl: fake.url, agents });
+            workers.push(worker);
+            return worker;
+          };
+          const first = await start();
+          const run = await client.start({ agent: 'survivor', input: 'go' });
+          await eventually(() => (fake.requests.length === 1 ? true : undefined), 30_000, 'the first model call');
+          await first.kill('SIGKILL');
+          await start();
+
+          const outcome = await run.result();
+          expect(outcome.status).toBe('completed');
+          expect(fake.requests).toHaveLength(3);
+          const [before, retried, after] = fake.requests.map((request) => request.body);
+          // The retried call and the one after the tools offer what was listed before the crash...
+          expect(offered(before!).length).toBe(2);
+          expect(offered(retried!)).toEqual(offered(before!));
+          expect(offered(after!)).toEqual(offered(before!));
+          // ...from the list recorded once: the new worker did not list the tools again.
+          const activities = historyText(await run.workflow.fetchHistory()).match(/"activityType":\{"name":"[^"]+"/g);
+          expect(activities?.filter((entry) => entry.includes('describeAgent'))).toHaveLength(1);
+          expect(activities?.some((entry) => entry.includes('relistMcpTools'))).toBe(false);
+          expect(toolMessages(after!)).toEqual([{ role: 'tool', tool_call_id: 'k1', content: result(folder) }]);
+          effect?.(folder);
+        },
+        120_000,
+      );
+    }
+  });
 
   describe('in one worker', () => {
     let world: TestWorld | undefined;

@@ -1,5 +1,4 @@
 import { existsSync, mkdtempSync, readFileSync, realpathSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -7,19 +6,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { afterEach, describe, expect, it } from 'vitest';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
-import { pythonMcpScript, pythonWithMcp } from '../support/python-mcp';
-import { repositoryRoot } from '../support/reference';
+import { filesystemServerBin, pythonMcpScript, pythonWithMcp } from '../support/mcp-servers';
 import { startWorld, type TestWorld } from '../support/temporal';
-
-// Real servers nobody on the project wrote; a missing one fails these tests, never skips them.
-// @modelcontextprotocol/server-filesystem is a devDependency, resolved from the repository.
-function filesystemServerBin(): string {
-  const manifest = createRequire(join(repositoryRoot, 'package.json')).resolve(
-    '@modelcontextprotocol/server-filesystem/package.json',
-  );
-  const { bin } = JSON.parse(readFileSync(manifest, 'utf8')) as { bin: Record<string, string> };
-  return join(dirname(manifest), bin['mcp-server-filesystem']!);
-}
 
 function agent(servers: unknown[]): AgentDefinitionInput {
   return { name: 'mcp-user', instructions: 'Use the tools.', mcp_servers: servers } as AgentDefinitionInput;

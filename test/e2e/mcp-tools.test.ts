@@ -1,6 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -11,22 +10,16 @@ import { RunFailedError, type RunHandle } from '../../src/client/patchloop-clien
 import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
 import { freePort } from '../../src/worker/free-port';
 import { historyText } from '../support/history-text';
+import { everythingEntry, everythingStdio, startEverythingHttp } from '../support/mcp-servers';
 import { eventually } from '../support/wait';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { startWorld, workflowBundle, type TestWorld } from '../support/temporal';
 
-// Real servers: @modelcontextprotocol/server-everything is a devDependency; without it these tests fail.
-const require = createRequire(__filename);
-const everything = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
-const launcher = join(__dirname, '../support/mcp-everything.mjs');
 const folder = mkdtempSync(join(tmpdir(), 'patchloop-mcp-'));
 const TOOLS = ['echo', 'get-sum', 'get-tiny-image', 'trigger-long-running-operation'];
 
-/** A stdio server entry whose process writes its pid to `pidFile`. */
-function stdioServer(pidFile: string, extra: Record<string, unknown> = {}) {
-  return { name: 'everything', command: process.execPath, args: [launcher, pidFile], ...extra };
-}
+const stdioServer = everythingStdio;
 
 function agent(servers: unknown[], limits: Record<string, unknown> = {}): AgentDefinitionInput {
   return { name: 'mcp-user', instructions: 'Use the tools.', mcp_servers: servers, limits } as AgentDefinitionInput;
@@ -40,12 +33,12 @@ let httpUrl = '';
 beforeAll(async () => {
   const client = new Client({ name: 'test', version: '1' });
   await client.connect(
-    new StdioClientTransport({ command: process.execPath, args: [everything, 'stdio'], stderr: 'ignore' }),
+    new StdioClientTransport({ command: process.execPath, args: [everythingEntry, 'stdio'], stderr: 'ignore' }),
   );
   listed = (await client.listTools()).tools;
   await client.close();
   const port = await freePort();
-  http = await startHttp(port);
+  http = await startEverythingHttp(port);
   httpUrl = `http://127.0.0.1:${port}/mcp`;
 }, 60_000);
 
@@ -166,7 +159,7 @@ describe('MCP tools', () => {
 
   it('over streamable HTTP: a server that restarted (its sessions gone) is reconnected and the call goes through', async () => {
     const port = await freePort();
-    let server = await startHttp(port);
+    let server = await startEverythingHttp(port);
     try {
       world = await startWorld({
         agents: [agent([{ name: 'restarting', url: `http://127.0.0.1:${port}/mcp`, tools: ['echo'] }])],
@@ -182,7 +175,7 @@ describe('MCP tools', () => {
       await eventually(() => (world!.fake.requests.length >= 2 ? true : undefined));
       server.kill();
       await new Promise((resolve) => server.once('exit', resolve));
-      server = await startHttp(port);
+      server = await startEverythingHttp(port);
       expect((await run.result()).status).toBe('completed');
       expect(toolMessages(world, 2)).toEqual([
         { role: 'tool', tool_call_id: 'r1', content: 'Echo: before' },
@@ -255,24 +248,6 @@ describe('MCP tools', () => {
     expect(world.fake.requests).toHaveLength(0);
   }, 60_000);
 });
-
-/** server-everything over streamable HTTP on this port, once it listens. */
-async function startHttp(port: number): Promise<ChildProcess> {
-  const server = spawn(process.execPath, [everything, 'streamableHttp'], {
-    env: { ...process.env, PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('server-everything (HTTP) did not start')), 20_000);
-    server.stderr!.on('data', (chunk: Buffer) => {
-      if (chunk.toString().includes('listening')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-  });
-  return server;
-}
 
 /** Waits until the batch's heartbeat details show the call's MCP progress as `matches` wants it. */
 function callProgress(
