@@ -1,9 +1,15 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { validateToolLinkage } from '../../src/context';
 import { RunFailedError } from '../../src/client/patchloop-client';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { addTool } from '../../src/tools/examples';
 import { startLiteLlm, startLlamaServer, type LocalServer } from '../support/local-model';
+import { everythingEntry, everythingStdio } from '../support/mcp-servers';
 import { RecordingProxy } from '../support/recording-proxy';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { replyReceived } from '../support/wait';
@@ -178,6 +184,54 @@ describe('llama-cpp-python (a real local model server)', () => {
     expect(streamed.startsWith(partial)).toBe(true);
   });
 });
+
+describe('MCP tools offered to llama-cpp-python', () => {
+  it("server-everything's schemas as the server gives them ($schema and all) are accepted; the model calls get-sum through MCP and gets its answer", async () => {
+    const pidFile = join(mkdtempSync(join(tmpdir(), 'patchloop-local-mcp-')), 'everything.pid');
+    const offered = ['echo', 'get-sum', 'get-tiny-image', 'trigger-long-running-operation'];
+    const agent: AgentDefinitionInput = {
+      name: 'adder',
+      instructions: 'You add numbers with the get-sum tool.',
+      mcp_servers: [everythingStdio(pidFile, { tools: offered })],
+      max_tool_calls: 1,
+      provider: { base_url: llama.url, model: 'smollm2-135m', profile: 'llama-cpp' },
+      llm_options: { tool_choice: { type: 'function', function: { name: 'get-sum' } }, temperature: 0, max_tokens: 48 },
+    } as AgentDefinitionInput;
+    const { client } = await worldWith(agent, llama.url);
+    const result = await client
+      .start({ agent: 'adder', input: 'Use the get-sum tool to add 19 and 23.' })
+      .then((run) => run.result());
+    expect(result.status).toBe('completed');
+    const sent = proxy!.chatRequests;
+    // The tools went to the model server exactly as the MCP server listed them, and it answered 200.
+    const listing = await everythingListing();
+    expect(sent[0]!.body['tools']).toEqual(
+      offered.map((name) => {
+        const tool = listing.find((entry) => entry.name === name)!;
+        return { type: 'function', function: { name, description: tool.description, parameters: tool.inputSchema } };
+      }),
+    );
+    expect(sent.every((passed) => passed.status === 200)).toBe(true);
+    // The model's call (grammar-constrained to the schema) reached the server; its text came back.
+    const call = result.transcript[2] as { tool_calls: Array<{ function: { name: string; arguments: string } }> };
+    expect(call.tool_calls[0]!.function.name).toBe('get-sum');
+    const { a, b } = JSON.parse(call.tool_calls[0]!.function.arguments) as { a: number; b: number };
+    expect(result.transcript[3]).toMatchObject({ role: 'tool', content: `The sum of ${a} and ${b} is ${a + b}.` });
+  });
+});
+
+/** server-everything's own listing, asked directly. */
+async function everythingListing() {
+  const client = new Client({ name: 'test', version: '1' });
+  await client.connect(
+    new StdioClientTransport({ command: process.execPath, args: [everythingEntry, 'stdio'], stderr: 'ignore' }),
+  );
+  try {
+    return (await client.listTools()).tools;
+  } finally {
+    await client.close();
+  }
+}
 
 describe('LiteLLM proxy in front of llama-cpp-python', () => {
   const agent = (provider: AgentDefinitionInput['provider']) =>
