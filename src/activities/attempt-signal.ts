@@ -32,13 +32,15 @@ export function attemptSignal(batch: AbortSignal, timeoutMs: number, idleMs?: nu
   };
   const timer = setTimeout(expire('total'), timeoutMs);
   let idle = idleMs !== undefined && idleMs < timeoutMs ? setTimeout(expire('idle'), idleMs) : undefined;
+  let released = false;
   const release = () => {
+    released = true;
     clearTimeout(timer);
     clearTimeout(idle);
     batch.removeEventListener('abort', onBatchAbort);
   };
   const progressed = () => {
-    if (idle === undefined || controller.signal.aborted) return;
+    if (idle === undefined || released || controller.signal.aborted) return;
     clearTimeout(idle);
     idle = setTimeout(expire('idle'), idleMs);
   };

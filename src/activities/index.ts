@@ -52,7 +52,7 @@ export function createActivities(settings: ActivitySettings) {
       },
       mcp,
     ),
-    relistMcpTools: createRelistMcpTools(settings.registry, mcp),
+    relistMcpTools: createRelistMcpTools(settings.registry, mcp, settings.redactor),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
     llmPhase: createLlmPhase(settings.provider, requests, settings.registry, settings.chunks),
     reviewToolCalls: createReviewToolCalls(settings.registry),

@@ -40,6 +40,9 @@ export function mcpSecretVariables(server: McpServerConfig): string[] {
   return [...new Set(values.flatMap((value) => [...value.matchAll(VARIABLE_REFERENCE)].map((match) => match[1]!)))];
 }
 const LIST_TIMEOUT_MS = 10_000;
+/** A listing is bounded: a server that pages on and on is refused, not followed (a run records its tools). */
+const MAX_LIST_PAGES = 50;
+const MAX_LISTED_TOOLS = 1000;
 
 /**
  * The worker's connections to MCP servers, one per server configuration (a stdio process is started
@@ -57,15 +60,19 @@ export class McpServers {
     const tools: McpToolListing[] = [];
     let cursor: string | undefined;
     try {
-      do {
+      for (let pages = 1; ; pages += 1) {
         const page = await connection.client.listTools(cursor === undefined ? {} : { cursor }, {
           timeout: LIST_TIMEOUT_MS,
         });
         tools.push(...page.tools);
         cursor = page.nextCursor;
-      } while (cursor !== undefined);
+        if (cursor === undefined) break;
+        if (pages >= MAX_LIST_PAGES || tools.length >= MAX_LISTED_TOOLS)
+          throw new Error(`it lists more than ${MAX_LIST_PAGES} pages or ${MAX_LISTED_TOOLS} tools; not taken`);
+      }
     } catch (error) {
-      this.forget(server, connection);
+      // A server that answered with an error (or slowly) stays: other runs' calls may be using it.
+      if (connection.closed) this.forget(server, connection);
       throw new McpServerError(`MCP server '${server.name}' could not list its tools: ${reason(error, connection)}`);
     }
     return tools;
@@ -246,13 +253,20 @@ export function mcpDescriptors(
     throw new McpServerError(
       `MCP server '${server.name}' has no tool(s) ${missing.join(', ')} (it lists: ${tools.map((tool) => tool.name).join(', ') || 'none'})`,
     );
+  const { idleSeconds, totalSeconds } = mcpCallLimits(server, toolTimeoutSeconds);
   return allowed.map((tool) => ({
     name: exposedToolName(server, tool.name),
     description: tool.description ?? '',
     parameters: tool.inputSchema as JsonObject,
     best_practices: [],
-    timeout_seconds: mcpCallLimits(server, toolTimeoutSeconds).totalSeconds,
-    mcp: { server: server.name, tool: tool.name, repeatable: repeatable(tool) },
+    timeout_seconds: totalSeconds,
+    mcp: {
+      server: server.name,
+      tool: tool.name,
+      repeatable: repeatable(tool),
+      idle_seconds: idleSeconds,
+      total_seconds: totalSeconds,
+    },
   }));
 }
 

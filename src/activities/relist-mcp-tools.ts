@@ -1,45 +1,47 @@
+import { Context } from '@temporalio/activity';
 import type { AgentRegistry } from '../agents/registry';
-import type { AgentSpec } from '../runtime';
+import { failure, FailureType } from '../common';
+import type { McpGrant } from '../runtime';
 import { mcpServerTools } from './describe-agent';
-import type { McpServers } from './mcp-servers';
+import { McpServerError, type McpServers } from './mcp-servers';
+import type { SecretRedactor } from './redact';
 
-/** A run's agent after its MCP servers were asked again; `problem` when it keeps the tools it had. */
-export interface RelistedAgent {
-  agent: AgentSpec;
-  problem?: string;
+/** Which agent's MCP tools to list again, and its own tools (MCP names must not clash with them). */
+export interface RelistInput {
+  agent: string;
+  own_tools: string[];
 }
+
+/** The new grant, or why the run keeps the tools it had. */
+export type RelistOutcome = { grant: McpGrant } | { problem: string };
+
+/** Attempts at reaching the servers before the run keeps its tools (a server briefly away). */
+const RELIST_ATTEMPTS = 3;
 
 /**
- * At continue-as-new: the agent's MCP tools listed anew (the servers may offer new tools, drop some, or
- * describe them differently), gated and routed as the agent says. Recorded like the first list, so
- * replays of the new run see the same. A server that cannot list, or a list the agent cannot offer, keeps
- * the run on the tools it had, with the reason: a long run does not end because a server hiccupped at
- * one boundary.
+ * At continue-as-new: the agent's MCP tools listed anew, from its servers as this worker has them (never
+ * from the run's input: a run names its agent, the worker decides what it starts and connects to), gated
+ * and routed as the agent says. Recorded like the first list, so replays of the new run see the same.
+ * A server that still cannot list after a few attempts, or a list the agent cannot offer, keeps the run
+ * on the tools it had, with the reason: a long run does not end because a server was away at one boundary.
  */
-export function createRelistMcpTools(registry: AgentRegistry, mcp: McpServers) {
-  return async function relistMcpTools(agent: AgentSpec): Promise<RelistedAgent> {
-    if (agent.mcp_servers.length === 0) return { agent };
+export function createRelistMcpTools(registry: AgentRegistry, mcp: McpServers, redactor?: SecretRedactor) {
+  return async function relistMcpTools(input: RelistInput): Promise<RelistOutcome> {
+    const attempt = Context.current().info.attempt;
+    const limits = registry.limits(input.agent);
+    if (!limits) return { problem: `this worker does not serve agent '${input.agent}'` };
     try {
       const lists = await Promise.all(
-        agent.mcp_servers.map((server) => mcpServerTools(server, mcp, agent.limits.tool_timeout_seconds)),
+        registry.mcpServers(input.agent).map((server) => mcpServerTools(server, mcp, limits.tool_timeout_seconds)),
       );
-      return { agent: registry.withMcpTools(withoutMcpTools(agent), lists.flat()) };
+      return { grant: registry.mcpGrant(input.agent, input.own_tools, lists.flat()) };
     } catch (error) {
-      return { agent, problem: error instanceof Error ? error.message : String(error) };
+      const message = error instanceof Error ? error.message : String(error);
+      const problem = redactor?.redact(message) ?? message;
+      // A server that could not be reached or listed may be back in a moment; a bad list will not change.
+      if (error instanceof McpServerError && attempt < RELIST_ATTEMPTS)
+        throw failure(FailureType.McpServerUnavailable, `${problem} (attempt ${attempt} of ${RELIST_ATTEMPTS})`);
+      return { problem };
     }
-  };
-}
-
-/** The spec as `registry.describe` would give it: the MCP tools, and the gates and routes of them, left out. */
-export function withoutMcpTools(agent: AgentSpec): AgentSpec {
-  const mcpNames = new Set(agent.tool_descriptors.filter((tool) => tool.mcp).map((tool) => tool.name));
-  return {
-    ...agent,
-    tools: agent.tools.filter((name) => !mcpNames.has(name)),
-    tool_descriptors: agent.tool_descriptors.filter((tool) => !mcpNames.has(tool.name)),
-    needs_approval: agent.needs_approval.filter((name) => !mcpNames.has(name)),
-    tool_task_queues: Object.fromEntries(
-      Object.entries(agent.tool_task_queues).filter(([name]) => !mcpNames.has(name)),
-    ),
   };
 }

@@ -103,15 +103,14 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
     );
     // MCP progress notifications of running calls, by call id: shown with the heartbeat (not recorded).
     const progress = new Map<string, McpProgress>();
-    // Heartbeat details reach the server (and history, if the attempt times out): secrets go first, as
-    // from the batch's result.
-    const details = () => {
-      const value = {
-        ...checkpoint(input, finished, order, customEvents, budget),
-        ...(progress.size > 0 ? { progress: Object.fromEntries(progress) } : {}),
-      };
-      return settings.redactor?.containsSecret(value) ? settings.redactor.redactValue(value) : value;
-    };
+    // Heartbeat details reach the server (and history, if the attempt times out): what goes into them
+    // (finished calls, progress) has its secrets removed once, when it arrives, as from the batch's result.
+    const redacted = <T>(value: T): T =>
+      settings.redactor?.containsSecret(value) ? settings.redactor.redactValue(value) : value;
+    const details = () => ({
+      ...checkpoint(input, finished, order, customEvents, budget),
+      ...(progress.size > 0 ? { progress: Object.fromEntries(progress) } : {}),
+    });
     // A local activity (fast tools) has no heartbeats: the workflow task it runs in is its liveness.
     const local = context.info.isLocal;
     const stopHeartbeat = local ? () => undefined : startHeartbeat(context, details);
@@ -134,16 +133,19 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
               batchSignal: signal,
               redactor: settings.redactor,
               mcp: settings.mcp,
-              progress: (update) => progress.set(call.id, update),
+              progress: (update) => progress.set(call.id, redacted(update)),
               emit: (event_name, data) =>
-                customEvents.push({ index, event: { tool_call_id: call.id, tool_name: call.name, event_name, data } }),
+                customEvents.push({
+                  index,
+                  event: redacted({ tool_call_id: call.id, tool_name: call.name, event_name, data }),
+                }),
               started: Date.now(),
               attempt: context.info.attempt,
             }),
           );
           progress.delete(call.id);
           if (outcome === null) return;
-          finished.set(index, outcome);
+          finished.set(index, redacted(outcome));
           order.push(index);
           // Checkpointed at once (the SDK sends it as soon as its heartbeat throttle allows), so a crash
           // after this point does not run the call again.
@@ -356,7 +358,11 @@ async function runMcpTool(scope: CallScope, mcp: McpToolReference): Promise<Fini
       toolFailureContent(call.name, args.text, `MCP server '${mcp.server}' is not configured on this worker`),
     );
   if (scope.attempt > 1 && !mcp.repeatable) return interruptedMcpCall(scope, mcp);
-  const { idleSeconds, totalSeconds } = mcpCallLimits(server, limits.timeoutSeconds);
+  // As recorded with the tool (the batch's own timeout was set from them); older specs: as configured here.
+  const { idleSeconds, totalSeconds } =
+    mcp.idle_seconds !== undefined && mcp.total_seconds !== undefined
+      ? { idleSeconds: mcp.idle_seconds, totalSeconds: mcp.total_seconds }
+      : mcpCallLimits(server, limits.timeoutSeconds);
   const under = attemptSignal(scope.batchSignal, totalSeconds * 1000, idleSeconds * 1000);
   try {
     // The SDK's own timeouts stay above ours, so a timeout is always reported as ours.
@@ -412,9 +418,10 @@ async function runMcpTool(scope: CallScope, mcp: McpToolReference): Promise<Fini
  */
 function interruptedMcpCall(scope: CallScope, mcp: McpToolReference): Finished {
   const message =
-    `Tool '${scope.call.name}' (MCP server '${mcp.server}') was interrupted: the worker running it stopped ` +
-    'during the call. The server does not mark the tool readOnlyHint or idempotentHint, so it was not sent ' +
-    'again: it may or may not have run. Check its effect before calling it again.';
+    `Tool '${scope.call.name}' (MCP server '${mcp.server}') was interrupted: an earlier attempt of its batch ` +
+    'did not report a result for it (its worker stopped or lost contact). The server does not mark ' +
+    'the tool readOnlyHint or idempotentHint, so it was not sent again: it may or may not have run. Check ' +
+    'its effect before calling it again.';
   return callResult(scope, toolStepErrorContent(message), false, message);
 }
 

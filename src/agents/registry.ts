@@ -4,9 +4,13 @@ import {
   isSelfRefTool,
   selfRefToolDescriptors,
   type AgentDefinitionInput,
+  type McpGrant,
   type McpServerConfig,
   type ToolDescriptor,
   ConfigurationError,
+  ownToolNames,
+  utf8Bytes,
+  withMcpGrant,
   budgetProblem,
   contextProblem,
   MODEL_WINDOWS,
@@ -15,6 +19,9 @@ import {
 import type { LlmFunction } from '../functions/define-llm-function';
 import type { Tool } from '../tools/define-tool';
 import { failure, FailureType } from '../common';
+
+/** The most an agent's MCP tool list may take in its spec (JSON bytes). */
+export const MAX_MCP_TOOLS_BYTES = 512 * 1024;
 
 /** The agents and tools a worker serves. Checked once, when the worker starts. */
 export class AgentRegistry {
@@ -122,27 +129,42 @@ export class AgentRegistry {
   }
 
   /**
-   * The agent's spec (`describe`) with the tools its MCP servers listed: offered beside its own, gated
-   * and routed as its `needs_approval` and `tool_task_queues` say. Where a run's start (`describeAgent`)
-   * and `patchloop mcp tools` check those names: a name given twice fails with McpServerUnavailable, a
+   * The agent's spec (`describe`) with the tools its MCP servers listed (`mcpGrant`). Where a run's start
+   * (`describeAgent`) and `patchloop mcp tools` check those names.
+   */
+  withMcpTools(spec: AgentSpec, listed: readonly ToolDescriptor[]): AgentSpec {
+    return withMcpGrant(spec, this.mcpGrant(spec.name, ownToolNames(spec), listed));
+  }
+
+  /**
+   * What the agent's MCP servers give a run: the listed tools, offered beside the agent's own tools
+   * (`own`), gated and routed as its `needs_approval` and `tool_task_queues` say, with its servers'
+   * configuration as this worker has it. A name given twice fails with McpServerUnavailable, a
    * `needs_approval` or `tool_task_queues` name the agent neither registered nor listed with
    * UnknownAgentTool (both non-retryable: listing again cannot help).
    */
-  withMcpTools(spec: AgentSpec, listed: readonly ToolDescriptor[]): AgentSpec {
-    const agent = this.agents.get(spec.name);
-    if (!agent) throw failure(FailureType.UnknownAgent, `unknown agent '${spec.name}'`);
-    const clash = mcpToolClash(spec, listed);
+  mcpGrant(agentName: string, own: readonly string[], listed: readonly ToolDescriptor[]): McpGrant {
+    const agent = this.agents.get(agentName);
+    if (!agent) throw failure(FailureType.UnknownAgent, `unknown agent '${agentName}'`);
+    const clash = mcpToolClash(agentName, [...own, ...listed.map((tool) => tool.name)]);
     if (clash) throw failure(FailureType.McpServerUnavailable, clash);
     const names = listed.map((tool) => tool.name);
     const unknown = unknownToolNames(agent, names);
     if (unknown) throw failure(FailureType.UnknownAgentTool, unknown);
-    if (listed.length === 0) return spec;
+    // The list goes into the run's spec, carried by every continue-as-new: it stays far below a payload's limit.
+    const bytes = utf8Bytes(JSON.stringify(listed));
+    if (bytes > MAX_MCP_TOOLS_BYTES)
+      throw failure(
+        FailureType.McpServerUnavailable,
+        `agent '${agentName}': its MCP servers list ${listed.length} tools in ${bytes} bytes, over ${MAX_MCP_TOOLS_BYTES}: narrow them with each server's "tools" allow-list`,
+      );
     return {
-      ...spec,
-      tools: [...spec.tools, ...names],
-      tool_descriptors: [...spec.tool_descriptors, ...listed],
-      needs_approval: [...spec.needs_approval, ...names.filter((name) => agent.needs_approval.includes(name))],
-      tool_task_queues: this.taskQueues(agent, names),
+      mcp_servers: agent.mcp_servers,
+      tools: [...listed],
+      needs_approval: names.filter((name) => agent.needs_approval.includes(name)),
+      tool_task_queues: Object.fromEntries(
+        names.flatMap((name) => (agent.tool_task_queues[name] ? [[name, agent.tool_task_queues[name]]] : [])),
+      ),
     };
   }
 
@@ -174,6 +196,11 @@ export class AgentRegistry {
         routed === queue ? [`${agent.name}/${tool}`] : [],
       ),
     );
+  }
+
+  /** The agent's MCP servers as this worker has them (`${VAR}` values unresolved); none for an unknown agent. */
+  mcpServers(agentName: string): McpServerConfig[] {
+    return this.agents.get(agentName)?.mcp_servers ?? [];
   }
 
   /** One of the agent's MCP servers, by name, as the worker has it (`${VAR}` values unresolved). */
@@ -244,12 +271,11 @@ function unknownToolNames(agent: AgentDefinition, mcpTools?: readonly string[]):
   return problems.length > 0 ? `agent '${agent.name}': ${problems.join('; ')}` : undefined;
 }
 
-/** Why the agent's MCP tools cannot be offered beside its own tools (a name given twice), if they cannot. */
-export function mcpToolClash(spec: AgentSpec, tools: readonly Pick<ToolDescriptor, 'name'>[]): string | undefined {
-  const names = [...spec.tool_descriptors, ...tools].map((tool) => tool.name);
+/** Why an agent's tools cannot all be offered (a name given twice, its own and its MCP servers'), if they cannot. */
+export function mcpToolClash(agentName: string, names: readonly string[]): string | undefined {
   const clash = names.filter((toolName, index) => names.indexOf(toolName) !== index);
   return clash.length > 0
-    ? `agent '${spec.name}': tool name(s) ${[...new Set(clash)].join(', ')} given twice (set a tool_prefix per MCP server)`
+    ? `agent '${agentName}': tool name(s) ${[...new Set(clash)].join(', ')} given twice (set a tool_prefix per MCP server)`
     : undefined;
 }
 

@@ -115,7 +115,7 @@ export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () 
     provider: ProviderSelection.optional(),
     /** Names of registered tools. */
     tools: z.array(z.string().min(1)).default([]),
-    /** MCP servers whose tools the agent offers besides `tools` (listed once per run, when it starts). */
+    /** MCP servers whose tools the agent offers besides `tools` (listed when a run starts, again at each continue-as-new). */
     mcp_servers: z.array(McpServerConfig).default([]),
     /**
      * Tools (of `tools`, or MCP tools by the name the model sees) whose calls wait for a person's decision
@@ -151,7 +151,14 @@ export type AgentDefinitionInput = z.input<typeof AgentDefinition>;
  * a call interrupted by a crash may run again (the server marks it `readOnlyHint` or `idempotentHint`).
  */
 export const McpToolReference = sharedSchema('runtime/agent#McpToolReference', () =>
-  z.strictObject({ server: z.string(), tool: z.string(), repeatable: z.boolean().optional() }),
+  z.strictObject({
+    server: z.string(),
+    tool: z.string(),
+    repeatable: z.boolean().optional(),
+    /** The call's limits as recorded (`mcpCallLimits`): the batch enforces these, whatever worker runs it. */
+    idle_seconds: z.number().positive().optional(),
+    total_seconds: z.number().positive().optional(),
+  }),
 );
 export type McpToolReference = z.infer<typeof McpToolReference>;
 

@@ -5,6 +5,7 @@ export * from './phases';
 export * from './run-input';
 export * from './usage';
 export * from './mcp-call-limits';
+export * from './mcp-grant';
 export * from './carried-state';
 export * from './agent-prompt';
 export * from './selfref-tools';

@@ -4,7 +4,7 @@ import { McpServers } from '../activities/mcp-servers';
 import type { SecretRedactor } from '../activities/redact';
 import { mcpToolClash, type AgentRegistry } from '../agents/registry';
 import { FailureType } from '../common/failure-types';
-import type { AgentSpec, ToolDescriptor } from '../runtime';
+import { ownToolNames, type AgentSpec, type ToolDescriptor } from '../runtime';
 import { workerRedactor } from './redaction';
 
 /** A tool as the model sees it (its name, description and parameters), and where it comes from. */
@@ -91,7 +91,7 @@ function agentProblem(
   failedServers: number,
 ): { type: FailureType; message: string } | undefined {
   if (failedServers > 0) {
-    const clash = mcpToolClash(spec, tools);
+    const clash = mcpToolClash(spec.name, [...ownToolNames(spec), ...tools.map((tool) => tool.name)]);
     return clash ? { type: FailureType.McpServerUnavailable, message: clash } : undefined;
   }
   try {

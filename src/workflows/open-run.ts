@@ -1,4 +1,4 @@
-import { log, patched, proxyActivities } from '@temporalio/workflow';
+import { isCancellation, log, patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { asMessages, validateToolLinkage, type Message } from '../context';
 import { failure, FailureType } from '../common';
@@ -8,7 +8,9 @@ import {
   contextProblem,
   effectiveBudget,
   effectiveContext,
+  ownToolNames,
   readableLimitBytes,
+  withMcpGrant,
   seedTranscript,
   type AgentRunInput,
   type BudgetOverride,
@@ -39,7 +41,7 @@ export async function openRun(
   },
   seed: (agent: AgentSpec) => RunSeed,
 ): Promise<AgentSpec> {
-  const agent = input.state ? await relistedAgent(run, input.state.agent) : await resolveAgent(input.agent);
+  const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
   run.selfref = agent.selfref;
   run.contextSettings = effectiveContext(agent.context, input.context);
   run.budget = effectiveBudget(agent.budget, input.budget);
@@ -58,8 +60,10 @@ export async function openRun(
     if (pending) run.pending = [replace];
     else commit(run, [replace]);
     emit(run, { event_type: 'react_start', agent: agent.name, user_task_prompt: prompt, available_tools: agent.tools });
+    return agent;
   }
-  return agent;
+  // After the limits and settings above: messages and budget updates that arrive meanwhile see them.
+  return relistedAgent(run, agent);
 }
 
 /** The seed messages of a new run or session, its history checked (a broken history fails the run at once). */
@@ -97,22 +101,24 @@ async function relistedAgent(run: Run, agent: AgentSpec): Promise<AgentSpec> {
   const { relistMcpTools } = proxyActivities<Activities>({
     startToCloseTimeout: '60s',
     summary: `list MCP tools of ${agent.name} again`,
-    retry: { maximumAttempts: 3 },
+    retry: { initialInterval: '1s', maximumAttempts: 3 },
   });
-  let relisted: { agent: AgentSpec; problem?: string };
+  let outcome: Awaited<ReturnType<typeof relistMcpTools>>;
   try {
-    relisted = await relistMcpTools(agent);
+    outcome = await relistMcpTools({ agent: agent.name, own_tools: ownToolNames(agent) });
   } catch (error) {
-    relisted = { agent, problem: error instanceof Error ? error.message : String(error) };
+    if (isCancellation(error)) throw error;
+    // The activity's last failure (its cause) names the server.
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+    outcome = { problem: cause instanceof Error ? cause.message : String(cause) };
   }
-  const next = AgentSpec.parse(relisted.agent);
-  const change = toolChange(agent, next);
-  if (relisted.problem) log.warn('MCP tools not listed again; the run keeps its tools', { problem: relisted.problem });
-  emit(run, {
-    event_type: 'mcp_tools_relisted',
-    ...change,
-    ...(relisted.problem !== undefined ? { problem: relisted.problem } : {}),
-  });
+  if ('problem' in outcome) {
+    log.warn('MCP tools not listed again; the run keeps its tools', { problem: outcome.problem });
+    emit(run, { event_type: 'mcp_tools_relisted', added: [], removed: [], changed: [], problem: outcome.problem });
+    return agent;
+  }
+  const next = AgentSpec.parse(withMcpGrant(agent, outcome.grant));
+  emit(run, { event_type: 'mcp_tools_relisted', ...toolChange(agent, next) });
   return next;
 }
 

@@ -419,7 +419,7 @@ describe('CLI against a real dev server', () => {
       description: echo.description,
       parameters: echo.inputSchema,
       // server-everything annotates echo read-only: a call a crash interrupted is sent again.
-      mcp: { server: 'everything', tool: 'echo', repeatable: true },
+      mcp: { server: 'everything', tool: 'echo', repeatable: true, idle_seconds: 60, total_seconds: 600 },
     });
 
     const text = await runCli(['mcp', 'tools', '--agents', agents, 'mcp-user'], env);

@@ -106,7 +106,7 @@ describe('MCP calls under failure', () => {
         name: 'ledger',
         instructions: 'Keep the ledger.',
         mcp_servers: [pythonMcpServer({ tools: ['append_line', 'count_lines'], env: serverEnv })],
-        limits: { heartbeat_timeout_seconds: 2 },
+        limits: { heartbeat_timeout_seconds: 3 },
       } as AgentDefinitionInput,
     ];
     const start = async () => {
@@ -138,14 +138,15 @@ describe('MCP calls under failure', () => {
     // The payment happened once: the call was not sent again. The read-only count ran twice.
     expect(readFileSync(ledger, 'utf8')).toBe('paid\n');
     expect(journaled(journal).filter((line) => line === 'append_line started')).toHaveLength(1);
-    expect(journaled(journal).filter((line) => line === 'count_lines started')).toHaveLength(2);
+    // At least twice (a slow machine may time an attempt out once more: a read-only call may repeat).
+    expect(journaled(journal).filter((line) => line === 'count_lines started').length).toBeGreaterThanOrEqual(2);
     // The model call before the crash was not repeated; the one after it saw both results.
     expect(fake.requests).toHaveLength(2);
     const [before, after] = fake.requests.map((request) => request.body);
     const interrupted =
-      "Tool 'append_line' (MCP server 'python') was interrupted: the worker running it stopped during the call. " +
-      'The server does not mark the tool readOnlyHint or idempotentHint, so it was not sent again: it may or may ' +
-      'not have run. Check its effect before calling it again.';
+      "Tool 'append_line' (MCP server 'python') was interrupted: an earlier attempt of its batch did not report a " +
+      'result for it (its worker stopped or lost contact). The server does not mark the tool readOnlyHint or ' +
+      'idempotentHint, so it was not sent again: it may or may not have run. Check its effect before calling it again.';
     const results = toolMessages(after!);
     expect(results.map((message) => message.tool_call_id)).toEqual(['a1', 'c1']);
     expect(JSON.parse(String(results[0]!.content))).toEqual({ error: interrupted });
@@ -171,7 +172,7 @@ describe('MCP calls under failure', () => {
     expect(now?.description).toBe('Counts the lines of a file (listing v2).');
   }, 120_000);
 
-  describe('kill -9 of the worker after the tool list was fetched: the new worker offers the recorded list and runs the call once', () => {
+  describe('kill -9 of the worker after the tool list was fetched: the new worker offers the recorded list, without listing again, and the call works', () => {
     let http: ChildProcess | undefined;
     let httpUrl = '';
     beforeAll(async () => {
@@ -244,7 +245,7 @@ describe('MCP calls under failure', () => {
               name: 'survivor',
               instructions: 'Use the tools.',
               mcp_servers: [server(folder)],
-              limits: { heartbeat_timeout_seconds: 2 },
+              limits: { heartbeat_timeout_seconds: 3 },
             } as AgentDefinitionInput,
           ];
           const start = async () => {
@@ -393,13 +394,13 @@ describe('MCP calls under failure', () => {
                 command: process.execPath,
                 args: [everythingLauncher, join(folder, 'everything.pid')],
                 tools: ['trigger-long-running-operation'],
-                timeout_seconds: 1,
+                timeout_seconds: 2,
               },
               pythonMcpServer({
                 tools: ['count_lines', 'wait_for'],
                 env: { PY_MCP_JOURNAL: journal },
-                timeout_seconds: 1,
-                max_call_seconds: 3,
+                timeout_seconds: 2,
+                max_call_seconds: 5,
               }),
             ],
           } as AgentDefinitionInput,
@@ -407,8 +408,8 @@ describe('MCP calls under failure', () => {
         fake: {
           script: [
             callTools([
-              // Three seconds with a progress notification every half second: three times its idle timeout.
-              { id: 'long', name: 'trigger-long-running-operation', arguments: '{"duration": 3, "steps": 6}' },
+              // Six seconds with a progress notification every 0.3 s: three times its idle timeout.
+              { id: 'long', name: 'trigger-long-running-operation', arguments: '{"duration": 6, "steps": 20}' },
               // Never answers and reports nothing.
               { id: 'silent', name: 'count_lines', arguments: JSON.stringify({ path: never, release: never }) },
               // Never answers, but reports progress all the time.
@@ -423,12 +424,12 @@ describe('MCP calls under failure', () => {
       expect(result.status).toBe('completed');
       const results = toolMessages(world.fake.requests[1]!.body);
       expect(results.map((message) => message.tool_call_id)).toEqual(['long', 'silent', 'chatty']);
-      expect(results[0]!.content).toBe('Long running operation completed. Duration: 3 seconds, Steps: 6.');
+      expect(results[0]!.content).toBe('Long running operation completed. Duration: 6 seconds, Steps: 20.');
       expect(JSON.parse(String(results[1]!.content))).toEqual({
-        error: "Tool 'count_lines' (MCP server 'python') timed out: no answer and no progress for 1 s",
+        error: "Tool 'count_lines' (MCP server 'python') timed out: no answer and no progress for 2 s",
       });
       expect(JSON.parse(String(results[2]!.content))).toEqual({
-        error: "Tool 'wait_for' (MCP server 'python') timed out after 3 s in all (max_call_seconds)",
+        error: "Tool 'wait_for' (MCP server 'python') timed out after 5 s in all (max_call_seconds)",
       });
       // Both calls that timed out were cancelled on the server (notifications/cancelled), not left running.
       await eventually(

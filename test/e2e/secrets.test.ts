@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { occurrencesInDatabase } from '../support/database';
 import { historyText } from '../support/history-text';
+import { everythingLauncher } from '../support/mcp-servers';
 import { eventually } from '../support/wait';
 import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
 import { RunFailedError } from '../../src/client/patchloop-client';
@@ -86,7 +86,7 @@ describe('secrets never leave the worker', () => {
     const everything = {
       name: 'everything',
       command: process.execPath,
-      args: [join(__dirname, '../support/mcp-everything.mjs')],
+      args: [everythingLauncher],
       env: { MCP_TOKEN: '${PATCHLOOP_TEST_MCP_CANARY}' },
       tools: ['get-env', 'trigger-long-running-operation'],
     };

@@ -27,6 +27,10 @@ export async function startEverythingHttp(port: number): Promise<ChildProcess> {
   });
   await new Promise<void>((done, fail) => {
     const timer = setTimeout(() => fail(new Error('server-everything (HTTP) did not start')), 20_000);
+    server.once('exit', (code) => {
+      clearTimeout(timer);
+      fail(new Error(`server-everything (HTTP) exited (${code}) before it listened on port ${port}`));
+    });
     server.stderr!.on('data', (chunk: Buffer) => {
       if (chunk.toString().includes('listening')) {
         clearTimeout(timer);

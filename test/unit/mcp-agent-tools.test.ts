@@ -6,7 +6,15 @@ import { createDescribeAgent } from '../../src/activities/describe-agent';
 import { mcpDescriptors, type McpServers, type McpToolListing } from '../../src/activities/mcp-servers';
 import { createReviewToolCalls } from '../../src/activities/tool-review';
 import { AgentRegistry } from '../../src/agents/registry';
-import { ConfigurationError, type AgentDefinitionInput, type AgentSpec, type McpServerConfig } from '../../src/runtime';
+import {
+  ConfigurationError,
+  ownToolNames,
+  withMcpGrant,
+  withoutMcpTools,
+  type AgentDefinitionInput,
+  type AgentSpec,
+  type McpServerConfig,
+} from '../../src/runtime';
 import { defineTool } from '../../src/tools/define-tool';
 import { addTool } from '../../src/tools/examples';
 
@@ -84,11 +92,51 @@ describe('needs_approval and tool_task_queues naming MCP tools', () => {
     expect(spec.tool_descriptors.map((tool) => [tool.name, tool.mcp])).toEqual([
       ['add', undefined],
       ['deploy', undefined],
-      ['ev_echo', { server: 'everything', tool: 'echo', repeatable: false }],
-      ['ev_get-sum', { server: 'everything', tool: 'get-sum', repeatable: false }],
+      ['ev_echo', { server: 'everything', tool: 'echo', repeatable: false, idle_seconds: 60, total_seconds: 600 }],
+      [
+        'ev_get-sum',
+        { server: 'everything', tool: 'get-sum', repeatable: false, idle_seconds: 60, total_seconds: 600 },
+      ],
     ]);
     expect(spec.needs_approval).toEqual(['add', 'ev_echo']);
     expect(spec.tool_task_queues).toEqual({ add: 'adders', deploy: 'ops', 'ev_get-sum': 'mcp-queue' });
+  });
+
+  it("a new grant replaces the MCP tools, their gates and routes, and keeps the agent's own (continue-as-new)", () => {
+    const registry = registryWith(
+      mcpAgent({ needs_approval: ['ev_echo', 'add'], tool_task_queues: { 'ev_get-sum': 'mcp-queue', add: 'adders' } }),
+    );
+    const spec = registry.withMcpTools(registry.describe('mcp-user', 'm'), listed(registry));
+    // The round trip: without the MCP tools it is the spec before listing.
+    expect(withoutMcpTools(spec)).toEqual(registry.describe('mcp-user', 'm'));
+    // The server now lists get-sum only: echo goes, the agent's own tools, gates and routes stay.
+    const ungated = registryWith(mcpAgent({ tool_task_queues: { 'ev_get-sum': 'mcp-queue', add: 'adders' } }));
+    const before = ungated.withMcpTools(ungated.describe('mcp-user', 'm'), listed(ungated));
+    const next = withMcpGrant(before, ungated.mcpGrant('mcp-user', ownToolNames(before), listed(ungated).slice(1)));
+    expect(next.tools).toEqual(['add', 'deploy', 'ev_get-sum']);
+    expect(next.tool_descriptors.map((tool) => tool.name)).toEqual(['add', 'deploy', 'ev_get-sum']);
+    expect(next.tool_task_queues).toEqual({ add: 'adders', deploy: 'ops', 'ev_get-sum': 'mcp-queue' });
+    // A gated tool that went away is refused (UnknownAgentTool): a run keeps the tools it had, gate included.
+    expect(() => registry.mcpGrant('mcp-user', ownToolNames(spec), listed(registry).slice(1))).toThrow(
+      /needs_approval lists ev_echo, which is not among its tools or its MCP servers' tools/,
+    );
+    // A list that clashes with the agent's own tools is refused, not joined.
+    const clashing = { ...listed(registry)[0]!, name: 'add' };
+    expect(() => registry.mcpGrant('mcp-user', ownToolNames(spec), [clashing])).toThrow(
+      /tool name\(s\) add given twice/,
+    );
+  });
+
+  it('refuses a list too large for the run to carry, naming the allow-list as the way out', () => {
+    const registry = registryWith(mcpAgent());
+    const huge = Array.from({ length: 600 }, (_, index) => ({
+      ...listed(registry)[0]!,
+      name: `ev_tool_${index}`,
+      description: 'x'.repeat(1000),
+    }));
+    expect(() => registry.mcpGrant('mcp-user', ['add', 'deploy'], huge)).toThrow(
+      /its MCP servers list 600 tools in \d+ bytes, over 524288: narrow them with each server's "tools" allow-list/,
+    );
   });
 
   it('fails a run at its start when a name is neither a registered tool of the agent nor one its servers listed', () => {

@@ -59,7 +59,7 @@ describe('MCP tool names and descriptors', () => {
         best_practices: [],
         // Ten times the idle timeout: the longest a call may take in all, for the batch's timeout.
         timeout_seconds: 50,
-        mcp: { server: 'srv', tool: 'b', repeatable: false },
+        mcp: { server: 'srv', tool: 'b', repeatable: false, idle_seconds: 5, total_seconds: 50 },
       },
     ]);
     expect(() => mcpDescriptors({ ...server, tools: ['c'] }, listing, 60)).toThrow(
