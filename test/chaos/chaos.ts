@@ -404,7 +404,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           env: { PY_MCP_EFFECTS_URL: '${PATCHLOOP_TEST_EFFECTS_URL}', PY_MCP_WORKER: '${PATCHLOOP_TEST_WORKER_NAME}' },
         }),
       ],
-      limits: { heartbeat_timeout_seconds: HEARTBEAT_TIMEOUT_SECONDS, abort_wait_seconds: 5 },
+      // A batch may be on three stopped workers in a row (14 stops in about a minute at full size; a stop
+      // that waited for a worker to come up, or for an MCP call in flight, lands right after the one
+      // before): more attempts than the default 3, so no batch runs out of them and every result can be
+      // checked (seen in 2 of 3 full runs with 3: a batch's calls all got "activity Heartbeat timeout").
+      limits: {
+        heartbeat_timeout_seconds: HEARTBEAT_TIMEOUT_SECONDS,
+        abort_wait_seconds: 5,
+        tool_batch_max_attempts: 5,
+      },
     },
   ];
   const sideEffects = await startSideEffectServer();
