@@ -1,7 +1,8 @@
 /**
  * `npm run chaos [-- --runs N --seed S]`: the seeded chaos run of test/chaos/chaos.ts at full size,
- * printing its table. Exits 1 when any run is not settled, valid, complete and unduplicated, or a
- * finished side-effecting call ran twice.
+ * printing its table. Exits 1 when any run is not settled, valid, complete and unduplicated, a
+ * finished side-effecting call ran twice, a call of the non-idempotent MCP tool was executed twice on
+ * its server, or an MCP server process outlived its worker.
  */
 import { parseArgs } from 'node:util';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
@@ -35,7 +36,8 @@ async function main(): Promise<number> {
   const bad = report.runs.filter(
     (run) => !run.settled || !run.valid || run.lost > 0 || run.duplicated > 0 || run.stuck || run.status === 'failed',
   );
-  return bad.length > 0 || report.sideEffects.finished > 0 ? 1 : 0;
+  const mcp = report.mcp.duplicates > 0 || report.mcp.serverProcessesLeft > 0;
+  return bad.length > 0 || report.sideEffects.finished > 0 || mcp ? 1 : 0;
 }
 
 main().then(

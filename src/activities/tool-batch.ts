@@ -417,12 +417,18 @@ async function runMcpTool(scope: CallScope, mcp: McpToolReference): Promise<Fini
  * the model learns the truth, that the call may or may not have run, instead of a second side effect.
  */
 function interruptedMcpCall(scope: CallScope, mcp: McpToolReference): Finished {
-  const message =
-    `Tool '${scope.call.name}' (MCP server '${mcp.server}') was interrupted: an earlier attempt of its batch ` +
+  const message = interruptedMcpMessage(scope.call.name, mcp.server);
+  return callResult(scope, toolStepErrorContent(message), false, message);
+}
+
+/** What the model is told about a non-repeatable MCP call a retried batch found unfinished. */
+export function interruptedMcpMessage(toolName: string, serverName: string): string {
+  return (
+    `Tool '${toolName}' (MCP server '${serverName}') was interrupted: an earlier attempt of its batch ` +
     'did not report a result for it (its worker stopped or lost contact). The server does not mark ' +
     'the tool readOnlyHint or idempotentHint, so it was not sent again: it may or may not have run. Check ' +
-    'its effect before calling it again.';
-  return callResult(scope, toolStepErrorContent(message), false, message);
+    'its effect before calling it again.'
+  );
 }
 
 /** A tool's value as its result: images become a multimodal patch; text above the size limit an error. */

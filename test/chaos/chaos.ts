@@ -7,8 +7,15 @@ import {
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { interruptedMcpMessage } from '../../src/activities/tool-batch';
 import { PatchloopClient, type RunHandle } from '../../src/client/patchloop-client';
-import { toolCancelledContent, truncatedAssistantContent, validateToolLinkage, type Message } from '../../src/context';
+import {
+  toolCancelledContent,
+  toolStepErrorContent,
+  truncatedAssistantContent,
+  validateToolLinkage,
+  type Message,
+} from '../../src/context';
 import { FakeModelServer, type ChatRequestBody } from '../../src/fake-model/server';
 import {
   callTools,
@@ -23,11 +30,14 @@ import { configFromEnvironment } from '../../src/config/environment';
 import { freePort } from '../../src/worker/free-port';
 import { startDevServer, type DevServer } from '../../src/worker/temporal-cli';
 import { repositoryRoot } from '../support/reference';
+import { commandLine, isRunning, processTree } from '../support/process-tree';
+import { pythonMcpServer } from '../support/mcp-servers';
 import {
   finishedRepeats,
   restartedCalls,
   startSideEffectServer,
   type ServerOutage,
+  type SideEffect,
   type WorkerDeath,
 } from '../support/side-effects';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
@@ -68,7 +78,24 @@ export interface RunCheck {
   workflowTaskFailures: number;
   abortToCloseMs: number | null;
   abortWithWorkerUp: boolean;
+  /** The run's MCP calls (see McpCounts); their problems are in `problems`. */
+  mcp: McpCounts;
   problems: string[];
+}
+
+/** MCP calls of a run's transcript, checked against the executions the Python server reported. */
+export interface McpCounts {
+  /** Calls of `shop_pay` (not idempotent) and `shop_quote` (read-only) in the transcript. */
+  pay: number;
+  quote: number;
+  /** `shop_pay` calls the server executed (reported their start). */
+  executed: number;
+  /** `shop_pay` calls whose result is the interrupted-call error (a batch retry found them unfinished). */
+  interrupted: number;
+  /** `shop_pay` calls the server executed more than once: must be 0. */
+  duplicates: number;
+  /** `shop_quote` calls sent again after a crash (allowed: the server marks the tool readOnlyHint). */
+  resent: number;
 }
 
 export interface ChaosReport {
@@ -88,6 +115,13 @@ export interface ChaosReport {
    * timed the attempt out), and how many started more than once (calls in flight at a kill may).
    */
   sideEffects: { calls: number; finished: number; finishedInWindow: number; finishedInOutage: number; started: number };
+  /**
+   * MCP calls summed over the runs; how many worker stops landed in the middle of a `pay` call (every
+   * third SIGKILL and SIGTERM waits for one); the Python server processes the workers started: how many,
+   * and how many still ran after every worker had stopped (must be 0: a stdio server exits with its
+   * worker).
+   */
+  mcp: McpCounts & { workerStopsMidCall: number; serverProcesses: number; serverProcessesLeft: number };
   durationMs: number;
   table: string;
 }
@@ -107,6 +141,10 @@ const RUN_DEADLINE_MS = 240_000;
  * heartbeat RPC on two busy cores, a kill up to 1 s after a call's end may still beat it.
  */
 const CHECKPOINT_WINDOW_MS = 1000;
+/** A `pay` call that began less than this ago is still running (it takes at least 0.2 s). */
+const MID_CALL_MS = 150;
+/** How long a worker fault meant to land during an MCP call waits for one before it lands anyway. */
+const MID_CALL_WAIT_MS = 15_000;
 /** Short, so a killed worker's calls move on quickly; a server outage longer than this times attempts out. */
 const HEARTBEAT_TIMEOUT_SECONDS = 2;
 
@@ -126,14 +164,46 @@ interface RunPlan {
   steps: FakeToolCall[][];
 }
 
+/**
+ * The MCP server of the chaos agent: test/support/python_mcp_server.py over stdio, started by each worker
+ * (the test venv's Python). Its tools `pay` (not idempotent) and `quote` (`readOnlyHint`) report every
+ * execution to the side-effect server, whose address and the worker's name reach the server through
+ * `${VAR}` values of `env`, resolved on the worker.
+ */
+const MCP_SERVER = 'python';
+const MCP_PREFIX = 'shop_';
+const MCP_PAY = `${MCP_PREFIX}pay`;
+const MCP_QUOTE = `${MCP_PREFIX}quote`;
+
+/** The result a non-idempotent MCP call gets when a batch retry finds it unfinished (tool-batch.ts). */
+export function interruptedMcpContent(tool: string): string {
+  return toolStepErrorContent(interruptedMcpMessage(tool, MCP_SERVER));
+}
+
 /** What the model is scripted to do in a run: some tool iterations, then an answer that says what it saw. */
-function planFor(index: number, next: () => number): RunPlan {
+function planFor(index: number, next: () => number, nextMcp: () => number): RunPlan {
   const steps: FakeToolCall[][] = [];
   const iterations = 2 + Math.floor(next() * 4);
   for (let step = 0; step < iterations; step += 1) {
     const calls = 1 + Math.floor(next() * 2);
-    steps.push(
-      Array.from({ length: calls }, (_, call) =>
+    // Some iterations also call an MCP tool, beside the others in the same batch. Drawn from a generator
+    // of their own, so the rest of the plan is what it was before MCP calls were added.
+    const mcp: FakeToolCall[] =
+      nextMcp() < 0.5
+        ? [
+            {
+              id: `call_${step}_${calls}`,
+              name: nextMcp() < 0.7 ? MCP_PAY : MCP_QUOTE,
+              // The label names the call across the whole chaos run: the server records it with each execution.
+              arguments: JSON.stringify({
+                label: `run${index}-${step}-${calls}`,
+                seconds: Math.round((0.2 + nextMcp()) * 10) / 10,
+              }),
+            },
+          ]
+        : [];
+    steps.push([
+      ...Array.from({ length: calls }, (_, call) =>
         // Some calls take a while, so that kills and aborts also land in the middle of tool batches.
         next() < 0.3
           ? {
@@ -157,7 +227,8 @@ function planFor(index: number, next: () => number): RunPlan {
                 arguments: JSON.stringify({ a: Math.floor(next() * 1000), b: Math.floor(next() * 1000) + index }),
               },
       ),
-    );
+      ...mcp,
+    ]);
   }
   return { steps };
 }
@@ -167,12 +238,18 @@ function finalText(index: number, messages: ChatRequestBody['messages']): string
   return [`Run ${index} is done `, `after ${users} user `, `message(s); `, `all sums `, `checked.`];
 }
 
+/** A tool call the model was scripted to send (ids repeat across runs, not within one). */
+interface SentCall {
+  name: string;
+  arguments: string;
+}
+
 /** The model's side: a deterministic reply per request state, broken at random like a real provider. */
 class ChaosModel {
   readonly faults = Object.fromEntries(FAULT_KINDS.map((kind) => [kind, 0])) as Record<ProviderFaultKind, number>;
   /** Per run: every complete answer text and tool call the model was scripted to send. */
   readonly sentTexts = new Map<number, Set<string>>();
-  readonly sentCalls = new Map<number, Map<string, string>>();
+  readonly sentCalls = new Map<number, Map<string, SentCall>>();
   private readonly plans = new Map<number, RunPlan>();
   private readonly faultRandom = new Map<number, () => number>();
   private readonly consecutiveFaults = new Map<number, number>();
@@ -194,7 +271,7 @@ class ChaosModel {
   plan(index: number): RunPlan {
     let plan = this.plans.get(index);
     if (!plan) {
-      plan = planFor(index, random(this.seed * 7919 + index));
+      plan = planFor(index, random(this.seed * 7919 + index), random(this.seed * 15485863 + index));
       this.plans.set(index, plan);
     }
     return plan;
@@ -217,8 +294,8 @@ class ChaosModel {
     if (intended.kind === 'reply') {
       const texts = this.sentTexts.get(index) ?? new Set();
       if (intended.toolCalls) {
-        const calls = this.sentCalls.get(index) ?? new Map<string, string>();
-        for (const call of intended.toolCalls) calls.set(call.id, call.arguments);
+        const calls = this.sentCalls.get(index) ?? new Map<string, SentCall>();
+        for (const call of intended.toolCalls) calls.set(call.id, { name: call.name, arguments: call.arguments });
         this.sentCalls.set(index, calls);
       } else texts.add((intended.content as string[]).join(''));
       this.sentTexts.set(index, texts);
@@ -317,7 +394,22 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       name: 'chaos',
       instructions: 'Add the numbers you are given.',
       tools: ['add', 'wait', 'charge'],
-      limits: { heartbeat_timeout_seconds: HEARTBEAT_TIMEOUT_SECONDS, abort_wait_seconds: 5 },
+      mcp_servers: [
+        pythonMcpServer({
+          tools: ['pay', 'quote'],
+          tool_prefix: MCP_PREFIX,
+          env: { PY_MCP_EFFECTS_URL: '${PATCHLOOP_TEST_EFFECTS_URL}', PY_MCP_WORKER: '${PATCHLOOP_TEST_WORKER_NAME}' },
+        }),
+      ],
+      // A batch may be on three stopped workers in a row (14 stops in about a minute at full size; a stop
+      // that waited for a worker to come up, or for an MCP call in flight, lands right after the one
+      // before): more attempts than the default 3, so no batch runs out of them and every result can be
+      // checked (seen in 2 of 3 full runs with 3: a batch's calls all got "activity Heartbeat timeout").
+      limits: {
+        heartbeat_timeout_seconds: HEARTBEAT_TIMEOUT_SECONDS,
+        abort_wait_seconds: 5,
+        tool_batch_max_attempts: 5,
+      },
     },
   ];
   const sideEffects = await startSideEffectServer();
@@ -342,10 +434,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const connection = await Connection.connect({ address: server.address });
   const client = PatchloopClient.on(connection, { ...configFromEnvironment({}), taskQueue });
   const chaosRandom = random(options.seed);
-  const counts = { kills: 0, terms: 0, restarts: 0, aborts: 0 };
+  const counts = { kills: 0, terms: 0, restarts: 0, aborts: 0, midMcpCall: 0 };
   let finished = false;
   let serverDown = false;
   const outages: ServerOutage[] = [];
+  // The MCP server processes of each worker, read just before it is stopped.
+  const mcpProcesses: number[] = [];
 
   // Infrastructure faults are tied to progress, not to the clock, so they land while runs are in
   // flight whatever the machine's speed: each fires once the model has received a given number of
@@ -354,11 +448,50 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     (a, b) => a + b,
     0,
   );
-  const plannedFaults: Array<{ at: number; kind: 'SIGKILL' | 'SIGTERM' | 'restart' }> = [
-    ...Array.from({ length: Math.max(1, Math.ceil(options.runs / 4)) }, () => ({ kind: 'SIGKILL' as const })),
-    ...Array.from({ length: Math.max(1, Math.ceil(options.runs / 10)) }, () => ({ kind: 'SIGTERM' as const })),
+  // Every third SIGKILL and SIGTERM (the first of each, ...) waits for a call of the non-idempotent MCP
+  // tool in flight and stops the worker whose server runs it (see midMcpCall).
+  const plannedFaults: Array<{ at: number; kind: 'SIGKILL' | 'SIGTERM' | 'restart'; midMcpCall?: boolean }> = [
+    ...Array.from({ length: Math.max(1, Math.ceil(options.runs / 4)) }, (_, nth) => ({
+      kind: 'SIGKILL' as const,
+      midMcpCall: nth % 3 === 0,
+    })),
+    ...Array.from({ length: Math.max(1, Math.ceil(options.runs / 10)) }, (_, nth) => ({
+      kind: 'SIGTERM' as const,
+      midMcpCall: nth % 3 === 0,
+    })),
     ...((options.serverRestart ?? true) ? [{ kind: 'restart' as const }] : []),
   ].map((fault) => ({ ...fault, at: Math.max(2, Math.floor(minimumRequests * (0.05 + chaosRandom() * 0.65))) }));
+  /**
+   * The slot of a worker that is up and whose MCP server began a `pay` call less than MID_CALL_MS ago
+   * and has not ended it: the call is still running (it takes at least 0.2 s), so stopping the worker
+   * now lands in the middle of it.
+   */
+  const payingWorker = (): number | undefined => {
+    const now = Date.now();
+    const ended = new Set(
+      sideEffects.effects
+        .filter((effect) => effect.tool === 'pay' && effect.phase === 'end')
+        .map((effect) => effect.key),
+    );
+    for (let position = sideEffects.effects.length - 1; position >= 0; position -= 1) {
+      const effect = sideEffects.effects[position]!;
+      if (now - effect.at > MID_CALL_MS) break;
+      if (effect.tool !== 'pay' || effect.phase !== 'start' || ended.has(effect.key)) continue;
+      const slot = workers.findIndex((worker) => worker !== null && workerNames.get(worker) === effect.worker);
+      if (slot >= 0) return slot;
+    }
+    return undefined;
+  };
+  /** Waits (up to MID_CALL_WAIT_MS, or until the runs are over) for a worker in the middle of a `pay` call. */
+  const midMcpCall = async (): Promise<number | undefined> => {
+    const deadline = Date.now() + MID_CALL_WAIT_MS;
+    while (!finished && Date.now() < deadline) {
+      const slot = payingWorker();
+      if (slot !== undefined) return slot;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return undefined;
+  };
   // A killed worker restarts in the background; the next fault picks a worker that is up.
   const restarting = new Set<Promise<void>>();
   const faults = (async () => {
@@ -378,12 +511,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         continue;
       }
       while (workers.every((worker) => worker === null)) await Promise.race(restarting);
+      const paying = fault.midMcpCall ? await midMcpCall() : undefined;
+      if (finished) break;
       const up = workers.flatMap((worker, slot) => (worker ? [slot] : []));
-      const slot = up[Math.floor(chaosRandom() * up.length)]!;
+      // Drawn either way, so the faults after it are what they were.
+      const chosen = up[Math.floor(chaosRandom() * up.length)]!;
+      const slot = paying ?? chosen;
       const worker = workers[slot]!;
       workers[slot] = null;
-      log(`chaos: ${fault.kind} worker ${slot} (request ${model.requestCount})`);
+      if (paying !== undefined) counts.midMcpCall += 1;
+      log(
+        `chaos: ${fault.kind} worker ${slot} (request ${model.requestCount}${paying !== undefined ? ', during an MCP pay call' : ''})`,
+      );
       deaths.push({ worker: workerNames.get(worker) ?? 'unknown', at: Date.now() });
+      mcpProcesses.push(...mcpServerProcesses(worker));
       await worker.kill(fault.kind);
       if (fault.kind === 'SIGKILL') counts.kills += 1;
       else counts.terms += 1;
@@ -492,19 +633,27 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
   const checks: RunCheck[] = [];
   for (const record of records.sort((a, b) => a.index - b.index)) checks.push(await checkRun(record, model));
-  for (const worker of workers) await worker?.kill('SIGTERM');
+  for (const worker of workers) {
+    if (!worker) continue;
+    mcpProcesses.push(...mcpServerProcesses(worker));
+    await worker.kill('SIGTERM');
+  }
+  const serverProcessesLeft = await processesLeft(mcpProcesses);
+  // Every worker and MCP server has stopped: no execution is reported from now on.
+  const mcpEffects = sideEffects.effects.filter((effect) => effect.tool !== undefined);
+  for (const [position, check] of checks.entries()) {
+    const mcp = checkMcp(records[position]!, model, mcpEffects);
+    check.mcp = mcp.counts;
+    check.problems.push(...mcp.problems);
+  }
   await client.close();
   await fake.close();
   await server.stop();
   await sideEffects.close();
   rmSync(folder, { recursive: true, force: true });
-  const repeats = finishedRepeats(
-    sideEffects.effects,
-    deaths,
-    CHECKPOINT_WINDOW_MS,
-    outages,
-    HEARTBEAT_TIMEOUT_SECONDS * 1000,
-  );
+  // The registered tools' side effects (the MCP tools' are checked by checkMcp).
+  const effects = sideEffects.effects.filter((effect) => effect.tool === undefined);
+  const repeats = finishedRepeats(effects, deaths, CHECKPOINT_WINDOW_MS, outages, HEARTBEAT_TIMEOUT_SECONDS * 1000);
   const report: Omit<ChaosReport, 'table'> = {
     runs: checks,
     providerFaults: model.faults,
@@ -517,11 +666,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     ),
     aborts: counts.aborts,
     sideEffects: {
-      calls: new Set(sideEffects.effects.map((effect) => effect.key)).size,
+      calls: new Set(effects.map((effect) => effect.key)).size,
       finished: repeats.outside,
       finishedInWindow: repeats.inWindow,
       finishedInOutage: repeats.inOutage,
-      started: restartedCalls(sideEffects.effects),
+      started: restartedCalls(effects),
+    },
+    mcp: {
+      ...sumMcp(checks.map((check) => check.mcp)),
+      workerStopsMidCall: counts.midMcpCall,
+      serverProcesses: new Set(mcpProcesses).size,
+      serverProcessesLeft,
     },
     durationMs: Date.now() - started,
   };
@@ -557,7 +712,7 @@ async function checkRun(record: RunRecord, model: ChaosModel): Promise<RunCheck>
       problems.push('the transcript does not start with the system message');
     }
     const texts = model.sentTexts.get(record.index) ?? new Set<string>();
-    const calls = model.sentCalls.get(record.index) ?? new Map<string, string>();
+    const calls = model.sentCalls.get(record.index) ?? new Map<string, SentCall>();
     const aborted = result.status === 'aborted';
     for (const [position, message] of transcript.entries()) {
       const problem = messageProblem(message, position === transcript.length - 1, aborted, texts, calls, transcript);
@@ -613,8 +768,110 @@ async function checkRun(record: RunRecord, model: ChaosModel): Promise<RunCheck>
         ? record.closedAt - record.abortSentAt
         : null,
     abortWithWorkerUp: record.abortWithWorkerUp,
+    mcp: NO_MCP_CALLS,
     problems,
   };
+}
+
+const NO_MCP_CALLS: McpCounts = { pay: 0, quote: 0, executed: 0, interrupted: 0, duplicates: 0, resent: 0 };
+
+function sumMcp(counts: McpCounts[]): McpCounts {
+  const total = { ...NO_MCP_CALLS };
+  for (const count of counts) for (const key of Object.keys(total) as Array<keyof McpCounts>) total[key] += count[key];
+  return total;
+}
+
+/**
+ * A run's MCP calls against what the Python server reported executing (its labels start with
+ * `run<index>-`): a `shop_pay` call ran at most once, and exactly once when the model got its result; a
+ * `shop_quote` result was really computed; nothing ran for a call the transcript does not hold. The
+ * content of each result (the real one, the interrupted-call error, or cancelled by an abort) is
+ * checked with the rest of the transcript (messageProblem).
+ */
+function checkMcp(
+  record: RunRecord,
+  model: ChaosModel,
+  effects: readonly SideEffect[],
+): { counts: McpCounts; problems: string[] } {
+  const counts = { ...NO_MCP_CALLS };
+  const problems: string[] = [];
+  const executions = new Map<string, { tool: string; starts: number; ends: number }>();
+  for (const effect of effects) {
+    if (!effect.label.startsWith(`run${record.index}-`)) continue;
+    const key = `${effect.tool}:${effect.label}`;
+    const entry = executions.get(key) ?? { tool: effect.tool!, starts: 0, ends: 0 };
+    if (effect.phase === 'start') entry.starts += 1;
+    else entry.ends += 1;
+    executions.set(key, entry);
+  }
+  for (const [key, execution] of executions) {
+    if (execution.tool !== 'pay') continue;
+    if (execution.starts > 0) counts.executed += 1;
+    if (execution.starts > 1) {
+      counts.duplicates += 1;
+      problems.push(`MCP call ${key} executed ${execution.starts} times on the server (not idempotent: at most once)`);
+    }
+  }
+  const transcript = record.result?.transcript ?? [];
+  const sent = model.sentCalls.get(record.index) ?? new Map<string, SentCall>();
+  const inTranscript = new Set<string>();
+  for (const message of transcript) {
+    if (message['role'] !== 'tool') continue;
+    const call = sent.get(String(message['tool_call_id']));
+    if (!call || (call.name !== MCP_PAY && call.name !== MCP_QUOTE)) continue;
+    const tool = call.name.slice(MCP_PREFIX.length);
+    const label = (JSON.parse(call.arguments) as { label: string }).label;
+    const key = `${tool}:${label}`;
+    inTranscript.add(key);
+    const execution = executions.get(key) ?? { tool, starts: 0, ends: 0 };
+    const content = String(message['content']);
+    const answered = content === expectedResult(call);
+    if (tool === 'pay') {
+      counts.pay += 1;
+      if (content === interruptedMcpContent(call.name)) counts.interrupted += 1;
+      if (answered && (execution.starts !== 1 || execution.ends !== 1))
+        problems.push(
+          `the model got ${key}'s result, but the server reported ${execution.starts} start(s) and ${execution.ends} end(s)`,
+        );
+    } else {
+      counts.quote += 1;
+      if (execution.starts > 1) counts.resent += 1;
+      if (answered && execution.ends === 0)
+        problems.push(`the model got ${key}'s result, but the server never ended it`);
+    }
+  }
+  for (const key of executions.keys())
+    if (!inTranscript.has(key) && record.result)
+      problems.push(`MCP call ${key} executed on the server, but no result for it is in the transcript`);
+  return { counts, problems };
+}
+
+/** The MCP server processes (test/support/python_mcp_server.py) a worker started, as they are now. */
+function mcpServerProcesses(worker: WorkerProcess): number[] {
+  const root = worker.child.pid;
+  if (root === undefined) return [];
+  return processTree(root).filter((pid) => pid !== root && commandLine(pid).includes('python_mcp_server.py'));
+}
+
+/**
+ * How many of these processes still run once their workers have stopped: a stdio server reads the end
+ * of its input when its worker dies (any way) and exits. Waits up to 10 s for them; any left is killed
+ * (and counted).
+ */
+async function processesLeft(pids: readonly number[]): Promise<number> {
+  const deadline = Date.now() + 10_000;
+  let running = pids.filter(isRunning);
+  while (running.length > 0 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    running = running.filter(isRunning);
+  }
+  for (const pid of running)
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone meanwhile.
+    }
+  return running.length;
 }
 
 /** Why one transcript message is not something the model really sent (null when it is). */
@@ -623,7 +880,7 @@ function messageProblem(
   last: boolean,
   aborted: boolean,
   texts: Set<string>,
-  calls: Map<string, string>,
+  calls: Map<string, SentCall>,
   transcript: Message[],
 ): string | null {
   const role = message['role'];
@@ -632,8 +889,9 @@ function messageProblem(
       Array<{ id: string; function: { name: string; arguments: string } }> | undefined;
     if (toolCalls) {
       for (const call of toolCalls) {
-        if (calls.get(call.id) !== call.function.arguments)
-          return `tool call ${call.id} has arguments the model never sent: ${call.function.arguments}`;
+        const sent = calls.get(call.id);
+        if (sent?.arguments !== call.function.arguments || sent.name !== call.function.name)
+          return `tool call ${call.id} has a name or arguments the model never sent: ${call.function.name} ${call.function.arguments}`;
       }
       return null;
     }
@@ -649,23 +907,36 @@ function messageProblem(
   }
   if (role === 'tool') {
     const id = String(message['tool_call_id']);
-    const args = calls.get(id);
+    const sent = calls.get(id);
     const content = String(message['content']);
-    if (args === undefined) return `a result for a call the model never made: ${id}`;
-    const parsed = JSON.parse(args) as { a?: number; b?: number; seconds?: number; label?: string };
-    const tool = parsed.label !== undefined ? 'charge' : parsed.seconds !== undefined ? 'wait' : 'add';
-    const expected =
-      tool === 'charge'
-        ? JSON.stringify(`charged ${parsed.label}`)
-        : tool === 'wait'
-          ? JSON.stringify(`waited ${parsed.seconds} s`)
-          : String(parsed.a! + parsed.b!);
+    if (sent === undefined) return `a result for a call the model never made: ${id}`;
+    const tool = sent.name;
+    const expected = expectedResult(sent);
     if (content === expected) return null;
+    // A non-idempotent MCP call a batch retry found unfinished is not sent again: the model is told so.
+    if (tool === MCP_PAY && content === interruptedMcpContent(tool)) return null;
     if (aborted && content === toolCancelledContent(tool, 'chaos abort')) return null;
-    return `tool ${id} answered ${content.slice(0, 80)}, not ${expected} for ${args}`;
+    return `tool ${id} answered ${content.slice(0, 80)}, not ${expected} for ${tool} ${sent.arguments}`;
   }
   if (role === 'user' || role === 'system') return null;
   return `unexpected message role ${String(role)} at ${transcript.indexOf(message)}`;
+}
+
+/** What a call's tool answers when it runs to its end (an MCP tool's text as the server wrote it). */
+function expectedResult(call: SentCall): string {
+  const parsed = JSON.parse(call.arguments) as { a?: number; b?: number; seconds?: number; label?: string };
+  switch (call.name) {
+    case 'charge':
+      return JSON.stringify(`charged ${parsed.label}`);
+    case 'wait':
+      return JSON.stringify(`waited ${parsed.seconds} s`);
+    case MCP_PAY:
+      return `paid ${parsed.label}`;
+    case MCP_QUOTE:
+      return `quote for ${parsed.label}: 42`;
+    default:
+      return String(parsed.a! + parsed.b!);
+  }
 }
 
 function percentile(values: number[], fraction: number): number | null {
@@ -676,6 +947,7 @@ function percentile(values: number[], fraction: number): number | null {
 
 function table(report: Omit<ChaosReport, 'table'>): string {
   const runs = report.runs;
+  const mcp = report.mcp;
   const count = (predicate: (run: RunCheck) => boolean) => runs.filter(predicate).length;
   const latencies = (up: boolean) =>
     runs.flatMap((run) => (run.abortToCloseMs !== null && run.abortWithWorkerUp === up ? [run.abortToCloseMs] : []));
@@ -689,10 +961,11 @@ function table(report: Omit<ChaosReport, 'table'>): string {
     `provider faults: ${faults}`,
     `infrastructure faults: worker SIGKILL ${report.workerKills}, worker SIGTERM ${report.workerTerms}, dev-server restarts ${report.serverRestarts}`,
     `side effects (counted outside the workers): ${report.sideEffects.calls} calls, ${report.sideEffects.finished} finished calls repeated (besides ${report.sideEffects.finishedInWindow} that finished within ${CHECKPOINT_WINDOW_MS} ms of their worker's kill and ${report.sideEffects.finishedInOutage} that finished while the dev server was down, the documented at-least-once cases), ${report.sideEffects.started} calls in flight at a crash started again`,
+    `MCP tools (Python stdio server, executions counted outside the workers): ${mcp.pay + mcp.quote} calls; ${MCP_PAY} (not idempotent) ${mcp.pay} calls, ${mcp.executed} executed, ${mcp.interrupted} interrupted (the model was told it may or may not have run), ${mcp.duplicates} executed twice; ${MCP_QUOTE} (readOnlyHint) ${mcp.quote} calls, ${mcp.resent} sent again after a crash; ${mcp.workerStopsMidCall} worker stops during a ${MCP_PAY} call; ${mcp.serverProcesses} server processes, ${mcp.serverProcessesLeft} left running after their worker stopped`,
     '',
-    '| runs | settled | valid | lost | duplicated | stuck | workflow task failures | abort-to-close p50 / p95, a worker up | with no worker up |',
-    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-    `| ${runs.length} | ${count((run) => run.settled)} | ${count((run) => run.valid)} | ${runs.reduce((total, run) => total + run.lost, 0)} | ${runs.reduce((total, run) => total + run.duplicated, 0)} | ${count((run) => run.stuck)} | ${runs.reduce((total, run) => total + run.workflowTaskFailures, 0)} | ${spread(latencies(true))} | ${spread(latencies(false))} |`,
+    '| runs | settled | valid | lost | duplicated | stuck | workflow task failures | MCP calls / interrupted / duplicated | abort-to-close p50 / p95, a worker up | with no worker up |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    `| ${runs.length} | ${count((run) => run.settled)} | ${count((run) => run.valid)} | ${runs.reduce((total, run) => total + run.lost, 0)} | ${runs.reduce((total, run) => total + run.duplicated, 0)} | ${count((run) => run.stuck)} | ${runs.reduce((total, run) => total + run.workflowTaskFailures, 0)} | ${mcp.pay + mcp.quote} / ${mcp.interrupted} / ${mcp.duplicates} | ${spread(latencies(true))} | ${spread(latencies(false))} |`,
     ...runs
       .filter((run) => run.problems.length > 0)
       .map((run) => `run ${run.index} (${run.workflowId}): ${run.problems.join('; ')}`),

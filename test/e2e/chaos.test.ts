@@ -3,10 +3,11 @@ import { runChaos } from '../chaos/chaos';
 
 /**
  * The short, seeded version of `npm run chaos`: its own dev server (restarted once), two worker
- * processes killed and restarted, provider faults of every kind, user messages and aborts.
+ * processes killed and restarted, each with its own stdio MCP server (Python), provider faults of every
+ * kind, user messages and aborts.
  */
 it(
-  'under chaos every run settles with a valid transcript, nothing lost, nothing duplicated, no finished call repeated',
+  'under chaos every run settles with a valid transcript, nothing lost, nothing duplicated, no finished call repeated, no MCP call run twice',
   { timeout: 600_000 },
   async () => {
     const report = await runChaos({ runs: 8, seed: 7, concurrency: 4 });
@@ -23,5 +24,16 @@ it(
     // Side effects counted outside the workers: some happened, and no finished call ran twice.
     expect(report.sideEffects.calls).toBeGreaterThan(0);
     expect(report.sideEffects.finished).toBe(0);
+    // An MCP server's tools among them (the Python server over stdio, in every worker): calls of the
+    // non-idempotent tool happened and none ran twice on the server; the read-only one was called too;
+    // no server process outlived its worker.
+    expect(report.mcp.pay).toBeGreaterThan(0);
+    expect(report.mcp.executed).toBeGreaterThan(0);
+    expect(report.mcp.quote).toBeGreaterThan(0);
+    expect(report.mcp.duplicates).toBe(0);
+    // A SIGKILL and a SIGTERM each wait for a call of it in flight (up to 15 s) and stop its worker.
+    expect(report.mcp.workerStopsMidCall).toBeGreaterThan(0);
+    expect(report.mcp.serverProcesses).toBeGreaterThan(0);
+    expect(report.mcp.serverProcessesLeft).toBe(0);
   },
 );

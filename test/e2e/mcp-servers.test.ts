@@ -152,6 +152,8 @@ describe('real MCP servers', () => {
       'append_line',
       'count_lines',
       'wait_for',
+      'pay',
+      'quote',
     ]);
     world = await startWorld({
       // The allow-list: the other tools of the server are never offered.

@@ -5,9 +5,15 @@ appends a line to the journal file named by PY_MCP_JOURNAL ("<tool> started", "<
 test can see what the server really did; with a `release` path a call waits until that file exists.
 PY_MCP_LISTING_FILE, if set, is read at every tools/list into the description of `count_lines`: the
 same server lists its tools differently once the file changes.
+
+`pay` and `quote`, for the chaos run (test/chaos/chaos.ts), report each execution to the side-effect
+server at PY_MCP_EFFECTS_URL (test/support/side-effects.ts, `POST /effect`) as it begins and as it ends,
+with the worker that started this server (PY_MCP_WORKER), so executions are counted outside the workers.
 """
 
+import json
 import os
+import urllib.request
 from typing import TypedDict
 
 import anyio
@@ -15,6 +21,8 @@ from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import ToolAnnotations
 
 JOURNAL = os.environ.get("PY_MCP_JOURNAL", "")
+EFFECTS_URL = os.environ.get("PY_MCP_EFFECTS_URL", "")
+WORKER = os.environ.get("PY_MCP_WORKER", "python")
 LISTING_FILE = os.environ.get("PY_MCP_LISTING_FILE", "")
 
 
@@ -104,6 +112,40 @@ async def wait_for(release: str, ctx: Context) -> str:
         journal("wait_for cancelled")
         raise
     return f"released after {step} progress reports"
+
+
+def post_effect(tool: str, label: str, phase: str) -> None:
+    """One execution's beginning or end, told to the side-effect server (the same protocol as side-effect-tools.ts)."""
+    body = {"label": label, "key": f"mcp:{tool}:{label}", "worker": WORKER, "phase": phase, "tool": tool}
+    request = urllib.request.Request(f"{EFFECTS_URL}/effect", data=json.dumps(body).encode(), method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        response.read()
+
+
+async def effect(tool: str, label: str, phase: str) -> None:
+    if EFFECTS_URL:
+        await anyio.to_thread.run_sync(post_effect, tool, label, phase)
+
+
+@server.tool(
+    structured_output=False,
+    annotations=ToolAnnotations(readOnlyHint=False, idempotentHint=False, destructiveHint=False),
+)
+async def pay(label: str, seconds: float) -> str:
+    """Makes a payment (a side effect: every call pays once more, not idempotent), then takes its time to confirm."""
+    await effect("pay", label, "start")
+    await anyio.sleep(seconds)
+    await effect("pay", label, "end")
+    return f"paid {label}"
+
+
+@server.tool(structured_output=False, annotations=ToolAnnotations(readOnlyHint=True))
+async def quote(label: str, seconds: float) -> str:
+    """Looks up a price (read-only: changes nothing, so it may be asked again), taking its time."""
+    await effect("quote", label, "start")
+    await anyio.sleep(seconds)
+    await effect("quote", label, "end")
+    return f"quote for {label}: 42"
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ export interface SideEffect {
   /** `start` when the call began its side effect, `end` when it finished. */
   phase: 'start' | 'end';
   at: number;
+  /** The MCP tool that performed it (test/support/python_mcp_server.py); absent for registered tools. */
+  tool?: string;
 }
 
 /** Calls that started more than once (calls in flight at a kill may; finished ones: finishedRepeats). */
@@ -75,7 +77,8 @@ export function finishedRepeats(
 
 /**
  * A service outside the worker that tools call to perform side effects, so a test counts what really
- * happened across worker crashes: `POST /effect {label, key}` records one; `POST /attempt {key}` counts
+ * happened across worker crashes: `POST /effect {label, key, worker, phase, tool?}` records one (`tool`
+ * names an MCP server's tool); `POST /attempt {key}` counts
  * attempts of one call and answers how many so far.
  */
 export async function startSideEffectServer(): Promise<{
@@ -90,7 +93,13 @@ export async function startSideEffectServer(): Promise<{
     let body = '';
     request.on('data', (part: Buffer) => (body += part.toString()));
     request.on('end', () => {
-      const parsed = JSON.parse(body || '{}') as { label?: string; key?: string; worker?: string; phase?: string };
+      const parsed = JSON.parse(body || '{}') as {
+        label?: string;
+        key?: string;
+        worker?: string;
+        phase?: string;
+        tool?: string;
+      };
       if (request.url === '/effect') {
         effects.push({
           label: String(parsed.label),
@@ -98,6 +107,7 @@ export async function startSideEffectServer(): Promise<{
           worker: String(parsed.worker),
           phase: parsed.phase === 'end' ? 'end' : 'start',
           at: Date.now(),
+          ...(typeof parsed.tool === 'string' ? { tool: parsed.tool } : {}),
         });
         response.end('{}');
         return;
