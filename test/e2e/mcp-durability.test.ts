@@ -19,7 +19,7 @@ import {
   startEverythingHttp,
 } from '../support/mcp-servers';
 import { clientOn, startWorld, temporalAddress, type TestWorld } from '../support/temporal';
-import { eventually } from '../support/wait';
+import { eventually, recordHistory } from '../support/wait';
 import { historyText } from '../support/history-text';
 import { freePort } from '../../src/worker/free-port';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
@@ -135,6 +135,7 @@ describe('MCP calls under failure', () => {
     const result = await run.result();
     expect(result.status).toBe('completed');
     expect(result.answer).toBe('done');
+    await recordHistory(run, 'mcp-interrupted-call');
     // The payment happened once: the call was not sent again. The read-only count ran twice.
     expect(readFileSync(ledger, 'utf8')).toBe('paid\n');
     expect(journaled(journal).filter((line) => line === 'append_line started')).toHaveLength(1);
@@ -378,6 +379,8 @@ describe('MCP calls under failure', () => {
         }),
       ]);
       expect(world.fake.requests).toHaveLength(3);
+      // The last run of the chain: the relisting (patched) that failed and kept the tools.
+      await recordHistory(run, 'mcp-relisted-at-continue-as-new');
     }, 90_000);
 
     it('timeouts: progress keeps a long call alive past its idle timeout; silence ends a call at it; max_call_seconds ends one that keeps reporting; each cancelled on its server', async () => {
