@@ -1,15 +1,13 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { validateToolLinkage } from '../../src/context';
 import { RunFailedError } from '../../src/client/patchloop-client';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { addTool } from '../../src/tools/examples';
 import { startLiteLlm, startLlamaServer, type LocalServer } from '../support/local-model';
-import { everythingEntry, everythingStdio } from '../support/mcp-servers';
+import { everythingEntry, everythingStdio, listServerTools } from '../support/mcp-servers';
 import { RecordingProxy } from '../support/recording-proxy';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { replyReceived } from '../support/wait';
@@ -204,7 +202,7 @@ describe('MCP tools offered to llama-cpp-python', () => {
     expect(result.status).toBe('completed');
     const sent = proxy!.chatRequests;
     // The tools went to the model server exactly as the MCP server listed them, and it answered 200.
-    const listing = await everythingListing();
+    const listing = await listServerTools(process.execPath, [everythingEntry, 'stdio']);
     expect(sent[0]!.body['tools']).toEqual(
       offered.map((name) => {
         const tool = listing.find((entry) => entry.name === name)!;
@@ -219,19 +217,6 @@ describe('MCP tools offered to llama-cpp-python', () => {
     expect(result.transcript[3]).toMatchObject({ role: 'tool', content: `The sum of ${a} and ${b} is ${a + b}.` });
   });
 });
-
-/** server-everything's own listing, asked directly. */
-async function everythingListing() {
-  const client = new Client({ name: 'test', version: '1' });
-  await client.connect(
-    new StdioClientTransport({ command: process.execPath, args: [everythingEntry, 'stdio'], stderr: 'ignore' }),
-  );
-  try {
-    return (await client.listTools()).tools;
-  } finally {
-    await client.close();
-  }
-}
 
 describe('LiteLLM proxy in front of llama-cpp-python', () => {
   const agent = (provider: AgentDefinitionInput['provider']) =>

@@ -9,7 +9,7 @@ import { callTools, reply } from '../../src/fake-model/steps';
 import { rejectedCallContent, type AgentDefinitionInput, type PendingApproval } from '../../src/runtime';
 import { createPatchloopWorker } from '../../src/worker/create-worker';
 import { runCli } from '../support/cli';
-import { everythingLauncher, filesystemServerBin } from '../support/mcp-servers';
+import { everythingLauncher, filesystemServerBin, toolMessages } from '../support/mcp-servers';
 import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
 
@@ -35,12 +35,6 @@ afterEach(async () => {
   world = undefined;
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-function toolMessages(world: TestWorld, index: number) {
-  return (world.fake.requests[index]!.body.messages as Array<{ role: string; content?: unknown }>).filter(
-    (message) => message.role === 'tool',
-  );
-}
 
 /** Waits until the run reports exactly these calls as waiting for a decision. */
 function awaitingApproval(run: RunHandle, ids: string[]): Promise<PendingApproval[]> {
@@ -149,7 +143,7 @@ describe('approval and routing of MCP tools', () => {
     expect(await run.approve('w1')).toEqual({ tool_call_id: 'w1', approved: true });
     await awaitingApproval(run, ['e2', 'w2']);
     // The model received the servers' real results of the approved calls.
-    expect(toolMessages(world, 1)).toEqual([
+    expect(toolMessages(world.fake.requests[1]!.body)).toEqual([
       { role: 'tool', tool_call_id: 'e1', content: 'Echo: approved text' },
       {
         role: 'tool',
@@ -165,7 +159,7 @@ describe('approval and routing of MCP tools', () => {
     const result = await run.result();
     expect(result.status).toBe('completed');
     expect(result.answer).toBe('done');
-    expect(toolMessages(world, 2).slice(3)).toEqual([
+    expect(toolMessages(world.fake.requests[2]!.body).slice(3)).toEqual([
       { role: 'tool', tool_call_id: 'e2', content: rejectedCallContent('ev_echo', 'not this one') },
       { role: 'tool', tool_call_id: 'w2', content: rejectedCallContent('fs_write_file', 'no writes') },
     ]);
@@ -248,7 +242,7 @@ describe('approval and routing of MCP tools', () => {
     const run = await world.client.start({ agent: 'router', input: 'go' });
     const result = await run.result();
     expect(result.status).toBe('completed');
-    expect(toolMessages(world, 1)).toEqual([
+    expect(toolMessages(world.fake.requests[1]!.body)).toEqual([
       { role: 'tool', tool_call_id: 'r1', content: 'Echo: routed' },
       { role: 'tool', tool_call_id: 'r2', content: 'The sum of 40 and 2 is 42.' },
     ]);

@@ -3,10 +3,8 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FakeModelServer, type ChatRequestBody } from '../../src/fake-model/server';
+import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import {
@@ -16,7 +14,10 @@ import {
   pythonMcpScript,
   pythonMcpServer,
   pythonWithMcp,
+  listServerTools,
+  offeredTools,
   startEverythingHttp,
+  toolMessages,
 } from '../support/mcp-servers';
 import { clientOn, startWorld, temporalAddress, type TestWorld } from '../support/temporal';
 import { eventually, recordHistory } from '../support/wait';
@@ -61,17 +62,6 @@ function journalEntries(journal: string): Array<{ line: string; pid: number }> {
 
 function journaled(journal: string): string[] {
   return journalEntries(journal).map((entry) => entry.line);
-}
-
-type OfferedTool = { type: string; function: { name: string; description: string; parameters: unknown } };
-function offered(body: ChatRequestBody): OfferedTool[] {
-  return (body.tools as OfferedTool[] | undefined) ?? [];
-}
-
-function toolMessages(body: ChatRequestBody) {
-  return (body.messages as Array<{ role: string; tool_call_id?: string; content?: unknown }>).filter(
-    (message) => message.role === 'tool',
-  );
 }
 
 describe('MCP calls under failure', () => {
@@ -153,23 +143,18 @@ describe('MCP calls under failure', () => {
     expect(JSON.parse(String(results[0]!.content))).toEqual({ error: interrupted });
     expect(results[1]!.content).toBe('1');
     // The same tools after the restart as before it: the list recorded at the run's start...
-    expect(offered(after!)).toEqual(offered(before!));
-    expect(offered(after!).map((tool) => tool.function.description)).toEqual([
+    expect(offeredTools(after!)).toEqual(offeredTools(before!));
+    expect(offeredTools(after!).map((tool) => tool.function.description)).toEqual([
       'Appends a line to a file: every call adds one more (not idempotent).',
       'Counts the lines of a file (listing v1).',
     ]);
     // ...though the server, asked now, lists another.
-    const fresh = new Client({ name: 'test', version: '1' });
-    await fresh.connect(
-      new StdioClientTransport({
-        command: pythonWithMcp(),
-        args: [pythonMcpScript],
-        env: { PATH: process.env['PATH'] ?? '', PY_MCP_LISTING_FILE: listingFile },
-        stderr: 'ignore',
-      }),
-    );
-    const now = (await fresh.listTools()).tools.find((tool) => tool.name === 'count_lines');
-    await fresh.close();
+    const now = (
+      await listServerTools(pythonWithMcp(), [pythonMcpScript], {
+        PATH: process.env['PATH'] ?? '',
+        PY_MCP_LISTING_FILE: listingFile,
+      })
+    ).find((tool) => tool.name === 'count_lines');
     expect(now?.description).toBe('Counts the lines of a file (listing v2).');
   }, 120_000);
 
@@ -265,9 +250,9 @@ describe('MCP calls under failure', () => {
           expect(fake.requests).toHaveLength(3);
           const [before, retried, after] = fake.requests.map((request) => request.body);
           // The retried call and the one after the tools offer what was listed before the crash...
-          expect(offered(before!).length).toBe(2);
-          expect(offered(retried!)).toEqual(offered(before!));
-          expect(offered(after!)).toEqual(offered(before!));
+          expect(offeredTools(before!).length).toBe(2);
+          expect(offeredTools(retried!)).toEqual(offeredTools(before!));
+          expect(offeredTools(after!)).toEqual(offeredTools(before!));
           // ...from the list recorded once: the new worker did not list the tools again.
           const activities = historyText(await run.workflow.fetchHistory()).match(/"activityType":\{"name":"[^"]+"/g);
           expect(activities?.filter((entry) => entry.includes('describeAgent'))).toHaveLength(1);
@@ -359,7 +344,8 @@ describe('MCP calls under failure', () => {
       expect(result.status).toBe('completed');
 
       const descriptions = world.fake.requests.map(
-        (request) => offered(request.body).find((tool) => tool.function.name === 'count_lines')?.function.description,
+        (request) =>
+          offeredTools(request.body).find((tool) => tool.function.name === 'count_lines')?.function.description,
       );
       expect(descriptions).toEqual([
         'Counts the lines of a file (listing v1).',

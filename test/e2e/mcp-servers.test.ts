@@ -1,12 +1,17 @@
 import { existsSync, mkdtempSync, readFileSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
-import { filesystemServerBin, pythonMcpScript, pythonWithMcp } from '../support/mcp-servers';
+import {
+  filesystemServerBin,
+  listServerTools,
+  offeredTools,
+  pythonMcpScript,
+  pythonWithMcp,
+  toolMessages,
+} from '../support/mcp-servers';
 import { startWorld, type TestWorld } from '../support/temporal';
 
 function agent(servers: unknown[]): AgentDefinitionInput {
@@ -19,28 +24,6 @@ afterEach(async () => {
   world = undefined;
 });
 
-type OfferedTool = { type: string; function: { name: string; description: string; parameters: unknown } };
-function offered(world: TestWorld, index = 0): OfferedTool[] {
-  return (world.fake.requests[index]!.body.tools as OfferedTool[] | undefined) ?? [];
-}
-
-function toolMessages(world: TestWorld, index: number) {
-  return (world.fake.requests[index]!.body.messages as Array<{ role: string; content?: unknown }>).filter(
-    (message) => message.role === 'tool',
-  );
-}
-
-/** A server's own listing, asked directly, to compare with what the model is offered. */
-async function listDirectly(command: string, args: string[]) {
-  const client = new Client({ name: 'test', version: '1' });
-  await client.connect(new StdioClientTransport({ command, args, stderr: 'ignore' }));
-  try {
-    return (await client.listTools()).tools;
-  } finally {
-    await client.close();
-  }
-}
-
 describe('real MCP servers', () => {
   it('@modelcontextprotocol/server-filesystem over stdio: writes a file, reads it back, and refuses a path outside its directory', async () => {
     const bin = filesystemServerBin();
@@ -48,7 +31,7 @@ describe('real MCP servers', () => {
     const outside = join(realpathSync(mkdtempSync(join(tmpdir(), 'patchloop-mcpfs-outside-'))), 'secret.txt');
     const file = join(allowed, 'notes', 'hello.txt');
     const content = 'Hello from the agent.\nSecond line: ünïcødé ✓';
-    const listing = await listDirectly(process.execPath, [bin, allowed]);
+    const listing = await listServerTools(process.execPath, [bin, allowed]);
     world = await startWorld({
       agents: [
         agent([
@@ -80,36 +63,39 @@ describe('real MCP servers', () => {
 
     // Offered: the allowed tools in the server's order, prefixed, with its own descriptions and input schemas.
     const allowedTools = ['create_directory', 'write_file', 'read_text_file'];
-    expect(offered(world).map((tool) => tool.function)).toEqual(
+    expect(offeredTools(world.fake.requests[0]!.body).map((tool) => tool.function)).toEqual(
       listing
         .filter((tool) => allowedTools.includes(tool.name))
         .map((tool) => ({ name: `fs_${tool.name}`, description: tool.description, parameters: tool.inputSchema })),
     );
-    expect(offered(world).map((tool) => tool.function.name)).toEqual([
+    expect(offeredTools(world.fake.requests[0]!.body).map((tool) => tool.function.name)).toEqual([
       'fs_read_text_file',
       'fs_write_file',
       'fs_create_directory',
     ]);
-    expect(offered(world).find((tool) => tool.function.name === 'fs_write_file')!.function.parameters).toMatchObject({
+    expect(
+      offeredTools(world.fake.requests[0]!.body).find((tool) => tool.function.name === 'fs_write_file')!.function
+        .parameters,
+    ).toMatchObject({
       type: 'object',
       properties: { path: { type: 'string' }, content: { type: 'string' } },
       required: ['path', 'content'],
     });
 
     // The results the model receives: the server's structured content, as JSON text.
-    expect(toolMessages(world, 1)).toEqual([
+    expect(toolMessages(world.fake.requests[1]!.body)).toEqual([
       {
         role: 'tool',
         tool_call_id: 'd1',
         content: JSON.stringify({ content: `Successfully created directory ${dirname(file)}` }),
       },
     ]);
-    expect(toolMessages(world, 2)[1]).toEqual({
+    expect(toolMessages(world.fake.requests[2]!.body)[1]).toEqual({
       role: 'tool',
       tool_call_id: 'w1',
       content: JSON.stringify({ content: `Successfully wrote to ${file}` }),
     });
-    const third = toolMessages(world, 3).slice(2);
+    const third = toolMessages(world.fake.requests[3]!.body).slice(2);
     expect(third[0]).toEqual({ role: 'tool', tool_call_id: 'r1', content: JSON.stringify({ content }) });
     // The refused paths: isError results, as the tool's error, naming the refusal.
     expect(third.slice(1)).toEqual([
@@ -145,7 +131,7 @@ describe('real MCP servers', () => {
 
   it("a server written with Python's mcp package (FastMCP) over stdio: its tools and schemas offered, a number and structured content received", async () => {
     const command = pythonWithMcp();
-    const listing = await listDirectly(command, [pythonMcpScript]);
+    const listing = await listServerTools(command, [pythonMcpScript]);
     expect(listing.map((tool) => tool.name)).toEqual([
       'multiply',
       'rectangle',
@@ -175,7 +161,7 @@ describe('real MCP servers', () => {
     expect(result.status).toBe('completed');
 
     // Offered exactly as the server lists them (FastMCP derives the schemas from the type hints).
-    expect(offered(world)).toEqual([
+    expect(offeredTools(world.fake.requests[0]!.body)).toEqual([
       {
         type: 'function',
         function: {
@@ -204,7 +190,7 @@ describe('real MCP servers', () => {
       },
     ]);
 
-    const tools = toolMessages(world, 1);
+    const tools = toolMessages(world.fake.requests[1]!.body);
     expect(tools.slice(0, 3)).toEqual([
       { role: 'tool', tool_call_id: 'm1', content: '42.0' },
       { role: 'tool', tool_call_id: 'm2', content: '-1.25' },

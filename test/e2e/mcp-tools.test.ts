@@ -2,15 +2,20 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RunFailedError, type RunHandle } from '../../src/client/patchloop-client';
 import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
 import { freePort } from '../../src/worker/free-port';
 import { historyText } from '../support/history-text';
-import { everythingEntry, everythingStdio, startEverythingHttp } from '../support/mcp-servers';
+import {
+  everythingEntry,
+  everythingStdio,
+  listServerTools,
+  offeredTools,
+  startEverythingHttp,
+  toolMessages,
+} from '../support/mcp-servers';
 import { eventually } from '../support/wait';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
@@ -31,12 +36,7 @@ let http: ChildProcess | undefined;
 let httpUrl = '';
 
 beforeAll(async () => {
-  const client = new Client({ name: 'test', version: '1' });
-  await client.connect(
-    new StdioClientTransport({ command: process.execPath, args: [everythingEntry, 'stdio'], stderr: 'ignore' }),
-  );
-  listed = (await client.listTools()).tools;
-  await client.close();
+  listed = await listServerTools(process.execPath, [everythingEntry, 'stdio']);
   const port = await freePort();
   http = await startEverythingHttp(port);
   httpUrl = `http://127.0.0.1:${port}/mcp`;
@@ -51,16 +51,6 @@ afterEach(async () => {
   await world?.close();
   world = undefined;
 });
-
-function offered(world: TestWorld, index = 0) {
-  return (world.fake.requests[index]!.body.tools as Array<{ function: { name: string } }>) ?? [];
-}
-
-function toolMessages(world: TestWorld, index: number) {
-  return (world.fake.requests[index]!.body.messages as Array<{ role: string; content?: unknown }>).filter(
-    (message) => message.role === 'tool',
-  );
-}
 
 function schemaOf(name: string) {
   const tool = listed.find((entry) => entry.name === name)!;
@@ -87,13 +77,13 @@ describe('MCP tools', () => {
     const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
     const result = await run.result();
     expect(result.status).toBe('completed');
-    expect(offered(world).map((tool) => tool.function)).toEqual(
+    expect(offeredTools(world.fake.requests[0]!.body).map((tool) => tool.function)).toEqual(
       TOOLS.map((name) => {
         const tool = schemaOf(name);
         return { name: `ev_${name}`, description: tool.description, parameters: tool.inputSchema };
       }),
     );
-    const tools = toolMessages(world, 1);
+    const tools = toolMessages(world.fake.requests[1]!.body);
     expect(tools.slice(0, 2)).toEqual([
       { role: 'tool', tool_call_id: 'c1', content: 'Echo: hi' },
       { role: 'tool', tool_call_id: 'c2', content: 'The sum of 2 and 3 is 5.' },
@@ -146,8 +136,8 @@ describe('MCP tools', () => {
     });
     const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
     expect((await run.result()).status).toBe('completed');
-    expect(offered(world).map((tool) => tool.function.name)).toEqual(['echo', 'get-sum']);
-    expect(toolMessages(world, 1)).toEqual([
+    expect(offeredTools(world.fake.requests[0]!.body).map((tool) => tool.function.name)).toEqual(['echo', 'get-sum']);
+    expect(toolMessages(world.fake.requests[1]!.body)).toEqual([
       { role: 'tool', tool_call_id: 'h1', content: 'Echo: over http' },
       { role: 'tool', tool_call_id: 'h2', content: 'The sum of 40 and 2 is 42.' },
     ]);
@@ -177,7 +167,7 @@ describe('MCP tools', () => {
       await new Promise((resolve) => server.once('exit', resolve));
       server = await startEverythingHttp(port);
       expect((await run.result()).status).toBe('completed');
-      expect(toolMessages(world, 2)).toEqual([
+      expect(toolMessages(world.fake.requests[2]!.body)).toEqual([
         { role: 'tool', tool_call_id: 'r1', content: 'Echo: before' },
         { role: 'tool', tool_call_id: 'r2', content: 'Echo: after' },
       ]);
@@ -224,10 +214,14 @@ describe('MCP tools', () => {
     process.kill(firstPid, 'SIGKILL');
     const result = await run.result();
     expect(result.status).toBe('completed');
-    const killed = JSON.parse(String(toolMessages(world, 1)[0]!.content)) as { error: string };
+    const killed = JSON.parse(String(toolMessages(world.fake.requests[1]!.body)[0]!.content)) as { error: string };
     expect(killed.error).toMatch(/MCP server 'everything' failed: /);
     // The next call starts the server again.
-    expect(toolMessages(world, 2)[1]).toEqual({ role: 'tool', tool_call_id: 'k2', content: 'Echo: again' });
+    expect(toolMessages(world.fake.requests[2]!.body)[1]).toEqual({
+      role: 'tool',
+      tool_call_id: 'k2',
+      content: 'Echo: again',
+    });
     expect(Number(readFileSync(pidFile, 'utf8'))).not.toBe(firstPid);
   }, 90_000);
 

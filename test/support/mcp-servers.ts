@@ -2,6 +2,9 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { ChatRequestBody } from '../../src/fake-model/server';
 import { referencePython, repositoryRoot, testVenv } from './reference';
 
 // Real MCP servers nobody on the project wrote, installed by the set-up (devDependencies and the test
@@ -71,4 +74,30 @@ export function pythonWithMcp(): string {
 /** The agent's `mcp_servers` entry of the Python server; `env` reaches the server (PY_MCP_JOURNAL, ...). */
 export function pythonMcpServer(extra: Record<string, unknown> = {}) {
   return { name: 'python', command: pythonWithMcp(), args: [pythonMcpScript], ...extra };
+}
+
+/** A stdio server's own listing, asked directly (to compare with what the model is offered). */
+export async function listServerTools(command: string, args: string[], env?: Record<string, string>) {
+  const client = new Client({ name: 'test', version: '1' });
+  await client.connect(new StdioClientTransport({ command, args, stderr: 'ignore', ...(env ? { env } : {}) }));
+  try {
+    return (await client.listTools()).tools;
+  } finally {
+    await client.close();
+  }
+}
+
+/** A tool as a Chat Completions request offers it. */
+export type OfferedTool = { type: string; function: { name: string; description: string; parameters: unknown } };
+
+/** The tools a request to the model offered. */
+export function offeredTools(body: ChatRequestBody): OfferedTool[] {
+  return (body.tools as OfferedTool[] | undefined) ?? [];
+}
+
+/** The tool results a request to the model carried, in order. */
+export function toolMessages(body: ChatRequestBody) {
+  return (body.messages as Array<{ role: string; tool_call_id?: string; content?: unknown }>).filter(
+    (message) => message.role === 'tool',
+  );
 }
