@@ -2,6 +2,7 @@ import { Context } from '@temporalio/activity';
 import type { AgentRegistry } from '../agents/registry';
 import { failure, FailureType } from '../common';
 import type { AgentSpec, McpServerConfig, ToolDescriptor } from '../runtime';
+import { startHeartbeat } from './activity-context';
 import { mcpDescriptors, type McpServers } from './mcp-servers';
 
 /** What the worker knows about its deployment that runs take along in their agent spec. */
@@ -23,6 +24,16 @@ export function createDescribeAgent(
   mcp?: McpServers,
 ) {
   return async function describeAgent(name: string): Promise<AgentSpec> {
+    // Listing MCP servers may take seconds: a worker that dies meanwhile is noticed by its heartbeat.
+    const stopHeartbeat = startHeartbeat(Context.current(), () => ({ resolving: name }));
+    try {
+      return await describe(name);
+    } finally {
+      stopHeartbeat();
+    }
+  };
+
+  async function describe(name: string): Promise<AgentSpec> {
     const described = registry.describe(name, defaultModel, facts.modelWindows);
     // The listed tools join the spec, gated and routed as the agent says; a name it gates or routes that
     // neither it nor its servers have fails the run here (non-retryable), as `patchloop mcp tools` reports.
@@ -35,7 +46,7 @@ export function createDescribeAgent(
         : {}),
       search_attributes: await facts.searchAttributes(),
     };
-  };
+  }
 }
 
 /** Attempts at listing an agent's MCP tools before its run fails (McpServerUnavailable). */

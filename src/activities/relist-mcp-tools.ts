@@ -2,6 +2,7 @@ import { Context } from '@temporalio/activity';
 import type { AgentRegistry } from '../agents/registry';
 import { failure, FailureType } from '../common';
 import type { McpGrant } from '../runtime';
+import { startHeartbeat } from './activity-context';
 import { mcpServerTools } from './describe-agent';
 import { McpServerError, type McpServers } from './mcp-servers';
 import type { SecretRedactor } from './redact';
@@ -27,9 +28,11 @@ const RELIST_ATTEMPTS = 3;
  */
 export function createRelistMcpTools(registry: AgentRegistry, mcp: McpServers, redactor?: SecretRedactor) {
   return async function relistMcpTools(input: RelistInput): Promise<RelistOutcome> {
-    const attempt = Context.current().info.attempt;
+    const context = Context.current();
+    const attempt = context.info.attempt;
     const limits = registry.limits(input.agent);
     if (!limits) return { problem: `this worker does not serve agent '${input.agent}'` };
+    const stopHeartbeat = startHeartbeat(context, () => ({ relisting: input.agent }));
     try {
       const lists = await Promise.all(
         registry.mcpServers(input.agent).map((server) => mcpServerTools(server, mcp, limits.tool_timeout_seconds)),
@@ -42,6 +45,8 @@ export function createRelistMcpTools(registry: AgentRegistry, mcp: McpServers, r
       if (error instanceof McpServerError && attempt < RELIST_ATTEMPTS)
         throw failure(FailureType.McpServerUnavailable, `${problem} (attempt ${attempt} of ${RELIST_ATTEMPTS})`);
       return { problem };
+    } finally {
+      stopHeartbeat();
     }
   };
 }

@@ -84,6 +84,8 @@ export function checkedSeed(
 export async function resolveAgent(name: string): Promise<AgentSpec> {
   const { describeAgent } = proxyActivities<Activities>({
     startToCloseTimeout: '30s',
+    // It heartbeats while it lists MCP servers: a worker killed meanwhile costs seconds, not the 30.
+    heartbeatTimeout: '5s',
     summary: `resolve agent ${name}`,
     retry: { maximumAttempts: 5, nonRetryableErrorTypes: [FailureType.UnknownAgent] },
   });
@@ -100,6 +102,7 @@ async function relistedAgent(run: Run, agent: AgentSpec): Promise<AgentSpec> {
   if (agent.mcp_servers.length === 0 || !patched('mcp-relist-at-continue-as-new')) return agent;
   const { relistMcpTools } = proxyActivities<Activities>({
     startToCloseTimeout: '60s',
+    heartbeatTimeout: '5s',
     summary: `list MCP tools of ${agent.name} again`,
     retry: { initialInterval: '1s', maximumAttempts: 3 },
   });
