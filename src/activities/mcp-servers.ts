@@ -93,10 +93,13 @@ export class McpServers {
       timeoutMs: number;
       maxTotalTimeoutMs: number;
       onprogress?: (progress: McpProgress) => void;
+      /** The request goes out now (a server that had to be started or reconnected is ready). */
+      onsent?: () => void;
     },
   ): Promise<McpCallResult> {
     for (let attempt = 1; ; attempt += 1) {
       const connection = await this.connection(server);
+      options.onsent?.();
       try {
         const result = await connection.client.callTool({ name: tool, arguments: args }, undefined, {
           signal: options.signal,

@@ -371,6 +371,8 @@ async function runMcpTool(scope: CallScope, mcp: McpToolReference): Promise<Fini
         signal: under.signal,
         timeoutMs: idleSeconds * 1000 + 5000,
         maxTotalTimeoutMs: totalSeconds * 1000 + 5000,
+        // Starting a stdio server or reopening a session is not the server's silence: idle counts from here.
+        onsent: () => under.progressed(),
         onprogress: ({ progress, total, message }) => {
           under.progressed();
           scope.progress({ progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) });
