@@ -696,7 +696,10 @@ async function checkRun(record: RunRecord, model: ChaosModel): Promise<RunCheck>
   let lost = 0;
   let duplicated = 0;
   let valid = false;
-  if (causes.some((cause) => cause !== 1)) problems.push(`workflow task failures with causes ${causes.join(', ')}`);
+  if (causes.some((cause) => cause !== 1)) {
+    const messages = failures.map((event) => event.workflowTaskFailedEventAttributes?.failure?.message ?? '?');
+    problems.push(`workflow task failures with causes ${causes.join(', ')}: ${messages.join(' | ').slice(0, 2000)}`);
+  }
   if (!result) problems.push(`${record.failed ? 'failed' : 'not settled'}: ${record.error ?? 'no result'}`);
   else {
     const transcript = result.transcript;

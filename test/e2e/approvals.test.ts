@@ -5,10 +5,10 @@ import type { RunHandle } from '../../src/client/patchloop-client';
 import { validateToolLinkage, type Message } from '../../src/context';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
-import type { AgentDefinitionInput, PendingApproval } from '../../src/runtime';
+import type { AgentDefinitionInput } from '../../src/runtime';
 import { defineTool, type Tool } from '../../src/tools/define-tool';
 import { clientOn, startWorld, temporalAddress, temporalCli, type TestWorld } from '../support/temporal';
-import { eventually, recordCarriedState, recordHistory } from '../support/wait';
+import { awaitingApproval, eventually, recordCarriedState, recordHistory } from '../support/wait';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 
 /** Tools that count what really ran: a payment (gated) and a lookup (not gated). */
@@ -57,21 +57,6 @@ const transferCall = (id: string, amount = 5) => ({
   name: 'transfer',
   arguments: `{"to": "bob", "amount": ${amount}}`,
 });
-
-/** Waits until the run reports these calls as waiting for a decision. */
-async function awaitingApproval(run: RunHandle, ids: string[]): Promise<PendingApproval[]> {
-  return eventually(
-    async () => {
-      const status = await run.status();
-      const pending = status.pending_approvals.map((entry) => entry.tool_call_id);
-      return status.state === 'awaiting_approval' && JSON.stringify(pending) === JSON.stringify(ids)
-        ? status.pending_approvals
-        : undefined;
-    },
-    30_000,
-    `calls ${ids.join(', ')} awaiting approval`,
-  );
-}
 
 /** Activity types scheduled so far, in order, and whether any timer was started. */
 async function scheduled(run: RunHandle): Promise<{ activities: string[]; timers: number; events: number }> {

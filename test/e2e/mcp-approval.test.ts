@@ -6,12 +6,12 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RunFailedError, type RunHandle } from '../../src/client/patchloop-client';
 import { callTools, reply } from '../../src/fake-model/steps';
-import { rejectedCallContent, type AgentDefinitionInput, type PendingApproval } from '../../src/runtime';
+import { rejectedCallContent, type AgentDefinitionInput } from '../../src/runtime';
 import { createPatchloopWorker } from '../../src/worker/create-worker';
 import { runCli } from '../support/cli';
 import { everythingLauncher, filesystemServerBin, toolMessages } from '../support/mcp-servers';
 import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
-import { eventually } from '../support/wait';
+import { awaitingApproval } from '../support/wait';
 
 // Real servers nobody on the project wrote (devDependencies): server-everything through the launcher that
 // writes its pid to a file, server-filesystem for a side effect one can see (a file written or not).
@@ -35,21 +35,6 @@ afterEach(async () => {
   world = undefined;
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-/** Waits until the run reports exactly these calls as waiting for a decision. */
-function awaitingApproval(run: RunHandle, ids: string[]): Promise<PendingApproval[]> {
-  return eventually(
-    async () => {
-      const status = await run.status();
-      const pending = status.pending_approvals.map((entry) => entry.tool_call_id);
-      return status.state === 'awaiting_approval' && JSON.stringify(pending) === JSON.stringify(ids)
-        ? status.pending_approvals
-        : undefined;
-    },
-    30_000,
-    `calls ${ids.join(', ')} awaiting approval`,
-  );
-}
 
 /** The run's activities in history: type, task queue and the identity of the worker that started it. */
 async function activities(run: RunHandle): Promise<Array<{ type: string; queue: string; worker: string }>> {

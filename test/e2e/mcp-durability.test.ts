@@ -64,6 +64,29 @@ function journaled(journal: string): string[] {
   return journalEntries(journal).map((entry) => entry.line);
 }
 
+/**
+ * A client and `patchloop worker` processes (`start` spawns one more) serving `agents` against the fake
+ * model on a task queue of their own; all closed after the test.
+ */
+async function workerProcesses(fake: FakeModelServer, agents: AgentDefinitionInput[], name: string) {
+  const taskQueue = `${name}-${randomUUID()}`;
+  const client = await clientOn(taskQueue);
+  const workers: WorkerProcess[] = [];
+  cleanups.push(
+    () => fake.close(),
+    () => client.close(),
+    async () => {
+      for (const worker of workers) await worker.kill('SIGKILL');
+    },
+  );
+  const start = async () => {
+    const worker = await spawnWorker({ address: temporalAddress(), taskQueue, modelUrl: fake.url, agents });
+    workers.push(worker);
+    return worker;
+  };
+  return { client, start };
+}
+
 describe('MCP calls under failure', () => {
   it('kill -9 of the worker mid-batch: the recorded tool list after restart; the read-only call runs again, the non-idempotent one does not and the model is told it may or may not have run', async () => {
     const { folder, journal } = scratch();
@@ -81,16 +104,6 @@ describe('MCP calls under failure', () => {
         reply('done'),
       ],
     });
-    const taskQueue = `mcp-crash-${randomUUID()}`;
-    const client = await clientOn(taskQueue);
-    const workers: WorkerProcess[] = [];
-    cleanups.push(
-      () => fake.close(),
-      () => client.close(),
-      async () => {
-        for (const worker of workers) await worker.kill('SIGKILL');
-      },
-    );
     const agents = [
       {
         name: 'ledger',
@@ -99,11 +112,7 @@ describe('MCP calls under failure', () => {
         limits: { heartbeat_timeout_seconds: 3 },
       } as AgentDefinitionInput,
     ];
-    const start = async () => {
-      const worker = await spawnWorker({ address: temporalAddress(), taskQueue, modelUrl: fake.url, agents });
-      workers.push(worker);
-      return worker;
-    };
+    const { client, start } = await workerProcesses(fake, agents, 'mcp-crash');
     const first = await start();
     const run = await client.start({ agent: 'ledger', input: 'pay once, then count' });
     // Both calls are on the server: the payment is written, neither call has answered.
@@ -216,16 +225,6 @@ describe('MCP calls under failure', () => {
             // The first model call never answers: the worker dies with the tool list recorded and the call open.
             script: [{ kind: 'hang' }, callTools([{ id: 'k1', ...call(folder) }]), reply('done')],
           });
-          const taskQueue = `mcp-kill-${randomUUID()}`;
-          const client = await clientOn(taskQueue);
-          const workers: WorkerProcess[] = [];
-          cleanups.push(
-            () => fake.close(),
-            () => client.close(),
-            async () => {
-              for (const worker of workers) await worker.kill('SIGKILL');
-            },
-          );
           const agents = [
             {
               name: 'survivor',
@@ -234,11 +233,7 @@ describe('MCP calls under failure', () => {
               limits: { heartbeat_timeout_seconds: 3 },
             } as AgentDefinitionInput,
           ];
-          const start = async () => {
-            const worker = await spawnWorker({ address: temporalAddress(), taskQueue, modelUrl: fake.url, agents });
-            workers.push(worker);
-            return worker;
-          };
+          const { client, start } = await workerProcesses(fake, agents, 'mcp-kill');
           const first = await start();
           const run = await client.start({ agent: 'survivor', input: 'go' });
           await eventually(() => (fake.requests.length === 1 ? true : undefined), 30_000, 'the first model call');

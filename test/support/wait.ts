@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import type { RunHandle } from '../../src/client/patchloop-client';
 import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
-import type { RunEvent, RunEventType } from '../../src/runtime';
+import type { PendingApproval, RunEvent, RunEventType } from '../../src/runtime';
 
 /** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */
 export async function eventually<T>(
@@ -107,4 +107,19 @@ export async function recordCarriedState(run: RunHandle, name: string): Promise<
   const file = join(folder, `${name}.json`);
   if (existsSync(file)) return;
   writeFileSync(file, `${JSON.stringify(input, null, 2)}\n`);
+}
+
+/** Waits until the run reports exactly these calls (by id, in order) as waiting for a decision. */
+export function awaitingApproval(run: RunHandle, ids: string[]): Promise<PendingApproval[]> {
+  return eventually(
+    async () => {
+      const status = await run.status();
+      const pending = status.pending_approvals.map((entry) => entry.tool_call_id);
+      return status.state === 'awaiting_approval' && JSON.stringify(pending) === JSON.stringify(ids)
+        ? status.pending_approvals
+        : undefined;
+    },
+    30_000,
+    `calls ${ids.join(', ')} awaiting approval`,
+  );
 }
