@@ -3,11 +3,10 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/worker/free-port';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import { startWorld, type TestWorld } from '../support/temporal';
+import { listServerTools } from '../support/mcp-servers';
 import { runCli, startCliWorker } from '../support/cli';
 import { repositoryRoot } from '../support/reference';
 import { eventually } from '../support/wait';
@@ -393,10 +392,7 @@ describe('CLI against a real dev server', () => {
         },
       ]),
     );
-    const client = new Client({ name: 'test', version: '1' });
-    await client.connect(new StdioClientTransport({ ...server, stderr: 'ignore' }));
-    const listed = (await client.listTools()).tools;
-    await client.close();
+    const listed = await listServerTools(server.command, server.args);
     // No TEMPORAL_ADDRESS that answers: the command talks to the MCP servers only.
     const env = { TEMPORAL_ADDRESS: '127.0.0.1:9' };
 

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,11 +18,11 @@ import {
   startEverythingHttp,
   toolMessages,
 } from '../support/mcp-servers';
-import { clientOn, startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { startWorld, type TestWorld } from '../support/temporal';
 import { eventually, recordHistory } from '../support/wait';
 import { historyText } from '../support/history-text';
 import { freePort } from '../../src/worker/free-port';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+import { workerProcesses } from '../support/worker-process';
 
 // Real servers nobody on the project wrote: server-everything, server-filesystem and one written with
 // Python's `mcp` package (FastMCP).
@@ -64,29 +63,6 @@ function journaled(journal: string): string[] {
   return journalEntries(journal).map((entry) => entry.line);
 }
 
-/**
- * A client and `patchloop worker` processes (`start` spawns one more) serving `agents` against the fake
- * model on a task queue of their own; all closed after the test.
- */
-async function workerProcesses(fake: FakeModelServer, agents: AgentDefinitionInput[], name: string) {
-  const taskQueue = `${name}-${randomUUID()}`;
-  const client = await clientOn(taskQueue);
-  const workers: WorkerProcess[] = [];
-  cleanups.push(
-    () => fake.close(),
-    () => client.close(),
-    async () => {
-      for (const worker of workers) await worker.kill('SIGKILL');
-    },
-  );
-  const start = async () => {
-    const worker = await spawnWorker({ address: temporalAddress(), taskQueue, modelUrl: fake.url, agents });
-    workers.push(worker);
-    return worker;
-  };
-  return { client, start };
-}
-
 describe('MCP calls under failure', () => {
   it('kill -9 of the worker mid-batch: the recorded tool list after restart; the read-only call runs again, the non-idempotent one does not and the model is told it may or may not have run', async () => {
     const { folder, journal } = scratch();
@@ -112,7 +88,7 @@ describe('MCP calls under failure', () => {
         limits: { heartbeat_timeout_seconds: 3 },
       } as AgentDefinitionInput,
     ];
-    const { client, start } = await workerProcesses(fake, agents, 'mcp-crash');
+    const { client, start } = await workerProcesses(fake, agents, 'mcp-crash', cleanups);
     const first = await start();
     const run = await client.start({ agent: 'ledger', input: 'pay once, then count' });
     // Both calls are on the server: the payment is written, neither call has answered.
@@ -233,7 +209,7 @@ describe('MCP calls under failure', () => {
               limits: { heartbeat_timeout_seconds: 3 },
             } as AgentDefinitionInput,
           ];
-          const { client, start } = await workerProcesses(fake, agents, 'mcp-kill');
+          const { client, start } = await workerProcesses(fake, agents, 'mcp-kill', cleanups);
           const first = await start();
           const run = await client.start({ agent: 'survivor', input: 'go' });
           await eventually(() => (fake.requests.length === 1 ? true : undefined), 30_000, 'the first model call');

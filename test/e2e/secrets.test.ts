@@ -11,14 +11,11 @@ import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import { AgentRegistry } from '../../src/agents/registry';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { listAgentsMcpTools } from '../../src/worker/mcp-listing';
-import { clientOn, temporalAddress } from '../support/temporal';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+import { workerProcesses } from '../support/worker-process';
 
-const workers: WorkerProcess[] = [];
-const cleanups: Array<() => Promise<void>> = [];
+const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
-  for (const worker of workers.splice(0)) await worker.kill('SIGKILL');
-  for (const cleanup of cleanups.splice(0)) await cleanup();
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
 describe('secrets never leave the worker', () => {
@@ -40,20 +37,13 @@ describe('secrets never leave the worker', () => {
         failWith(401, { message: `Incorrect API key provided (${canary}-401)`, echoKey: true }),
       ],
     });
-    const taskQueue = `secrets-${randomUUID()}`;
-    const client = await clientOn(taskQueue);
-    cleanups.push(
-      () => client.close(),
-      () => fake.close(),
+    const { client, start } = await workerProcesses(
+      fake,
+      [{ name: 'plain', instructions: 'Answer.', tools: [] }],
+      'secrets',
+      cleanups,
     );
-    const worker = await spawnWorker({
-      address: temporalAddress(),
-      taskQueue,
-      modelUrl: fake.url,
-      agents: [{ name: 'plain', instructions: 'Answer.', tools: [] }],
-      env: { OPENAI_API_KEY: key },
-    });
-    workers.push(worker);
+    const worker = await start({ OPENAI_API_KEY: key });
 
     const retried = await client.start({ agent: 'plain', input: 'hi' });
     expect((await retried.result()).transcript.slice(1)).toEqual([
@@ -110,20 +100,8 @@ describe('secrets never leave the worker', () => {
         reply('checked'),
       ],
     });
-    const taskQueue = `mcp-secrets-${randomUUID()}`;
-    const client = await clientOn(taskQueue);
-    cleanups.push(
-      () => client.close(),
-      () => fake.close(),
-    );
-    const worker = await spawnWorker({
-      address: temporalAddress(),
-      taskQueue,
-      modelUrl: fake.url,
-      agents,
-      env: { PATCHLOOP_TEST_MCP_CANARY: canary },
-    });
-    workers.push(worker);
+    const { client, start } = await workerProcesses(fake, agents, 'mcp-secrets', cleanups);
+    const worker = await start({ PATCHLOOP_TEST_MCP_CANARY: canary });
 
     const run = await client.start({ agent: 'mcp-secret', input: 'check the environment' });
     // While the long call runs, the server holds the batch's checkpoint with get-env's result: redacted.
