@@ -10,6 +10,7 @@ import {
   ConfigurationError,
   ownToolNames,
   utf8Bytes,
+  agentCallDescriptors,
   withMcpGrant,
   budgetProblem,
   contextProblem,
@@ -60,6 +61,7 @@ export class AgentRegistry {
         throw new ConfigurationError(`agent '${agent.name}': mcp_servers names ${twice.join(', ')} more than once`);
       this.agents.set(agent.name, agent);
     }
+    for (const agent of this.agents.values()) this.checkAgentCalls(agent);
     for (const fn of functions) {
       if (this.functions.has(fn.name)) throw new ConfigurationError(`function '${fn.name}' is registered twice`);
       const missing = (fn.definition.tools ?? []).filter((name) => !this.tools.has(name));
@@ -67,6 +69,38 @@ export class AgentRegistry {
         throw new ConfigurationError(`function '${fn.name}' uses unregistered tool(s): ${missing.join(', ')}`);
       this.functions.set(fn.name, fn);
     }
+  }
+
+  /**
+   * An agent's sub-agents and handoffs name agents this worker serves, and their tools' names clash with
+   * none of its other tools (a handoff to itself would change nothing: refused).
+   */
+  private checkAgentCalls(agent: AgentDefinition): void {
+    const calls = this.agentCalls(agent);
+    const unknown = calls.filter((call) => !this.agents.has(call.agent_call!.agent));
+    if (unknown.length > 0)
+      throw new ConfigurationError(
+        `agent '${agent.name}': ${unknown.map((call) => `${call.agent_call!.kind} '${call.agent_call!.agent}'`).join(', ')} not among this worker's agents (${this.agentNames.join(', ')})`,
+      );
+    const self = calls.filter((call) => call.agent_call!.kind === 'handoff' && call.agent_call!.agent === agent.name);
+    if (self.length > 0) throw new ConfigurationError(`agent '${agent.name}' hands off to itself`);
+    const names = [
+      ...agent.tools,
+      ...(agent.selfref ? selfRefToolDescriptors().map((tool) => tool.name) : []),
+      ...calls.map((call) => call.name),
+    ];
+    const clash = mcpToolClash(agent.name, names);
+    if (clash) throw new ConfigurationError(clash);
+    const routed = calls.filter((call) => agent.tool_task_queues[call.name]);
+    if (routed.length > 0)
+      throw new ConfigurationError(
+        `agent '${agent.name}': tool_task_queues names ${routed.map((call) => call.name).join(', ')}, which call agents: the workflow runs them`,
+      );
+  }
+
+  /** The agent's sub-agent and handoff tools. */
+  private agentCalls(agent: AgentDefinition): ToolDescriptor[] {
+    return agentCallDescriptors(agent, (name) => this.agents.get(name)?.instructions);
   }
 
   get functionNames(): string[] {
@@ -107,6 +141,7 @@ export class AgentRegistry {
     }
     const own = agent.tools.map((toolName) => this.tools.get(toolName)!.descriptor);
     const selfref = agent.selfref ? selfRefToolDescriptors() : [];
+    const calls = this.agentCalls(agent);
     // Tools gated in code join the agent's list; the reviewToolCalls activity decides per call.
     const gated = agent.tools.filter((toolName) => {
       const flag = this.tools.get(toolName)!.needsApproval;
@@ -120,11 +155,14 @@ export class AgentRegistry {
     return AgentSpec.parse({
       ...agent,
       context,
-      needs_approval: gated,
+      needs_approval: [
+        ...gated,
+        ...calls.flatMap((tool) => (agent.needs_approval.includes(tool.name) ? [tool.name] : [])),
+      ],
       tool_task_queues: this.taskQueues(agent),
-      tools: [...agent.tools, ...selfref.map((tool) => tool.name)],
+      tools: [...agent.tools, ...selfref.map((tool) => tool.name), ...calls.map((tool) => tool.name)],
       model,
-      tool_descriptors: [...own, ...selfref],
+      tool_descriptors: [...own, ...selfref, ...calls],
     });
   }
 
@@ -257,7 +295,8 @@ export class AgentRegistry {
  * registered tools, plus `mcpTools` (its MCP servers' listed names) once a run has listed them.
  */
 function unknownToolNames(agent: AgentDefinition, mcpTools?: readonly string[]): string | undefined {
-  const available = [...agent.tools, ...(mcpTools ?? [])];
+  const calls = agentCallDescriptors(agent, () => undefined).map((tool) => tool.name);
+  const available = [...agent.tools, ...calls, ...(mcpTools ?? [])];
   const among = mcpTools === undefined ? 'among its tools' : "among its tools or its MCP servers' tools";
   const listing = `(${available.join(', ') || 'none'})`;
   const problems: string[] = [];

@@ -51,6 +51,11 @@ export const AgentLimits = sharedSchema('runtime/agent#AgentLimits', () =>
       .default(1024 * 1024),
     /** How deep `selfref_fork` may nest (a top-level run has depth 0). */
     max_fork_depth: z.number().int().nonnegative().default(3),
+    /**
+     * How deep sub-agent calls may nest (a top-level run has depth 0): a call that would start a run
+     * deeper than this gets an error result instead, so agents calling each other in a cycle stop.
+     */
+    max_agent_depth: z.number().int().nonnegative().default(3),
     /** Gated tool calls undecided for this long are rejected with reason `approval timed out`; null waits forever. */
     approval_timeout_seconds: z.number().positive().nullable().default(null),
     /**
@@ -104,6 +109,27 @@ export const McpServerConfig = sharedSchema('runtime/agent#McpServerConfig', () 
 );
 export type McpServerConfig = z.infer<typeof McpServerConfig>;
 
+/**
+ * Another agent this one may call (`subagents`) or hand the conversation to (`handoffs`): its name, or
+ * the name with the tool's name and description the model sees.
+ */
+export const AgentReference = sharedSchema('runtime/agent#AgentReference', () =>
+  z.union([
+    z.string().min(1),
+    z.strictObject({
+      agent: z.string().min(1),
+      /** The tool's name (default `<agent>` for a sub-agent, `transfer_to_<agent>` for a handoff), provider-safe. */
+      tool_name: z
+        .string()
+        .regex(/^[a-zA-Z0-9_-]{1,64}$/, 'letters, digits, _ and - (at most 64)')
+        .optional(),
+      /** What the model reads about when to use it (default: from the agent's name and instructions). */
+      description: z.string().min(1).optional(),
+    }),
+  ]),
+);
+export type AgentReference = z.infer<typeof AgentReference>;
+
 /** An agent is data: any service can read, store and reason about it. */
 export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () =>
   z.strictObject({
@@ -129,6 +155,13 @@ export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () 
      * (`defineTool({ taskQueue })`); this map wins.
      */
     tool_task_queues: z.record(z.string().min(1), z.string().min(1)).default({}),
+    /**
+     * Agents this one calls as tools (served by the same workers): each call is a child run of that agent,
+     * its answer the call's result.
+     */
+    subagents: z.array(AgentReference).default([]),
+    /** Agents this one may hand the conversation to (`transfer_to_<agent>` tools): they carry on the same run. */
+    handoffs: z.array(AgentReference).default([]),
     /** SelfRef memory tools and snapshot-driven prompts (spec sections 5 and 6). */
     selfref: z.boolean().default(false),
     stream: z.boolean().default(true),
@@ -178,6 +211,8 @@ export const ToolDescriptor = sharedSchema('runtime/agent#ToolDescriptor', () =>
     /** `defineTool({ fast })`: batches of fast calls only run as local activities. */
     fast: z.boolean().optional(),
     mcp: McpToolReference.optional(),
+    /** A tool the workflow carries out itself: a call of a sub-agent (a child run), or a handoff to an agent. */
+    agent_call: z.strictObject({ kind: z.enum(['subagent', 'handoff']), agent: z.string() }).optional(),
   }),
 );
 export type ToolDescriptor = z.infer<typeof ToolDescriptor>;

@@ -24,3 +24,4 @@ export * from './budget';
 export * from './provider';
 export * from './result-size';
 export * from './transcript-pages';
+export * from './agent-calls';

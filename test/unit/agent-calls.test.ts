@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { AgentRegistry } from '../../src/agents/registry';
+import { subagentPrompt, subagentTask, type AgentDefinitionInput } from '../../src/runtime';
+import { addTool } from '../../src/tools/examples';
+
+const researcher: AgentDefinitionInput = {
+  name: 'researcher',
+  instructions: 'Research a question.\nCite sources.',
+  tools: ['add'],
+  subagents: ['helper', { agent: 'critic', tool_name: 'ask_critic', description: 'Reviews a draft.' }],
+};
+const helper: AgentDefinitionInput = { name: 'helper', instructions: 'Look things up.' };
+const critic: AgentDefinitionInput = { name: 'critic', instructions: '' };
+const triage: AgentDefinitionInput = { name: 'triage', instructions: 'Route the user.', handoffs: ['helper'] };
+
+function registry(...agents: AgentDefinitionInput[]): AgentRegistry {
+  return new AgentRegistry([addTool], agents);
+}
+
+describe('sub-agent and handoff tools', () => {
+  it('are offered after the agent own tools, marked as agent calls', () => {
+    const spec = registry(researcher, helper, critic, triage).describe('researcher', 'm');
+    expect(spec.tool_descriptors.map((tool) => [tool.name, tool.agent_call])).toEqual([
+      ['add', undefined],
+      ['helper', { kind: 'subagent', agent: 'helper' }],
+      ['ask_critic', { kind: 'subagent', agent: 'critic' }],
+    ]);
+    const helperTool = spec.tool_descriptors[1]!;
+    expect(helperTool.description).toBe(
+      'Ask the helper agent to do a task; returns its final answer. The agent: Look things up.',
+    );
+    expect(helperTool.parameters).toMatchObject({
+      type: 'object',
+      properties: { input: { type: 'string' }, context: { type: 'string', maxLength: 4000 } },
+      required: ['input'],
+      additionalProperties: false,
+    });
+    expect(spec.tool_descriptors[2]!.description).toBe('Reviews a draft.');
+    const handoff = registry(researcher, helper, critic, triage).describe('triage', 'm').tool_descriptors[0]!;
+    expect(handoff).toMatchObject({ name: 'transfer_to_helper', agent_call: { kind: 'handoff', agent: 'helper' } });
+  });
+
+  it('name agents the worker serves, never twice, never routed, and no handoff to oneself', () => {
+    expect(() => registry(researcher, helper)).toThrow(
+      "agent 'researcher': subagent 'critic' not among this worker's agents (researcher, helper)",
+    );
+    expect(() => registry({ ...triage, handoffs: ['triage'] })).toThrow("agent 'triage' hands off to itself");
+    expect(() =>
+      registry(
+        { name: 'a', instructions: '', tools: ['add'], subagents: [{ agent: 'b', tool_name: 'add' }] },
+        { name: 'b', instructions: '' },
+      ),
+    ).toThrow("agent 'a': tool name(s) add given twice");
+    expect(() =>
+      registry(
+        { name: 'a', instructions: '', subagents: ['b'], tool_task_queues: { b: 'elsewhere' } },
+        { name: 'b', instructions: '' },
+      ),
+    ).toThrow("agent 'a': tool_task_queues names b, which call agents: the workflow runs them");
+    // An agent may call itself: the depth limit ends the recursion.
+    expect(registry({ name: 'a', instructions: '', subagents: ['a'] }).describe('a', 'm').tools).toEqual(['a']);
+    // A sub-agent call may wait for a person's decision like any tool.
+    expect(
+      registry(
+        { name: 'a', instructions: '', subagents: ['b'], needs_approval: ['b'] },
+        { name: 'b', instructions: '' },
+      ).describe('a', 'm').needs_approval,
+    ).toEqual(['b']);
+  });
+
+  it('read the task and the caller note from the arguments', () => {
+    expect(subagentTask({ input: 'find x' })).toEqual({ input: 'find x' });
+    expect(subagentTask({ input: '  ' })).toEqual({ problem: 'input: must not be empty' });
+    expect(subagentTask({ task: 'x' })).toMatchObject({ problem: expect.stringContaining('input') });
+    expect(subagentTask({ input: 'x', context: 'c'.repeat(4001) })).toMatchObject({
+      problem: expect.stringContaining('context'),
+    });
+    expect(subagentPrompt({ input: 'find x', context: 'the user is in Paris' })).toBe(
+      'Context from the caller:\nthe user is in Paris\n\nTask:\nfind x',
+    );
+    expect(subagentPrompt({ input: 'find x' })).toBe('find x');
+  });
+});
