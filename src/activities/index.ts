@@ -1,5 +1,6 @@
 import type { AgentRegistry } from '../agents/registry';
 import type { SecretRedactor } from './redact';
+import { awaitAgentRun } from './await-agent-run';
 import { createDescribeAgent } from './describe-agent';
 import { McpServers } from './mcp-servers';
 import { createRelistMcpTools } from './relist-mcp-tools';
@@ -52,6 +53,7 @@ export function createActivities(settings: ActivitySettings) {
       },
       mcp,
     ),
+    awaitAgentRun,
     relistMcpTools: createRelistMcpTools(settings.registry, mcp, settings.redactor),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
     llmPhase: createLlmPhase(settings.provider, requests, settings.registry, settings.chunks),

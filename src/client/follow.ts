@@ -43,6 +43,12 @@ export function describeEvent(event: RunEvent): string | null {
       return `  ${event.approved ? 'approved' : 'rejected'} ${event.tool_name} (call ${event.tool_call_id})${event.reason ? `: ${event.reason}` : ''}${event.by === 'timeout' ? ', nobody decided in time' : ''}`;
     case 'tool_calls_batch_end':
       return event.cancelled.length > 0 ? `  cancelled: ${event.cancelled.join(', ')}` : null;
+    case 'subagent_started':
+      return `  => ${event.agent} agent (${event.child_workflow_id})`;
+    case 'subagent_finished': {
+      const tokens = event.usage ? `, ${event.usage.total_tokens} tokens` : '';
+      return `  <= ${event.agent} agent ${event.status}${event.error ? `: ${event.error}` : ''}${tokens}`;
+    }
     case 'custom_event':
       return `  * ${event.event_name} ${preview(JSON.stringify(event.data))}`;
     case 'context_compaction_start':
@@ -100,7 +106,7 @@ export interface FollowOutput {
   chunk(event: StreamEvent): void;
 }
 
-/** Prints human lines, with tokens live between a call's start and end lines; a fork's lines are marked. */
+/** Prints human lines, with tokens live between a call's start and end lines; a child run's lines are marked. */
 export function textOutput(write: (text: string) => void): FollowOutput {
   let midLine = false;
   // Calls (per run: forks count their own) whose tokens were printed live; for the others the end
@@ -116,6 +122,9 @@ export function textOutput(write: (text: string) => void): FollowOutput {
       if (origin?.fork_id && origin.fork_depth > 0)
         forkMarks.set(event.run_id, `${'  '.repeat(origin.fork_depth - 1)}[${origin.fork_id}] `);
       const prefix = mark(event.run_id);
+      // A sub-agent's lines: its agent's name, indented by depth under its caller's.
+      if (event.event_type === 'subagent_started')
+        forkMarks.set(event.child_workflow_id, `${prefix}  [${event.agent}] `);
       if (event.event_type === 'tool_calls_batch_start')
         for (const call of event.tool_calls) toolNames.set(call.id, call.name);
       if (
@@ -169,9 +178,10 @@ export interface FollowOptions {
 /**
  * Follows a run until it ends: coarse events by cursor through the `events` query (never recorded in
  * history) and, for the LLM call in progress, live tokens from the side channel. A follower that joins
- * mid-call gets the call's whole prefix first; every chunk is delivered exactly once. Fork children's
- * events (and theirs, at any depth) are forwarded into the same output, each with its own origin, between
- * the parent's `selfref_fork_start` and `selfref_fork_end` (spec 6.6 step 7).
+ * mid-call gets the call's whole prefix first; every chunk is delivered exactly once. Child runs' events
+ * (and theirs, at any depth) are forwarded into the same output, each with its own origin, between the
+ * parent's `selfref_fork_start` and `selfref_fork_end` (spec 6.6 step 7), or `subagent_started` and
+ * `subagent_finished`.
  */
 export async function followRun(
   run: RunHandle,
@@ -243,8 +253,13 @@ async function followEvents(
   } else await forksDone;
 }
 
-/** The child workflow id (its memory key) a fork event is about, and whether the fork starts. */
+/**
+ * The child workflow a fork or sub-agent event is about (a fork's id is its memory key), and whether the
+ * child starts with it.
+ */
 function forkOf(event: RunEvent): { child: string; starts: boolean } | undefined {
+  if (event.event_type === 'subagent_started' || event.event_type === 'subagent_finished')
+    return { child: event.child_workflow_id, starts: event.event_type === 'subagent_started' };
   if (event.event_type !== 'custom_event' || !event.event_name.startsWith('selfref_fork_')) return undefined;
   const key = event.data['memory_key'];
   return typeof key === 'string' ? { child: key, starts: event.event_name === 'selfref_fork_start' } : undefined;

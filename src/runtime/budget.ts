@@ -147,15 +147,18 @@ export function recordCall(ledger: UsageLedger, usage: TokenUsage | null, prices
   };
 }
 
-/** The ledger after a child run's usage (its tokens and their cost; its calls are its own). */
+/**
+ * The ledger after a child run's usage: its tokens and their cost, and `llmCalls` of its calls (a
+ * sub-agent's count against its caller's budget; a fork's calls are its own).
+ */
 export function recordChildUsage(
   ledger: UsageLedger,
   usage: TokenUsage | null,
   prices: TokenPrices | null,
+  llmCalls = 0,
 ): UsageLedger {
-  if (!usage) return ledger;
-  const withCall = recordCall(ledger, usage, prices);
-  return { ...withCall, llm_calls: ledger.llm_calls };
+  const withCall = usage ? recordCall(ledger, usage, prices) : ledger;
+  return { ...withCall, llm_calls: ledger.llm_calls + llmCalls };
 }
 
 /** Each limit with what `extend_budget` added to it. */

@@ -125,6 +125,29 @@ export type RunEventBody =
     }
   | { event_type: 'custom_event'; event_name: string; data: JsonObject; tool_name: string; tool_call_id: string }
   | { event_type: 'continued_as_new'; history_events: number; history_bytes: number }
+  /** A sub-agent call started a child run (`child_workflow_id`), or found the one it started before. */
+  | {
+      event_type: 'subagent_started';
+      tool_name: string;
+      tool_call_id: string;
+      agent: string;
+      child_workflow_id: string;
+      depth: number;
+    }
+  /**
+   * A sub-agent call ended: its child run `completed` (its answer is the call's result), `failed`, was
+   * `aborted` alone, ran out of budget (`budget_exhausted`), or was `cancelled` with its caller.
+   */
+  | {
+      event_type: 'subagent_finished';
+      tool_name: string;
+      tool_call_id: string;
+      agent: string;
+      child_workflow_id: string;
+      status: 'completed' | 'failed' | 'aborted' | 'budget_exhausted' | 'cancelled';
+      usage: TokenUsage | null;
+      error?: string;
+    }
   /**
    * After continue-as-new the agent's MCP servers were asked for their tools again: what the model is
    * offered from now on differs by these names. With `problem` the run keeps the tools it had.

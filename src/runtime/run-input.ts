@@ -19,6 +19,19 @@ export const ForkOrigin = sharedSchema('runtime/run-input#ForkOrigin', () =>
 );
 export type ForkOrigin = z.infer<typeof ForkOrigin>;
 
+/** The run that called this one as a sub-agent: where its answer goes and where its decisions are asked. */
+export const CallerOrigin = sharedSchema('runtime/run-input#CallerOrigin', () =>
+  z.strictObject({
+    /** The calling run's workflow id (signals reach the current run of its chain). */
+    workflow_id: z.string(),
+    agent: z.string(),
+    tool_call_id: z.string(),
+    /** How deep this run is in the call tree (the top-level run has depth 0). */
+    depth: z.number().int().positive(),
+  }),
+);
+export type CallerOrigin = z.infer<typeof CallerOrigin>;
+
 /** Input of workflow `agentRun` (published as schemas/agent-run-input.schema.json). */
 export const AgentRunInput = sharedSchema('runtime/run-input#AgentRunInput', () =>
   z.strictObject({
@@ -50,6 +63,7 @@ export const AgentRunInput = sharedSchema('runtime/run-input#AgentRunInput', () 
       "Overrides the agent's budget for this run (max_total_tokens, max_llm_calls, max_cost_usd, on_exhausted, ...).",
     ),
     fork: ForkOrigin.optional().describe('Set by a parent run for a selfref_fork child; not for callers.'),
+    caller: CallerOrigin.optional().describe('Set by a parent run for a sub-agent child; not for callers.'),
     continue_as_new: ContinueAsNewPolicy.default(ContinueAsNewPolicy.parse({})).describe(
       'When the run continues as new at an iteration boundary (besides Temporal suggesting it).',
     ),
@@ -95,7 +109,7 @@ export const AgentRunResult = sharedSchema('runtime/run-input#AgentRunResult', (
     /**
      * The transcript is left out: it would make the result pass the payload store's threshold (read it
      * by the paged `transcriptPage` query; the TypeScript client does, and fills `transcript` in), or
-     * the run is a fork child (the parent uses its length only).
+     * the run is a fork or sub-agent child (the parent uses its length only).
      */
     transcript_omitted: z.literal(true).optional(),
     /** Messages in the transcript (with `transcript_omitted`). */
@@ -105,3 +119,9 @@ export const AgentRunResult = sharedSchema('runtime/run-input#AgentRunResult', (
   }),
 );
 export type AgentRunResult = z.infer<typeof AgentRunResult>;
+
+/** How a child run stands, as a parent that did not start it learns (`awaitAgentRun`): running, ended, or failed. */
+export type AgentRunOutcome =
+  | { status: 'running' }
+  | { status: 'closed'; result: AgentRunResult }
+  | { status: 'failed'; error_type: string; message: string };

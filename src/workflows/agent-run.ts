@@ -45,6 +45,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     run.forkDepth = input.fork.depth;
     run.forkId = input.fork.fork_id;
   }
+  if (input.caller) run.agentDepth = input.caller.depth;
   // Restore before any handler runs: signals and updates buffered for this run land in the carried inbox.
   const position = input.state ? restoreRun(run, input.state) : undefined;
   const chain = { continued: input.state?.continued ?? 0, skipped: false, stepsAtStart: steps(run) };
@@ -66,11 +67,12 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     run.state = turn.status;
     keepVisible(run);
     const unprocessed = unprocessedMessages(run);
+    const child = input.fork !== undefined || input.caller !== undefined;
     const whole = {
       status: turn.status,
       answer: turn.answer,
-      // A fork child returns only what its parent uses; its transcript stays its own (spec 6.6).
-      ...(input.fork
+      // A fork or sub-agent child returns only what its parent uses; its transcript stays its own (spec 6.6).
+      ...(child
         ? { transcript: [], transcript_length: run.transcript.length, transcript_omitted: true as const }
         : { transcript: cloneJson(run.transcript) }),
       usage: run.usage,
@@ -80,8 +82,8 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     } satisfies AgentRunResult;
     // Any client reads the result without patchloop's data converter: it stays under the store's
     // threshold, leaving out a transcript (and an answer) too large for it (`transcriptPage` reads them).
-    // A fork child's result is read by its parent run, whose worker has the store: it stays whole.
-    const result = checkedResult(agent, input.fork ? whole : fittedResult(whole, run.readableBytes), "run's result");
+    // A child's result is read by its parent run, whose worker has the store: it stays whole.
+    const result = checkedResult(agent, child ? whole : fittedResult(whole, run.readableBytes), "run's result");
     sinks.patchloop.runEnded({ status: turn.status, result, llmCalls: run.llmCalls, toolCalls: run.toolCalls });
     return result;
   } catch (error) {

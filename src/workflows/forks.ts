@@ -147,8 +147,8 @@ async function startForkChild(run: Run, agent: AgentSpec, message: string, conte
         parentClosePolicy: ParentClosePolicy.ABANDON,
         cancellationType: ChildWorkflowCancellationType.ABANDON,
       });
-      run.children.set(meta.memory_key, child as never);
-      if (run.abort.requested) abortChild(run, child as never);
+      run.children.set(meta.memory_key, child);
+      if (run.abort.requested) abortChild(run, child);
       return { child, meta };
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;

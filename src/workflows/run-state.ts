@@ -1,4 +1,4 @@
-import { patched, workflowInfo, type CancellationScope, type ChildWorkflowHandle } from '@temporalio/workflow';
+import { patched, workflowInfo, type CancellationScope, type ExternalWorkflowHandle } from '@temporalio/workflow';
 import { compileContext, type Message, type Mutation, type SelfRefSnapshot } from '../context';
 import {
   checkUserMessage,
@@ -70,12 +70,15 @@ export interface Run {
   awaitingBudget: BudgetLimit[] | null;
   abort: { requested: boolean; reason: string };
   phase: CancellationScope | null;
-  children: Map<string, ChildWorkflowHandle<never>>;
-  /** Abort signals sent to fork children; awaited before the run ends, or the server drops them. */
+  /** Running child runs (forks and sub-agents) by workflow id: an abort reaches each as a signal. */
+  children: Map<string, ChildRun>;
+  /** Abort signals sent to child runs; awaited before the run ends, or the server drops them. */
   childSignals: Array<Promise<void>>;
   forkCount: number;
   forkDepth: number;
   forkId: string | null;
+  /** How deep in a call tree of sub-agents the run is (a top-level run: 0). */
+  agentDepth: number;
   /** The origin fields of this run's events (spec 7.8), from its workflow info and fork input. */
   origin: RunOrigin;
   /** The request of the LLM phase in flight, for the activity to load by query (`stable`: see RequestText). */
@@ -173,6 +176,7 @@ export function newRun(agent: string, memoryKey: string): Run {
     forkCount: 0,
     forkDepth: 0,
     forkId: null,
+    agentDepth: 0,
     origin: runOrigin(memoryKey, null),
     request: null,
     requestWriter: new RequestWriter(),
@@ -265,7 +269,10 @@ export function requestAbort(run: Run, reason: unknown): void {
   for (const child of run.children.values()) abortChild(run, child);
 }
 
-export function abortChild(run: Run, child: ChildWorkflowHandle<never>): void {
+/** A child run as its parent reaches it: a handle it started, or one by workflow id. */
+export type ChildRun = Pick<ExternalWorkflowHandle, 'signal'>;
+
+export function abortChild(run: Run, child: ChildRun): void {
   run.childSignals.push(child.signal('abort', { reason: run.abort.reason }).catch(() => undefined));
 }
 

@@ -18,6 +18,7 @@ import {
 } from './batch';
 import { approvalGate, type ApprovalWaitHook } from './approval-gate';
 import { runFork } from './forks';
+import { runSubagent, subagentWorkflowId } from './subagents';
 import type { LoopContext } from './loop-context';
 import { inPhaseScope } from './phase-scope';
 import * as events from './run-events';
@@ -65,7 +66,10 @@ export async function toolStep(
   return batch;
 }
 
-/** The activity runs the tools; the workflow runs forks as child workflows, concurrently with it. */
+/**
+ * The activity runs the tools; the workflow runs forks and sub-agent calls as child workflows,
+ * concurrently with it.
+ */
 async function runBatch(
   loop: LoopContext,
   calls: ToolCallRequest[],
@@ -73,41 +77,64 @@ async function runBatch(
   rejected: readonly WorkflowCallResult[],
 ): Promise<ToolBatchResult> {
   const run = loop.run;
-  const isFork = (call: ToolCallRequest) => loop.agent.selfref && call.name === SELFREF_FORK;
   // By the call itself, not its id: a provider may repeat an id within one batch.
   const runs = (call: ToolCallRequest) => !rejected.some((result) => result.call === call);
-  // Reports in completion order, across the activity and the forks; rejected calls are done already.
+  const own = calls.map((call, index) => (runs(call) ? workflowCall(loop, calls, index, eventIteration) : undefined));
+  // Reports in completion order, across the activity and the workflow's calls; rejected calls are done already.
   const reports: ToolCallReport[] = rejected.map((result) => result.report);
   try {
-    const [activity, ...forks] = await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, () =>
+    const [activity, ...finished] = await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, () =>
       Promise.all([
         routedBatches(
           loop,
-          calls.filter((call) => runs(call) && !isFork(call)),
+          calls.filter((call, index) => runs(call) && !own[index]),
           eventIteration,
           reports,
         ),
-        ...calls
-          .filter((call) => runs(call) && isFork(call))
-          .map((call) =>
-            runFork(run, loop.agent, call, eventIteration).then(
-              (result) => {
-                reports.push(result.report);
-                return result;
-              },
-              () => null,
-            ),
-          ),
+        ...own.flatMap((start) =>
+          start
+            ? [
+                start().then(
+                  (result) => {
+                    reports.push(result.report);
+                    return result;
+                  },
+                  // Cancelled with the run (an abort): the call gets a cancellation.
+                  () => null,
+                ),
+              ]
+            : [],
+        ),
       ]),
     );
     await deliverChildSignals(run);
-    const own = (forks as Array<WorkflowCallResult | null>).filter((fork): fork is WorkflowCallResult => fork !== null);
-    return mergeBatches(calls, activity as ToolBatchResult, [...rejected, ...own], reports);
+    const results = (finished as Array<WorkflowCallResult | null>).filter(
+      (result): result is WorkflowCallResult => result !== null,
+    );
+    return mergeBatches(calls, activity as ToolBatchResult, [...rejected, ...results], reports);
   } catch (error) {
     await deliverChildSignals(run);
     if (run.abort.requested) return cancelledBatch(calls);
     throw error;
   }
+}
+
+/** A call the workflow carries out itself (a fork, a sub-agent call): how to start it; else undefined. */
+function workflowCall(
+  loop: LoopContext,
+  calls: readonly ToolCallRequest[],
+  index: number,
+  eventIteration: number,
+): (() => Promise<WorkflowCallResult>) | undefined {
+  const call = calls[index]!;
+  if (loop.agent.selfref && call.name === SELFREF_FORK)
+    return () => runFork(loop.run, loop.agent, call, eventIteration);
+  const target = loop.agent.tool_descriptors.find((tool) => tool.name === call.name)?.agent_call;
+  if (target?.kind === 'subagent') {
+    const workflowId = subagentWorkflowId(calls, index, target.agent, eventIteration);
+    return () => runSubagent(loop.run, loop.agent, call, target.agent, eventIteration, workflowId);
+  }
+  return undefined;
 }
 
 /**

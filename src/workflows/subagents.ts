@@ -1,0 +1,210 @@
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
+import {
+  ChildWorkflowCancellationType,
+  ChildWorkflowFailure,
+  getExternalWorkflowHandle,
+  isCancellation,
+  ParentClosePolicy,
+  proxyActivities,
+  startChild,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { repairToolArguments, serializeToolResult, toolFailureContent } from '../context';
+import {
+  addUsage,
+  recordChildUsage,
+  remainingBudget,
+  subagentPrompt,
+  subagentTask,
+  type AgentRunInputWire,
+  type AgentRunOutcome,
+  type AgentRunResult,
+  type AgentSpec,
+  type ToolCallRequest,
+} from '../runtime';
+import type { WorkflowCallResult } from './batch';
+import { hasBudget } from './budget-gate';
+import { abortChild, emit, type Run } from './run-state';
+
+/** How a sub-agent call ended, as its `subagent_finished` event says. */
+type SubagentStatus = 'completed' | 'failed' | 'aborted' | 'budget_exhausted';
+
+/**
+ * A sub-agent call (`subagents` in the agent definition): a child `agentRun` of the named agent, whose
+ * answer is the call's result. Its workflow id is derived from this run's workflow id, the iteration and
+ * the call id, and a finished id is never reused, so a replay, a retried task or a later run of this chain
+ * that makes the same call finds the child it started instead of starting the work again. Children are
+ * abandoned, not cancelled, when a run closes (Temporal applies a parent-close policy at continue-as-new
+ * too): an abort reaches them as an `abort` signal, so each ends with a valid transcript of its own.
+ */
+export async function runSubagent(
+  run: Run,
+  agent: AgentSpec,
+  call: ToolCallRequest,
+  target: string,
+  eventIteration: number,
+  workflowId: string,
+): Promise<WorkflowCallResult> {
+  const started = Date.now();
+  const args = repairToolArguments(call.arguments);
+  const result = (content: string): WorkflowCallResult => ({
+    call,
+    content,
+    report: { tool_call_id: call.id, tool_name: call.name, success: true, duration_ms: Date.now() - started },
+  });
+  const fail = (message: string) => result(toolFailureContent(call.name, args.text, message));
+  if (!args.ok) return fail('Tool arguments are not a valid JSON object');
+  const task = subagentTask(args.value);
+  if ('problem' in task) return fail(task.problem);
+  const depth = run.agentDepth + 1;
+  if (depth > agent.limits.max_agent_depth)
+    return fail(`agent depth limit ${agent.limits.max_agent_depth} reached: the ${target} agent was not called`);
+
+  const input: AgentRunInputWire = {
+    agent: target,
+    input: subagentPrompt(task),
+    caller: { workflow_id: workflowInfo().workflowId, agent: run.agent, tool_call_id: call.id, depth },
+    // A child spends from what its caller has left; what it spent is charged back below.
+    ...(hasBudget(run) ? { budget: remainingBudget(run.budget, run.ledger, Date.now()) } : {}),
+  };
+  const about = { tool_name: call.name, tool_call_id: call.id, agent: target, child_workflow_id: workflowId };
+  emit(run, { event_type: 'subagent_started', ...about, depth }, eventIteration);
+  try {
+    const outcome = await childOutcome(run, workflowId, input, agent);
+    const ended = endOf(outcome, target);
+    if (outcome.status === 'closed') {
+      // What the child spent counts against this run's budget, and in its usage.
+      const child = outcome.result;
+      run.ledger = recordChildUsage(run.ledger, child.usage, run.budget.prices, child.budget?.spent.max_llm_calls ?? 0);
+      run.usage = addUsage(run.usage, child.usage);
+      // An abort of this run cancels its unfinished calls (the child ended aborted with it).
+      if (run.abort.requested && child.status === 'aborted') throw new SubagentCancelled();
+    }
+    emit(
+      run,
+      {
+        event_type: 'subagent_finished',
+        ...about,
+        status: ended.status,
+        usage: outcome.status === 'closed' ? outcome.result.usage : null,
+        ...(ended.error !== undefined ? { error: ended.error } : {}),
+      },
+      eventIteration,
+    );
+    return ended.answer !== undefined ? result(serializeToolResult(ended.answer)) : fail(ended.error ?? '');
+  } catch (error) {
+    if (error instanceof SubagentCancelled || isCancellation(error) || run.abort.requested) {
+      emit(run, { event_type: 'subagent_finished', ...about, status: 'cancelled', usage: null }, eventIteration);
+    }
+    throw error;
+  } finally {
+    run.children.delete(workflowId);
+  }
+}
+
+/**
+ * The child's workflow id: this run's, the agent, the iteration and the call id (a provider may repeat
+ * an id within a batch: a repeat gets its position too). The same on every replay and every later run of
+ * this chain, and unique within it (iterations count on across continue-as-new).
+ */
+export function subagentWorkflowId(
+  calls: readonly ToolCallRequest[],
+  index: number,
+  target: string,
+  iteration: number,
+): string {
+  const call = calls[index]!;
+  const repeated = calls.findIndex((other) => other.id === call.id) !== index;
+  return `${workflowInfo().workflowId}::${target}::${iteration}::${call.id}${repeated ? `#${index}` : ''}`;
+}
+
+class SubagentCancelled extends Error {
+  override readonly name = 'SubagentCancelled';
+}
+
+/** The call's answer, or the error the model reads: which way the child ended, and why. */
+function endOf(outcome: AgentRunOutcome, target: string): { status: SubagentStatus; answer?: string; error?: string } {
+  if (outcome.status === 'failed')
+    return { status: 'failed', error: `the ${target} agent's run failed: ${outcome.message}` };
+  if (outcome.status === 'running') throw new Error('a finished child cannot be running');
+  const child = outcome.result;
+  switch (child.status) {
+    case 'completed':
+      return { status: 'completed', answer: child.answer ?? '' };
+    case 'aborted':
+      return {
+        status: 'aborted',
+        error: `the ${target} agent's run was aborted${child.abort_reason ? `: ${child.abort_reason}` : ''}`,
+      };
+    case 'budget_exhausted': {
+      const exceeded = child.budget?.exceeded ?? [];
+      return {
+        status: 'budget_exhausted',
+        error: `the ${target} agent's run ran out of budget${exceeded.length > 0 ? ` (${exceeded.join(', ')})` : ''}`,
+      };
+    }
+  }
+}
+
+/**
+ * Starts the child and waits for it; when its id is taken (an earlier run of this chain started it, or it
+ * already ended), waits for that run instead, through an activity: a workflow can await only the children
+ * it started itself.
+ */
+async function childOutcome(
+  run: Run,
+  workflowId: string,
+  input: AgentRunInputWire,
+  agent: AgentSpec,
+): Promise<Exclude<AgentRunOutcome, { status: 'running' }>> {
+  let child;
+  try {
+    child = await startChild('agentRun', {
+      workflowId,
+      args: [input],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      cancellationType: ChildWorkflowCancellationType.ABANDON,
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      staticSummary: `sub-agent ${input.agent} of ${run.agent}`,
+    });
+  } catch (error) {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    return reattach(run, workflowId, agent);
+  }
+  run.children.set(workflowId, child);
+  if (run.abort.requested) abortChild(run, child);
+  try {
+    return { status: 'closed', result: (await child.result()) as AgentRunResult };
+  } catch (error) {
+    // Cancelled with this run (an abort): the call is cancelled, not failed.
+    if (isCancellation(error) || !(error instanceof ChildWorkflowFailure)) throw error;
+    const cause = error.cause as { type?: string; message?: string; name?: string } | undefined;
+    return {
+      status: 'failed',
+      error_type: cause?.type ?? cause?.name ?? 'ChildWorkflowFailure',
+      message: cause?.message ?? error.message,
+    };
+  }
+}
+
+/** Waits for a child this run did not start itself, a bounded activity at a time. */
+async function reattach(
+  run: Run,
+  workflowId: string,
+  agent: AgentSpec,
+): Promise<Exclude<AgentRunOutcome, { status: 'running' }>> {
+  const handle = getExternalWorkflowHandle(workflowId);
+  run.children.set(workflowId, handle);
+  if (run.abort.requested) abortChild(run, handle);
+  const { awaitAgentRun } = proxyActivities<Activities>({
+    startToCloseTimeout: '6m',
+    heartbeatTimeout: `${agent.limits.heartbeat_timeout_seconds}s`,
+    summary: `wait for sub-agent run ${workflowId}`,
+    retry: { initialInterval: '1s', maximumInterval: '30s' },
+  });
+  for (;;) {
+    const outcome = await awaitAgentRun({ workflow_id: workflowId, wait_seconds: 300 });
+    if (outcome.status !== 'running') return outcome;
+  }
+}

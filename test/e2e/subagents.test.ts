@@ -1,0 +1,265 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { validateToolLinkage } from '../../src/context';
+import { callTools, failWith, reply } from '../../src/fake-model/steps';
+import type { AgentDefinitionInput, RunEvent } from '../../src/runtime';
+import { scriptsByAgent } from '../support/agent-scripts';
+import { startWorld, type TestWorld } from '../support/temporal';
+import { eventOf, eventually, recordHistory } from '../support/wait';
+
+const researcher: AgentDefinitionInput = {
+  name: 'researcher',
+  instructions: 'You research questions.',
+  tools: ['add'],
+  subagents: ['helper', { agent: 'critic', tool_name: 'ask_critic', description: 'Reviews a draft.' }],
+};
+const helper: AgentDefinitionInput = { name: 'helper', instructions: 'You look things up.', tools: ['add'] };
+const critic: AgentDefinitionInput = { name: 'critic', instructions: 'You criticize drafts.' };
+const agents = [researcher, helper, critic];
+const instructions = Object.fromEntries(agents.map((agent) => [agent.name, agent.instructions]));
+
+let world: TestWorld | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+const usage = (prompt: number, completion: number) => ({
+  usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+});
+const call = (id: string, name: string, args: Record<string, unknown>) => ({
+  id,
+  name,
+  arguments: JSON.stringify(args),
+});
+
+/** A world whose fake model answers each agent from its own script. */
+async function agentWorld(steps: Record<string, Parameters<typeof scriptsByAgent>[0][string]['steps']>) {
+  const scripts = scriptsByAgent(
+    Object.fromEntries(
+      Object.entries(steps).map(([agent, list]) => [agent, { instructions: instructions[agent]!, steps: list }]),
+    ),
+  );
+  world = await startWorld({ agents, fake: { responder: scripts.responder } });
+  return { world, scripts };
+}
+
+const toolMessage = (messages: Array<Record<string, unknown>>, id: string) =>
+  messages.find((message) => message['role'] === 'tool' && message['tool_call_id'] === id);
+
+describe('sub-agents: agents that call agents as durable child runs', () => {
+  it('a delegation: the child run gets the task, its answer is the tool result, usage rolls up', async () => {
+    const { world, scripts } = await agentWorld({
+      researcher: [
+        callTools([call('s1', 'helper', { input: 'find the capital of France', context: 'for a quiz' })], usage(10, 5)),
+        reply('Paris, says my helper.', usage(20, 4)),
+      ],
+      helper: [reply('Paris', usage(7, 3))],
+    });
+    const run = await world.client.start({ agent: 'researcher', input: 'What is the capital of France?' });
+    const result = await run.result();
+    expect(result.status).toBe('completed');
+    expect(result.answer).toBe('Paris, says my helper.');
+    // The child saw its own instructions and the task, nothing of the caller's conversation.
+    const [system, ...rest] = scripts.requests('helper')[0]!.messages;
+    expect(system).toMatchObject({ role: 'system', content: expect.stringContaining('You look things up.') });
+    expect(system!['content']).not.toContain('You research questions.');
+    expect(rest).toEqual([
+      { role: 'user', content: 'Context from the caller:\nfor a quiz\n\nTask:\nfind the capital of France' },
+    ]);
+    expect(toolMessage(scripts.requests('researcher')[1]!.messages, 's1')).toEqual({
+      role: 'tool',
+      tool_call_id: 's1',
+      content: '"Paris"',
+    });
+    // The caller's usage holds its child's.
+    expect(result.usage).toMatchObject({ prompt_tokens: 37, completion_tokens: 12, total_tokens: 49 });
+    const childId = `${run.workflowId}::helper::1::s1`;
+    const events = (await run.status()).events;
+    expect(events.find((event) => event.event_type === 'subagent_started')).toMatchObject({
+      tool_call_id: 's1',
+      agent: 'helper',
+      child_workflow_id: childId,
+      depth: 1,
+    });
+    expect(events.find((event) => event.event_type === 'subagent_finished')).toMatchObject({
+      child_workflow_id: childId,
+      status: 'completed',
+      usage: { total_tokens: 10 },
+    });
+    // The child is a run of its own, with a valid transcript and its caller as parent.
+    const child = world.client.run(childId);
+    expect((await child.result()).status).toBe('completed');
+    validateToolLinkage(await child.transcript());
+    const childStatus = await child.status();
+    expect(childStatus.events[0]!.origin).toMatchObject({
+      parent_agent_call_id: run.workflowId,
+      session_id: run.workflowId,
+    });
+    validateToolLinkage(result.transcript);
+    scripts.assertDone();
+    await recordHistory(run, 'subagent-delegation');
+  });
+
+  it('two sub-agents in one batch run at once, beside a plain tool', async () => {
+    const slow = { firstChunkDelayMs: 1500 };
+    const { world, scripts } = await agentWorld({
+      researcher: [
+        callTools([
+          call('h', 'helper', { input: 'look up A' }),
+          call('a', 'add', { a: 2, b: 3 }),
+          call('c', 'ask_critic', { input: 'review B' }),
+        ]),
+        reply('both done'),
+      ],
+      helper: [reply('A found', slow)],
+      critic: [reply('B is weak', slow)],
+    });
+    const run = await world.client.start({ agent: 'researcher', input: 'research A and B' });
+    const result = await run.result();
+    expect(result.answer).toBe('both done');
+    const [helperCall, criticCall] = [scripts.requests('helper')[0], scripts.requests('critic')[0]].map((body) =>
+      world.fake.requests.find((request) => request.body === body)!,
+    );
+    // Each child's model call began before the other's ended.
+    expect(helperCall!.receivedAt).toBeLessThan(criticCall!.completedAt!);
+    expect(criticCall!.receivedAt).toBeLessThan(helperCall!.completedAt!);
+    const messages = scripts.requests('researcher')[1]!.messages;
+    expect(messages.slice(-3)).toEqual([
+      { role: 'tool', tool_call_id: 'h', content: '"A found"' },
+      { role: 'tool', tool_call_id: 'a', content: '5' },
+      { role: 'tool', tool_call_id: 'c', content: '"B is weak"' },
+    ]);
+    scripts.assertDone();
+  });
+
+  it('a child that fails, and a call past the depth limit, give error results that say which', async () => {
+    const recursive: AgentDefinitionInput = {
+      name: 'recursive',
+      instructions: 'You recurse.',
+      subagents: ['recursive', 'helper'],
+      limits: { max_agent_depth: 1 },
+    };
+    const scripts = scriptsByAgent({
+      recursive: {
+        instructions: 'You recurse.',
+        steps: [
+          callTools([call('r1', 'recursive', { input: 'go deeper' }), call('h1', 'helper', { input: 'x' })]),
+          // The child (depth 1) may not go deeper.
+          callTools([call('r2', 'recursive', { input: 'deeper still' })]),
+          reply('stopped at the limit'),
+          reply('done'),
+        ],
+      },
+      helper: { instructions: 'You look things up.', steps: [failWith(400, { message: 'model refuses this' })] },
+    });
+    world = await startWorld({ agents: [recursive, helper], fake: { responder: scripts.responder } });
+    const run = await world.client.start({ agent: 'recursive', input: 'start' });
+    const result = await run.result();
+    expect(result.answer).toBe('done');
+    const last = scripts.requests('recursive').at(-1)!.messages;
+    expect(JSON.parse(toolMessage(last, 'r1')!['content'] as string)).toBe('stopped at the limit');
+    expect(JSON.parse(toolMessage(last, 'h1')!['content'] as string).error).toMatch(
+      /^Tool 'helper' failed .*: the helper agent's run failed: .*model refuses this/,
+    );
+    const deeper = scripts.requests('recursive')[2]!.messages;
+    expect(JSON.parse(toolMessage(deeper, 'r2')!['content'] as string).error).toContain(
+      'agent depth limit 1 reached: the recursive agent was not called',
+    );
+    const finished = (await run.status()).events.filter((event) => event.event_type === 'subagent_finished');
+    expect(finished.map((event) => [(event as { agent: string }).agent, (event as { status: string }).status])).toEqual(
+      expect.arrayContaining([
+        ['recursive', 'completed'],
+        ['helper', 'failed'],
+      ]),
+    );
+    scripts.assertDone();
+  });
+
+  it('a budget covers the tree: the child gets what is left and its spend is charged back', async () => {
+    const { world, scripts } = await agentWorld({
+      researcher: [callTools([call('s1', 'helper', { input: 'add things' })]), reply('out of budget, but done')],
+      helper: [
+        callTools([call('a1', 'add', { a: 1, b: 1 })]),
+        callTools([call('a2', 'add', { a: 1, b: 2 })]),
+        callTools([call('a3', 'add', { a: 1, b: 3 })]),
+      ],
+    });
+    const run = await world.client.start({
+      agent: 'researcher',
+      input: 'add',
+      budget: { max_llm_calls: 4, on_exhausted: 'ask' },
+    });
+    // One call of its own and the child's three: the parent waits for more before its next call.
+    await eventually(async () => ((await run.status()).state === 'awaiting_budget' ? true : undefined));
+    const child = world.client.run(`${run.workflowId}::helper::1::s1`);
+    const childResult = await child.result();
+    expect(childResult.status).toBe('budget_exhausted');
+    expect(childResult.budget).toMatchObject({
+      limit: { max_llm_calls: 3 },
+      spent: { max_llm_calls: 3 },
+      exceeded: ['max_llm_calls'],
+    });
+    expect((await run.status()).budget).toMatchObject({ spent: { max_llm_calls: 4 } });
+    await run.extendBudget({ llm_calls: 1 });
+    const result = await run.result();
+    expect(result.answer).toBe('out of budget, but done');
+    expect(result.budget).toMatchObject({ limit: { max_llm_calls: 5 }, spent: { max_llm_calls: 5 } });
+    expect(
+      JSON.parse(toolMessage(scripts.requests('researcher')[1]!.messages, 's1')!['content'] as string).error,
+    ).toContain("the helper agent's run ran out of budget (max_llm_calls)");
+    scripts.assertDone();
+  });
+});
+
+describe('aborting runs with sub-agents', () => {
+  it('aborting the parent aborts the child with the same reason; both transcripts stay valid', async () => {
+    const { world, scripts } = await agentWorld({
+      researcher: [callTools([call('s1', 'helper', { input: 'take your time' })])],
+      helper: [{ kind: 'hang', chunks: ['thinking '] }],
+    });
+    const run = await world.client.start({ agent: 'researcher', input: 'go' });
+    const childId = `${run.workflowId}::helper::1::s1`;
+    const child = world.client.run(childId);
+    await eventOf(child, 'llm_call_start');
+    await eventually(() => (scripts.requests('helper').length === 1 ? true : undefined));
+    const abortedAt = Date.now();
+    await run.abort('the user left');
+    const [parentResult, childResult] = await Promise.all([run.result(), child.result()]);
+    const closedWithin = Date.now() - abortedAt;
+    expect(parentResult.status).toBe('aborted');
+    expect(parentResult.abort_reason).toBe('the user left');
+    validateToolLinkage(parentResult.transcript);
+    expect(toolMessage(parentResult.transcript, 's1')!['content']).toContain('cancel');
+    expect(childResult.status).toBe('aborted');
+    expect(childResult.abort_reason).toBe('the user left');
+    validateToolLinkage(await child.transcript());
+    expect(closedWithin).toBeLessThan(15_000);
+    const finished = (await run.status()).events.find((event) => event.event_type === 'subagent_finished');
+    expect(finished).toMatchObject({ status: 'cancelled' });
+    scripts.assertDone();
+  });
+
+  it('aborting a child alone gives its caller an error result, and the caller goes on', async () => {
+    const { world, scripts } = await agentWorld({
+      researcher: [callTools([call('s1', 'helper', { input: 'take your time' })]), reply('I will do it myself')],
+      helper: [{ kind: 'hang', chunks: ['thinking '] }],
+    });
+    const run = await world.client.start({ agent: 'researcher', input: 'go' });
+    const child = world.client.run(`${run.workflowId}::helper::1::s1`);
+    await eventOf(child, 'llm_call_start');
+    await child.abort('taking too long');
+    const result = await run.result();
+    expect(result.status).toBe('completed');
+    expect(result.answer).toBe('I will do it myself');
+    expect(
+      JSON.parse(toolMessage(scripts.requests('researcher')[1]!.messages, 's1')!['content'] as string).error,
+    ).toContain("the helper agent's run was aborted: taking too long");
+    expect((await child.result()).status).toBe('aborted');
+    const finished = (await run.status()).events.find(
+      (event): event is Extract<RunEvent, { event_type: 'subagent_finished' }> =>
+        event.event_type === 'subagent_finished',
+    );
+    expect(finished?.status).toBe('aborted');
+    scripts.assertDone();
+  });
+});
