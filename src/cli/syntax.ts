@@ -41,22 +41,25 @@ export const MCP_SYNTAX = {
 
 export const APPROVALS_SYNTAX = {
   usage: 'patchloop approvals <id>',
-  summary: 'The tool calls of a run or session that wait for a decision, with their arguments.',
+  summary:
+    "The tool calls of a run or session that wait for a decision, with their arguments; its sub-agents' too, at any depth (each with its run's workflow_id and agent).",
   options: {},
   positionals: ['id'],
 } as const;
 
 export const APPROVE_SYNTAX = {
-  usage: 'patchloop approve <id> <call id> [--reason TEXT]',
-  summary: "Lets a waiting tool call run (update 'approve').",
-  options: { reason: { type: 'string' } },
+  usage: 'patchloop approve <id> <call id> [--reason TEXT] [--run WORKFLOW_ID]',
+  summary:
+    "Lets a waiting tool call run (update 'approve'). A sub-agent's call is decided on the top run; --run names the sub-agent run it belongs to when the call id alone does not.",
+  options: { reason: { type: 'string' }, run: { type: 'string' } },
   positionals: ['id', 'call id'],
 } as const;
 
 export const REJECT_SYNTAX = {
-  usage: 'patchloop reject <id> <call id> --reason TEXT',
-  summary: "Refuses a waiting tool call (update 'approve'): the model gets the reason as the call's result.",
-  options: { reason: { type: 'string' } },
+  usage: 'patchloop reject <id> <call id> --reason TEXT [--run WORKFLOW_ID]',
+  summary:
+    "Refuses a waiting tool call (update 'approve'): the model gets the reason as the call's result. --run as for approve.",
+  options: { reason: { type: 'string' }, run: { type: 'string' } },
   positionals: ['id', 'call id'],
 } as const;
 

@@ -242,20 +242,36 @@ export class RunHandle {
     }
   }
 
-  /** Approves a waiting tool call (update `approve`); rejects if the id does not wait for a decision. */
-  approve(toolCallId: string, reason?: string): Promise<ApprovalAccepted> {
-    return this.decide(toolCallId, true, reason);
+  /**
+   * Approves a waiting tool call (update `approve`); rejects if the id does not wait for a decision.
+   * `run`: the sub-agent run the call belongs to (its `workflow_id` in `pending_approvals`), when the id
+   * alone does not say; a sub-agent's call is decided on the top run and goes down the tree to it.
+   */
+  approve(toolCallId: string, reason?: string, run?: string): Promise<ApprovalAccepted> {
+    return this.decide(toolCallId, true, reason, run);
   }
 
   /** Rejects a waiting tool call: the model gets a result saying so, with the reason, and the run goes on. */
-  reject(toolCallId: string, reason: string): Promise<ApprovalAccepted> {
-    return this.decide(toolCallId, false, reason);
+  reject(toolCallId: string, reason: string, run?: string): Promise<ApprovalAccepted> {
+    return this.decide(toolCallId, false, reason, run);
   }
 
-  private async decide(toolCallId: string, approved: boolean, reason: string | undefined): Promise<ApprovalAccepted> {
+  private async decide(
+    toolCallId: string,
+    approved: boolean,
+    reason: string | undefined,
+    run: string | undefined,
+  ): Promise<ApprovalAccepted> {
     try {
       return await this.workflow.executeUpdate(approveUpdate, {
-        args: [{ tool_call_id: toolCallId, approved, ...(reason !== undefined ? { reason } : {}) }],
+        args: [
+          {
+            tool_call_id: toolCallId,
+            approved,
+            ...(reason !== undefined ? { reason } : {}),
+            ...(run !== undefined ? { workflow_id: run } : {}),
+          },
+        ],
       });
     } catch (error) {
       // The validator's reason, not Temporal's generic "Workflow Update failed".

@@ -4,6 +4,7 @@ import type {
   ApprovalAccepted,
   ApprovalDecision,
   BudgetExtension,
+  ChildApprovals,
   EventPage,
   PendingApproval,
   RequestPage,
@@ -50,7 +51,13 @@ export const nextRequestQuery = defineQuery<string>('nextRequest');
 /** Raises the limits of a run's budget (`on_exhausted: "ask"` waits for it); answers the new limits. */
 export const extendBudgetUpdate = defineUpdate<Record<string, number | null>, [BudgetExtension]>('extend_budget');
 export const approveUpdate = defineUpdate<ApprovalAccepted, [ApprovalDecision]>('approve');
-/** The gated tool calls waiting for a decision (also in `status`). */
+/**
+ * Internal, between runs of a call tree: a sub-agent run tells its caller which calls of its subtree wait
+ * for decisions (on every change), and a caller passes a decision down to the run it is for.
+ */
+export const childApprovalsSignal = defineSignal<[ChildApprovals]>('child_approvals');
+export const decideApprovalSignal = defineSignal<[ApprovalDecision]>('decide_approval');
+/** The gated tool calls waiting for a decision (also in `status`), its sub-agents' included. */
 export const pendingApprovalsQuery = defineQuery<PendingApproval[]>('pendingApprovals');
 
 /** Sessions: a user message whose update returns the assistant's reply when that turn ends. */

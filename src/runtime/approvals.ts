@@ -8,6 +8,11 @@ export const ApprovalDecision = sharedSchema('runtime/approvals#ApprovalDecision
     tool_call_id: z.string().min(1),
     approved: z.boolean(),
     reason: z.string().max(4000).optional(),
+    /**
+     * The run whose call this is, when a sub-agent's call waits (its `workflow_id` in `pending_approvals`):
+     * the decision goes down the tree to it. Absent: the run's own call, else the one sub-agent call with the id.
+     */
+    workflow_id: z.string().min(1).optional(),
   }),
 );
 export type ApprovalDecision = z.infer<typeof ApprovalDecision>;
@@ -16,6 +21,8 @@ export type ApprovalDecision = z.infer<typeof ApprovalDecision>;
 export interface ApprovalAccepted {
   tool_call_id: string;
   approved: boolean;
+  /** The sub-agent run the decision went to (absent: the run's own call). */
+  workflow_id?: string;
 }
 
 /** A gated tool call waiting for a person, as `status` lists it. */
@@ -27,9 +34,21 @@ export const PendingApproval = sharedSchema('runtime/approvals#PendingApproval',
     arguments: JsonObject,
     /** ISO time the request was made (workflow time, stable under replay). */
     requested_at: z.string(),
+    /** A sub-agent's call (at any depth): the run it belongs to, and its agent. Absent: the run's own. */
+    workflow_id: z.string().optional(),
+    agent: z.string().optional(),
   }),
 );
 export type PendingApproval = z.infer<typeof PendingApproval>;
+
+/** Signal `child_approvals`: a sub-agent run's calls (its own and its sub-agents') waiting for decisions now. */
+export const ChildApprovals = sharedSchema('runtime/approvals#ChildApprovals', () =>
+  z.strictObject({
+    child_workflow_id: z.string().min(1),
+    pending: z.array(PendingApproval),
+  }),
+);
+export type ChildApprovals = z.infer<typeof ChildApprovals>;
 
 /** An approval request of the batch in flight, decided or not. */
 export const ApprovalRecord = sharedSchema('runtime/approvals#ApprovalRecord', () =>
@@ -79,6 +98,49 @@ export function rejectedCallContent(toolName: string, reason: string | undefined
   return `<Tool call rejected by the approver. Tool: ${toolName}.${why}>`;
 }
 
+/**
+ * Where a decision goes: to one of the run's own calls (`own`), down to the sub-agent run whose subtree
+ * waits for it (`child`: the run's direct child to send it to), or refused with the reason.
+ * `children`: what each running sub-agent reported waiting, by the child's workflow id.
+ */
+export function routeDecision(
+  self: string,
+  records: readonly ApprovalRecord[],
+  children: ReadonlyMap<string, readonly PendingApproval[]>,
+  payload: unknown,
+): { refusal: string } | { own: ApprovalDecision } | { child: string; decision: ApprovalDecision } {
+  const parsed = ApprovalDecision.safeParse(payload);
+  if (!parsed.success)
+    return {
+      refusal: `expected {"tool_call_id": string, "approved": boolean, "reason"?: string, "workflow_id"?: string}: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+    };
+  const decision = parsed.data;
+  const target = decision.workflow_id;
+  const own = () => {
+    const checked = decisionRefusal(records, decision);
+    return 'refusal' in checked ? checked : { own: checked.decision };
+  };
+  const ownCall = records.some((record) => record.tool_call_id === decision.tool_call_id);
+  if (target === self || (target === undefined && ownCall)) return own();
+  const below = [...children].flatMap(([child, pending]) =>
+    pending
+      .filter(
+        (entry) =>
+          entry.tool_call_id === decision.tool_call_id && (target === undefined || entry.workflow_id === target),
+      )
+      .map((entry) => ({ child, entry })),
+  );
+  const runs = [...new Set(below.map((found) => found.entry.workflow_id))];
+  if (runs.length === 1) return { child: below[0]!.child, decision: { ...decision, workflow_id: runs[0]! } };
+  if (runs.length > 1)
+    return {
+      refusal: `tool call '${decision.tool_call_id}' waits in several sub-agent runs: name one as workflow_id (${runs.join(', ')})`,
+    };
+  if (target !== undefined && target !== self)
+    return { refusal: `no tool call '${decision.tool_call_id}' of run ${target} awaits approval here` };
+  return own();
+}
+
 /** Why a decision is refused before anything is recorded, or null when it may be recorded. */
 export function decisionRefusal(
   records: readonly ApprovalRecord[],
@@ -87,7 +149,7 @@ export function decisionRefusal(
   const parsed = ApprovalDecision.safeParse(payload);
   if (!parsed.success)
     return {
-      refusal: `expected {"tool_call_id": string, "approved": boolean, "reason"?: string}: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+      refusal: `expected {"tool_call_id": string, "approved": boolean, "reason"?: string, "workflow_id"?: string}: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
     };
   const decision = parsed.data;
   // A repeated id is decided as one: every gated call that carries it.

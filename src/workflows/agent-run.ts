@@ -25,6 +25,7 @@ import { asRunFailure, withUnprocessedMessages } from './failures';
 import { checkedSeed, openRun } from './open-run';
 import { checkedResult } from './payload-budget';
 import { registerRunHandlers } from './handlers';
+import { relayDecisionsUp } from './tree-decisions';
 import { emit, newRun, runOrigin, unprocessedMessages, type Run } from './run-state';
 import { sinks } from './sinks';
 import { keepVisible } from './visibility';
@@ -50,6 +51,8 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const position = input.state ? restoreRun(run, input.state) : undefined;
   const chain = { continued: input.state?.continued ?? 0, skipped: false, stepsAtStart: steps(run) };
   registerRunHandlers(run, () => ({ continued_as_new: chain.continued }));
+  // A sub-agent run tells its caller which of its calls wait for decisions.
+  if (input.caller) relayDecisionsUp(run, input.caller);
   try {
     const agent = await openRun(run, input, (resolved) =>
       // A fork child starts from its parent's context (spec 6.6 step 3), folded at its first compile.

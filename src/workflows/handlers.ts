@@ -1,7 +1,7 @@
 import { setHandler, workflowInfo } from '@temporalio/workflow';
 import {
   BudgetExtension,
-  decisionRefusal,
+  routeDecision,
   digestText,
   effectiveLimits,
   extendLedger,
@@ -25,13 +25,13 @@ import {
   transcriptQuery,
   userMessageSignal,
   userMessageUpdate,
-  failure,
-  FailureType,
 } from '../common';
-import { decide, pendingOf, undecided } from './approval-gate';
+import { pendingOf, undecided } from './approval-gate';
+import { applyDecision, registerTreeHandlers, runningChildren } from './tree-decisions';
 import { budgetFigures, hasBudget } from './budget-gate';
 import {
   checkMessage,
+  childPending,
   contextWindow,
   emit,
   enqueueMessage,
@@ -79,8 +79,9 @@ function contextStatus(run: Run): RunStatus['context'] {
   };
 }
 
+/** The run's own calls waiting for decisions, then its sub-agents' (each with its run's workflow id and agent). */
 function pendingApprovals(run: Run): PendingApproval[] {
-  return undecided(run).map(pendingOf);
+  return [...undecided(run).map(pendingOf), ...childPending(run)];
 }
 
 /**
@@ -123,6 +124,7 @@ function transcriptPage(run: Run, input: unknown): TranscriptPage {
 
 /** Signals, updates and queries every run and session answers. */
 export function registerRunHandlers(run: Run, extraStatus: () => Record<string, unknown> = () => ({})): void {
+  registerTreeHandlers(run);
   // Queries a person can call without arguments come first: the UI lists them in this order.
   setHandler(
     statusQuery,
@@ -181,27 +183,14 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
       },
     },
   );
-  setHandler(
-    approveUpdate,
-    (payload) => {
-      const checked = decisionRefusal(run.approvals, payload);
-      // An ApplicationFailure fails the update; any other error would fail the workflow task.
-      if ('refusal' in checked) throw failure(FailureType.ApprovalRefused, checked.refusal);
-      const { decision } = checked;
-      for (const record of run.approvals)
-        if (record.tool_call_id === decision.tool_call_id && !record.decision)
-          decide(run, record, decision.approved, decision.reason, 'update');
-      return { tool_call_id: decision.tool_call_id, approved: decision.approved };
+  setHandler(approveUpdate, (payload) => applyDecision(run, payload, 'update'), {
+    validator: (payload) => {
+      if (run.state !== 'running') throw new Error(`the run is ${run.state}`);
+      if (run.abort.requested) throw new Error('the run is being aborted');
+      const routed = routeDecision(workflowInfo().workflowId, run.approvals, runningChildren(run), payload);
+      if ('refusal' in routed) throw new Error(routed.refusal);
     },
-    {
-      validator: (payload) => {
-        if (run.state !== 'running') throw new Error(`the run is ${run.state}`);
-        if (run.abort.requested) throw new Error('the run is being aborted');
-        const checked = decisionRefusal(run.approvals, payload);
-        if ('refusal' in checked) throw new Error(checked.refusal);
-      },
-    },
-  );
+  });
   setHandler(
     extendBudgetUpdate,
     (payload) => {

@@ -15,6 +15,7 @@ import {
   type ContextLedger,
   utf8Bytes,
   type ApprovalRecord,
+  type PendingApproval,
   type MessageLimits,
   type RunEvent,
   type RunEventBody,
@@ -72,6 +73,11 @@ export interface Run {
   phase: CancellationScope | null;
   /** Running child runs (forks and sub-agents) by workflow id: an abort reaches each as a signal. */
   children: Map<string, ChildRun>;
+  /**
+   * What each sub-agent child reported waiting for decisions (its calls and its own sub-agents'), by its
+   * workflow id; listed while the child runs.
+   */
+  childApprovals: Map<string, PendingApproval[]>;
   /** Abort signals sent to child runs; awaited before the run ends, or the server drops them. */
   childSignals: Array<Promise<void>>;
   forkCount: number;
@@ -172,6 +178,7 @@ export function newRun(agent: string, memoryKey: string): Run {
     abort: { requested: false, reason: '' },
     phase: null,
     children: new Map(),
+    childApprovals: new Map(),
     childSignals: [],
     forkCount: 0,
     forkDepth: 0,
@@ -202,7 +209,14 @@ export function contextWindow(run: Run): number | null {
 export function reportedState(run: Run): ReportedState {
   if (run.state !== 'running') return run.state;
   if (run.awaitingBudget) return 'awaiting_budget';
-  return run.approvals.some((record) => !record.decision) ? 'awaiting_approval' : run.state;
+  return run.approvals.some((record) => !record.decision) || childPending(run).length > 0
+    ? 'awaiting_approval'
+    : run.state;
+}
+
+/** Calls of the run's running sub-agents (at any depth) that wait for decisions. */
+export function childPending(run: Run): PendingApproval[] {
+  return [...run.childApprovals].flatMap(([child, pending]) => (run.children.has(child) ? pending : []));
 }
 
 /** Folds patches into the durable transcript (spec 4.6). Throws `ContextError` on invalid linkage. */

@@ -100,6 +100,7 @@ export async function runSubagent(
     throw error;
   } finally {
     run.children.delete(workflowId);
+    run.childApprovals.delete(workflowId);
   }
 }
 

@@ -3,7 +3,8 @@ import { validateToolLinkage } from '../../src/context';
 import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput, RunEvent } from '../../src/runtime';
 import { scriptsByAgent } from '../support/agent-scripts';
-import { startWorld, type TestWorld } from '../support/temporal';
+import { startWorld, temporalCli, type TestWorld } from '../support/temporal';
+import { runCli } from '../support/cli';
 import { eventOf, eventually, recordHistory } from '../support/wait';
 
 const researcher: AgentDefinitionInput = {
@@ -207,6 +208,84 @@ describe('sub-agents: agents that call agents as durable child runs', () => {
     expect(
       JSON.parse(toolMessage(scripts.requests('researcher')[1]!.messages, 's1')!['content'] as string).error,
     ).toContain("the helper agent's run ran out of budget (max_llm_calls)");
+    scripts.assertDone();
+  });
+});
+
+describe('decisions reach the top of the tree', () => {
+  it("a grandchild's gated call is listed on the top run and decided there, through the CLI (depth 2)", async () => {
+    const tree: AgentDefinitionInput[] = [
+      { name: 'manager', instructions: 'You manage.', subagents: ['lead'] },
+      { name: 'lead', instructions: 'You lead.', subagents: ['clerk'] },
+      { name: 'clerk', instructions: 'You add.', tools: ['add'], needs_approval: ['add'] },
+    ];
+    const scripts = scriptsByAgent({
+      manager: {
+        instructions: 'You manage.',
+        steps: [callTools([call('m1', 'lead', { input: 'get 2+3 added' })]), reply('the clerk says 5')],
+      },
+      lead: {
+        instructions: 'You lead.',
+        steps: [callTools([call('l1', 'clerk', { input: 'add 2 and 3' })]), reply('5')],
+      },
+      clerk: {
+        instructions: 'You add.',
+        steps: [callTools([call('c1', 'add', { a: 2, b: 3 })]), reply('5')],
+      },
+    });
+    world = await startWorld({ agents: tree, fake: { responder: scripts.responder } });
+    const run = await world.client.start({ agent: 'manager', input: 'add 2 and 3 through your team' });
+    const leadId = `${run.workflowId}::lead::1::m1`;
+    const clerkId = `${leadId}::clerk::1::l1`;
+    const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
+    const listed = await eventually(async () => {
+      const out = await runCli(['approvals', run.workflowId], env);
+      const pending = (JSON.parse(out.stdout) as { pending_approvals: unknown[] }).pending_approvals;
+      return pending.length > 0 ? pending : undefined;
+    });
+    expect(listed).toEqual([
+      {
+        tool_call_id: 'c1',
+        tool_name: 'add',
+        arguments: { a: 2, b: 3 },
+        requested_at: expect.any(String),
+        workflow_id: clerkId,
+        agent: 'clerk',
+      },
+    ]);
+    // Every run on the way reports it waits: status and the state search attributes use.
+    expect((await run.status()).state).toBe('awaiting_approval');
+    expect((await world.client.run(leadId).status()).state).toBe('awaiting_approval');
+    await eventually(async () => {
+      const found = await temporalCli(
+        'workflow',
+        'list',
+        '--query',
+        `WorkflowId = '${run.workflowId}' AND PatchloopStatus = 'awaiting_approval'`,
+        '--output',
+        'json',
+      );
+      return found.stdout.includes(run.workflowId) ? true : undefined;
+    });
+    // An id no run of the tree waits with is refused, naming what waits.
+    const wrong = await runCli(['approve', run.workflowId, 'c9'], env);
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stdout + wrong.stderr).toContain("no tool call 'c9' awaits approval");
+    const approved = await runCli(['approve', run.workflowId, 'c1', '--reason', 'fine'], env);
+    expect(approved.code).toBe(0);
+    expect(JSON.parse(approved.stdout)).toMatchObject({ tool_call_id: 'c1', approved: true, workflow_id: clerkId });
+    const result = await run.result();
+    expect(result.answer).toBe('the clerk says 5');
+    expect(toolMessage(scripts.requests('clerk')[1]!.messages, 'c1')).toEqual({
+      role: 'tool',
+      tool_call_id: 'c1',
+      content: '5',
+    });
+    const decided = (await world.client.run(clerkId).status()).events.find(
+      (event) => event.event_type === 'approval_decided',
+    );
+    expect(decided).toMatchObject({ tool_call_id: 'c1', approved: true, reason: 'fine' });
+    expect((await run.status()).pending_approvals).toEqual([]);
     scripts.assertDone();
   });
 });

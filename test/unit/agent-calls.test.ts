@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AgentRegistry } from '../../src/agents/registry';
-import { subagentPrompt, subagentTask, type AgentDefinitionInput } from '../../src/runtime';
+import { routeDecision, subagentPrompt, subagentTask, type AgentDefinitionInput } from '../../src/runtime';
 import { addTool } from '../../src/tools/examples';
 
 const researcher: AgentDefinitionInput = {
@@ -79,5 +79,49 @@ describe('sub-agent and handoff tools', () => {
       'Context from the caller:\nthe user is in Paris\n\nTask:\nfind x',
     );
     expect(subagentPrompt({ input: 'find x' })).toBe('find x');
+  });
+});
+
+describe('a decision finds its run in the call tree', () => {
+  const own = [{ tool_call_id: 'a', tool_name: 'add', arguments: {}, requested_at: 't' }];
+  const pending = (id: string, run: string) => ({
+    tool_call_id: id,
+    tool_name: 'add',
+    arguments: {},
+    requested_at: 't',
+    workflow_id: run,
+    agent: 'clerk',
+  });
+  const children = new Map([
+    ['child-1', [pending('c', 'child-1::grand'), pending('d', 'child-1')]],
+    ['child-2', [pending('d', 'child-2')]],
+  ]);
+
+  it('goes to the run own call, or down to the child whose subtree waits for it', () => {
+    expect(routeDecision('top', own, children, { tool_call_id: 'a', approved: true })).toEqual({
+      own: { tool_call_id: 'a', approved: true },
+    });
+    expect(routeDecision('top', own, children, { tool_call_id: 'c', approved: false, reason: 'no' })).toEqual({
+      child: 'child-1',
+      decision: { tool_call_id: 'c', approved: false, reason: 'no', workflow_id: 'child-1::grand' },
+    });
+    expect(routeDecision('top', own, children, { tool_call_id: 'd', approved: true, workflow_id: 'child-2' })).toEqual({
+      child: 'child-2',
+      decision: { tool_call_id: 'd', approved: true, workflow_id: 'child-2' },
+    });
+  });
+
+  it('is refused when the id waits nowhere, or in several runs without workflow_id', () => {
+    expect(routeDecision('top', own, children, { tool_call_id: 'd', approved: true })).toEqual({
+      refusal: "tool call 'd' waits in several sub-agent runs: name one as workflow_id (child-1, child-2)",
+    });
+    expect(routeDecision('top', own, children, { tool_call_id: 'z', approved: true })).toEqual({
+      refusal: "no tool call 'z' awaits approval (waiting: a)",
+    });
+    expect(
+      routeDecision('top', own, children, { tool_call_id: 'c', approved: true, workflow_id: 'elsewhere' }),
+    ).toEqual({
+      refusal: "no tool call 'c' of run elsewhere awaits approval here",
+    });
   });
 });

@@ -17,7 +17,7 @@ export async function approveCommand(client: PatchloopClient, args: string[]): P
   const { values, positionals } = parseCommand(args, APPROVE_SYNTAX);
   const id = positionals['id']!;
   const call = positionals['call id']!;
-  return { workflow_id: id, ...(await client.run(id).approve(call, values.reason)) };
+  return { workflow_id: id, ...(await client.run(id).approve(call, values.reason, values.run)) };
 }
 
 export async function rejectCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
@@ -27,7 +27,7 @@ export async function rejectCommand(client: PatchloopClient, args: string[]): Pr
   // The model reads the reason: a rejection without one teaches it nothing.
   if (!values.reason?.trim())
     throw new UsageError(`--reason is required: the model sees it\nusage: ${REJECT_SYNTAX.usage}`);
-  return { workflow_id: id, ...(await client.run(id).reject(call, values.reason)) };
+  return { workflow_id: id, ...(await client.run(id).reject(call, values.reason, values.run)) };
 }
 
 /** Asks a question on the terminal and resolves with the answer. */
@@ -68,19 +68,25 @@ export function terminalAsker(): { ask: Ask; close(): void } | undefined {
  */
 export async function askApproval(run: RunHandle, event: RunEvent, ask: Ask, print: Print): Promise<void> {
   if (event.event_type !== 'approval_requested') return;
+  // A sub-agent's request (forwarded from its run): decided on this run, which sends it down the tree.
+  const owner = event.origin?.agent_call_id;
+  const below = owner !== undefined && owner !== run.workflowId ? owner : undefined;
   // The same request, not just the same id (providers reuse ids such as call_0 from batch to batch).
   const waiting = await run.pendingApprovals().catch(() => []);
-  if (!waiting.some((entry) => entry.tool_call_id === event.tool_call_id && entry.requested_at === event.requested_at))
-    return;
+  const same = (entry: (typeof waiting)[number]) =>
+    entry.tool_call_id === event.tool_call_id &&
+    entry.requested_at === event.requested_at &&
+    entry.workflow_id === below;
+  if (!waiting.some(same)) return;
   const answer = await ask(`approve ${event.tool_name} ${JSON.stringify(event.arguments)}? [y/n] `);
   try {
     if (/^y(es)?$/i.test(answer.trim())) {
-      await run.approve(event.tool_call_id);
+      await run.approve(event.tool_call_id, undefined, below);
       print(`  approved ${event.tool_call_id}`);
       return;
     }
     const reason = (await ask('reason (the model sees it): ')).trim() || 'rejected at the terminal';
-    await run.reject(event.tool_call_id, reason);
+    await run.reject(event.tool_call_id, reason, below);
     print(`  rejected ${event.tool_call_id}: ${reason}`);
   } catch (error) {
     print(`  not recorded: ${(error as Error).message}`);

@@ -1,0 +1,94 @@
+import { condition, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
+import { childApprovalsSignal, decideApprovalSignal, failure, FailureType } from '../common';
+import {
+  ChildApprovals,
+  routeDecision,
+  type ApprovalAccepted,
+  type CallerOrigin,
+  type PendingApproval,
+} from '../runtime';
+import { decide, pendingOf, undecided } from './approval-gate';
+import { childPending, rejectInput, type Run } from './run-state';
+import { keepVisible } from './visibility';
+
+/**
+ * Decisions that reach the top of a call tree: each sub-agent run tells its caller which calls of its
+ * subtree wait (its own, marked with its workflow id and agent, then its sub-agents'), on every change;
+ * the caller lists them as its own pending approvals and passes a decision down to the run it is for.
+ */
+
+/** What the run's caller should list: its own undecided calls, marked, then those of its sub-agents. */
+function subtreePending(run: Run): PendingApproval[] {
+  const self = workflowInfo().workflowId;
+  return [
+    ...undecided(run).map((record) => ({ ...pendingOf(record), workflow_id: self, agent: run.agent })),
+    ...childPending(run),
+  ];
+}
+
+/** A sub-agent run keeps its caller told, for as long as it runs (a signal per change). */
+export function relayDecisionsUp(run: Run, caller: CallerOrigin): void {
+  const self = workflowInfo().workflowId;
+  const parent = getExternalWorkflowHandle(caller.workflow_id);
+  const current = () => JSON.stringify(subtreePending(run));
+  let sent = '[]';
+  const relay = async () => {
+    for (;;) {
+      await condition(() => current() !== sent);
+      sent = current();
+      const pending = JSON.parse(sent) as PendingApproval[];
+      // Its caller may have ended meanwhile: nobody is left to tell.
+      run.childSignals.push(
+        parent.signal(childApprovalsSignal, { child_workflow_id: self, pending }).catch(() => undefined),
+      );
+    }
+  };
+  void relay();
+}
+
+/** Records a decision where it belongs: on one of the run's own calls, or sent down to a sub-agent run. */
+export async function applyDecision(run: Run, payload: unknown, via: 'update' | 'signal'): Promise<ApprovalAccepted> {
+  const routed = routeDecision(workflowInfo().workflowId, run.approvals, runningChildren(run), payload);
+  if ('refusal' in routed) {
+    // An ApplicationFailure fails the update; any other error would fail the workflow task.
+    if (via === 'update') throw failure(FailureType.ApprovalRefused, routed.refusal);
+    rejectInput(run, 'decide_approval', 'signal', routed.refusal);
+    return { tool_call_id: '', approved: false };
+  }
+  if ('own' in routed) {
+    const { own } = routed;
+    for (const record of run.approvals)
+      if (record.tool_call_id === own.tool_call_id && !record.decision)
+        decide(run, record, own.approved, own.reason, 'update');
+    return { tool_call_id: own.tool_call_id, approved: own.approved };
+  }
+  const { child, decision } = routed;
+  await getExternalWorkflowHandle(child).signal(decideApprovalSignal, decision);
+  // Listed no more: the child reports its new list once it has recorded the decision.
+  const left = (run.childApprovals.get(child) ?? []).filter(
+    (entry) => entry.tool_call_id !== decision.tool_call_id || entry.workflow_id !== decision.workflow_id,
+  );
+  run.childApprovals.set(child, left);
+  keepVisible(run);
+  return { tool_call_id: decision.tool_call_id, approved: decision.approved, workflow_id: decision.workflow_id! };
+}
+
+/** What each running sub-agent reported waiting. */
+export function runningChildren(run: Run): Map<string, PendingApproval[]> {
+  return new Map([...run.childApprovals].filter(([child]) => run.children.has(child)));
+}
+
+/** The signals between the runs of a call tree. */
+export function registerTreeHandlers(run: Run): void {
+  setHandler(childApprovalsSignal, (payload) => {
+    const parsed = ChildApprovals.safeParse(payload);
+    if (!parsed.success)
+      return rejectInput(run, 'child_approvals', 'signal', parsed.error.issues[0]?.message ?? 'invalid');
+    run.childApprovals.set(parsed.data.child_workflow_id, parsed.data.pending);
+    keepVisible(run);
+  });
+  setHandler(decideApprovalSignal, async (payload) => {
+    if (run.state !== 'running') return rejectInput(run, 'decide_approval', 'signal', `the run is ${run.state}`);
+    await applyDecision(run, payload, 'signal');
+  });
+}
