@@ -18,6 +18,7 @@ import {
 } from './batch';
 import { approvalGate, type ApprovalWaitHook } from './approval-gate';
 import { runFork } from './forks';
+import { handoffCalls, runHandoffs } from './handoffs';
 import type { LoopContext } from './loop-context';
 import { inPhaseScope } from './phase-scope';
 import * as events from './run-events';
@@ -78,15 +79,18 @@ async function runBatch(
   const runs = (call: ToolCallRequest) => !rejected.some((result) => result.call === call);
   // Reports in completion order, across the activity and the forks; rejected calls are done already.
   const reports: ToolCallReport[] = rejected.map((result) => result.report);
+  // Handoffs are the workflow's too (workflows/handoffs.ts).
+  const handoffs = handoffCalls(loop, calls.filter(runs));
   try {
-    const [activity, ...forks] = await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, () =>
+    const [activity, handedOff, ...forks] = await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, () =>
       Promise.all([
         routedBatches(
           loop,
-          calls.filter((call) => runs(call) && !isFork(call)),
+          calls.filter((call) => runs(call) && !isFork(call) && !handoffs.includes(call)),
           eventIteration,
           reports,
         ),
+        runHandoffs(loop, handoffs, reports),
         ...calls
           .filter((call) => runs(call) && isFork(call))
           .map((call) =>
@@ -102,7 +106,8 @@ async function runBatch(
     );
     await deliverChildSignals(run);
     const own = (forks as Array<WorkflowCallResult | null>).filter((fork): fork is WorkflowCallResult => fork !== null);
-    return mergeBatches(calls, activity as ToolBatchResult, [...rejected, ...own], reports);
+    const handed = handedOff as WorkflowCallResult[];
+    return mergeBatches(calls, activity as ToolBatchResult, [...rejected, ...handed, ...own], reports);
   } catch (error) {
     await deliverChildSignals(run);
     if (run.abort.requested) return cancelledBatch(calls);
