@@ -136,7 +136,6 @@ describe('handoffs', () => {
         tool_name: 'transfer_to_billing',
         tool_call_id: 'call_h1',
         reason: 'an invoice question',
-        func_name: 'triage',
       }),
       expect.objectContaining({ from: 'billing', to: 'triage', tool_call_id: 'call_h2' }),
     ]);
