@@ -9,7 +9,8 @@ import { validateArguments } from './tool-batch';
  * validated first (a call that would fail validation is not put to anyone: it fails as an argument
  * error in the batch), then the agent's list and the tool's own `needsApproval` decide. A predicate
  * that throws gates the call: when in doubt, ask. An MCP tool the agent's list names waits when its
- * arguments are a JSON object (its server checks them against its schema when the call runs).
+ * arguments are a JSON object (its server checks them against its schema when the call runs); so does a
+ * gated sub-agent or handoff call (the workflow checks its arguments when it carries it out).
  */
 export function createReviewToolCalls(registry: AgentRegistry) {
   return async function reviewToolCalls(input: ToolReviewInput): Promise<ToolReview[]> {
@@ -19,7 +20,9 @@ export function createReviewToolCalls(registry: AgentRegistry) {
       const none = { tool_call_id: call.id, needs_approval: false, arguments: null };
       const tool = registry.toolFor(input.agent, call.name);
       const repaired = repairToolArguments(call.arguments);
-      if (!tool && repaired.ok && registry.gatesMcpTool(input.agent, call.name)) {
+      const gatedCall =
+        registry.gatesMcpTool(input.agent, call.name) || registry.gatesAgentCall(input.agent, call.name);
+      if (!tool && repaired.ok && gatedCall) {
         reviews.push({ tool_call_id: call.id, needs_approval: true, arguments: repaired.value });
         continue;
       }

@@ -280,6 +280,19 @@ export class AgentRegistry {
     );
   }
 
+  /**
+   * Whether the agent's definition gates one of its sub-agent or handoff tools (by the tool's name): the
+   * workflow carries those calls out, but a person decides first, like for any tool.
+   */
+  gatesAgentCall(agentName: string, toolName: string): boolean {
+    const agent = this.agents.get(agentName);
+    return (
+      agent !== undefined &&
+      agent.needs_approval.includes(toolName) &&
+      this.agentCalls(agent).some((tool) => tool.name === toolName)
+    );
+  }
+
   /** A tool the agent may call, or undefined (the model then sees "not found"). */
   toolFor(agentName: string, toolName: string): Tool | undefined {
     const agent = this.agents.get(agentName);

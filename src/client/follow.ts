@@ -73,6 +73,8 @@ export function describeEvent(event: RunEvent): string | null {
       ];
       return `  MCP tools listed again: ${parts.join('; ') || 'no change'}`;
     }
+    case 'agent_handoff':
+      return `handoff: ${event.from} -> ${event.to}${event.reason ? ` (${preview(event.reason)})` : ''}`;
     case 'react_end':
       return `run ${event.status} after ${event.total_llm_calls} model call(s) and ${event.total_tool_calls} tool call(s)`;
     default:

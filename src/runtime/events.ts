@@ -149,6 +149,18 @@ export type RunEventBody =
       error?: string;
     }
   /**
+   * A handoff (`transfer_to_<agent>`) took effect: from here on the run's active agent is `to` (its
+   * instructions, tools and model), on the same transcript. `tool_call_id` is the call that asked for it.
+   */
+  | {
+      event_type: 'agent_handoff';
+      from: string;
+      to: string;
+      tool_name: string;
+      tool_call_id: string;
+      reason?: string;
+    }
+  /**
    * After continue-as-new the agent's MCP servers were asked for their tools again: what the model is
    * offered from now on differs by these names. With `problem` the run keeps the tools it had.
    */
@@ -225,7 +237,10 @@ export interface RunStatus {
   state: ReportedState;
   /** Gated tool calls waiting for a decision (the `approve` update), in the batch's order. */
   pending_approvals: PendingApproval[];
+  /** The active agent: the one the run started with, or the last one a handoff passed it to. */
   agent: string;
+  /** The agent the run (or session) started with: `agent` differs from it after a handoff. */
+  started_agent?: string;
   iteration: number;
   llm_calls: number;
   tool_calls: number;

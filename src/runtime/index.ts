@@ -25,3 +25,4 @@ export * from './provider';
 export * from './result-size';
 export * from './transcript-pages';
 export * from './agent-calls';
+export * from './handoffs';

@@ -13,6 +13,7 @@ import {
   type ToolCallRequest,
 } from '../runtime';
 import { affordable, BATCH_ESTIMATE, budgetFigures, type BudgetStop } from './budget-gate';
+import { keepHandoffOf, settleHandoff, useAgent } from './handoffs';
 import { buildRequest, llmStep } from './llm-step';
 import type { LlmMode, LoopContext, LoopOptions, TurnResult } from './loop-context';
 import { phaseActivities } from './phase-activities';
@@ -44,6 +45,16 @@ export class AgentLoop {
     this.loop = { run, agent, options, contract, tools: providerTools(agent), activities: phaseActivities(agent) };
   }
 
+  /** The active agent: the one the loop began with, or the last one a handoff passed the run to. */
+  get agent(): AgentSpec {
+    return this.loop.agent;
+  }
+
+  /** Goes on with this agent, the transcript untouched (a session turn rolled back to its checkpoint). */
+  useAgent(agent: AgentSpec): void {
+    if (agent !== this.loop.agent) useAgent(this.loop, agent);
+  }
+
   /** The request the next LLM call would receive now, as JSON text (for byte-identity checks). */
   previewRequest(): string {
     return JSON.stringify(buildRequest(this.loop, this.mode()));
@@ -60,6 +71,9 @@ export class AgentLoop {
     // A batch that waited for decisions when the run continued as new: the wait goes on here.
     let waiting = resume?.awaiting;
     for (let first = resume === undefined; ; first = false) {
+      // A handoff of the last batch takes effect here, before the boundary: a run that continues as new
+      // there carries the new agent and the transcript that already names it.
+      settleHandoff(this.loop);
       if (waiting) {
         const { iteration, calls, llm_mutations, reply_content, approvals } = waiting;
         waiting = undefined;
@@ -148,6 +162,7 @@ export class AgentLoop {
           })
       : undefined;
     const batch = await toolStep(this.loop, calls, it + 1, { resumed, ...(onWait ? { onWait } : {}) });
+    keepHandoffOf(this.loop, batch);
     run.toolCalls += calls.length;
     run.iteration = it + 1;
     if (batch.outcome === 'aborted')
@@ -218,6 +233,8 @@ export class AgentLoop {
   ): TurnResult {
     const run = this.loop.run;
     commit(run, mutations);
+    // A handoff whose result the batch committed before an abort ended the turn still takes effect.
+    settleHandoff(this.loop);
     run.iteration = iteration + 1;
     emit(run, events.reactEnd(run, status, finalResponse, iteration, markAborted), iteration);
     return { status, answer: status === 'completed' ? finalResponse : null, finalResponse };

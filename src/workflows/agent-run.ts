@@ -50,7 +50,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   // Restore before any handler runs: signals and updates buffered for this run land in the carried inbox.
   const position = input.state ? restoreRun(run, input.state) : undefined;
   const chain = { continued: input.state?.continued ?? 0, skipped: false, stepsAtStart: steps(run) };
-  registerRunHandlers(run, () => ({ continued_as_new: chain.continued }));
+  registerRunHandlers(run, () => ({ continued_as_new: chain.continued, started_agent: input.agent }));
   // A sub-agent run tells its caller which of its calls wait for decisions.
   if (input.caller) relayDecisionsUp(run, input.caller);
   try {
@@ -66,7 +66,8 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       foldInbox: true,
     });
     setHandler(nextRequestQuery, () => loop.previewRequest());
-    const turn = await loop.turn((progress) => continueIfDue(run, input, agent, progress, chain), position);
+    // The loop's agent is the active one (a handoff may have switched it): that is the one carried on.
+    const turn = await loop.turn((progress) => continueIfDue(run, input, loop.agent, progress, chain), position);
     run.state = turn.status;
     keepVisible(run);
     const unprocessed = unprocessedMessages(run);

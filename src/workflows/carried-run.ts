@@ -47,6 +47,8 @@ export function carryRun(
  * batch is validated against its carried approval records.
  */
 export function restoreRun(run: Run, state: CarriedRun): TurnProgress {
+  // The active agent (a handoff may have made it another than the input's).
+  run.agent = state.agent.name;
   run.selfref = state.agent.selfref;
   run.transcript = state.transcript;
   run.pending = state.pending;

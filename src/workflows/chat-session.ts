@@ -92,8 +92,10 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
         // A close that came during the turn ends this run (sessions recorded before continued past it).
         !(session.closing && patched('session-close-is-not-carried-over'))
       ) {
-        const next = () => carriedInput(run, input, { ...session, continued: session.continued + 1 }, agent);
-        if (carriedInputFits(run, agent, next(), session)) {
+        // The active agent (a handoff may have switched it) goes on in the next run.
+        const active = session.loop!.agent;
+        const next = () => carriedInput(run, input, { ...session, continued: session.continued + 1 }, active);
+        if (carriedInputFits(run, active, next(), session)) {
           const info = workflowInfo();
           emit(run, {
             event_type: 'continued_as_new',
@@ -136,6 +138,7 @@ function registerSessionHandlers(session: Session): void {
     turns: session.turns,
     continued_as_new: session.continued,
     turn_active: session.turnActive,
+    started_agent: session.input.agent,
   }));
   setHandler(abortSignal, (payload) => {
     if (session.turnActive) requestAbort(run, payload?.reason);
@@ -200,7 +203,7 @@ async function nextMessage(session: Session): Promise<InboxEntry | undefined> {
 /** One message's turn; its reply goes to the `send` that waits for it, if one does. */
 async function serveTurn(session: Session, entry: InboxEntry): Promise<void> {
   const { run } = session;
-  const checkpoint = turnCheckpoint(run);
+  const checkpoint = turnCheckpoint(run, session.loop);
   run.pending.push(userMessageMutation(entry.content));
   run.abort = { requested: false, reason: '' };
   session.turnActive = true;
@@ -219,15 +222,18 @@ interface TurnCheckpoint {
   snapshot: Run['snapshot'];
   pending: Run['pending'];
   selfrefQueue: Run['selfrefQueue'];
+  /** The active agent: a handoff during a failed turn is rolled back with the transcript. */
+  agent?: AgentSpec;
 }
 
-function turnCheckpoint(run: Run): TurnCheckpoint {
+function turnCheckpoint(run: Run, loop?: AgentLoop): TurnCheckpoint {
   // Commits replace the transcript and snapshot instead of editing them, so references suffice.
   return {
     transcript: run.transcript,
     snapshot: run.snapshot,
     pending: [...run.pending],
     selfrefQueue: cloneJson(run.selfrefQueue),
+    ...(loop ? { agent: loop.agent } : {}),
   };
 }
 
@@ -252,6 +258,7 @@ async function runTurn(run: Run, loop: AgentLoop, checkpoint: TurnCheckpoint): P
     run.snapshot = checkpoint.snapshot;
     run.pending = checkpoint.pending;
     run.selfrefQueue = checkpoint.selfrefQueue;
+    if (checkpoint.agent) loop.useAgent(checkpoint.agent);
     run.request = null;
     emit(run, { event_type: 'turn_failed', error_type: failure.type, message: failure.message });
     return { status: 'failed', reply: null, error: failure };

@@ -1,5 +1,6 @@
 import type { JsonObject, PromptContract } from '../context';
 import type { AgentSpec, BudgetLimit, LlmPhaseResult } from '../runtime';
+import type { PendingHandoff } from './handoffs';
 import type { PhaseActivities } from './phase-activities';
 import type { Run } from './run-state';
 
@@ -27,6 +28,8 @@ export interface LoopContext {
   /** The agent's tools in the provider's shape. */
   tools: JsonObject[];
   activities: PhaseActivities;
+  /** A handoff the last batch accepted: it takes effect at the next compile boundary (`settleHandoff`). */
+  handoff?: PendingHandoff;
 }
 
 export type LlmMode = { withTools: boolean; stream: boolean };

@@ -18,6 +18,7 @@ import {
 } from './batch';
 import { approvalGate, type ApprovalWaitHook } from './approval-gate';
 import { runFork } from './forks';
+import { handoffCalls, runHandoffs } from './handoffs';
 import { runSubagent, subagentWorkflowId } from './subagents';
 import type { LoopContext } from './loop-context';
 import { inPhaseScope } from './phase-scope';
@@ -67,8 +68,8 @@ export async function toolStep(
 }
 
 /**
- * The activity runs the tools; the workflow runs forks and sub-agent calls as child workflows,
- * concurrently with it.
+ * The activity runs the tools; the workflow runs forks and sub-agent calls as child workflows, and
+ * handoffs, concurrently with it.
  */
 async function runBatch(
   loop: LoopContext,
@@ -82,15 +83,18 @@ async function runBatch(
   const own = calls.map((call, index) => (runs(call) ? workflowCall(loop, calls, index, eventIteration) : undefined));
   // Reports in completion order, across the activity and the workflow's calls; rejected calls are done already.
   const reports: ToolCallReport[] = rejected.map((result) => result.report);
+  // Handoffs are the workflow's too (workflows/handoffs.ts).
+  const handoffs = handoffCalls(loop, calls.filter(runs));
   try {
-    const [activity, ...finished] = await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, () =>
+    const [activity, handedOff, ...finished] = await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, () =>
       Promise.all([
         routedBatches(
           loop,
-          calls.filter((call, index) => runs(call) && !own[index]),
+          calls.filter((call, index) => runs(call) && !own[index] && !handoffs.includes(call)),
           eventIteration,
           reports,
         ),
+        runHandoffs(loop, handoffs, reports),
         ...own.flatMap((start) =>
           start
             ? [
@@ -111,7 +115,8 @@ async function runBatch(
     const results = (finished as Array<WorkflowCallResult | null>).filter(
       (result): result is WorkflowCallResult => result !== null,
     );
-    return mergeBatches(calls, activity as ToolBatchResult, [...rejected, ...results], reports);
+    const handed = handedOff as WorkflowCallResult[];
+    return mergeBatches(calls, activity as ToolBatchResult, [...rejected, ...handed, ...results], reports);
   } catch (error) {
     await deliverChildSignals(run);
     if (run.abort.requested) return cancelledBatch(calls);

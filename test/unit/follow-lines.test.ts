@@ -59,4 +59,19 @@ describe("what 'follow' prints about compactions and budgets", () => {
       "  MCP tools not listed again (the run keeps its tools): MCP server 'x' did not start",
     );
   });
+
+  it('names a handoff: from which agent to which, and why', () => {
+    const handoff = {
+      ...at,
+      event_type: 'agent_handoff' as const,
+      from: 'triage',
+      to: 'billing',
+      tool_name: 'transfer_to_billing',
+      tool_call_id: 'call_1',
+    };
+    expect(describeEvent(handoff)).toBe('handoff: triage -> billing');
+    expect(describeEvent({ ...handoff, reason: 'an invoice question' })).toBe(
+      'handoff: triage -> billing (an invoice question)',
+    );
+  });
 });

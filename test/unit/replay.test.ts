@@ -78,6 +78,8 @@ describe('replay of recorded histories', () => {
         'abort-unprocessed-message',
         'user-message-update',
         'session-failed-turn',
+        'handoff-and-back',
+        'handoff-continues-as-new',
       ]),
     );
   });
