@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { JsonObject, Message, Mutation } from '../context';
 import { AgentSpec } from './agent';
-import { ApprovalRecord } from './approvals';
-import { CompactionIntent, MemoryIntent, ToolCallRequest } from './phases';
+import { ApprovalRecord, PendingApproval } from './approvals';
+import { CompactionIntent, MemoryIntent, ToolBatchResult, ToolCallReport, ToolCallRequest } from './phases';
 import { TokenUsage } from './usage';
 import { emptyUsageLedger, UsageLedger } from './budget';
 import { sharedSchema } from '../context/shared-schema';
@@ -63,9 +63,26 @@ export const AwaitingBatch = sharedSchema('runtime/carried-state#AwaitingBatch',
     llm_mutations: z.array(Mutation),
     reply_content: z.string(),
     approvals: z.array(ApprovalRecord),
+    /**
+     * A batch that was running when the run continued as new, only sub-agent calls still out: what its
+     * activities returned and the workflow calls that finished (by position). The next run finishes the
+     * batch with these, and re-attaches to the sub-agent runs still going (their ids say which).
+     */
+    running: z
+      .strictObject({
+        activity: ToolBatchResult,
+        finished: z.array(
+          z.strictObject({ call_index: z.number().int().nonnegative(), content: z.string(), report: ToolCallReport }),
+        ),
+        /** The batch's reports so far, in completion order. */
+        reports: z.array(ToolCallReport),
+      })
+      .optional(),
   }),
 );
 export type AwaitingBatch = z.infer<typeof AwaitingBatch>;
+/** A batch carried while its sub-agent calls ran (`AwaitingBatch.running`). */
+export type RunningBatch = NonNullable<AwaitingBatch['running']>;
 
 /**
  * What every durable run carries across continue-as-new, runs and sessions alike, at a boundary: the
@@ -102,8 +119,10 @@ export const CarriedRun = sharedSchema('runtime/carried-state#CarriedRun', () =>
     context: ContextLedger.default(emptyContextLedger),
     /** What the run has spent against its budget. */
     ledger: UsageLedger.default(emptyUsageLedger),
-    /** The batch that waited for approval decisions at the boundary, if one did. */
+    /** The batch that waited for approval decisions (or for sub-agents) at the boundary, if one did. */
     awaiting_batch: AwaitingBatch.optional(),
+    /** What the run's running sub-agents reported waiting for decisions, by child workflow id. */
+    child_approvals: z.record(z.string(), z.array(PendingApproval)).optional(),
   }),
 );
 export type CarriedRun = z.infer<typeof CarriedRun>;

@@ -9,6 +9,7 @@ import {
   replyToolCalls,
   type AgentSpec,
   type AwaitingBatch,
+  type RunningBatch,
   type LlmPhaseResult,
   type ToolCallRequest,
 } from '../runtime';
@@ -75,11 +76,20 @@ export class AgentLoop {
       // there carries the new agent and the transcript that already names it.
       settleHandoff(this.loop);
       if (waiting) {
-        const { iteration, calls, llm_mutations, reply_content, approvals } = waiting;
+        const { iteration, calls, llm_mutations, reply_content, approvals, running } = waiting;
         waiting = undefined;
         // The records restored with the run (decisions may have landed on them already).
         if (run.approvals.length === 0) run.approvals = approvals;
-        const ended = await this.runTools(iteration, calls, llm_mutations, reply_content, toolCalls, true, boundary);
+        const ended = await this.runTools(
+          iteration,
+          calls,
+          llm_mutations,
+          reply_content,
+          toolCalls,
+          true,
+          boundary,
+          running,
+        );
         if (ended) return ended;
         toolCalls += calls.length;
         continue;
@@ -142,26 +152,34 @@ export class AgentLoop {
     toolCalls: number,
     resumed: boolean,
     boundary?: (progress: TurnProgress) => Promise<void>,
+    running?: RunningBatch,
   ): Promise<TurnResult | undefined> {
     const run = this.loop.run;
     // A batch costs no tokens, but a limit already reached (wall time) stops it: the reply that asked
     // for it is dropped, as the tool budget drops one (7.5), so the transcript stays valid.
     const stop = await affordable(run, BATCH_ESTIMATE);
     if (stop && !run.abort.requested) return this.budgetExhausted(stop, it);
-    const onWait = boundary
-      ? () =>
-          boundary({
-            toolCalls,
-            awaiting: {
-              iteration: it,
-              calls,
-              llm_mutations: llmMutations,
-              reply_content: content,
-              approvals: run.approvals,
-            },
-          })
-      : undefined;
-    const batch = await toolStep(this.loop, calls, it + 1, { resumed, ...(onWait ? { onWait } : {}) });
+    const awaiting = (progress: Partial<AwaitingBatch> = {}): AwaitingBatch => ({
+      iteration: it,
+      calls,
+      llm_mutations: llmMutations,
+      reply_content: content,
+      approvals: run.approvals,
+      ...progress,
+    });
+    const onWait = boundary ? () => boundary({ toolCalls, awaiting: awaiting() }) : undefined;
+    // While only sub-agents are still out, the run may continue as new too: it carries what the batch has.
+    const due = this.loop.options.continueAsNewDue;
+    const onChildWait =
+      boundary && due
+        ? { due, offer: (batch: RunningBatch) => boundary({ toolCalls, awaiting: awaiting({ running: batch }) }) }
+        : undefined;
+    const batch = await toolStep(this.loop, calls, it + 1, {
+      resumed,
+      ...(onWait ? { onWait } : {}),
+      ...(onChildWait ? { onChildWait } : {}),
+      ...(running ? { running } : {}),
+    });
     keepHandoffOf(this.loop, batch);
     run.toolCalls += calls.length;
     run.iteration = it + 1;

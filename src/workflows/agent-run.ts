@@ -64,6 +64,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       transport: input.request_transport,
       maxToolCalls: input.max_tool_calls !== undefined ? input.max_tool_calls : agent.max_tool_calls,
       foldInbox: true,
+      continueAsNewDue: () => continueAsNewDue(input.continue_as_new),
     });
     setHandler(nextRequestQuery, () => loop.previewRequest());
     // The loop's agent is the active one (a handoff may have switched it): that is the one carried on.

@@ -148,7 +148,8 @@ function remainingMs(run: Run, timeoutSeconds: number | null): number | null {
   return requested + timeoutSeconds * 1000 - Date.now();
 }
 
-function rejectedResults(run: Run, calls: readonly ToolCallRequest[]): WorkflowCallResult[] {
+/** The results of the calls people rejected (their records say which). */
+export function rejectedResults(run: Run, calls: readonly ToolCallRequest[]): WorkflowCallResult[] {
   return run.approvals
     .filter((record) => record.decision && !record.decision.approved)
     .flatMap((record) => {

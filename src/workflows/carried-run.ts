@@ -37,6 +37,7 @@ export function carryRun(
     context: run.context,
     ledger: run.ledger,
     continued,
+    ...(run.childApprovals.size > 0 ? { child_approvals: Object.fromEntries(run.childApprovals) } : {}),
     ...(progress.awaiting ? { awaiting_batch: progress.awaiting } : {}),
   };
 }
@@ -64,6 +65,7 @@ export function restoreRun(run: Run, state: CarriedRun): TurnProgress {
   run.context = state.context;
   run.ledger = state.ledger;
   run.approvals = state.awaiting_batch?.approvals ?? [];
+  run.childApprovals = new Map(Object.entries(state.child_approvals ?? {}));
   restoreEvents(run, state.recent_events as RunEvent[], state.event_seq, state.events_dropped);
   // The snapshot is derived from the transcript: recompute it rather than carry it.
   commit(run, []);

@@ -17,6 +17,11 @@ export interface LoopOptions {
   contract?: PromptContract;
   /** A typed LLM function whose output schema checks final replies. */
   outputCheck?: string;
+  /**
+   * Whether the run should continue as new now (a run that can: `agentRun`): checked while a batch waits
+   * for its sub-agents only, so a long child does not hold the parent's history growing.
+   */
+  continueAsNewDue?: () => boolean;
 }
 
 /** What the steps of a turn share: the durable run, the agent and how its requests are built. */

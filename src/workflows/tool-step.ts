@@ -1,10 +1,19 @@
-import { ActivityFailure, setCurrentDetails, sleep, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  condition,
+  isCancellation,
+  setCurrentDetails,
+  sleep,
+  TimeoutFailure,
+  workflowInfo,
+} from '@temporalio/workflow';
 import {
   queueIntent,
   SELFREF_FORK,
   withAbortReason,
   type ToolBatchInput,
   type ToolBatchResult,
+  type RunningBatch,
   type ToolCallReport,
   type ToolCallRequest,
 } from '../runtime';
@@ -16,15 +25,28 @@ import {
   mutationsByCallId,
   type WorkflowCallResult,
 } from './batch';
-import { approvalGate, type ApprovalWaitHook } from './approval-gate';
+import { approvalGate, rejectedResults, type ApprovalWaitHook, type GateOutcome } from './approval-gate';
 import { runFork } from './forks';
 import { handoffCalls, runHandoffs } from './handoffs';
 import { runSubagent, subagentWorkflowId } from './subagents';
 import type { LoopContext } from './loop-context';
 import { inPhaseScope } from './phase-scope';
 import * as events from './run-events';
-import { deliverChildSignals, emit } from './run-state';
+import { deliverChildSignals, emit, type Run } from './run-state';
 import { keepVisible } from './visibility';
+
+/** How a batch begins: anew, or resumed by a new run of the chain (waiting for decisions, or running). */
+export interface BatchOptions {
+  resumed: boolean;
+  onWait?: ApprovalWaitHook;
+  /**
+   * While only sub-agent calls are still out: `due` says the run should continue as new, `offer` lets it
+   * (it throws then, carrying the batch as it stands).
+   */
+  onChildWait?: { due: () => boolean; offer: (batch: RunningBatch) => Promise<void> };
+  /** The batch as an earlier run of the chain carried it: what finished, the rest re-attached. */
+  running?: RunningBatch;
+}
 
 /**
  * One tool batch (spec 7.6): the calls run concurrently, results come back in declared order. Gated
@@ -36,27 +58,33 @@ export async function toolStep(
   loop: LoopContext,
   calls: ToolCallRequest[],
   eventIteration: number,
-  approvals: { resumed: boolean; onWait?: ApprovalWaitHook } = { resumed: false },
+  options: BatchOptions = { resumed: false },
 ): Promise<ToolBatchResult> {
   const run = loop.run;
   const [batchStart, ...callStarts] = events.batchStart(calls);
-  if (!approvals.resumed) emit(run, batchStart!, eventIteration);
-  const gate = run.abort.requested
-    ? ({ type: 'aborted' } as const)
-    : await approvalGate(loop, calls, eventIteration, approvals.resumed, approvals.onWait);
+  if (!options.resumed) emit(run, batchStart!, eventIteration);
+  // A batch that was running when the run continued as new was decided before: it goes on (an abort
+  // reaches its sub-agents once they are found again).
+  const gate: GateOutcome = options.running
+    ? { type: 'decided', rejected: rejectedResults(run, calls) }
+    : run.abort.requested
+      ? { type: 'aborted' }
+      : await approvalGate(loop, calls, eventIteration, options.resumed, options.onWait);
   // Calls start once the batch may run: after every gated call is decided. Calls that will not run
   // (rejected, or the whole batch aborted while it waited) do not start.
   const waited = run.approvals.length > 0;
   callStarts.forEach((event, index) => {
     const call = calls[index]!;
     const skipped = gate.type === 'aborted' ? waited : gate.rejected.some((result) => result.call === call);
-    if (!skipped) emit(run, event, eventIteration);
+    if (!skipped && !options.running) emit(run, event, eventIteration);
   });
   keepVisible(run);
   setCurrentDetails(`iteration ${eventIteration}: running tools ${toolNames(calls)}`);
   const startedAt = Date.now();
   const raw =
-    gate.type === 'aborted' ? cancelledBatch(calls) : await runBatch(loop, calls, eventIteration, gate.rejected);
+    gate.type === 'aborted'
+      ? cancelledBatch(calls)
+      : await runBatch(loop, calls, eventIteration, gate.rejected, options);
   run.approvals = [];
   const batch = { ...raw, mutations: withAbortReason(raw.mutations, run.abort.reason) };
   for (const event of events.batchOutcome(calls, batch, Date.now() - startedAt)) emit(run, event, eventIteration);
@@ -76,47 +104,69 @@ async function runBatch(
   calls: ToolCallRequest[],
   eventIteration: number,
   rejected: readonly WorkflowCallResult[],
+  options: BatchOptions,
 ): Promise<ToolBatchResult> {
   const run = loop.run;
+  const carried = options.running;
+  // Workflow calls an earlier run of the chain finished, by position.
+  const finished = new Map(
+    (carried?.finished ?? []).map((entry) => [
+      entry.call_index,
+      { call: calls[entry.call_index]!, content: entry.content, report: entry.report },
+    ]),
+  );
   // By the call itself, not its id: a provider may repeat an id within one batch.
   const runs = (call: ToolCallRequest) => !rejected.some((result) => result.call === call);
   const own = calls.map((call, index) => (runs(call) ? workflowCall(loop, calls, index, eventIteration) : undefined));
   // Reports in completion order, across the activity and the workflow's calls; rejected calls are done already.
-  const reports: ToolCallReport[] = rejected.map((result) => result.report);
+  const reports: ToolCallReport[] = carried ? [...carried.reports] : rejected.map((result) => result.report);
   // Handoffs are the workflow's too (workflows/handoffs.ts).
   const handoffs = handoffCalls(loop, calls.filter(runs));
-  try {
-    const [activity, handedOff, ...finished] = await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, () =>
-      Promise.all([
-        routedBatches(
+  // Everything starts inside the phase's scope, in this order (replays depend on it): the activities,
+  // the handoffs, the workflow's own calls.
+  const started = () => {
+    const activity: Promise<ToolBatchResult> = carried
+      ? Promise.resolve(carried.activity)
+      : routedBatches(
           loop,
           calls.filter((call, index) => runs(call) && !own[index] && !handoffs.includes(call)),
           eventIteration,
           reports,
-        ),
-        runHandoffs(loop, handoffs, reports),
-        ...own.flatMap((start) =>
-          start
-            ? [
-                start().then(
-                  (result) => {
-                    reports.push(result.report);
-                    return result;
-                  },
-                  // Cancelled with the run (an abort): the call gets a cancellation.
-                  () => null,
-                ),
-              ]
-            : [],
-        ),
-      ]),
+        );
+    const handedOff = runHandoffs(loop, handoffs, reports);
+    const pending = own.map((call, index) =>
+      call && !finished.has(index)
+        ? call.start().then(
+            (result) => {
+              reports.push(result.report);
+              finished.set(index, result);
+              return result;
+            },
+            // Cancelled with the run (an abort): the call gets a cancellation.
+            () => null,
+          )
+        : undefined,
     );
+    return { activity, handedOff, pending };
+  };
+  try {
+    const [batch, handed] = await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, async () => {
+      const { activity, handedOff, pending } = started();
+      const all = Promise.all([activity, handedOff, ...pending]);
+      // Only sub-agents may be left running across continue-as-new (a fork or a handoff is not carried),
+      // and only once each has started: a child whose start is still in flight when its parent's run
+      // closes is never started.
+      const children = own.flatMap((call, index) => (call && !finished.has(index) ? [call.child] : []));
+      const subagentsOnly = children.every((child) => child !== undefined);
+      if (options.onChildWait && handoffs.length === 0 && subagentsOnly && children.length > 0) {
+        const started = () =>
+          own.every((call, index) => !call?.child || finished.has(index) || run.children.has(call.child));
+        await offerBoundary(run, all, activity, finished, reports, started, options.onChildWait);
+      }
+      return all;
+    });
     await deliverChildSignals(run);
-    const results = (finished as Array<WorkflowCallResult | null>).filter(
-      (result): result is WorkflowCallResult => result !== null,
-    );
-    const handed = handedOff as WorkflowCallResult[];
-    return mergeBatches(calls, activity as ToolBatchResult, [...rejected, ...handed, ...results], reports);
+    return mergeBatches(calls, batch, [...rejected, ...handed, ...finished.values()], reports);
   } catch (error) {
     await deliverChildSignals(run);
     if (run.abort.requested) return cancelledBatch(calls);
@@ -124,20 +174,68 @@ async function runBatch(
   }
 }
 
-/** A call the workflow carries out itself (a fork, a sub-agent call): how to start it; else undefined. */
+/**
+ * While the batch waits for its sub-agents only, the run may continue as new: when it is due, `offer`
+ * carries the batch as it stands (what the activities returned, the calls that finished) and throws.
+ * An offer the run turns down (handlers still running, an abort, the carried state too large) is made
+ * again only after another sub-agent finished, so the wait never spins.
+ */
+async function offerBoundary(
+  run: Run,
+  all: Promise<unknown>,
+  activity: Promise<ToolBatchResult>,
+  finished: ReadonlyMap<number, WorkflowCallResult>,
+  reports: readonly ToolCallReport[],
+  started: () => boolean,
+  childWait: NonNullable<BatchOptions['onChildWait']>,
+): Promise<void> {
+  let settled = false;
+  all.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  try {
+    const activityResult = await activity;
+    let offeredAt = -1;
+    while (!settled && !run.abort.requested) {
+      await condition(
+        () => settled || run.abort.requested || (finished.size !== offeredAt && started() && childWait.due()),
+      );
+      if (settled || run.abort.requested) return;
+      offeredAt = finished.size;
+      await childWait.offer({
+        activity: activityResult,
+        finished: [...finished].map(([call_index, result]) => ({
+          call_index,
+          content: result.content,
+          report: result.report,
+        })),
+        reports: [...reports],
+      });
+    }
+  } catch (error) {
+    // An abort cancels the wait: the batch ends as its calls do.
+    if (!isCancellation(error)) throw error;
+  }
+}
+
+/**
+ * A call the workflow carries out itself (a fork, a sub-agent call): how to start it, and a sub-agent's
+ * child workflow id; else undefined.
+ */
 function workflowCall(
   loop: LoopContext,
   calls: readonly ToolCallRequest[],
   index: number,
   eventIteration: number,
-): (() => Promise<WorkflowCallResult>) | undefined {
+): { start: () => Promise<WorkflowCallResult>; child?: string } | undefined {
   const call = calls[index]!;
   if (loop.agent.selfref && call.name === SELFREF_FORK)
-    return () => runFork(loop.run, loop.agent, call, eventIteration);
+    return { start: () => runFork(loop.run, loop.agent, call, eventIteration) };
   const target = loop.agent.tool_descriptors.find((tool) => tool.name === call.name)?.agent_call;
   if (target?.kind === 'subagent') {
-    const workflowId = subagentWorkflowId(calls, index, target.agent, eventIteration);
-    return () => runSubagent(loop.run, loop.agent, call, target.agent, eventIteration, workflowId);
+    const child = subagentWorkflowId(calls, index, target.agent, eventIteration);
+    return { start: () => runSubagent(loop.run, loop.agent, call, target.agent, eventIteration, child), child };
   }
   return undefined;
 }

@@ -290,6 +290,72 @@ describe('decisions reach the top of the tree', () => {
   });
 });
 
+describe('sub-agents across continue-as-new', () => {
+  it('the parent continues as new while its child waits for a decision, finds the child again and gets its answer', async () => {
+    const tree: AgentDefinitionInput[] = [
+      { name: 'manager', instructions: 'You manage.', subagents: ['clerk'] },
+      { name: 'clerk', instructions: 'You add.', tools: ['add'], needs_approval: ['add'] },
+    ];
+    const scripts = scriptsByAgent({
+      manager: {
+        instructions: 'You manage.',
+        steps: [
+          callTools([call('m1', 'clerk', { input: 'add 2 and 3' })], usage(10, 2)),
+          reply('5 it is', usage(12, 2)),
+        ],
+      },
+      clerk: {
+        instructions: 'You add.',
+        steps: [callTools([call('c1', 'add', { a: 2, b: 3 })], usage(5, 1)), reply('5', usage(6, 1))],
+      },
+    });
+    world = await startWorld({ agents: tree, fake: { responder: scripts.responder } });
+    const run = await world.client.start({
+      agent: 'manager',
+      input: 'add 2 and 3 through the clerk',
+      continue_as_new: { max_history_events: 10 },
+    });
+    const clerkId = `${run.workflowId}::clerk::1::m1`;
+    // The parent's history passed its policy while it waited for the clerk: it continued as new, and
+    // its new run lists the clerk's call (carried, and found again).
+    const pending = await eventually(async () => {
+      const status = await run.status();
+      return (status as { continued_as_new?: number }).continued_as_new! >= 1 && status.pending_approvals.length > 0
+        ? status.pending_approvals
+        : undefined;
+    });
+    expect(pending).toEqual([expect.objectContaining({ tool_call_id: 'c1', workflow_id: clerkId, agent: 'clerk' })]);
+    expect(await run.approve('c1')).toMatchObject({ tool_call_id: 'c1', approved: true, workflow_id: clerkId });
+    const result = await run.result();
+    expect(result.answer).toBe('5 it is');
+    expect(toolMessage(scripts.requests('manager')[1]!.messages, 'm1')!['content']).toBe('"5"');
+    // Usage of the whole chain: the parent's two calls and the clerk's two.
+    expect(result.usage).toMatchObject({ total_tokens: 12 + 14 + 6 + 7 });
+    // The clerk ran once: one execution with its id, each of its model calls made once.
+    const executions = await temporalCli(
+      'workflow',
+      'list',
+      '--query',
+      `WorkflowId = '${clerkId}'`,
+      '--output',
+      'json',
+    );
+    expect((JSON.parse(executions.stdout || '[]') as unknown[]).length).toBe(1);
+    expect(scripts.requests('clerk')).toHaveLength(2);
+    // What Temporal did at the parent's continue-as-new: the clerk's parent is the first run, closed as
+    // continued; the clerk was abandoned, as its parent-close policy says, and so ran on to completion.
+    const described = await world.client.run(clerkId).workflow.describe();
+    expect(described.status.name).toBe('COMPLETED');
+    const parentRun = await run.workflow.client.getHandle(run.workflowId, described.parentExecution!.runId!).describe();
+    expect(parentRun.status.name).toBe('CONTINUED_AS_NEW');
+    const events = (await run.status()).events.map((event) => event.event_type);
+    expect(events.indexOf('continued_as_new')).toBeLessThan(events.lastIndexOf('subagent_finished'));
+    validateToolLinkage(result.transcript);
+    scripts.assertDone();
+    await recordHistory(run, 'subagent-parent-continues-as-new');
+  });
+});
+
 describe('aborting runs with sub-agents', () => {
   it('aborting the parent aborts the child with the same reason; both transcripts stay valid', async () => {
     const { world, scripts } = await agentWorld({

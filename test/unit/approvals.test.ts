@@ -58,7 +58,10 @@ describe('deciding', () => {
   it.each([
     [{ tool_call_id: 'c9', approved: true }, "no tool call 'c9' awaits approval (waiting: c1)"],
     [{ tool_call_id: 'c2', approved: true }, "tool call 'c2' was already rejected"],
-    [{ tool_call_id: 'c1' }, 'expected {"tool_call_id": string, "approved": boolean, "reason"?: string}'],
+    [
+      { tool_call_id: 'c1' },
+      'expected {"tool_call_id": string, "approved": boolean, "reason"?: string, "workflow_id"?: string}',
+    ],
     [{ tool_call_id: 'c1', approved: true, extra: 1 }, 'expected {"tool_call_id"'],
     ['c1', 'expected {"tool_call_id"'],
   ])('refuses %j', (payload, refusal) => {
