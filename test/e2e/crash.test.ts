@@ -3,9 +3,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { validateToolLinkage, type Message } from '../../src/context';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
-import { clientOn, temporalAddress } from '../support/temporal';
+import { clientOn, temporalAddress, temporalCli } from '../support/temporal';
 import { callsFinished, eventOf, recordHistory, replyReceived } from '../support/wait';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+import { scriptsByAgent } from '../support/agent-scripts';
 
 const agents = [
   {
@@ -124,5 +125,89 @@ describe('crash survival (kill -9 of the worker process)', () => {
       { role: 'assistant', content: 'complete answer' },
     ]);
     fake.assertDone();
+  });
+});
+
+describe('crash survival with sub-agents', () => {
+  it('kill -9 while a child run works: both runs resume, the child is not started again, no model request repeats', async () => {
+    const scripts = scriptsByAgent({
+      lead: {
+        instructions: 'You delegate.',
+        steps: [
+          callTools([{ id: 'd1', name: 'worker_agent', arguments: '{"input": "wait 3 s, then add 2 and 2"}' }]),
+          reply('the worker says 4'),
+        ],
+      },
+      worker_agent: {
+        instructions: 'You add and wait.',
+        steps: [
+          callTools([
+            { id: 'w1', name: 'wait', arguments: '{"seconds": 3}' },
+            { id: 'a1', name: 'add', arguments: '{"a": 2, "b": 2}' },
+          ]),
+          reply('4'),
+        ],
+      },
+    });
+    const fake = await FakeModelServer.start({ responder: scripts.responder });
+    const taskQueue = `crash-${randomUUID()}`;
+    const client = await clientOn(taskQueue);
+    cleanups.push(
+      () => client.close(),
+      () => fake.close(),
+    );
+    const tree = [
+      {
+        name: 'lead',
+        instructions: 'You delegate.',
+        subagents: ['worker_agent'],
+        limits: { heartbeat_timeout_seconds: 2 },
+      },
+      {
+        name: 'worker_agent',
+        instructions: 'You add and wait.',
+        tools: ['add', 'wait'],
+        limits: { heartbeat_timeout_seconds: 2 },
+      },
+    ];
+    const startWorker = async () => {
+      const worker = await spawnWorker({ address: temporalAddress(), taskQueue, modelUrl: fake.url, agents: tree });
+      workers.push(worker);
+      return worker;
+    };
+    const first = await startWorker();
+    const run = await client.start({ agent: 'lead', input: 'get the worker to add' });
+    const childId = `${run.workflowId}::worker_agent::1::d1`;
+    const child = client.run(childId);
+    await eventOf(child, 'tool_call_start');
+    await first.kill('SIGKILL');
+    await startWorker();
+    const result = await run.result();
+    expect(result.answer).toBe('the worker says 4');
+    expect(result.transcript.find((message) => message['tool_call_id'] === 'd1')).toEqual({
+      role: 'tool',
+      tool_call_id: 'd1',
+      content: '"4"',
+    });
+    expectNoDuplicates(result.transcript);
+    const childResult = await child.result();
+    expect(childResult.status).toBe('completed');
+    expectNoDuplicates(await child.transcript());
+    // Each model request of either run was made once: the child was re-attached, not started again.
+    expect(scripts.requests('lead')).toHaveLength(2);
+    expect(scripts.requests('worker_agent')).toHaveLength(2);
+    expect(fake.requests).toHaveLength(4);
+    scripts.assertDone();
+    const started = (await run.status()).events.filter((event) => event.event_type === 'subagent_started');
+    expect(started).toHaveLength(1);
+    const executions = await temporalCli(
+      'workflow',
+      'list',
+      '--query',
+      `WorkflowId = '${childId}'`,
+      '--output',
+      'json',
+    );
+    expect((JSON.parse(executions.stdout || '[]') as unknown[]).length).toBe(1);
   });
 });
