@@ -142,7 +142,8 @@ export const SEND_SYNTAX = {
 
 export const SHOW_SYNTAX = {
   usage: 'patchloop show <id> [--json]',
-  summary: 'Status, failure, what runs now, and the transcript of a run or session.',
+  summary:
+    'Status, failure, what runs now, its child runs (with links to the Temporal web UI: PATCHLOOP_WEB_UI_URL, or beside a local dev server), and the transcript of a run or session.',
   options: { json: { type: 'boolean' } },
   positionals: ['id'],
 } as const;

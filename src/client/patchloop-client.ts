@@ -165,6 +165,15 @@ function oneLine(text: string, most: number): string {
   return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
 }
 
+/** A run another run started, as `childRuns` lists it. */
+export interface ChildRunSummary {
+  workflow_id: string;
+  type: string;
+  /** Temporal's status of the execution: running, completed, failed, ... */
+  status: string;
+  started_at: string;
+}
+
 export class RunHandle {
   constructor(
     readonly workflow: WorkflowHandle,
@@ -279,6 +288,25 @@ export class RunHandle {
         throw new ApprovalRefusedError(error.cause.message);
       throw error;
     }
+  }
+
+  /**
+   * The runs this one started (sub-agents and forks, by any run of its chain), from Temporal's visibility
+   * store: newest first, at most `limit`.
+   */
+  async childRuns(limit = 100): Promise<ChildRunSummary[]> {
+    const children: ChildRunSummary[] = [];
+    const query = `ParentWorkflowId = '${this.workflowId.replaceAll("'", "\\'")}'`;
+    for await (const execution of this.workflow.client.list({ query, pageSize: Math.min(limit, 100) })) {
+      children.push({
+        workflow_id: execution.workflowId,
+        type: execution.type,
+        status: execution.status.name.toLowerCase(),
+        started_at: execution.startTime.toISOString(),
+      });
+      if (children.length >= limit) break;
+    }
+    return children;
   }
 
   status(after = 0): Promise<RunStatus> {

@@ -296,3 +296,17 @@ export function parseModelWindows(text: string): Record<string, number> {
   }
   return windows;
 }
+
+/**
+ * Where the Temporal web UI is, for links the CLI prints: `PATCHLOOP_WEB_UI_URL`, else the dev server's
+ * UI beside a local server on its default port (`patchloop server`: port + 1000); null when unknown.
+ */
+export function webUiUrl(
+  config: Pick<PatchloopConfig, 'temporalAddress'>,
+  env: NodeJS.ProcessEnv = process.env,
+): string | null {
+  const given = env['PATCHLOOP_WEB_UI_URL'];
+  if (given) return given.replace(/\/+$/, '');
+  const local = /^(localhost|127\.0\.0\.1):(\d+)$/.exec(config.temporalAddress);
+  return local ? `http://${local[1]}:${Number(local[2]) + 1000}` : null;
+}

@@ -96,6 +96,14 @@ describe('sub-agents: agents that call agents as durable child runs', () => {
       parent_agent_call_id: run.workflowId,
       session_id: run.workflowId,
     });
+    // `show` lists the child run, with the command that shows it.
+    const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
+    const shown = await eventually(async () => {
+      const out = await runCli(['show', run.workflowId], env);
+      return out.stdout.includes('child runs') ? out.stdout : undefined;
+    });
+    expect(shown).toContain('child runs (sub-agents and forks): 1');
+    expect(shown).toContain(`completed  ${childId} (patchloop show ${childId}`);
     validateToolLinkage(result.transcript);
     scripts.assertDone();
     await recordHistory(run, 'subagent-delegation');

@@ -1,3 +1,4 @@
+import { configFromEnvironment, webUiUrl } from '../../config/environment';
 import { randomUUID } from 'node:crypto';
 import type { Message } from '../../context';
 import type { AgentRunResult, RunEvent, RunStatus } from '../../runtime';
@@ -103,10 +104,11 @@ export async function showCommand(client: PatchloopClient, args: string[], print
   const description = await run.workflow.describe().catch((error: unknown) => explainUnavailable(run, error));
   const failure =
     description.status.name === 'FAILED' ? await failureOf(run).catch((error: Error) => error) : undefined;
-  const [status, transcript, now] = await Promise.all([
+  const [status, transcript, now, children] = await Promise.all([
     run.status().catch(() => undefined),
     run.transcript().catch(() => undefined),
     description.status.name === 'RUNNING' ? currentDetails(run) : Promise.resolve(undefined),
+    run.childRuns().catch(() => []),
   ]);
   const failed = failure
     ? { type: (failure as { type?: string }).type ?? failure.name, message: failure.message }
@@ -118,6 +120,7 @@ export async function showCommand(client: PatchloopClient, args: string[], print
       status,
       ...(failed ? { failure: failed } : {}),
       ...(retrying.length > 0 ? { retrying } : {}),
+      ...(children.length > 0 ? { children } : {}),
       transcript,
     };
   print(
@@ -144,9 +147,21 @@ export async function showCommand(client: PatchloopClient, args: string[], print
     print(
       `waiting for approval: ${pending.tool_name} ${JSON.stringify(pending.arguments)} (call ${pending.tool_call_id})`,
     );
+  if (children.length > 0) print(`child runs (sub-agents and forks): ${children.length}`);
+  for (const child of children) print(`  ${child.status.padEnd(10)} ${childLink(child.workflow_id)}`);
   print(`history: ${description.historyLength} events, ${description.historySize ?? 0} bytes`);
   for (const line of transcriptLines(transcript ?? [])) print(line);
   return undefined;
+}
+
+/** How to look at a child run: the command, and its page in the Temporal web UI when that is known. */
+function childLink(workflowId: string): string {
+  const config = configFromEnvironment();
+  const ui = webUiUrl(config);
+  const page = ui
+    ? `, ${ui}/namespaces/${encodeURIComponent(config.namespace)}/workflows/${encodeURIComponent(workflowId)}`
+    : '';
+  return `${workflowId} (patchloop show ${workflowId}${page})`;
 }
 
 /** The workflow's own account of what it is doing (Temporal's current details). */
