@@ -26,7 +26,7 @@ import { checkedSeed, openRun } from './open-run';
 import { checkedResult } from './payload-budget';
 import { registerRunHandlers } from './handlers';
 import { relayDecisionsUp } from './tree-decisions';
-import { emit, newRun, runOrigin, unprocessedMessages, type Run } from './run-state';
+import { abortChildren, emit, newRun, runOrigin, unprocessedMessages, type Run } from './run-state';
 import { sinks } from './sinks';
 import { keepVisible } from './visibility';
 import { hasBudget, resultBudget } from './budget-gate';
@@ -95,7 +95,11 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     if (error instanceof ContinueAsNew) throw error;
     run.state = 'failed';
     keepVisible(run);
-    throw withUnprocessedMessages(asRunFailure(error), unprocessedMessages(run));
+    const failed = asRunFailure(error);
+    // Children still running are abandoned by Temporal when this run closes: they are aborted instead.
+    if (run.children.size > 0)
+      await abortChildren(run, `the calling run failed: ${failed instanceof Error ? failed.message : String(failed)}`);
+    throw withUnprocessedMessages(failed, unprocessedMessages(run));
   }
 }
 

@@ -290,6 +290,13 @@ export function abortChild(run: Run, child: ChildRun): void {
   run.childSignals.push(child.signal('abort', { reason: run.abort.reason }).catch(() => undefined));
 }
 
+/** Aborts every running child with this reason, and waits until the signals are delivered. */
+export async function abortChildren(run: Run, reason: string): Promise<void> {
+  for (const child of run.children.values())
+    run.childSignals.push(child.signal('abort', { reason }).catch(() => undefined));
+  await deliverChildSignals(run);
+}
+
 /** A signal still being delivered when the workflow closes is dropped: wait for them. */
 export async function deliverChildSignals(run: Run): Promise<void> {
   while (run.childSignals.length > 0) await Promise.all(run.childSignals.splice(0));
