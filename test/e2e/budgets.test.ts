@@ -5,7 +5,7 @@ import type { AgentRunResult, BudgetOverride } from '../../src/runtime';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { pageReader } from '../support/context-model';
 import { tools } from '../support/context-tools';
-import { startWorld, temporalCli, type TestWorld } from '../support/temporal';
+import { listedWorkflows, startWorld, temporalCli, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
 import { runCli } from '../support/cli';
 
@@ -108,17 +108,12 @@ describe('budgets stop a run before a step it cannot afford', () => {
     expect(waiting.budget?.awaiting).toEqual(['max_llm_calls']);
     expect(world.fake.requests).toHaveLength(2);
     // The search attribute says so too.
-    await eventually(async () => {
-      const listed = await temporalCli(
-        'workflow',
-        'list',
-        '--query',
-        `WorkflowId = '${handle.workflowId}' AND PatchloopStatus = 'awaiting_budget'`,
-        '--output',
-        'json',
-      );
-      return listed.stdout.includes(handle.workflowId) ? true : undefined;
-    });
+    await eventually(async () =>
+      (await listedWorkflows(`WorkflowId = '${handle.workflowId}' AND PatchloopStatus = 'awaiting_budget'`)).length ===
+      1
+        ? true
+        : undefined,
+    );
     expect(await handle.extendBudget({ llm_calls: 3 })).toMatchObject({ max_llm_calls: 5 });
     await eventually(async () => ((await handle.status()).budget?.awaiting ? true : undefined));
     expect(world.fake.requests).toHaveLength(5);

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { validateToolLinkage, type Message } from '../../src/context';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
-import { clientOn, temporalAddress, temporalCli } from '../support/temporal';
+import { clientOn, listedWorkflows, temporalAddress } from '../support/temporal';
 import { callsFinished, eventOf, recordHistory, replyReceived } from '../support/wait';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 import { scriptsByAgent } from '../support/agent-scripts';
@@ -200,14 +200,6 @@ describe('crash survival with sub-agents', () => {
     scripts.assertDone();
     const started = (await run.status()).events.filter((event) => event.event_type === 'subagent_started');
     expect(started).toHaveLength(1);
-    const executions = await temporalCli(
-      'workflow',
-      'list',
-      '--query',
-      `WorkflowId = '${childId}'`,
-      '--output',
-      'json',
-    );
-    expect((JSON.parse(executions.stdout || '[]') as unknown[]).length).toBe(1);
+    expect(await listedWorkflows(`WorkflowId = '${childId}'`)).toHaveLength(1);
   });
 });

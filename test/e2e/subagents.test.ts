@@ -3,7 +3,7 @@ import { validateToolLinkage } from '../../src/context';
 import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput, RunEvent } from '../../src/runtime';
 import { scriptsByAgent } from '../support/agent-scripts';
-import { startWorld, temporalCli, type TestWorld } from '../support/temporal';
+import { listedWorkflows, startWorld, type TestWorld } from '../support/temporal';
 import { runCli } from '../support/cli';
 import { eventOf, eventually, recordHistory } from '../support/wait';
 
@@ -264,17 +264,11 @@ describe('decisions reach the top of the tree', () => {
     // Every run on the way reports it waits: status and the state search attributes use.
     expect((await run.status()).state).toBe('awaiting_approval');
     expect((await world.client.run(leadId).status()).state).toBe('awaiting_approval');
-    await eventually(async () => {
-      const found = await temporalCli(
-        'workflow',
-        'list',
-        '--query',
-        `WorkflowId = '${run.workflowId}' AND PatchloopStatus = 'awaiting_approval'`,
-        '--output',
-        'json',
-      );
-      return found.stdout.includes(run.workflowId) ? true : undefined;
-    });
+    await eventually(async () =>
+      (await listedWorkflows(`WorkflowId = '${run.workflowId}' AND PatchloopStatus = 'awaiting_approval'`)).length === 1
+        ? true
+        : undefined,
+    );
     // An id no run of the tree waits with is refused, naming what waits.
     const wrong = await runCli(['approve', run.workflowId, 'c9'], env);
     expect(wrong.code).not.toBe(0);
@@ -340,15 +334,7 @@ describe('sub-agents across continue-as-new', () => {
     // Usage of the whole chain: the parent's two calls and the clerk's two.
     expect(result.usage).toMatchObject({ total_tokens: 12 + 14 + 6 + 7 });
     // The clerk ran once: one execution with its id, each of its model calls made once.
-    const executions = await temporalCli(
-      'workflow',
-      'list',
-      '--query',
-      `WorkflowId = '${clerkId}'`,
-      '--output',
-      'json',
-    );
-    expect((JSON.parse(executions.stdout || '[]') as unknown[]).length).toBe(1);
+    expect(await listedWorkflows(`WorkflowId = '${clerkId}'`)).toHaveLength(1);
     expect(scripts.requests('clerk')).toHaveLength(2);
     // What Temporal did at the parent's continue-as-new: the clerk's parent is the first run, closed as
     // continued; the clerk was abandoned, as its parent-close policy says, and so ran on to completion.

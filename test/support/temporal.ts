@@ -124,6 +124,16 @@ export function temporalCli(...args: string[]): Promise<{ status: number; stdout
   });
 }
 
+/**
+ * The executions a visibility query finds, as `temporal workflow list --query Q --output json` lists them
+ * (the way an operator asks): each with its `execution.workflowId`.
+ */
+export async function listedWorkflows(query: string): Promise<Array<{ execution: { workflowId: string } }>> {
+  const listed = await temporalCli('workflow', 'list', '--query', query, '--output', 'json');
+  if (listed.status !== 0) throw new Error(`temporal workflow list failed: ${listed.stderr}`);
+  return listed.stdout.trim() === '' ? [] : (JSON.parse(listed.stdout) as Array<{ execution: { workflowId: string } }>);
+}
+
 /** A client of the test's server on its own task queue (for tests whose workers are processes). */
 export async function clientOn(taskQueue: string): Promise<PatchloopClient> {
   return PatchloopClient.on(await Connection.connect({ address: temporalAddress() }), {
