@@ -168,8 +168,12 @@ export interface ChaosReport {
    * worker).
    */
   mcp: McpCounts & { workerStopsMidCall: number; serverProcesses: number; serverProcessesLeft: number };
-  /** Sub-agent calls summed over the runs (see SubagentCheck); `twoAtOnce`: batches that called two children. */
-  subagents: SubagentTotals;
+  /**
+   * Sub-agent calls summed over the runs (see SubagentCheck); `twoAtOnce`: batches that called two
+   * children; `workerStopsMidChild`: worker stops that landed on the worker running a child in flight
+   * (the second of each of SIGKILL and SIGTERM, ..., waits for one).
+   */
+  subagents: SubagentTotals & { workerStopsMidChild: number };
   durationMs: number;
   table: string;
 }
@@ -363,6 +367,12 @@ function addSubagentCalls(plan: RunPlan, index: number, next: () => number): Run
 function childKeyOf(argumentText: string): string | undefined {
   const input = (JSON.parse(argumentText) as { input?: string }).input ?? '';
   return CHILD_TASK.exec(input)?.[1];
+}
+
+/** The key of the child run with this workflow id (`<run id>::chaos_helper::<iteration>::<call id>`). */
+function childKeyOfId(workflowId: string): string | undefined {
+  const found = /^chaos-\d+-(\d+)-\d+::chaos_helper::\d+::(.+)$/.exec(workflowId);
+  return found ? `run${found[1]}/${found[2]}` : undefined;
 }
 
 /** A small string hash, to seed a child's plan from its key. */
@@ -619,7 +629,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const connection = await Connection.connect({ address: server.address });
   const client = PatchloopClient.on(connection, { ...configFromEnvironment({}), taskQueue });
   const chaosRandom = random(options.seed);
-  const counts = { kills: 0, terms: 0, restarts: 0, aborts: 0, midMcpCall: 0 };
+  const counts = { kills: 0, terms: 0, restarts: 0, aborts: 0, midMcpCall: 0, midChild: 0 };
   let finished = false;
   let serverDown = false;
   const outages: ServerOutage[] = [];
@@ -637,14 +647,23 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   );
   // Every third SIGKILL and SIGTERM (the first of each, ...) waits for a call of the non-idempotent MCP
   // tool in flight and stops the worker whose server runs it (see midMcpCall).
-  const plannedFaults: Array<{ at: number; kind: 'SIGKILL' | 'SIGTERM' | 'restart'; midMcpCall?: boolean }> = [
+  // The second of each (the fifth, ...) waits for a sub-agent run in flight and stops the worker that runs
+  // it (see midChild).
+  const plannedFaults: Array<{
+    at: number;
+    kind: 'SIGKILL' | 'SIGTERM' | 'restart';
+    midMcpCall?: boolean;
+    midChild?: boolean;
+  }> = [
     ...Array.from({ length: Math.max(1, Math.ceil(options.runs / 4)) }, (_, nth) => ({
       kind: 'SIGKILL' as const,
       midMcpCall: nth % 3 === 0,
+      midChild: nth % 3 === 1,
     })),
     ...Array.from({ length: Math.max(1, Math.ceil(options.runs / 10)) }, (_, nth) => ({
       kind: 'SIGTERM' as const,
       midMcpCall: nth % 3 === 0,
+      midChild: nth % 3 === 1,
     })),
     ...((options.serverRestart ?? true) ? [{ kind: 'restart' as const }] : []),
   ].map((fault) => ({ ...fault, at: Math.max(2, Math.floor(minimumRequests * (0.05 + chaosRandom() * 0.65))) }));
@@ -679,6 +698,40 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     return undefined;
   };
+  /**
+   * The slot of a worker that is up and ran the latest workflow task of a sub-agent run in flight that is
+   * past its first model call and batch (so a stop lands in the middle of a child's work, some of it
+   * finished: the child replays elsewhere, its caller too when it was on that worker).
+   */
+  const childWorker = async (): Promise<number | undefined> => {
+    const running: string[] = [];
+    for await (const execution of client.temporal.workflow.list({ query: `ExecutionStatus = 'Running'` }))
+      if (execution.workflowId.includes(`::${HELPER_AGENT}::`)) running.push(execution.workflowId);
+    for (const id of running) {
+      const key = childKeyOfId(id);
+      const requests = key !== undefined ? (model.requests.get(key) ?? []) : [];
+      if (!requests.some((request) => request.messages > requests[0]!.messages)) continue;
+      const events = (await client.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
+      const identity = events.filter((event) => Number(event.eventType) === 6).at(-1)
+        ?.workflowTaskStartedEventAttributes?.identity;
+      const pid = Number(/^(\d+)@/.exec(identity ?? '')?.[1]);
+      const slot = workers.findIndex(
+        (worker) => worker !== null && worker.child.pid !== undefined && processTree(worker.child.pid).includes(pid),
+      );
+      if (slot >= 0) return slot;
+    }
+    return undefined;
+  };
+  /** Waits (up to MID_CALL_WAIT_MS, or until the runs are over) for a worker running a child in flight. */
+  const midChild = async (): Promise<number | undefined> => {
+    const deadline = Date.now() + MID_CALL_WAIT_MS;
+    while (!finished && !serverDown && Date.now() < deadline) {
+      const slot = await childWorker().catch(() => undefined);
+      if (slot !== undefined) return slot;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    return undefined;
+  };
   // A killed worker restarts in the background; the next fault picks a worker that is up.
   const restarting = new Set<Promise<void>>();
   const faults = (async () => {
@@ -699,16 +752,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
       while (workers.every((worker) => worker === null)) await Promise.race(restarting);
       const paying = fault.midMcpCall ? await midMcpCall() : undefined;
+      // A worker restarted meanwhile may have been stopped again: the child's must still be up.
+      const childs = fault.midChild ? await midChild() : undefined;
       if (finished) break;
       const up = workers.flatMap((worker, slot) => (worker ? [slot] : []));
       // Drawn either way, so the faults after it are what they were.
       const chosen = up[Math.floor(chaosRandom() * up.length)]!;
-      const slot = paying ?? chosen;
+      const slot = paying ?? (childs !== undefined && workers[childs] ? childs : undefined) ?? chosen;
       const worker = workers[slot]!;
       workers[slot] = null;
       if (paying !== undefined) counts.midMcpCall += 1;
+      if (slot === childs) counts.midChild += 1;
       log(
-        `chaos: ${fault.kind} worker ${slot} (request ${model.requestCount}${paying !== undefined ? ', during an MCP pay call' : ''})`,
+        `chaos: ${fault.kind} worker ${slot} (request ${model.requestCount}${paying !== undefined ? ', during an MCP pay call' : ''}${slot === childs ? ', running a sub-agent run' : ''})`,
       );
       deaths.push({ worker: workerNames.get(worker) ?? 'unknown', at: Date.now() });
       mcpProcesses.push(...mcpServerProcesses(worker));
@@ -885,7 +941,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       serverProcesses: new Set(mcpProcesses).size,
       serverProcessesLeft,
     },
-    subagents: subagentTotals(checks, (index) => model.plan(`run${index}`)),
+    subagents: {
+      ...subagentTotals(checks, (index) => model.plan(`run${index}`)),
+      workerStopsMidChild: counts.midChild,
+    },
     durationMs: Date.now() - started,
   };
   return { ...report, table: table(report) };
@@ -1530,7 +1589,7 @@ function table(report: Omit<ChaosReport, 'table'>): string {
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     `| ${runs.length} | ${count((run) => run.settled)} | ${count((run) => run.valid)} | ${runs.reduce((total, run) => total + run.lost, 0)} | ${runs.reduce((total, run) => total + run.duplicated, 0)} | ${count((run) => run.stuck)} | ${runs.reduce((total, run) => total + run.workflowTaskFailures, 0)} | ${mcp.pay + mcp.quote} / ${mcp.interrupted} / ${mcp.duplicates} | ${spread(latencies(true))} | ${spread(latencies(false))} |`,
     '',
-    `sub-agents: ${sub.runs} runs of ${LEAD_AGENT} made ${sub.calls} calls of ${HELPER_AGENT} (${sub.twoAtOnce} batches called two at once); children started once ${sub.startedOnce}, more than once ${sub.startedTwice}, never (the call was cancelled first) ${sub.notStarted}; children completed ${sub.completed}, aborted ${sub.aborted}, failed ${sub.failed}; callers' results: the answer ${sub.answered}, an error ${sub.errors}, cancelled ${sub.cancelled}; callers reaching a child they had started: startChild refused ${sub.startsRefused}, awaitAgentRun ${sub.reattachWaits}`,
+    `sub-agents: ${sub.runs} runs of ${LEAD_AGENT} made ${sub.calls} calls of ${HELPER_AGENT} (${sub.twoAtOnce} batches called two at once); children started once ${sub.startedOnce}, more than once ${sub.startedTwice}, never (the call was cancelled first) ${sub.notStarted}; children completed ${sub.completed}, aborted ${sub.aborted}, failed ${sub.failed}; callers' results: the answer ${sub.answered}, an error ${sub.errors}, cancelled ${sub.cancelled}; callers reaching a child they had started: startChild refused ${sub.startsRefused}, awaitAgentRun ${sub.reattachWaits}; ${sub.workerStopsMidChild} worker stops on the worker running a child in flight`,
     `children's model requests ${sub.modelRequests} for ${sub.llmAttempts} LLM attempts in their histories (sent again after a broken reply ${sub.resentAfterFault}, after a worker stop, an outage or a timeout ${sub.resentOtherwise}); finished work done again ${sub.restarted}; side effects inside children: ${sub.charges} charge calls, ${MCP_PAY} ${sub.mcp.pay} calls (${sub.mcp.executed} executed, ${sub.mcp.duplicates} executed twice), ${MCP_QUOTE} ${sub.mcp.quote} calls`,
     '',
     '| sub-agent runs | sub-agent calls | children started once | settled | valid | caller got the answer / error / cancelled | child model requests / LLM attempts | finished child work done again | workflow task failures |',
