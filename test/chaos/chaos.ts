@@ -114,9 +114,13 @@ export interface SubagentCheck {
   valid: boolean;
   /** What the caller's transcript holds for the call: the child's answer, an error result, a cancellation. */
   result: 'answer' | 'error' | 'cancelled' | 'other';
-  /** Requests the model got for the child, and the LLM attempts the child's histories record. */
+  /**
+   * Requests the model got for the child, the LLM attempts the child's histories record, and the
+   * requests of LLM calls cancelled by an abort while waiting to retry (their attempts go unrecorded).
+   */
   modelRequests: number;
   llmAttempts: number;
+  unrecordedRequests: number;
   /** Requests at a state the model had seen: after it broke the reply, or not (a worker stop, an outage, a timeout). */
   resentAfterFault: number;
   resentOtherwise: number;
@@ -196,6 +200,7 @@ export interface SubagentTotals {
   cancelled: number;
   modelRequests: number;
   llmAttempts: number;
+  unrecordedRequests: number;
   resentAfterFault: number;
   resentOtherwise: number;
   restarted: number;
@@ -1228,10 +1233,17 @@ async function checkSubagents(
         problems.push(
           `the model got requests at ${states.length} states, but the child's histories hold ${attempts.length} LLM calls`,
         );
+      let unrecorded = 0;
       for (const [step, state] of states.entries()) {
         const made = attempts[step];
         const got = byState.get(state)!.length;
-        if (made !== null && made !== undefined && got > made)
+        if (made === null) {
+          // Its last attempt never started: cancelled (an abort) while waiting to retry, so the history
+          // records no attempt. Only an aborted child may have such a call.
+          unrecorded += got;
+          if (status !== 'aborted')
+            problems.push(`the child's LLM call ${step + 1} has no recorded attempt, but the child was not aborted`);
+        } else if (made !== undefined && got > made)
           problems.push(
             `the model got ${got} requests for the child's LLM call ${step + 1}, which made ${made} attempt(s)`,
           );
@@ -1247,6 +1259,7 @@ async function checkSubagents(
         result: resultKind,
         modelRequests: requests.length,
         llmAttempts: attempts.reduce<number>((total, made) => total + (made ?? 0), 0),
+        unrecordedRequests: unrecorded,
         resentAfterFault,
         resentOtherwise,
         restarted,
@@ -1358,6 +1371,7 @@ function subagentTotals(checks: readonly RunCheck[], plan: (index: number) => Ru
     cancelled: count((child) => child.result === 'cancelled'),
     modelRequests: sum((child) => child.modelRequests),
     llmAttempts: sum((child) => child.llmAttempts),
+    unrecordedRequests: sum((child) => child.unrecordedRequests),
     resentAfterFault: sum((child) => child.resentAfterFault),
     resentOtherwise: sum((child) => child.resentOtherwise),
     restarted: sum((child) => child.restarted),
@@ -1590,11 +1604,11 @@ function table(report: Omit<ChaosReport, 'table'>): string {
     `| ${runs.length} | ${count((run) => run.settled)} | ${count((run) => run.valid)} | ${runs.reduce((total, run) => total + run.lost, 0)} | ${runs.reduce((total, run) => total + run.duplicated, 0)} | ${count((run) => run.stuck)} | ${runs.reduce((total, run) => total + run.workflowTaskFailures, 0)} | ${mcp.pay + mcp.quote} / ${mcp.interrupted} / ${mcp.duplicates} | ${spread(latencies(true))} | ${spread(latencies(false))} |`,
     '',
     `sub-agents: ${sub.runs} runs of ${LEAD_AGENT} made ${sub.calls} calls of ${HELPER_AGENT} (${sub.twoAtOnce} batches called two at once); children started once ${sub.startedOnce}, more than once ${sub.startedTwice}, never (the call was cancelled first) ${sub.notStarted}; children completed ${sub.completed}, aborted ${sub.aborted}, failed ${sub.failed}; callers' results: the answer ${sub.answered}, an error ${sub.errors}, cancelled ${sub.cancelled}; callers reaching a child they had started: startChild refused ${sub.startsRefused}, awaitAgentRun ${sub.reattachWaits}; ${sub.workerStopsMidChild} worker stops on the worker running a child in flight`,
-    `children's model requests ${sub.modelRequests} for ${sub.llmAttempts} LLM attempts in their histories (sent again after a broken reply ${sub.resentAfterFault}, after a worker stop, an outage or a timeout ${sub.resentOtherwise}); finished work done again ${sub.restarted}; side effects inside children: ${sub.charges} charge calls, ${MCP_PAY} ${sub.mcp.pay} calls (${sub.mcp.executed} executed, ${sub.mcp.duplicates} executed twice), ${MCP_QUOTE} ${sub.mcp.quote} calls`,
+    `children's model requests ${sub.modelRequests} for ${sub.llmAttempts} LLM attempts in their histories, besides ${sub.unrecordedRequests} of LLM calls an abort cancelled while they waited to retry (no attempt recorded) (sent again after a broken reply ${sub.resentAfterFault}, after a worker stop, an outage or a timeout ${sub.resentOtherwise}); finished work done again ${sub.restarted}; side effects inside children: ${sub.charges} charge calls, ${MCP_PAY} ${sub.mcp.pay} calls (${sub.mcp.executed} executed, ${sub.mcp.duplicates} executed twice), ${MCP_QUOTE} ${sub.mcp.quote} calls`,
     '',
-    '| sub-agent runs | sub-agent calls | children started once | settled | valid | caller got the answer / error / cancelled | child model requests / LLM attempts | finished child work done again | workflow task failures |',
+    '| sub-agent runs | sub-agent calls | children started once | settled | valid | caller got the answer / error / cancelled | child model requests / LLM attempts (+ unrecorded, aborted) | finished child work done again | workflow task failures |',
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-    `| ${sub.runs} | ${sub.calls} | ${sub.startedOnce} | ${children.filter((child) => child.status !== 'not started' && child.status !== 'running').length} | ${sub.valid} | ${sub.answered} / ${sub.errors} / ${sub.cancelled} | ${sub.modelRequests} / ${sub.llmAttempts} | ${sub.restarted} | ${children.reduce((total, child) => total + child.workflowTaskFailures, 0)} |`,
+    `| ${sub.runs} | ${sub.calls} | ${sub.startedOnce} | ${children.filter((child) => child.status !== 'not started' && child.status !== 'running').length} | ${sub.valid} | ${sub.answered} / ${sub.errors} / ${sub.cancelled} | ${sub.modelRequests} / ${sub.llmAttempts} + ${sub.unrecordedRequests} | ${sub.restarted} | ${children.reduce((total, child) => total + child.workflowTaskFailures, 0)} |`,
     ...runs
       .filter((run) => run.problems.length > 0)
       .map((run) => `run ${run.index} (${run.workflowId}): ${run.problems.join('; ')}`),
