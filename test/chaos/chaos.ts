@@ -121,6 +121,8 @@ export interface SubagentCheck {
   modelRequests: number;
   llmAttempts: number;
   unrecordedRequests: number;
+  /** Worker processes that ran the child's workflow tasks: more than one, it was replayed on another. */
+  workers: number;
   /** Requests at a state the model had seen: after it broke the reply, or not (a worker stop, an outage, a timeout). */
   resentAfterFault: number;
   resentOtherwise: number;
@@ -201,6 +203,8 @@ export interface SubagentTotals {
   modelRequests: number;
   llmAttempts: number;
   unrecordedRequests: number;
+  /** Children whose workflow tasks ran on more than one worker process (replayed after a stop). */
+  replayedElsewhere: number;
   resentAfterFault: number;
   resentOtherwise: number;
   restarted: number;
@@ -1200,6 +1204,12 @@ async function checkSubagents(
       let workflowTaskFailuresSeen = 0;
       for (const events of histories) workflowTaskFailuresSeen += workflowTaskFailures(events, problems);
       const attempts = histories.flatMap(llmAttempts);
+      const workerIdentities = new Set(
+        histories
+          .flat()
+          .filter((event) => Number(event.eventType) === 6)
+          .map((event) => event.workflowTaskStartedEventAttributes?.identity),
+      );
       // The model's requests for the child, by state (how many messages they held): a state seen again is
       // a retry; one before a state already seen, or any after the child closed, is finished work again.
       const requests = model.requests.get(key) ?? [];
@@ -1260,6 +1270,7 @@ async function checkSubagents(
         modelRequests: requests.length,
         llmAttempts: attempts.reduce<number>((total, made) => total + (made ?? 0), 0),
         unrecordedRequests: unrecorded,
+        workers: workerIdentities.size,
         resentAfterFault,
         resentOtherwise,
         restarted,
@@ -1372,6 +1383,7 @@ function subagentTotals(checks: readonly RunCheck[], plan: (index: number) => Ru
     modelRequests: sum((child) => child.modelRequests),
     llmAttempts: sum((child) => child.llmAttempts),
     unrecordedRequests: sum((child) => child.unrecordedRequests),
+    replayedElsewhere: count((child) => child.workers > 1),
     resentAfterFault: sum((child) => child.resentAfterFault),
     resentOtherwise: sum((child) => child.resentOtherwise),
     restarted: sum((child) => child.restarted),
@@ -1603,7 +1615,7 @@ function table(report: Omit<ChaosReport, 'table'>): string {
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     `| ${runs.length} | ${count((run) => run.settled)} | ${count((run) => run.valid)} | ${runs.reduce((total, run) => total + run.lost, 0)} | ${runs.reduce((total, run) => total + run.duplicated, 0)} | ${count((run) => run.stuck)} | ${runs.reduce((total, run) => total + run.workflowTaskFailures, 0)} | ${mcp.pay + mcp.quote} / ${mcp.interrupted} / ${mcp.duplicates} | ${spread(latencies(true))} | ${spread(latencies(false))} |`,
     '',
-    `sub-agents: ${sub.runs} runs of ${LEAD_AGENT} made ${sub.calls} calls of ${HELPER_AGENT} (${sub.twoAtOnce} batches called two at once); children started once ${sub.startedOnce}, more than once ${sub.startedTwice}, never (the call was cancelled first) ${sub.notStarted}; children completed ${sub.completed}, aborted ${sub.aborted}, failed ${sub.failed}; callers' results: the answer ${sub.answered}, an error ${sub.errors}, cancelled ${sub.cancelled}; callers reaching a child they had started: startChild refused ${sub.startsRefused}, awaitAgentRun ${sub.reattachWaits}; ${sub.workerStopsMidChild} worker stops on the worker running a child in flight`,
+    `sub-agents: ${sub.runs} runs of ${LEAD_AGENT} made ${sub.calls} calls of ${HELPER_AGENT} (${sub.twoAtOnce} batches called two at once); children started once ${sub.startedOnce}, more than once ${sub.startedTwice}, never (the call was cancelled first) ${sub.notStarted}; children completed ${sub.completed}, aborted ${sub.aborted}, failed ${sub.failed}; callers' results: the answer ${sub.answered}, an error ${sub.errors}, cancelled ${sub.cancelled}; callers reaching a child they had started: startChild refused ${sub.startsRefused}, awaitAgentRun ${sub.reattachWaits}; ${sub.workerStopsMidChild} worker stops on the worker running a child in flight; ${sub.replayedElsewhere} children ran on more than one worker process`,
     `children's model requests ${sub.modelRequests} for ${sub.llmAttempts} LLM attempts in their histories, besides ${sub.unrecordedRequests} of LLM calls an abort cancelled while they waited to retry (no attempt recorded) (sent again after a broken reply ${sub.resentAfterFault}, after a worker stop, an outage or a timeout ${sub.resentOtherwise}); finished work done again ${sub.restarted}; side effects inside children: ${sub.charges} charge calls, ${MCP_PAY} ${sub.mcp.pay} calls (${sub.mcp.executed} executed, ${sub.mcp.duplicates} executed twice), ${MCP_QUOTE} ${sub.mcp.quote} calls`,
     '',
     '| sub-agent runs | sub-agent calls | children started once | settled | valid | caller got the answer / error / cancelled | child model requests / LLM attempts (+ unrecorded, aborted) | finished child work done again | workflow task failures |',
