@@ -380,7 +380,7 @@ function childKeyOf(argumentText: string): string | undefined {
 
 /** The key of the child run with this workflow id (`<run id>::chaos_helper::<iteration>::<call id>`). */
 function childKeyOfId(workflowId: string): string | undefined {
-  const found = /^chaos-\d+-(\d+)-\d+::chaos_helper::\d+::(.+)$/.exec(workflowId);
+  const found = new RegExp(`^chaos-\\d+-(\\d+)-\\d+::${HELPER_AGENT}::\\d+::(.+)$`).exec(workflowId);
   return found ? `run${found[1]}/${found[2]}` : undefined;
 }
 
