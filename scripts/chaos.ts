@@ -2,7 +2,9 @@
  * `npm run chaos [-- --runs N --seed S]`: the seeded chaos run of test/chaos/chaos.ts at full size,
  * printing its table. Exits 1 when any run is not settled, valid, complete and unduplicated, a
  * finished side-effecting call ran twice, a call of the non-idempotent MCP tool was executed twice on
- * its server, or an MCP server process outlived its worker.
+ * its server, an MCP server process outlived its worker, or a sub-agent call's child has a problem (not
+ * started exactly once, not settled, an invalid transcript, finished work asked of the model again, a
+ * result in its caller that does not say how it ended).
  */
 import { parseArgs } from 'node:util';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
@@ -34,7 +36,14 @@ async function main(): Promise<number> {
   }).finally(() => rmSync(folder, { recursive: true, force: true }));
   console.log(report.table);
   const bad = report.runs.filter(
-    (run) => !run.settled || !run.valid || run.lost > 0 || run.duplicated > 0 || run.stuck || run.status === 'failed',
+    (run) =>
+      !run.settled ||
+      !run.valid ||
+      run.lost > 0 ||
+      run.duplicated > 0 ||
+      run.stuck ||
+      run.status === 'failed' ||
+      run.subagents.some((child) => child.problems.length > 0),
   );
   const mcp = report.mcp.duplicates > 0 || report.mcp.serverProcessesLeft > 0;
   return bad.length > 0 || report.sideEffects.finished > 0 || mcp ? 1 : 0;

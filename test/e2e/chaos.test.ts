@@ -4,10 +4,10 @@ import { runChaos } from '../chaos/chaos';
 /**
  * The short, seeded version of `npm run chaos`: its own dev server (restarted once), two worker
  * processes killed and restarted, each with its own stdio MCP server (Python), provider faults of every
- * kind, user messages and aborts.
+ * kind, user messages and aborts. Two of the runs (1 and 5) call sub-agents, run 5 two at once.
  */
 it(
-  'under chaos every run settles with a valid transcript, nothing lost, nothing duplicated, no finished call repeated, no MCP call run twice',
+  'under chaos every run settles with a valid transcript, nothing lost, nothing duplicated, no finished call repeated, no MCP call run twice; every sub-agent child started once, its finished work never done again',
   { timeout: 600_000 },
   async () => {
     const report = await runChaos({ runs: 8, seed: 7, concurrency: 4 });
@@ -35,5 +35,22 @@ it(
     expect(report.mcp.workerStopsMidCall).toBeGreaterThan(0);
     expect(report.mcp.serverProcesses).toBeGreaterThan(0);
     expect(report.mcp.serverProcessesLeft).toBe(0);
+    // Sub-agent runs: each call's child was started exactly once and settled with a valid transcript,
+    // its caller got its answer (or a cancellation, aborted), and the model never saw a child's finished
+    // step again; the second SIGKILL waits (up to 15 s) for a child in flight and stops its worker.
+    const sub = report.subagents;
+    expect(sub.runs).toBe(2);
+    expect(sub.calls).toBeGreaterThan(1);
+    expect(sub.twoAtOnce).toBeGreaterThan(0);
+    expect([sub.startedOnce + sub.notStarted, sub.startedTwice, sub.failed, sub.restarted]).toEqual([
+      sub.calls,
+      0,
+      0,
+      0,
+    ]);
+    expect(sub.valid).toBe(sub.startedOnce);
+    expect(sub.answered + sub.cancelled).toBe(sub.calls);
+    expect(sub.modelRequests).toBeLessThanOrEqual(sub.llmAttempts + sub.unrecordedRequests);
+    expect(sub.charges + sub.mcp.pay).toBeGreaterThan(0);
   },
 );

@@ -7,7 +7,6 @@ import type { FakeModelServer } from '../../src/fake-model/server';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { cliEntry, sharedBundleArgs } from './compiled';
 import { repositoryRoot } from './reference';
-import { clientOn, temporalAddress } from './temporal';
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -97,6 +96,9 @@ export async function workerProcesses(
   name: string,
   cleanups: Array<() => Promise<void> | void>,
 ) {
+  // Loaded here, not at the top: './temporal' imports vitest, which scripts run by tsx (`npm run chaos`,
+  // spawnWorker's users outside vitest) cannot load.
+  const { clientOn, temporalAddress } = await import('./temporal.js');
   const taskQueue = `${name}-${randomUUID()}`;
   const client = await clientOn(taskQueue);
   const workers: WorkerProcess[] = [];
