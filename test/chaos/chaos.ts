@@ -800,7 +800,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const handle = await persistently(
       () =>
         client.start(
-          { agent: isSubagentRun(index) ? LEAD_AGENT : 'chaos', input: `chaos run ${index}: add the numbers` },
+          {
+            agent: isSubagentRun(index) ? LEAD_AGENT : 'chaos',
+            input: `chaos run ${index}: add the numbers`,
+            // Callers of sub-agents continue as new early, often while their children run: the next
+            // run re-attaches to them (startChild refused, awaitAgentRun).
+            ...(isSubagentRun(index) ? { continue_as_new: { max_history_events: 30 } } : {}),
+          },
           { workflowId },
         ),
       deadline,
