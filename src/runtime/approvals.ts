@@ -41,6 +41,24 @@ export const PendingApproval = sharedSchema('runtime/approvals#PendingApproval',
 );
 export type PendingApproval = z.infer<typeof PendingApproval>;
 
+/** The most entries, and argument bytes per entry, a run passes up to its caller (a signal stays small). */
+export const RELAYED_PENDING = { maxEntries: 100, maxArgumentBytes: 4096 };
+
+/**
+ * The waiting calls a sub-agent run reports to its caller, bounded: at most `maxEntries`, and arguments
+ * larger than `maxArgumentBytes` as their start (`_truncated`) and size (`_bytes`). The run's own
+ * `pendingApprovals` still has them whole.
+ */
+export function relayedPending(pending: readonly PendingApproval[]): PendingApproval[] {
+  return pending.slice(0, RELAYED_PENDING.maxEntries).map((entry) => {
+    const text = JSON.stringify(entry.arguments);
+    const bytes = new TextEncoder().encode(text).length;
+    return bytes <= RELAYED_PENDING.maxArgumentBytes
+      ? entry
+      : { ...entry, arguments: { _truncated: `${text.slice(0, 1000)}...`, _bytes: bytes } };
+  });
+}
+
 /** Signal `child_approvals`: a sub-agent run's calls (its own and its sub-agents') waiting for decisions now. */
 export const ChildApprovals = sharedSchema('runtime/approvals#ChildApprovals', () =>
   z.strictObject({

@@ -2,6 +2,7 @@ import { condition, getExternalWorkflowHandle, setHandler, workflowInfo } from '
 import { childApprovalsSignal, decideApprovalSignal, failure, FailureType } from '../common';
 import {
   ChildApprovals,
+  relayedPending,
   routeDecision,
   type ApprovalAccepted,
   type CallerOrigin,
@@ -17,13 +18,16 @@ import { keepVisible } from './visibility';
  * the caller lists them as its own pending approvals and passes a decision down to the run it is for.
  */
 
-/** What the run's caller should list: its own undecided calls, marked, then those of its sub-agents. */
+/**
+ * What the run's caller should list: its own undecided calls, marked, then those of its sub-agents
+ * (bounded: `relayedPending`).
+ */
 function subtreePending(run: Run): PendingApproval[] {
   const self = workflowInfo().workflowId;
-  return [
+  return relayedPending([
     ...undecided(run).map((record) => ({ ...pendingOf(record), workflow_id: self, agent: run.agent })),
     ...childPending(run),
-  ];
+  ]);
 }
 
 /** A sub-agent run keeps its caller told, for as long as it runs (a signal per change). */
@@ -84,7 +88,8 @@ export function registerTreeHandlers(run: Run): void {
     const parsed = ChildApprovals.safeParse(payload);
     if (!parsed.success)
       return rejectInput(run, 'child_approvals', 'signal', parsed.error.issues[0]?.message ?? 'invalid');
-    run.childApprovals.set(parsed.data.child_workflow_id, parsed.data.pending);
+    // Bounded here too: a child of another build may send more.
+    run.childApprovals.set(parsed.data.child_workflow_id, relayedPending(parsed.data.pending));
     keepVisible(run);
   });
   setHandler(decideApprovalSignal, async (payload) => {

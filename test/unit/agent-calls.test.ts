@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { AgentRegistry } from '../../src/agents/registry';
-import { routeDecision, subagentPrompt, subagentTask, type AgentDefinitionInput } from '../../src/runtime';
+import {
+  relayedPending,
+  routeDecision,
+  subagentPrompt,
+  subagentTask,
+  type AgentDefinitionInput,
+} from '../../src/runtime';
 import { addTool } from '../../src/tools/examples';
 
 const researcher: AgentDefinitionInput = {
@@ -123,5 +129,26 @@ describe('a decision finds its run in the call tree', () => {
     ).toEqual({
       refusal: "no tool call 'c' of run elsewhere awaits approval here",
     });
+  });
+});
+
+describe('what a sub-agent run reports up is bounded', () => {
+  it('keeps at most 100 entries and cuts arguments over 4 KiB to their start and size', () => {
+    const entry = (id: number, text: string) => ({
+      tool_call_id: `c${id}`,
+      tool_name: 'write',
+      arguments: { text },
+      requested_at: 't',
+    });
+    const relayed = relayedPending([
+      entry(0, 'x'.repeat(5000)),
+      ...Array.from({ length: 150 }, (_, id) => entry(id + 1, 'ok')),
+    ]);
+    expect(relayed).toHaveLength(100);
+    expect(relayed[0]!.arguments).toEqual({
+      _truncated: `${JSON.stringify({ text: 'x'.repeat(5000) }).slice(0, 1000)}...`,
+      _bytes: 5011,
+    });
+    expect(relayed[1]!.arguments).toEqual({ text: 'ok' });
   });
 });
