@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
-import type { AgentRunOutcome, AgentRunResult } from '../runtime';
+import { failedRunOutcome, type AgentRunOutcome, type AgentRunResult } from '../runtime';
 import { startHeartbeat } from './activity-context';
 
 export interface AwaitAgentRunInput {
@@ -18,39 +18,25 @@ export interface AwaitAgentRunInput {
 export async function awaitAgentRun(input: AwaitAgentRunInput): Promise<AgentRunOutcome> {
   const context = Context.current();
   const stopHeartbeat = startHeartbeat(context, () => ({ awaiting: input.workflow_id }));
-  const waitMs = (input.wait_seconds ?? 300) * 1000;
-  let timer: NodeJS.Timeout | undefined;
+  const deadline = Date.now() + (input.wait_seconds ?? 300) * 1000;
+  // By id only: the child's latest run, following its own continue-as-new chain.
+  const handle = context.client.workflow.getHandle(input.workflow_id);
   try {
-    // Follows the child's own continue-as-new chain to its last run.
-    const result = context.client.workflow.getHandle(input.workflow_id).result() as Promise<AgentRunResult>;
-    // A wait that loses the race below still settles later: nothing is left unhandled.
-    result.catch(() => undefined);
-    const outcome = await Promise.race([
-      result.then((value): AgentRunOutcome => ({ status: 'closed', result: value })),
-      new Promise<AgentRunOutcome>((resolve) => {
-        timer = setTimeout(() => resolve({ status: 'running' }), waitMs);
-      }),
-      new Promise<never>((_resolve, reject) => {
-        const cancelled = () => reject(context.cancellationSignal.reason ?? new Error('cancelled'));
-        if (context.cancellationSignal.aborted) cancelled();
-        context.cancellationSignal.addEventListener('abort', cancelled, { once: true });
-      }),
-    ]);
-    return outcome;
-  } catch (error) {
-    if (error instanceof WorkflowFailedError) {
-      const cause = error.cause as { type?: string; message?: string; name?: string } | undefined;
-      return {
-        status: 'failed',
-        error_type: cause?.type ?? cause?.name ?? 'WorkflowFailed',
-        message: cause?.message ?? error.message,
-      };
+    // Polled, not long-polled: a wait that ends by the deadline leaves no request behind.
+    while ((await handle.describe()).status.name === 'RUNNING') {
+      if (Date.now() >= deadline) return { status: 'running' };
+      await context.sleep(POLL_MS);
     }
+    return { status: 'closed', result: (await handle.result()) as AgentRunResult };
+  } catch (error) {
+    if (error instanceof WorkflowFailedError) return failedRunOutcome(error, 'WorkflowFailed');
     if (error instanceof WorkflowNotFoundError)
       return { status: 'failed', error_type: 'NotFound', message: `no run with workflow id ${input.workflow_id}` };
     throw error;
   } finally {
-    clearTimeout(timer);
     stopHeartbeat();
   }
 }
+
+/** How often a waiting caller looks at its child. */
+const POLL_MS = 1000;

@@ -138,7 +138,8 @@ export function routeDecision(
     const checked = decisionRefusal(records, decision);
     return 'refusal' in checked ? checked : { own: checked.decision };
   };
-  const ownCall = records.some((record) => record.tool_call_id === decision.tool_call_id);
+  // An own call that waits; a decided one does not hide a sub-agent's call with the same id.
+  const ownCall = records.some((record) => record.tool_call_id === decision.tool_call_id && !record.decision);
   if (target === self || (target === undefined && ownCall)) return own();
   const below = [...children].flatMap(([child, pending]) =>
     pending
@@ -156,7 +157,20 @@ export function routeDecision(
     };
   if (target !== undefined && target !== self)
     return { refusal: `no tool call '${decision.tool_call_id}' of run ${target} awaits approval here` };
-  return own();
+  const checked = own();
+  const waitingBelow = [...children.values()].flat().map((entry) => `${entry.tool_call_id} (run ${entry.workflow_id})`);
+  if (
+    'refusal' in checked &&
+    waitingBelow.length > 0 &&
+    !records.some((record) => record.tool_call_id === decision.tool_call_id)
+  ) {
+    const waiting = [
+      ...records.filter((record) => !record.decision).map((record) => record.tool_call_id),
+      ...waitingBelow,
+    ];
+    return { refusal: `no tool call '${decision.tool_call_id}' awaits approval (waiting: ${waiting.join(', ')})` };
+  }
+  return checked;
 }
 
 /** Why a decision is refused before anything is recorded, or null when it may be recorded. */

@@ -125,3 +125,16 @@ export type AgentRunOutcome =
   | { status: 'running' }
   | { status: 'closed'; result: AgentRunResult }
   | { status: 'failed'; error_type: string; message: string };
+
+/** A child run's failure as its parent reads it: the failure's cause (its type and message) when it has one. */
+export function failedRunOutcome(
+  error: { message: string; cause?: unknown },
+  fallbackType: string,
+): Extract<AgentRunOutcome, { status: 'failed' }> {
+  const cause = error.cause as { type?: string; name?: string; message?: string } | undefined;
+  return {
+    status: 'failed',
+    error_type: cause?.type ?? cause?.name ?? fallbackType,
+    message: cause?.message ?? error.message,
+  };
+}

@@ -25,6 +25,12 @@ import { keepVisible } from './visibility';
 
 export type { LoopOptions, TurnResult } from './loop-context';
 
+/**
+ * Where a run may continue as new: given how far the turn has come, or (while sub-agents run) a way to
+ * tell it at the moment the run continues, after its handlers finished.
+ */
+export type Boundary = (progress: TurnProgress | (() => TurnProgress)) => Promise<void>;
+
 /** How far a turn has come, at an iteration boundary or while a batch waits for approval decisions. */
 export interface TurnProgress {
   /** Tool calls of this turn so far (the tool budget counts them), the waiting batch's not included. */
@@ -66,7 +72,7 @@ export class AgentLoop {
    * boundary after the first (where a run may continue as new: it throws then); `resume` carries on a
    * turn that an earlier run of the chain began.
    */
-  async turn(boundary?: (progress: TurnProgress) => Promise<void>, resume?: TurnProgress): Promise<TurnResult> {
+  async turn(boundary?: Boundary, resume?: TurnProgress): Promise<TurnResult> {
     const run = this.loop.run;
     let toolCalls = resume?.toolCalls ?? 0;
     // A batch that waited for decisions when the run continued as new: the wait goes on here.
@@ -151,13 +157,14 @@ export class AgentLoop {
     content: string,
     toolCalls: number,
     resumed: boolean,
-    boundary?: (progress: TurnProgress) => Promise<void>,
+    boundary?: Boundary,
     running?: RunningBatch,
   ): Promise<TurnResult | undefined> {
     const run = this.loop.run;
     // A batch costs no tokens, but a limit already reached (wall time) stops it: the reply that asked
     // for it is dropped, as the tool budget drops one (7.5), so the transcript stays valid.
-    const stop = await affordable(run, BATCH_ESTIMATE);
+    // A batch carried while its sub-agents ran has started already: it finishes (its children would be left).
+    const stop = running ? undefined : await affordable(run, BATCH_ESTIMATE);
     if (stop && !run.abort.requested) return this.budgetExhausted(stop, it);
     const awaiting = (progress: Partial<AwaitingBatch> = {}): AwaitingBatch => ({
       iteration: it,
@@ -172,7 +179,11 @@ export class AgentLoop {
     const due = this.loop.options.continueAsNewDue;
     const onChildWait =
       boundary && due
-        ? { due, offer: (batch: RunningBatch) => boundary({ toolCalls, awaiting: awaiting({ running: batch }) }) }
+        ? {
+            due,
+            offer: (batch: () => RunningBatch) =>
+              boundary(() => ({ toolCalls, awaiting: awaiting({ running: batch() }) })),
+          }
         : undefined;
     const batch = await toolStep(this.loop, calls, it + 1, {
       resumed,

@@ -26,7 +26,15 @@ import { checkedSeed, openRun } from './open-run';
 import { checkedResult } from './payload-budget';
 import { registerRunHandlers } from './handlers';
 import { relayDecisionsUp } from './tree-decisions';
-import { abortChildren, emit, newRun, runOrigin, unprocessedMessages, type Run } from './run-state';
+import {
+  abortChildren,
+  deliverChildSignals,
+  emit,
+  newRun,
+  runOrigin,
+  unprocessedMessages,
+  type Run,
+} from './run-state';
 import { sinks } from './sinks';
 import { keepVisible } from './visibility';
 import { hasBudget, resultBudget } from './budget-gate';
@@ -117,7 +125,7 @@ async function continueIfDue(
   run: Run,
   input: AgentRunInput,
   agent: AgentSpec,
-  progress: TurnProgress,
+  progress: TurnProgress | (() => TurnProgress),
   chain: { continued: number; skipped: boolean; stepsAtStart: number },
 ): Promise<void> {
   // A run continues only after a step of its own: a carried state larger than the policy cannot loop.
@@ -125,11 +133,16 @@ async function continueIfDue(
   // Runs started before runs could continue as new replay as they ran.
   if (!patched('agent-run-continue-as-new')) return;
   await condition(allHandlersFinished);
+  // Signals to other runs (a sub-agent's report to its caller, an abort) still on their way are dropped
+  // when the run closes.
+  await deliverChildSignals(run);
   if (run.abort.requested) return;
   const info = workflowInfo();
+  // How far the turn has come now: while sub-agents run, one may have finished during the waits above.
+  const now = typeof progress === 'function' ? progress() : progress;
   const next = (): AgentRunInput => ({
     ...withoutSeed(input),
-    state: { schema_version: RUN_STATE_SCHEMA_VERSION, ...carryRun(run, agent, progress, chain.continued + 1) },
+    state: { schema_version: RUN_STATE_SCHEMA_VERSION, ...carryRun(run, agent, now, chain.continued + 1) },
   });
   if (!carriedInputFits(run, agent, next(), chain)) return;
   emit(run, { event_type: 'continued_as_new', history_events: info.historyLength, history_bytes: info.historySize });

@@ -1,5 +1,5 @@
 import { ActivityFailure } from '@temporalio/workflow';
-import { toolStepErrorContent, type Mutation } from '../context';
+import { repairToolArguments, toolFailureContent, toolStepErrorContent, type Mutation } from '../context';
 import { cancelledCallMutation, type ToolBatchResult, type ToolCallReport, type ToolCallRequest } from '../runtime';
 
 /** Spec 8.2: an abort before the batch starts runs nothing; every call gets a cancellation result. */
@@ -40,11 +40,34 @@ export function failedBatch(calls: readonly ToolCallRequest[], error: unknown): 
   };
 }
 
-/** A finished call handled by the workflow itself (a fork). */
+/** A finished call handled by the workflow itself (a fork, a sub-agent call, a handoff). */
 export interface WorkflowCallResult {
   call: ToolCallRequest;
   content: string;
   report: ToolCallReport;
+}
+
+/** A call the workflow carried out, with this result. */
+export function succeededCall(call: ToolCallRequest, content: string, durationMs: number): WorkflowCallResult {
+  return {
+    call,
+    content,
+    report: { tool_call_id: call.id, tool_name: call.name, success: true, duration_ms: durationMs },
+  };
+}
+
+/** A call the workflow could not carry out: the model reads the error as the call's result. */
+export function failedCall(
+  call: ToolCallRequest,
+  message: string,
+  durationMs: number,
+  argumentText = repairToolArguments(call.arguments).text,
+): WorkflowCallResult {
+  return {
+    call,
+    content: toolFailureContent(call.name, argumentText, message),
+    report: { tool_call_id: call.id, tool_name: call.name, success: false, error: message, duration_ms: durationMs },
+  };
 }
 
 /** A batch's mutations for each call id, in order: a provider may repeat an id within one batch. */

@@ -1,7 +1,7 @@
 import type { AgentSpec, CarriedRun, RunEvent } from '../runtime';
 import type { TurnProgress } from './agent-loop';
 import { recentEvents, restoreEvents } from './continue-as-new';
-import { commit, type Run } from './run-state';
+import { commit, runningChildren, type Run } from './run-state';
 
 /**
  * The core every run and session carries across continue-as-new (`CarriedRun`), taken from the run.
@@ -37,7 +37,8 @@ export function carryRun(
     context: run.context,
     ledger: run.ledger,
     continued,
-    ...(run.childApprovals.size > 0 ? { child_approvals: Object.fromEntries(run.childApprovals) } : {}),
+    // Of the children still running only (a batch carried while they run has every one started).
+    ...(runningChildren(run).size > 0 ? { child_approvals: Object.fromEntries(runningChildren(run)) } : {}),
     ...(progress.awaiting ? { awaiting_batch: progress.awaiting } : {}),
   };
 }

@@ -27,11 +27,12 @@ import {
   userMessageUpdate,
 } from '../common';
 import { pendingOf, undecided } from './approval-gate';
-import { applyDecision, registerTreeHandlers, runningChildren } from './tree-decisions';
+import { applyDecision, registerTreeHandlers } from './tree-decisions';
 import { budgetFigures, hasBudget } from './budget-gate';
 import {
   checkMessage,
   childPending,
+  runningChildren,
   contextWindow,
   emit,
   enqueueMessage,

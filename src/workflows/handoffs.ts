@@ -1,5 +1,5 @@
 import { isCancellation } from '@temporalio/workflow';
-import { repairToolArguments, toolFailureContent } from '../context';
+import { repairToolArguments } from '../context';
 import {
   extraHandoffMessage,
   handedOffSpec,
@@ -14,7 +14,7 @@ import {
   type ToolCallReport,
   type ToolCallRequest,
 } from '../runtime';
-import type { WorkflowCallResult } from './batch';
+import { failedCall as failed, type WorkflowCallResult } from './batch';
 import type { LoopContext } from './loop-context';
 import { resolveAgent } from './open-run';
 import { phaseActivities } from './phase-activities';
@@ -86,14 +86,6 @@ export async function runHandoffs(
   }
   reports.push(...results.map((result) => result.report));
   return results;
-}
-
-function failed(call: ToolCallRequest, message: string, durationMs: number, argumentText?: string): WorkflowCallResult {
-  return {
-    call,
-    content: toolFailureContent(call.name, argumentText ?? repairToolArguments(call.arguments).text, message),
-    report: { tool_call_id: call.id, tool_name: call.name, success: false, error: message, duration_ms: durationMs },
-  };
 }
 
 /** After the batch: a handoff whose call ended cancelled (an abort) does not take place. */

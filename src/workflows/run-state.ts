@@ -214,9 +214,14 @@ export function reportedState(run: Run): ReportedState {
     : run.state;
 }
 
+/** What each running sub-agent reported waiting, by its workflow id (a child that ended is not listed). */
+export function runningChildren(run: Run): Map<string, PendingApproval[]> {
+  return new Map([...run.childApprovals].filter(([child]) => run.children.has(child)));
+}
+
 /** Calls of the run's running sub-agents (at any depth) that wait for decisions. */
 export function childPending(run: Run): PendingApproval[] {
-  return [...run.childApprovals].flatMap(([child, pending]) => (run.children.has(child) ? pending : []));
+  return [...runningChildren(run).values()].flat();
 }
 
 /** Folds patches into the durable transcript (spec 4.6). Throws `ContextError` on invalid linkage. */

@@ -10,9 +10,11 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { repairToolArguments, serializeToolResult, toolFailureContent } from '../context';
+import { repairToolArguments, serializeToolResult } from '../context';
 import {
   addUsage,
+  digestText,
+  failedRunOutcome,
   recordChildUsage,
   remainingBudget,
   subagentPrompt,
@@ -21,9 +23,11 @@ import {
   type AgentRunOutcome,
   type AgentRunResult,
   type AgentSpec,
+  type TokenUsage,
   type ToolCallRequest,
+  utf8Bytes,
 } from '../runtime';
-import type { WorkflowCallResult } from './batch';
+import { failedCall, succeededCall, type WorkflowCallResult } from './batch';
 import { hasBudget } from './budget-gate';
 import { abortChild, emit, type Run } from './run-state';
 
@@ -44,16 +48,12 @@ export async function runSubagent(
   call: ToolCallRequest,
   target: string,
   eventIteration: number,
-  workflowId: string,
+  child: { workflowId: string; resumed: boolean },
 ): Promise<WorkflowCallResult> {
   const started = Date.now();
+  const workflowId = child.workflowId;
   const args = repairToolArguments(call.arguments);
-  const result = (content: string): WorkflowCallResult => ({
-    call,
-    content,
-    report: { tool_call_id: call.id, tool_name: call.name, success: true, duration_ms: Date.now() - started },
-  });
-  const fail = (message: string) => result(toolFailureContent(call.name, args.text, message));
+  const fail = (message: string) => failedCall(call, message, Date.now() - started, args.text);
   if (!args.ok) return fail('Tool arguments are not a valid JSON object');
   const task = subagentTask(args.value);
   if ('problem' in task) return fail(task.problem);
@@ -69,35 +69,47 @@ export async function runSubagent(
     ...(hasBudget(run) ? { budget: remainingBudget(run.budget, run.ledger, Date.now()) } : {}),
   };
   const about = { tool_name: call.name, tool_call_id: call.id, agent: target, child_workflow_id: workflowId };
-  emit(run, { event_type: 'subagent_started', ...about, depth }, eventIteration);
+  // A batch an earlier run of the chain carried said so already.
+  if (!child.resumed) emit(run, { event_type: 'subagent_started', ...about, depth }, eventIteration);
+  const finished = (status: SubagentStatus | 'cancelled', usage: TokenUsage | null, error?: string) =>
+    emit(
+      run,
+      { event_type: 'subagent_finished', ...about, status, usage, ...(error !== undefined ? { error } : {}) },
+      eventIteration,
+    );
   try {
     const outcome = await childOutcome(run, workflowId, input, agent);
     const ended = endOf(outcome, target);
     if (outcome.status === 'closed') {
       // What the child spent counts against this run's budget, and in its usage.
-      const child = outcome.result;
-      run.ledger = recordChildUsage(run.ledger, child.usage, run.budget.prices, child.budget?.spent.max_llm_calls ?? 0);
-      run.usage = addUsage(run.usage, child.usage);
+      const result = outcome.result;
+      run.ledger = recordChildUsage(
+        run.ledger,
+        result.usage,
+        run.budget.prices,
+        result.budget?.spent.max_llm_calls ?? 0,
+      );
+      run.usage = addUsage(run.usage, result.usage);
       // An abort of this run cancels its unfinished calls (the child ended aborted with it).
-      if (run.abort.requested && child.status === 'aborted') throw new SubagentCancelled();
+      if (run.abort.requested && result.status === 'aborted') throw new SubagentCancelled();
     }
-    emit(
-      run,
-      {
-        event_type: 'subagent_finished',
-        ...about,
-        status: ended.status,
-        usage: outcome.status === 'closed' ? outcome.result.usage : null,
-        ...(ended.error !== undefined ? { error: ended.error } : {}),
-      },
-      eventIteration,
-    );
-    return ended.answer !== undefined ? result(serializeToolResult(ended.answer)) : fail(ended.error ?? '');
+    finished(ended.status, outcome.status === 'closed' ? outcome.result.usage : null, ended.error);
+    if (ended.answer === undefined) return fail(ended.error ?? '');
+    // The answer is a tool result like any other: it keeps to the same limit.
+    const content = serializeToolResult(ended.answer);
+    const bytes = utf8Bytes(content);
+    if (bytes > agent.limits.max_tool_result_bytes)
+      return fail(`result is too large: ${bytes} bytes (limit ${agent.limits.max_tool_result_bytes})`);
+    return succeededCall(call, content, Date.now() - started);
   } catch (error) {
     if (error instanceof SubagentCancelled || isCancellation(error) || run.abort.requested) {
-      emit(run, { event_type: 'subagent_finished', ...about, status: 'cancelled', usage: null }, eventIteration);
+      finished('cancelled', null);
+      throw error;
     }
-    throw error;
+    // Anything else (a start Temporal refused, say) is this call's failure, not the batch's.
+    const message = `the ${target} agent's run could not be started or awaited: ${(error as Error).message}`;
+    finished('failed', null, message);
+    return fail(message);
   } finally {
     run.children.delete(workflowId);
     run.childApprovals.delete(workflowId);
@@ -105,9 +117,11 @@ export async function runSubagent(
 }
 
 /**
- * The child's workflow id: this run's, the agent, the iteration and the call id (a provider may repeat
- * an id within a batch: a repeat gets its position too). The same on every replay and every later run of
- * this chain, and unique within it (iterations count on across continue-as-new).
+ * The child's workflow id: this run's, a short hash of its chain's first run id, the agent, the iteration and
+ * the call id (a provider may repeat an id within a batch: a repeat gets its position too). The same on
+ * every replay and every later run of this chain, unique within it (iterations count on across
+ * continue-as-new), and not shared with a later chain that reuses this workflow id (providers number
+ * their call ids from call_0 again).
  */
 export function subagentWorkflowId(
   calls: readonly ToolCallRequest[],
@@ -117,7 +131,10 @@ export function subagentWorkflowId(
 ): string {
   const call = calls[index]!;
   const repeated = calls.findIndex((other) => other.id === call.id) !== index;
-  return `${workflowInfo().workflowId}::${target}::${iteration}::${call.id}${repeated ? `#${index}` : ''}`;
+  const info = workflowInfo();
+  // Hashed: run ids are time-ordered (UUIDv7), so their first characters are alike for chains started together.
+  const chain = digestText(info.firstExecutionRunId).slice(0, 8);
+  return `${info.workflowId}::${chain}::${target}::${iteration}::${call.id}${repeated ? `#${index}` : ''}`;
 }
 
 class SubagentCancelled extends Error {
@@ -180,12 +197,7 @@ async function childOutcome(
   } catch (error) {
     // Cancelled with this run (an abort): the call is cancelled, not failed.
     if (isCancellation(error) || !(error instanceof ChildWorkflowFailure)) throw error;
-    const cause = error.cause as { type?: string; message?: string; name?: string } | undefined;
-    return {
-      status: 'failed',
-      error_type: cause?.type ?? cause?.name ?? 'ChildWorkflowFailure',
-      message: cause?.message ?? error.message,
-    };
+    return failedRunOutcome(error, 'ChildWorkflowFailure');
   }
 }
 

@@ -43,7 +43,7 @@ export interface BatchOptions {
    * While only sub-agent calls are still out: `due` says the run should continue as new, `offer` lets it
    * (it throws then, carrying the batch as it stands).
    */
-  onChildWait?: { due: () => boolean; offer: (batch: RunningBatch) => Promise<void> };
+  onChildWait?: { due: () => boolean; offer: (batch: () => RunningBatch) => Promise<void> };
   /** The batch as an earlier run of the chain carried it: what finished, the rest re-attached. */
   running?: RunningBatch;
 }
@@ -117,7 +117,9 @@ async function runBatch(
   );
   // By the call itself, not its id: a provider may repeat an id within one batch.
   const runs = (call: ToolCallRequest) => !rejected.some((result) => result.call === call);
-  const own = calls.map((call, index) => (runs(call) ? workflowCall(loop, calls, index, eventIteration) : undefined));
+  const own = calls.map((call, index) =>
+    runs(call) ? workflowCall(loop, calls, index, eventIteration, carried !== undefined) : undefined,
+  );
   // Reports in completion order, across the activity and the workflow's calls; rejected calls are done already.
   const reports: ToolCallReport[] = carried ? [...carried.reports] : rejected.map((result) => result.report);
   // Handoffs are the workflow's too (workflows/handoffs.ts).
@@ -159,9 +161,9 @@ async function runBatch(
       const children = own.flatMap((call, index) => (call && !finished.has(index) ? [call.child] : []));
       const subagentsOnly = children.every((child) => child !== undefined);
       if (options.onChildWait && handoffs.length === 0 && subagentsOnly && children.length > 0) {
-        const started = () =>
+        const childrenStarted = () =>
           own.every((call, index) => !call?.child || finished.has(index) || run.children.has(call.child));
-        await offerBoundary(run, all, activity, finished, reports, started, options.onChildWait);
+        await offerBoundary(run, all, activity, finished, reports, childrenStarted, options.onChildWait);
       }
       return all;
     });
@@ -203,7 +205,8 @@ async function offerBoundary(
       );
       if (settled || run.abort.requested) return;
       offeredAt = finished.size;
-      await childWait.offer({
+      // Read when the run continues, after its handlers finished: a child may end meanwhile.
+      await childWait.offer(() => ({
         activity: activityResult,
         finished: [...finished].map(([call_index, result]) => ({
           call_index,
@@ -211,7 +214,7 @@ async function offerBoundary(
           report: result.report,
         })),
         reports: [...reports],
-      });
+      }));
     }
   } catch (error) {
     // An abort cancels the wait: the batch ends as its calls do.
@@ -228,6 +231,7 @@ function workflowCall(
   calls: readonly ToolCallRequest[],
   index: number,
   eventIteration: number,
+  resumed: boolean,
 ): { start: () => Promise<WorkflowCallResult>; child?: string } | undefined {
   const call = calls[index]!;
   if (loop.agent.selfref && call.name === SELFREF_FORK)
@@ -235,7 +239,11 @@ function workflowCall(
   const target = loop.agent.tool_descriptors.find((tool) => tool.name === call.name)?.agent_call;
   if (target?.kind === 'subagent') {
     const child = subagentWorkflowId(calls, index, target.agent, eventIteration);
-    return { start: () => runSubagent(loop.run, loop.agent, call, target.agent, eventIteration, child), child };
+    return {
+      start: () =>
+        runSubagent(loop.run, loop.agent, call, target.agent, eventIteration, { workflowId: child, resumed }),
+      child,
+    };
   }
   return undefined;
 }

@@ -9,7 +9,7 @@ import {
   type PendingApproval,
 } from '../runtime';
 import { decide, pendingOf, undecided } from './approval-gate';
-import { childPending, rejectInput, type Run } from './run-state';
+import { childPending, rejectInput, runningChildren, type Run } from './run-state';
 import { keepVisible } from './visibility';
 
 /**
@@ -67,7 +67,17 @@ export async function applyDecision(run: Run, payload: unknown, via: 'update' | 
     return { tool_call_id: own.tool_call_id, approved: own.approved };
   }
   const { child, decision } = routed;
-  await getExternalWorkflowHandle(child).signal(decideApprovalSignal, decision);
+  try {
+    await getExternalWorkflowHandle(child).signal(decideApprovalSignal, decision);
+  } catch {
+    // The child ended since it last reported (its calls wait no more): nothing is decided.
+    run.childApprovals.delete(child);
+    keepVisible(run);
+    const message = `the sub-agent run ${child} has ended: tool call '${decision.tool_call_id}' waits no more`;
+    if (via === 'update') throw failure(FailureType.ApprovalRefused, message);
+    rejectInput(run, 'decide_approval', 'signal', message);
+    return { tool_call_id: decision.tool_call_id, approved: false };
+  }
   // Listed no more: the child reports its new list once it has recorded the decision.
   const left = (run.childApprovals.get(child) ?? []).filter(
     (entry) => entry.tool_call_id !== decision.tool_call_id || entry.workflow_id !== decision.workflow_id,
@@ -77,23 +87,27 @@ export async function applyDecision(run: Run, payload: unknown, via: 'update' | 
   return { tool_call_id: decision.tool_call_id, approved: decision.approved, workflow_id: decision.workflow_id! };
 }
 
-/** What each running sub-agent reported waiting. */
-export function runningChildren(run: Run): Map<string, PendingApproval[]> {
-  return new Map([...run.childApprovals].filter(([child]) => run.children.has(child)));
-}
-
 /** The signals between the runs of a call tree. */
 export function registerTreeHandlers(run: Run): void {
   setHandler(childApprovalsSignal, (payload) => {
     const parsed = ChildApprovals.safeParse(payload);
     if (!parsed.success)
       return rejectInput(run, 'child_approvals', 'signal', parsed.error.issues[0]?.message ?? 'invalid');
+    // Only this run's sub-agents report here: their ids begin with its own.
+    if (!parsed.data.child_workflow_id.startsWith(`${workflowInfo().workflowId}::`))
+      return rejectInput(
+        run,
+        'child_approvals',
+        'signal',
+        `${parsed.data.child_workflow_id} is no sub-agent of this run`,
+      );
     // Bounded here too: a child of another build may send more.
     run.childApprovals.set(parsed.data.child_workflow_id, relayedPending(parsed.data.pending));
     keepVisible(run);
   });
   setHandler(decideApprovalSignal, async (payload) => {
     if (run.state !== 'running') return rejectInput(run, 'decide_approval', 'signal', `the run is ${run.state}`);
+    if (run.abort.requested) return rejectInput(run, 'decide_approval', 'signal', 'the run is being aborted');
     await applyDecision(run, payload, 'signal');
   });
 }

@@ -378,9 +378,9 @@ function childKeyOf(argumentText: string): string | undefined {
   return CHILD_TASK.exec(input)?.[1];
 }
 
-/** The key of the child run with this workflow id (`<run id>::chaos_helper::<iteration>::<call id>`). */
+/** The key of the child run with this workflow id (`<run id>::<chain>::chaos_helper::<iteration>::<call id>`). */
 function childKeyOfId(workflowId: string): string | undefined {
-  const found = new RegExp(`^chaos-\\d+-(\\d+)-\\d+::${HELPER_AGENT}::\\d+::(.+)$`).exec(workflowId);
+  const found = new RegExp(`^chaos-\\d+-(\\d+)-\\d+::[0-9a-f]{8}::${HELPER_AGENT}::\\d+::(.+)$`).exec(workflowId);
   return found ? `run${found[1]}/${found[2]}` : undefined;
 }
 
@@ -1107,8 +1107,9 @@ async function checkSubagents(
   for (const [position, record] of records.entries()) {
     const check = checks[position]!;
     const parentId = record.handle.workflowId;
-    const prefix = `${parentId}::${HELPER_AGENT}::`;
-    const childIds = [...byId.keys()].filter((id) => id.startsWith(prefix));
+    // `<parent id>::<chain>::chaos_helper::<iteration>::<call id>`
+    const childOf = new RegExp(`^${parentId}::[0-9a-f]{8}::${HELPER_AGENT}::\\d+::(.+)$`);
+    const childIds = [...byId.keys()].filter((id) => childOf.test(id));
     if (!check.subagentRun && childIds.length === 0) continue;
     const parentEvents = (await historiesOf(temporal, byId.get(parentId) ?? [])).flat();
     check.startsRefused = parentEvents.filter((event) => Number(event.eventType) === 30).length;
@@ -1142,7 +1143,7 @@ async function checkSubagents(
             : content === toolCancelledContent(SUBAGENT_TOOL, 'chaos abort')
               ? 'cancelled'
               : 'other';
-      const ids = childIds.filter((id) => /^\d+::(.+)$/.exec(id.slice(prefix.length))?.[1] === call.id);
+      const ids = childIds.filter((id) => childOf.exec(id)?.[1] === call.id);
       for (const id of ids) matched.add(id);
       if (ids.length > 1) problems.push(`${ids.length} child runs for one call: ${ids.join(', ')}`);
       const id = ids[0] ?? null;

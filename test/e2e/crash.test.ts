@@ -4,7 +4,7 @@ import { validateToolLinkage, type Message } from '../../src/context';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { clientOn, listedWorkflows, temporalAddress } from '../support/temporal';
-import { callsFinished, eventOf, recordHistory, replyReceived } from '../support/wait';
+import { callsFinished, eventOf, recordHistory, replyReceived, startedChild } from '../support/wait';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 import { scriptsByAgent } from '../support/agent-scripts';
 
@@ -177,7 +177,7 @@ describe('crash survival with sub-agents', () => {
     };
     const first = await startWorker();
     const run = await client.start({ agent: 'lead', input: 'get the worker to add' });
-    const childId = `${run.workflowId}::worker_agent::1::d1`;
+    const childId = await startedChild(run, 'd1');
     const child = client.run(childId);
     await eventOf(child, 'tool_call_start');
     await first.kill('SIGKILL');

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { validateToolLinkage } from '../../src/context';
 import { callTools, failWith, reply } from '../../src/fake-model/steps';
-import type { AgentDefinitionInput, RunEvent } from '../../src/runtime';
+import { digestText, type AgentDefinitionInput, type RunEvent } from '../../src/runtime';
 import { scriptsByAgent } from '../support/agent-scripts';
 import { listedWorkflows, startWorld, type TestWorld } from '../support/temporal';
 import { runCli } from '../support/cli';
-import { eventOf, eventually, recordHistory } from '../support/wait';
+import { eventOf, eventually, recordHistory, startedChild } from '../support/wait';
 
 const researcher: AgentDefinitionInput = {
   name: 'researcher',
@@ -74,7 +74,10 @@ describe('sub-agents: agents that call agents as durable child runs', () => {
     });
     // The caller's usage holds its child's.
     expect(result.usage).toMatchObject({ prompt_tokens: 37, completion_tokens: 12, total_tokens: 49 });
-    const childId = `${run.workflowId}::helper::1::s1`;
+    const childId = await startedChild(run, 's1');
+    // The caller's id, its chain's first run, the agent, the iteration, the call.
+    const chain = digestText((run.workflow as { firstExecutionRunId?: string }).firstExecutionRunId!).slice(0, 8);
+    expect(childId).toBe(`${run.workflowId}::${chain}::helper::1::s1`);
     const events = (await run.status()).events;
     expect(events.find((event) => event.event_type === 'subagent_started')).toMatchObject({
       tool_call_id: 's1',
@@ -200,7 +203,7 @@ describe('sub-agents: agents that call agents as durable child runs', () => {
     });
     // One call of its own and the child's three: the parent waits for more before its next call.
     await eventually(async () => ((await run.status()).state === 'awaiting_budget' ? true : undefined));
-    const child = world.client.run(`${run.workflowId}::helper::1::s1`);
+    const child = world.client.run(await startedChild(run, 's1'));
     const childResult = await child.result();
     expect(childResult.status).toBe('budget_exhausted');
     expect(childResult.budget).toMatchObject({
@@ -243,8 +246,8 @@ describe('decisions reach the top of the tree', () => {
     });
     world = await startWorld({ agents: tree, fake: { responder: scripts.responder } });
     const run = await world.client.start({ agent: 'manager', input: 'add 2 and 3 through your team' });
-    const leadId = `${run.workflowId}::lead::1::m1`;
-    const clerkId = `${leadId}::clerk::1::l1`;
+    const leadId = await startedChild(run, 'm1');
+    const clerkId = await startedChild(world.client.run(leadId), 'l1');
     const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
     const listed = await eventually(async () => {
       const out = await runCli(['approvals', run.workflowId], env);
@@ -317,7 +320,7 @@ describe('sub-agents across continue-as-new', () => {
       input: 'add 2 and 3 through the clerk',
       continue_as_new: { max_history_events: 10 },
     });
-    const clerkId = `${run.workflowId}::clerk::1::m1`;
+    const clerkId = await startedChild(run, 'm1');
     // The parent's history passed its policy while it waited for the clerk: it continued as new, and
     // its new run lists the clerk's call (carried, and found again).
     const pending = await eventually(async () => {
@@ -346,6 +349,8 @@ describe('sub-agents across continue-as-new', () => {
     expect(events.indexOf('continued_as_new')).toBeLessThan(events.lastIndexOf('subagent_finished'));
     validateToolLinkage(result.transcript);
     scripts.assertDone();
+    // Both runs of the chain: the one that continued as new while its child ran, and the one that found it.
+    await recordHistory(run, 'subagent-parent-continued-as-new', described.parentExecution!.runId!);
     await recordHistory(run, 'subagent-parent-continues-as-new');
   });
 });
@@ -357,8 +362,7 @@ describe('aborting runs with sub-agents', () => {
       helper: [{ kind: 'hang', chunks: ['thinking '] }],
     });
     const run = await world.client.start({ agent: 'researcher', input: 'go' });
-    const childId = `${run.workflowId}::helper::1::s1`;
-    const child = world.client.run(childId);
+    const child = world.client.run(await startedChild(run, 's1'));
     await eventOf(child, 'llm_call_start');
     await eventually(() => (scripts.requests('helper').length === 1 ? true : undefined));
     const abortedAt = Date.now();
@@ -384,7 +388,7 @@ describe('aborting runs with sub-agents', () => {
       helper: [{ kind: 'hang', chunks: ['thinking '] }],
     });
     const run = await world.client.start({ agent: 'researcher', input: 'go' });
-    const child = world.client.run(`${run.workflowId}::helper::1::s1`);
+    const child = world.client.run(await startedChild(run, 's1'));
     await eventOf(child, 'llm_call_start');
     await child.abort('taking too long');
     const result = await run.result();

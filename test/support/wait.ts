@@ -123,3 +123,13 @@ export function awaitingApproval(run: RunHandle, ids: string[]): Promise<Pending
     `calls ${ids.join(', ')} awaiting approval`,
   );
 }
+
+/** Waits until the run has started a sub-agent run for this call, and returns the child's workflow id. */
+export async function startedChild(run: RunHandle, toolCallId: string): Promise<string> {
+  const event = await eventOf(
+    run,
+    'subagent_started',
+    (entry) => (entry as { tool_call_id?: string }).tool_call_id === toolCallId,
+  );
+  return (event as { child_workflow_id: string }).child_workflow_id;
+}

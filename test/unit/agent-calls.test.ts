@@ -117,12 +117,25 @@ describe('a decision finds its run in the call tree', () => {
     });
   });
 
+  it("a decided call of the run's own does not hide a sub-agent's waiting call with the same id", () => {
+    const decided = [{ ...own[0]!, decision: { approved: true, by: 'update' as const } }];
+    const below = new Map([['child-1', [pending('a', 'child-1')]]]);
+    expect(routeDecision('top', decided, below, { tool_call_id: 'a', approved: true })).toEqual({
+      child: 'child-1',
+      decision: { tool_call_id: 'a', approved: true, workflow_id: 'child-1' },
+    });
+    expect(routeDecision('top', decided, new Map(), { tool_call_id: 'a', approved: true })).toEqual({
+      refusal: "tool call 'a' was already approved",
+    });
+  });
+
   it('is refused when the id waits nowhere, or in several runs without workflow_id', () => {
     expect(routeDecision('top', own, children, { tool_call_id: 'd', approved: true })).toEqual({
       refusal: "tool call 'd' waits in several sub-agent runs: name one as workflow_id (child-1, child-2)",
     });
     expect(routeDecision('top', own, children, { tool_call_id: 'z', approved: true })).toEqual({
-      refusal: "no tool call 'z' awaits approval (waiting: a)",
+      refusal:
+        "no tool call 'z' awaits approval (waiting: a, c (run child-1::grand), d (run child-1), d (run child-2))",
     });
     expect(
       routeDecision('top', own, children, { tool_call_id: 'c', approved: true, workflow_id: 'elsewhere' }),

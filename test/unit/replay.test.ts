@@ -16,6 +16,7 @@ interface HistoryEvent {
   eventType: string;
   activityTaskScheduledEventAttributes?: { activityType: { name: string } };
   workflowExecutionCompletedEventAttributes?: { result: { payloads: Array<{ data: string }> } };
+  workflowExecutionStartedEventAttributes?: { continuedExecutionRunId?: string };
 }
 
 const folder = join(__dirname, '..', 'histories');
@@ -42,6 +43,10 @@ function recordedResultDigest(history: { events: HistoryEvent[] }): string | und
   if (!completed) return undefined;
   const payload = completed!.workflowExecutionCompletedEventAttributes!.result.payloads[0]!.data;
   return digestText(JSON.stringify(JSON.parse(Buffer.from(payload, 'base64').toString('utf8'))));
+}
+
+function runKey(workflowId: string, continuedFrom: string | undefined): string {
+  return `${workflowId}/${continuedFrom ?? ''}`;
 }
 
 describe('replay of recorded histories', () => {
@@ -80,6 +85,9 @@ describe('replay of recorded histories', () => {
         'session-failed-turn',
         'handoff-and-back',
         'handoff-continues-as-new',
+        'subagent-delegation',
+        'subagent-parent-continued-as-new',
+        'subagent-parent-continues-as-new',
       ]),
     );
   });
@@ -92,7 +100,9 @@ describe('replay of recorded histories', () => {
         sinks: {
           patchloop: {
             runEnded: {
-              fn: (info, summary: RunEndedSummary) => void summaries.set(info.workflowId, summary),
+              // Two runs of one chain share a workflow id: the run they continue from tells them apart.
+              fn: (info, summary: RunEndedSummary) =>
+                void summaries.set(runKey(info.workflowId, info.continuedFromExecutionRunId), summary),
               callDuringReplay: true,
             },
           },
@@ -104,7 +114,8 @@ describe('replay of recorded histories', () => {
     for await (const result of replay) if (result.error) failures.push(`${result.workflowId}: ${String(result.error)}`);
     expect(failures).toEqual([]);
     for (const { scenario, workflowId, history } of recorded) {
-      const summary = summaries.get(workflowId);
+      const started = history.events[0]?.workflowExecutionStartedEventAttributes;
+      const summary = summaries.get(runKey(workflowId, started?.continuedExecutionRunId || undefined));
       expect(summary && digestText(JSON.stringify(summary.result)), scenario).toBe(recordedResultDigest(history));
     }
   });
