@@ -270,16 +270,26 @@ export function extendLedger(ledger: UsageLedger, extension: BudgetExtension): U
 }
 
 /**
- * What is left of a budget, as a budget of its own: for a child run (a `selfref_fork`) that spends
- * beside its parent. Each limit is what the parent has not spent (at least a token's worth, so a child
- * of a spent parent stops at its first step); a child never waits for an extension nobody knows about.
+ * What is left of a budget, as a budget of its own: for a child run (a `selfref_fork`, a sub-agent) that
+ * spends beside its parent. Each limit is what the parent has not spent, shared by the `parts` children
+ * that start together (wall time is not shared: they run at once), at least a token's worth, so a child
+ * of a spent parent stops at its first step; a child never waits for an extension nobody knows about.
  */
-export function remainingBudget(settings: BudgetSettings, ledger: UsageLedger, nowMs: number): BudgetSettings {
+export function remainingBudget(
+  settings: BudgetSettings,
+  ledger: UsageLedger,
+  nowMs: number,
+  parts = 1,
+): BudgetSettings {
   const limits = effectiveLimits(settings, ledger);
   const spent = spentOf(ledger, nowMs);
   const left = (name: BudgetLimit) => {
     const max = limits[name];
-    return max === null ? null : Math.max(max - spent[name], name === 'max_cost_usd' ? 1e-9 : 1);
+    if (max === null) return null;
+    const left = max - spent[name];
+    const cost = name === 'max_cost_usd';
+    const share = parts === 1 || name === 'max_wall_seconds' ? left : cost ? left / parts : Math.floor(left / parts);
+    return Math.max(share, cost ? 1e-9 : 1);
   };
   return {
     ...settings,

@@ -48,7 +48,7 @@ export async function runSubagent(
   call: ToolCallRequest,
   target: string,
   eventIteration: number,
-  child: { workflowId: string; resumed: boolean },
+  child: { workflowId: string; resumed: boolean; share: number },
 ): Promise<WorkflowCallResult> {
   const started = Date.now();
   const workflowId = child.workflowId;
@@ -66,7 +66,8 @@ export async function runSubagent(
     input: subagentPrompt(task),
     caller: { workflow_id: workflowInfo().workflowId, agent: run.agent, tool_call_id: call.id, depth },
     // A child spends from what its caller has left; what it spent is charged back below.
-    ...(hasBudget(run) ? { budget: remainingBudget(run.budget, run.ledger, Date.now()) } : {}),
+    // Children started together share it: the tree never spends more than the caller had left.
+    ...(hasBudget(run) ? { budget: remainingBudget(run.budget, run.ledger, Date.now(), child.share) } : {}),
   };
   const about = { tool_name: call.name, tool_call_id: call.id, agent: target, child_workflow_id: workflowId };
   // A batch an earlier run of the chain carried said so already.

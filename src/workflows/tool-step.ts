@@ -117,8 +117,12 @@ async function runBatch(
   );
   // By the call itself, not its id: a provider may repeat an id within one batch.
   const runs = (call: ToolCallRequest) => !rejected.some((result) => result.call === call);
+  // Sub-agent calls of the batch share what the run has left of its budget.
+  const share = calls.filter((call) => runs(call) && agentCallOf(loop, call)?.kind === 'subagent').length;
   const own = calls.map((call, index) =>
-    runs(call) ? workflowCall(loop, calls, index, eventIteration, carried !== undefined) : undefined,
+    runs(call)
+      ? workflowCall(loop, calls, index, eventIteration, { resumed: carried !== undefined, share })
+      : undefined,
   );
   // Reports in completion order, across the activity and the workflow's calls; rejected calls are done already.
   const reports: ToolCallReport[] = carried ? [...carried.reports] : rejected.map((result) => result.report);
@@ -231,21 +235,26 @@ function workflowCall(
   calls: readonly ToolCallRequest[],
   index: number,
   eventIteration: number,
-  resumed: boolean,
+  batch: { resumed: boolean; share: number },
 ): { start: () => Promise<WorkflowCallResult>; child?: string } | undefined {
   const call = calls[index]!;
   if (loop.agent.selfref && call.name === SELFREF_FORK)
     return { start: () => runFork(loop.run, loop.agent, call, eventIteration) };
-  const target = loop.agent.tool_descriptors.find((tool) => tool.name === call.name)?.agent_call;
+  const target = agentCallOf(loop, call);
   if (target?.kind === 'subagent') {
     const child = subagentWorkflowId(calls, index, target.agent, eventIteration);
     return {
       start: () =>
-        runSubagent(loop.run, loop.agent, call, target.agent, eventIteration, { workflowId: child, resumed }),
+        runSubagent(loop.run, loop.agent, call, target.agent, eventIteration, { workflowId: child, ...batch }),
       child,
     };
   }
   return undefined;
+}
+
+/** The agent a call reaches, when its tool is a sub-agent or handoff tool. */
+function agentCallOf(loop: LoopContext, call: ToolCallRequest) {
+  return loop.agent.tool_descriptors.find((tool) => tool.name === call.name)?.agent_call;
 }
 
 /**

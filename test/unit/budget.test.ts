@@ -106,4 +106,16 @@ describe('a fork child spends from what its parent has left', () => {
     expect(spentOf(spent, 0)).toMatchObject({ max_total_tokens: 10_300, max_llm_calls: 1 });
     expect(remainingBudget(parent, spent, 0).max_total_tokens).toBe(1);
   });
+
+  it('children started together share what is left (wall time aside: they run at once); a sub-agent charges its calls', () => {
+    const parent = BudgetSettings.parse({ max_llm_calls: 10, max_cost_usd: 1, max_wall_seconds: 60 });
+    const ledger = { ...recordCall(emptyUsageLedger(), null, null), cost_usd: 0.2, started_at_ms: 0 };
+    expect(remainingBudget(parent, ledger, 10_000, 2)).toMatchObject({
+      max_llm_calls: 4,
+      max_cost_usd: 0.4,
+      max_wall_seconds: 50,
+    });
+    expect(remainingBudget(parent, ledger, 10_000, 20).max_llm_calls).toBe(1);
+    expect(recordChildUsage(ledger, null, null, 3).llm_calls).toBe(4);
+  });
 });
