@@ -165,9 +165,9 @@ export const BUNDLE_SYNTAX = {
 
 export const WORKER_SYNTAX = {
   usage:
-    'patchloop worker [--agents FILE.json] [--tools MODULE] [--fake-model] [--tools-only --task-queue QUEUE] [--workflow-bundle FILE] [--max-cached-workflows N] [--max-concurrent-workflow-tasks N] [--max-concurrent-activities N] [--heap-growing-percent N] [--metrics-address HOST:PORT] [--verbose]',
+    'patchloop worker [--agents FILE.json] [--tools MODULE] [--fake-model] [--tools-only --task-queue QUEUE] [--workflow-bundle FILE] [--max-cached-workflows N] [--max-concurrent-workflow-tasks N] [--max-concurrent-activities N] [--heap-growing-percent N] [--metrics-address HOST:PORT] [--deployment-name NAME --build-id ID] [--verbose]',
   summary:
-    "A worker serving the example agents (or the agents in FILE) until Ctrl-C, with the example tools and those MODULE exports (`export const tools = [defineTool(...), ...]`). It needs a provider (OPENAI_API_KEY or OPENAI_BASE_URL), or --fake-model for the offline scripted model the demo uses. With --tools-only it runs only the tool batches routed to QUEUE (defineTool({ taskQueue }) or an agent's tool_task_queues) and needs no provider. --workflow-bundle (PATCHLOOP_WORKFLOW_BUNDLE) loads the workflow code 'patchloop bundle' wrote instead of bundling it at start.",
+    "A worker serving the example agents (or the agents in FILE) until Ctrl-C, with the example tools and those MODULE exports (`export const tools = [defineTool(...), ...]`). It needs a provider (OPENAI_API_KEY or OPENAI_BASE_URL), or --fake-model for the offline scripted model the demo uses. With --tools-only it runs only the tool batches routed to QUEUE (defineTool({ taskQueue }) or an agent's tool_task_queues) and needs no provider. --workflow-bundle (PATCHLOOP_WORKFLOW_BUNDLE) loads the workflow code 'patchloop bundle' wrote instead of bundling it at start. --deployment-name and --build-id (PATCHLOOP_DEPLOYMENT_NAME, PATCHLOOP_BUILD_ID) make it a versioned worker (Worker Versioning): runs stay on the build they started on; run chains and sessions move to the current build at continue-as-new.",
   options: {
     agents: { type: 'string' },
     tools: { type: 'string' },
@@ -179,6 +179,8 @@ export const WORKER_SYNTAX = {
     'max-concurrent-activities': { type: 'string' },
     'heap-growing-percent': { type: 'string' },
     'metrics-address': { type: 'string' },
+    'deployment-name': { type: 'string' },
+    'build-id': { type: 'string' },
     'fake-model': { type: 'boolean' },
     verbose: { type: 'boolean' },
   },

@@ -61,6 +61,11 @@ export interface PatchloopConfig {
    * Lower it where workers die often (tests); Temporal's default is 10 s.
    */
   stickyQueueTimeout: string | undefined;
+  /**
+   * Worker Versioning (`PATCHLOOP_DEPLOYMENT_NAME` and `PATCHLOOP_BUILD_ID`, both or neither): the worker
+   * polls as this version of the deployment; absent, it is unversioned.
+   */
+  deployment?: WorkerDeployment | undefined;
   /** The worker's token-stream endpoint (SSE): port (0 picks a free one), bind host, and the URL to announce. */
   streamPort: number;
   streamHost: string;
@@ -81,6 +86,22 @@ export interface PatchloopConfig {
    * worker from its flags and `workerTuningFromEnvironment`), so other commands ignore bad values.
    */
   workerTuning?: WorkerTuning;
+}
+
+/** A worker's version in a Worker Deployment. */
+export interface WorkerDeployment {
+  name: string;
+  buildId: string;
+}
+
+/** The deployment version the environment names; both variables or neither. */
+export function deploymentFromEnvironment(env: NodeJS.ProcessEnv): WorkerDeployment | undefined {
+  const name = env['PATCHLOOP_DEPLOYMENT_NAME'] || undefined;
+  const buildId = env['PATCHLOOP_BUILD_ID'] || undefined;
+  if (name === undefined && buildId === undefined) return undefined;
+  if (name === undefined || buildId === undefined)
+    throw new Error('PATCHLOOP_DEPLOYMENT_NAME and PATCHLOOP_BUILD_ID go together: set both, or neither');
+  return { name, buildId };
 }
 
 /** How much one worker process takes on at once. */
@@ -138,6 +159,9 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Pat
     model: env['PATCHLOOP_MODEL'] || 'gpt-4o-mini',
     modelWindows: parseModelWindows(env['PATCHLOOP_MODEL_WINDOWS'] ?? ''),
     stickyQueueTimeout: env['PATCHLOOP_STICKY_QUEUE_TIMEOUT'] || undefined,
+    // Checked by the worker, the one that uses it (`deploymentFromEnvironment`): other commands ignore it.
+    deployment:
+      env['PATCHLOOP_DEPLOYMENT_NAME'] && env['PATCHLOOP_BUILD_ID'] ? deploymentFromEnvironment(env) : undefined,
     streamPort: Number(env['PATCHLOOP_STREAM_PORT'] || 0),
     streamHost: env['PATCHLOOP_STREAM_HOST'] || '127.0.0.1',
     streamUrl: env['PATCHLOOP_STREAM_URL'] || undefined,

@@ -124,7 +124,8 @@ export type RunEventBody =
       by: 'update' | 'timeout';
     }
   | { event_type: 'custom_event'; event_name: string; data: JsonObject; tool_name: string; tool_call_id: string }
-  | { event_type: 'continued_as_new'; history_events: number; history_bytes: number }
+  /** `to_current_build`: Worker Versioning's current build changed, and the next run starts on it. */
+  | { event_type: 'continued_as_new'; history_events: number; history_bytes: number; to_current_build?: true }
   /** A sub-agent call started a child run (`child_workflow_id`), or found the one it started before. */
   | {
       event_type: 'subagent_started';

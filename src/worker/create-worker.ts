@@ -15,7 +15,7 @@ import { missingProviderKeys, ProviderApi, ProviderProfileName, type AgentDefini
 import type { Tool } from '../tools/define-tool';
 import type { LlmFunction } from '../functions/define-llm-function';
 import { exampleFunctions } from '../functions/examples';
-import type { PatchloopConfig, WorkerTuning } from '../config/environment';
+import type { PatchloopConfig, WorkerDeployment, WorkerTuning } from '../config/environment';
 import { setHeapGrowingPercent } from './heap-growth';
 import type { RunEndedSummary } from '../common';
 import { ChunkHub } from '../streaming/chunk-hub';
@@ -24,7 +24,25 @@ import { startStreamServer } from '../streaming/stream-server';
 import { StreamTokens } from '../streaming/stream-token';
 import { ConfigurationError } from '../runtime';
 
+/**
+ * Worker Versioning: the worker polls as this version of its deployment. Every workflow is pinned to the
+ * version it started on (`agentRun` and `llmFunction` finish there); a run chain and a session move to
+ * the current version at a continue-as-new after the server says the target changed.
+ */
+function deploymentOptions(deployment: WorkerDeployment | undefined): Pick<WorkerOptions, 'workerDeploymentOptions'> {
+  if (!deployment) return {};
+  return {
+    workerDeploymentOptions: {
+      version: { deploymentName: deployment.name, buildId: deployment.buildId },
+      useWorkerVersioning: true,
+      defaultVersioningBehavior: 'PINNED',
+    },
+  };
+}
+
 export interface PatchloopWorkerOptions {
+  /** Worker Versioning: this worker's deployment and build (default: `config.deployment`, from the environment). */
+  deployment?: WorkerDeployment;
   connection: NativeConnection;
   config: PatchloopConfig;
   /** Defaults to the example agent `assistant` and its tools. */
@@ -274,6 +292,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
       },
     },
     ...(config.stickyQueueTimeout ? { stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout } : {}),
+    ...deploymentOptions(options.deployment ?? config.deployment),
     ...workerCapacity(config.workerTuning),
     ...(options.tracing ? { plugins: [options.tracing.plugin] } : {}),
     ...withoutInterceptors(options.workerOptions),

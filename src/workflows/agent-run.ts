@@ -2,7 +2,6 @@ import {
   allHandlersFinished,
   condition,
   ContinueAsNew,
-  continueAsNew,
   patched,
   setHandler,
   workflowInfo,
@@ -18,7 +17,7 @@ import {
 } from '../runtime';
 import { AgentLoop, type TurnProgress } from './agent-loop';
 import { carryRun, restoreRun } from './carried-run';
-import { carriedInputFits, continueAsNewDue } from './continue-as-new';
+import { carriedInputFits, continueAsNewDue, continueAsNewOnCurrentBuild, newBuildCurrent } from './continue-as-new';
 import { nextRequestQuery } from '../common';
 import { parseVersionedInput } from './input';
 import { asRunFailure, withUnprocessedMessages } from './failures';
@@ -145,8 +144,14 @@ async function continueIfDue(
     state: { schema_version: RUN_STATE_SCHEMA_VERSION, ...carryRun(run, agent, now, chain.continued + 1) },
   });
   if (!carriedInputFits(run, agent, next(), chain)) return;
-  emit(run, { event_type: 'continued_as_new', history_events: info.historyLength, history_bytes: info.historySize });
-  await continueAsNew<typeof agentRun>(next());
+  emit(run, {
+    event_type: 'continued_as_new',
+    history_events: info.historyLength,
+    history_bytes: info.historySize,
+    ...(newBuildCurrent() ? { to_current_build: true as const } : {}),
+  });
+  // A chain moves to the current build here (a run on its own finishes on the build it started on).
+  await continueAsNewOnCurrentBuild<typeof agentRun>()(next());
 }
 
 /** Steps a run made: LLM calls and approval decisions (a wait for decisions may continue as new too). */

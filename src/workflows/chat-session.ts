@@ -2,7 +2,6 @@ import {
   allHandlersFinished,
   condition,
   ContinueAsNew,
-  continueAsNew,
   patched,
   setHandler,
   workflowInfo,
@@ -18,7 +17,7 @@ import {
   type TurnReply,
 } from '../runtime';
 import { AgentLoop } from './agent-loop';
-import { carriedInputFits, continueAsNewDue } from './continue-as-new';
+import { carriedInputFits, continueAsNewDue, continueAsNewOnCurrentBuild, newBuildCurrent } from './continue-as-new';
 import { checkedResult } from './payload-budget';
 import { carryRun, restoreRun } from './carried-run';
 import { checkedSeed, openRun } from './open-run';
@@ -87,7 +86,8 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
       await serveTurn(session, entry);
       keepVisible(run);
       if (
-        continueAsNewDue(input.continue_as_new) &&
+        // Due, or (between turns) a new build is current: a session moves to it at its next idle boundary.
+        (continueAsNewDue(input.continue_as_new) || (newBuildCurrent() && run.inbox.length === 0)) &&
         (await readyToContinue(run, session.waiting)) &&
         // A close that came during the turn ends this run (sessions recorded before continued past it).
         !(session.closing && patched('session-close-is-not-carried-over'))
@@ -101,11 +101,12 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
             event_type: 'continued_as_new',
             history_events: info.historyLength,
             history_bytes: info.historySize,
+            ...(newBuildCurrent() ? { to_current_build: true as const } : {}),
           });
           // Built after the event, so the next run's events count on from it.
           const carried = next();
           session.continued += 1;
-          return await continueAsNew<typeof chatSession>(carried);
+          return await continueAsNewOnCurrentBuild<typeof chatSession>()(carried);
         }
       }
     }

@@ -1,4 +1,4 @@
-import { workflowInfo } from '@temporalio/workflow';
+import { makeContinueAsNewFunc, workflowInfo, type Workflow } from '@temporalio/workflow';
 import type { AgentSpec, ContinueAsNewPolicy, RunEvent } from '../runtime';
 import { INLINE_PAYLOAD_BUDGET, payloadFits } from './payload-budget';
 import { emit, EVENT_WINDOW, type Run } from './run-state';
@@ -11,6 +11,24 @@ export function continueAsNewDue(policy: ContinueAsNewPolicy): boolean {
     info.historyLength >= policy.max_history_events ||
     info.historySize >= policy.max_history_bytes
   );
+}
+
+/**
+ * Worker Versioning: the server's current build for this pinned run is no longer the one it runs on
+ * (false for unversioned workers).
+ */
+export function newBuildCurrent(): boolean {
+  return workflowInfo().targetWorkerDeploymentVersionChanged === true;
+}
+
+/**
+ * Continue-as-new, to the current build when it changed (`initialVersioningBehavior: AUTO_UPGRADE`: the
+ * next run's first task goes to the current build, which it is then pinned to); else on this build.
+ */
+export function continueAsNewOnCurrentBuild<F extends Workflow>(): (...args: Parameters<F>) => Promise<never> {
+  return newBuildCurrent()
+    ? makeContinueAsNewFunc<F>({ initialVersioningBehavior: 'AUTO_UPGRADE' })
+    : makeContinueAsNewFunc<F>();
 }
 
 /**

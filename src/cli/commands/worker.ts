@@ -6,8 +6,10 @@ import { FailureType } from '../../common/failure-types';
 import {
   configFromEnvironment,
   connectionOptions,
+  deploymentFromEnvironment,
   workerTuningFromEnvironment,
   type PatchloopConfig,
+  type WorkerDeployment,
 } from '../../config/environment';
 import { createPatchloopWorker, workerCapacity, workerRedactor } from '../../worker/create-worker';
 import { readBundleFile } from '../../worker/bundle-file';
@@ -45,8 +47,13 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   });
   // This process is the worker's alone: its heaps grow less than V8's default lets them.
   const heapGrowingPercent = tuning.heapGrowingPercent ?? WORKER_HEAP_GROWING_PERCENT;
+  const deployment = deploymentOrUsageError({
+    PATCHLOOP_DEPLOYMENT_NAME: values['deployment-name'] ?? process.env['PATCHLOOP_DEPLOYMENT_NAME'],
+    PATCHLOOP_BUILD_ID: values['build-id'] ?? process.env['PATCHLOOP_BUILD_ID'],
+  });
   const environment = {
     ...base,
+    deployment,
     workerTuning: { ...tuning, heapGrowingPercent },
     ...(values['task-queue'] ? { taskQueue: values['task-queue'] } : {}),
   };
@@ -118,6 +125,9 @@ export async function workerCommand(args: string[], print: (line: string) => voi
     print(
       `worker polling task queue '${config.taskQueue}' on ${config.temporalAddress} (namespace ${config.namespace}); ` +
         `agents: ${agents.map((agent) => agent.name).join(', ')}; ` +
+        (deployment
+          ? `deployment '${deployment.name}' build '${deployment.buildId}' (runs pinned to their build; run chains and sessions move at continue-as-new); `
+          : 'unversioned; ') +
         `caches up to ${String(workerCapacity(tuning).maxCachedWorkflows)} runs; ` +
         `heap growing ${heapGrowingPercent === 0 ? "at V8's own rate" : `${heapGrowingPercent}%`}; ` +
         bundleNote +
@@ -220,5 +230,14 @@ async function connectWorker(config: PatchloopConfig): Promise<NativeConnection>
     return await NativeConnection.connect(connectionOptions(config));
   } catch (error) {
     throw temporalUnreachable(config.temporalAddress, error);
+  }
+}
+
+/** `--deployment-name` and `--build-id` (or their variables): both, or neither. */
+function deploymentOrUsageError(env: NodeJS.ProcessEnv): WorkerDeployment | undefined {
+  try {
+    return deploymentFromEnvironment(env);
+  } catch (error) {
+    throw new CliError(`${(error as Error).message} (--deployment-name and --build-id)`, FailureType.UsageError);
   }
 }

@@ -1,0 +1,153 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { validateToolLinkage } from '../../src/context';
+import type { RunHandle } from '../../src/client/patchloop-client';
+import { FakeModelServer } from '../../src/fake-model/server';
+import { callTools, reply } from '../../src/fake-model/steps';
+import type { AgentDefinitionInput } from '../../src/runtime';
+import { scriptsByAgent } from '../support/agent-scripts';
+import { clientOn, temporalAddress, temporalCli } from '../support/temporal';
+import { awaitingApproval, eventually } from '../support/wait';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+
+const agents: AgentDefinitionInput[] = [
+  { name: 'pinned', instructions: 'You add with approval.', tools: ['add'], needs_approval: ['add'] },
+  { name: 'chain', instructions: 'You add in a chain.', tools: ['add', 'wait'], needs_approval: ['add'] },
+  { name: 'plain', instructions: 'You answer.' },
+  { name: 'chat', instructions: 'You chat.' },
+];
+
+const workers: WorkerProcess[] = [];
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const worker of workers.splice(0)) await worker.kill('SIGKILL');
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+/** `temporal worker deployment set-current-version`, as the README's runbook says (once the version polls). */
+async function makeCurrent(deployment: string, buildId: string): Promise<void> {
+  await eventually(
+    async () => {
+      const set = await temporalCli(
+        'worker',
+        'deployment',
+        'set-current-version',
+        '--deployment-name',
+        deployment,
+        '--build-id',
+        buildId,
+        '--yes',
+      );
+      return set.status === 0 ? true : undefined;
+    },
+    60_000,
+    `${buildId} current`,
+  );
+}
+
+/** The build the run's current execution is pinned to, as Temporal describes it. */
+async function buildOf(run: RunHandle, runId?: string): Promise<string | undefined> {
+  const handle = runId ? run.workflow.client.getHandle(run.workflowId, runId) : run.workflow;
+  const info = (await handle.describe()).raw.workflowExecutionInfo?.versioningInfo;
+  return info?.deploymentVersion?.buildId ?? undefined;
+}
+
+describe('Worker Versioning: runs stay on their build, chains and sessions move at continue-as-new', () => {
+  it('b1 runs stay pinned after b2 becomes current; new runs start on b2; a chain and a session move to b2; rollback sends new runs to b1', async () => {
+    const call = (id: string) => ({ id, name: 'add', arguments: '{"a": 2, "b": 3}' });
+    const scripts = scriptsByAgent({
+      pinned: { instructions: 'You add with approval.', steps: [callTools([call('a1')]), reply('A done')] },
+      chain: {
+        instructions: 'You add in a chain.',
+        // After the decision, iterations enough for the history to pass the policy again.
+        steps: [
+          callTools([call('l1')]),
+          ...['w1', 'w2', 'w3'].map((id) => callTools([{ id, name: 'wait', arguments: '{"seconds": 0}' }])),
+          reply('L done'),
+        ],
+      },
+      plain: { instructions: 'You answer.', steps: [reply('B done'), reply('C done')] },
+      chat: { instructions: 'You chat.', steps: [reply('chat 1'), reply('chat 2'), reply('chat 3')] },
+    });
+    const fake = await FakeModelServer.start({ responder: scripts.responder });
+    const taskQueue = `versions-${randomUUID()}`;
+    const deployment = `patchloop-${randomUUID().slice(0, 8)}`;
+    const client = await clientOn(taskQueue);
+    cleanups.push(
+      () => client.close(),
+      () => fake.close(),
+    );
+    const startWorker = async (buildId: string) => {
+      const worker = await spawnWorker({
+        address: temporalAddress(),
+        taskQueue,
+        modelUrl: fake.url,
+        agents,
+        env: { PATCHLOOP_DEPLOYMENT_NAME: deployment, PATCHLOOP_BUILD_ID: buildId },
+      });
+      workers.push(worker);
+      return worker;
+    };
+
+    const b1 = await startWorker('b1');
+    expect(b1.output()).toContain(`deployment '${deployment}' build 'b1'`);
+    await makeCurrent(deployment, 'b1');
+    const pinned = await client.start({ agent: 'pinned', input: 'add 2 and 3' });
+    const chain = await client.start({
+      agent: 'chain',
+      input: 'add 2 and 3',
+      continue_as_new: { max_history_events: 30 },
+    });
+    const session = await client.startSession({ agent: 'chat' });
+    expect((await session.send('first')).reply).toBe('chat 1');
+    await awaitingApproval(pinned, ['a1']);
+    await awaitingApproval(chain, ['l1']);
+    expect([await buildOf(pinned), await buildOf(chain), await buildOf(session)]).toEqual(['b1', 'b1', 'b1']);
+
+    await startWorker('b2');
+    await makeCurrent(deployment, 'b2');
+    const fresh = await client.start({ agent: 'plain', input: 'hello' });
+    expect((await fresh.result()).answer).toBe('B done');
+    expect(await buildOf(fresh)).toBe('b2');
+
+    // Pinned: the run that started on b1 finishes there.
+    await pinned.approve('a1');
+    expect((await pinned.result()).answer).toBe('A done');
+    expect(await buildOf(pinned)).toBe('b1');
+
+    // A chain moves at its next continue-as-new, with its state: the next run starts on b2.
+    const firstChainRun = (chain.workflow as { firstExecutionRunId?: string }).firstExecutionRunId!;
+    await chain.approve('l1');
+    const chained = await chain.result();
+    expect(chained.answer).toBe('L done');
+    validateToolLinkage(chained.transcript);
+    expect(chained.transcript.find((message) => message['tool_call_id'] === 'l1')).toMatchObject({ content: '5' });
+    expect(await buildOf(chain, firstChainRun)).toBe('b1');
+    expect(await buildOf(chain)).toBe('b2');
+    const moved = (await chain.status()).events.filter((event) => event.event_type === 'continued_as_new');
+    expect(moved).toContainEqual(expect.objectContaining({ to_current_build: true }));
+
+    // A session moves at its next idle turn boundary: the turn after it is served on b2.
+    const firstSessionRun = (await session.workflow.describe()).runId;
+    expect((await session.send('second')).reply).toBe('chat 2');
+    await eventually(async () => ((await session.workflow.describe()).runId !== firstSessionRun ? true : undefined));
+    expect((await session.send('third')).reply).toBe('chat 3');
+    expect(await buildOf(session)).toBe('b2');
+    const conversation = (await session.transcript()).filter((message) => message['role'] !== 'system');
+    expect(conversation.map((message) => message['content'])).toEqual([
+      'first',
+      'chat 1',
+      'second',
+      'chat 2',
+      'third',
+      'chat 3',
+    ]);
+
+    // Rollback: b1 current again, new runs start there.
+    await makeCurrent(deployment, 'b1');
+    const after = await client.start({ agent: 'plain', input: 'hello again' });
+    expect((await after.result()).answer).toBe('C done');
+    expect(await buildOf(after)).toBe('b1');
+    scripts.assertDone();
+  });
+});
