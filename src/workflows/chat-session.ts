@@ -1,11 +1,4 @@
-import {
-  allHandlersFinished,
-  condition,
-  ContinueAsNew,
-  patched,
-  setHandler,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { allHandlersFinished, condition, ContinueAsNew, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import { cloneJson, type Message } from '../context';
 import {
   ChatSessionInput,

@@ -6,15 +6,16 @@ import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { scriptsByAgent } from '../support/agent-scripts';
+import { runCli } from '../support/cli';
 import { clientOn, temporalAddress, temporalCli } from '../support/temporal';
 import { awaitingApproval, eventually } from '../support/wait';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 
 const agents: AgentDefinitionInput[] = [
-  { name: 'pinned', instructions: 'You add with approval.', tools: ['add'], needs_approval: ['add'] },
-  { name: 'chain', instructions: 'You add in a chain.', tools: ['add', 'wait'], needs_approval: ['add'] },
-  { name: 'plain', instructions: 'You answer.' },
-  { name: 'chat', instructions: 'You chat.' },
+  { name: 'versioned_pinned', instructions: 'You add with approval.', tools: ['add'], needs_approval: ['add'] },
+  { name: 'versioned_chain', instructions: 'You add in a chain.', tools: ['add', 'wait'], needs_approval: ['add'] },
+  { name: 'versioned_plain', instructions: 'You answer.' },
+  { name: 'versioned_chat', instructions: 'You chat.' },
 ];
 
 const workers: WorkerProcess[] = [];
@@ -56,8 +57,8 @@ describe('Worker Versioning: runs stay on their build, chains and sessions move 
   it('b1 runs stay pinned after b2 becomes current; new runs start on b2; a chain and a session move to b2; rollback sends new runs to b1', async () => {
     const call = (id: string) => ({ id, name: 'add', arguments: '{"a": 2, "b": 3}' });
     const scripts = scriptsByAgent({
-      pinned: { instructions: 'You add with approval.', steps: [callTools([call('a1')]), reply('A done')] },
-      chain: {
+      versioned_pinned: { instructions: 'You add with approval.', steps: [callTools([call('a1')]), reply('A done')] },
+      versioned_chain: {
         instructions: 'You add in a chain.',
         // After the decision, iterations enough for the history to pass the policy again.
         steps: [
@@ -66,8 +67,8 @@ describe('Worker Versioning: runs stay on their build, chains and sessions move 
           reply('L done'),
         ],
       },
-      plain: { instructions: 'You answer.', steps: [reply('B done'), reply('C done')] },
-      chat: { instructions: 'You chat.', steps: [reply('chat 1'), reply('chat 2'), reply('chat 3')] },
+      versioned_plain: { instructions: 'You answer.', steps: [reply('B done'), reply('C done')] },
+      versioned_chat: { instructions: 'You chat.', steps: [reply('chat 1'), reply('chat 2'), reply('chat 3')] },
     });
     const fake = await FakeModelServer.start({ responder: scripts.responder });
     const taskQueue = `versions-${randomUUID()}`;
@@ -92,13 +93,13 @@ describe('Worker Versioning: runs stay on their build, chains and sessions move 
     const b1 = await startWorker('b1');
     expect(b1.output()).toContain(`deployment '${deployment}' build 'b1'`);
     await makeCurrent(deployment, 'b1');
-    const pinned = await client.start({ agent: 'pinned', input: 'add 2 and 3' });
+    const pinned = await client.start({ agent: 'versioned_pinned', input: 'add 2 and 3' });
     const chain = await client.start({
-      agent: 'chain',
+      agent: 'versioned_chain',
       input: 'add 2 and 3',
       continue_as_new: { max_history_events: 30 },
     });
-    const session = await client.startSession({ agent: 'chat' });
+    const session = await client.startSession({ agent: 'versioned_chat' });
     expect((await session.send('first')).reply).toBe('chat 1');
     await awaitingApproval(pinned, ['a1']);
     await awaitingApproval(chain, ['l1']);
@@ -106,10 +107,29 @@ describe('Worker Versioning: runs stay on their build, chains and sessions move 
 
     await startWorker('b2');
     await makeCurrent(deployment, 'b2');
-    const fresh = await client.start({ agent: 'plain', input: 'hello' });
+    const fresh = await client.start({ agent: 'versioned_plain', input: 'hello' });
     expect((await fresh.result()).answer).toBe('B done');
     expect(await buildOf(fresh)).toBe('b2');
 
+    // The deployment as an operator watches it: b2 current, b1 draining.
+    const described = await temporalCli('worker', 'deployment', 'describe', '--name', deployment, '--output', 'json');
+    expect(described.status, described.stderr).toBe(0);
+    const routing = JSON.parse(described.stdout) as {
+      routingConfig: { currentVersionBuildID: string };
+      versionSummaries: Array<{ BuildID: string; drainageStatus: string }>;
+    };
+    expect(routing.routingConfig.currentVersionBuildID).toBe('b2');
+    // b1 still has pinned runs: it drains.
+    expect(routing.versionSummaries.find((version) => version.BuildID === 'b1')?.drainageStatus).toBe('draining');
+    // `show` says which build a run is on.
+    const env = { TEMPORAL_ADDRESS: temporalAddress(), PATCHLOOP_TASK_QUEUE: taskQueue };
+    expect((await runCli(['show', pinned.workflowId], env)).stdout).toContain(`build: ${deployment}/b1 (pinned)`);
+    const listed = JSON.parse((await runCli(['list', '--json'], env)).stdout) as Array<{
+      workflow_id: string;
+      build?: string;
+    }>;
+    expect(listed.find((entry) => entry.workflow_id === fresh.workflowId)?.build).toBe(`${deployment}/b2`);
+    expect(listed.find((entry) => entry.workflow_id === pinned.workflowId)?.build).toBe(`${deployment}/b1`);
     // Pinned: the run that started on b1 finishes there.
     await pinned.approve('a1');
     expect((await pinned.result()).answer).toBe('A done');
@@ -145,7 +165,7 @@ describe('Worker Versioning: runs stay on their build, chains and sessions move 
 
     // Rollback: b1 current again, new runs start there.
     await makeCurrent(deployment, 'b1');
-    const after = await client.start({ agent: 'plain', input: 'hello again' });
+    const after = await client.start({ agent: 'versioned_plain', input: 'hello again' });
     expect((await after.result()).answer).toBe('C done');
     expect(await buildOf(after)).toBe('b1');
     scripts.assertDone();

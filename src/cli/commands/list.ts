@@ -13,6 +13,8 @@ interface Listed {
   tool_calls: number | null;
   total_tokens: number | null;
   started: string;
+  /** Worker Versioning: `deployment/build` of the run's version. */
+  build?: string;
 }
 
 export async function listCommand(
@@ -56,6 +58,7 @@ export async function listCommand(
       tool_calls: attributes.get(keys.toolCalls) ?? null,
       total_tokens: attributes.get(keys.totalTokens) ?? null,
       started: execution.startTime.toISOString(),
+      ...(buildOf(execution.searchAttributes) ? { build: buildOf(execution.searchAttributes)! } : {}),
     });
     if (listed.length >= limit) break;
   }
@@ -64,8 +67,10 @@ export async function listCommand(
     print('no runs found');
     return undefined;
   }
+  // Versioned workers: the build each run is on.
+  const builds = listed.some((run) => run.build !== undefined);
   const rows = [
-    ['WORKFLOW ID', 'TYPE', 'AGENT', 'STATUS', 'ITER', 'TOOLS', 'TOKENS', 'STARTED'],
+    ['WORKFLOW ID', 'TYPE', 'AGENT', 'STATUS', 'ITER', 'TOOLS', 'TOKENS', 'STARTED', ...(builds ? ['BUILD'] : [])],
     ...listed.map((run) => [
       run.workflow_id,
       run.type,
@@ -75,6 +80,7 @@ export async function listCommand(
       String(run.tool_calls ?? '-'),
       String(run.total_tokens ?? '-'),
       run.started,
+      ...(builds ? [run.build ?? '-'] : []),
     ]),
   ];
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
@@ -86,4 +92,15 @@ export async function listCommand(
         .trimEnd(),
     );
   return undefined;
+}
+
+/**
+ * Worker Versioning: the deployment version a listed run is on (`deployment/build`), from the search
+ * attribute the server keeps (`TemporalWorkerDeploymentVersion`, `deployment:build`); none when unversioned.
+ */
+function buildOf(attributes: Record<string, unknown>): string | undefined {
+  const values = attributes['TemporalWorkerDeploymentVersion'];
+  const version = Array.isArray(values) && typeof values[0] === 'string' ? values[0] : undefined;
+  const at = version?.lastIndexOf(':') ?? -1;
+  return version && at > 0 ? `${version.slice(0, at)}/${version.slice(at + 1)}` : undefined;
 }

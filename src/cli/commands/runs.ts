@@ -121,6 +121,7 @@ export async function showCommand(client: PatchloopClient, args: string[], print
       ...(failed ? { failure: failed } : {}),
       ...(retrying.length > 0 ? { retrying } : {}),
       ...(children.length > 0 ? { children } : {}),
+      ...(buildOf(description) ? { build: buildOf(description) } : {}),
       transcript,
     };
   print(
@@ -147,11 +148,26 @@ export async function showCommand(client: PatchloopClient, args: string[], print
     print(
       `waiting for approval: ${pending.tool_name} ${JSON.stringify(pending.arguments)} (call ${pending.tool_call_id})`,
     );
+  const build = buildOf(description);
+  if (build) print(`build: ${build}`);
   if (children.length > 0) print(`child runs (sub-agents and forks): ${children.length}`);
   for (const child of children) print(`  ${child.status.padEnd(10)} ${childLink(child.workflow_id)}`);
   print(`history: ${description.historyLength} events, ${description.historySize ?? 0} bytes`);
   for (const line of transcriptLines(transcript ?? [])) print(line);
   return undefined;
+}
+
+/** Worker Versioning: the deployment version the run is on, and how (`pinned`, `auto_upgrade`); none unversioned. */
+function buildOf(description: { raw: { workflowExecutionInfo?: unknown } }): string | undefined {
+  const info = (
+    description.raw.workflowExecutionInfo as
+      | { versioningInfo?: { deploymentVersion?: { deploymentName?: string; buildId?: string }; behavior?: unknown } }
+      | undefined
+  )?.versioningInfo;
+  const version = info?.deploymentVersion;
+  if (!version?.buildId) return undefined;
+  const behavior = info?.behavior === 1 ? 'pinned' : info?.behavior === 2 ? 'auto-upgrade' : 'unspecified';
+  return `${version.deploymentName}/${version.buildId} (${behavior})`;
 }
 
 /** How to look at a child run: the command, and its page in the Temporal web UI when that is known. */
