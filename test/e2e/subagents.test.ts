@@ -355,6 +355,49 @@ describe('sub-agents across continue-as-new', () => {
   });
 });
 
+describe('sub-agents replayed at every workflow task (no workflow cache)', () => {
+  it('a tree with a decision at depth 1 and a continue-as-new while the child waits replays without a task failure', async () => {
+    const tree: AgentDefinitionInput[] = [
+      { name: 'manager', instructions: 'You manage.', subagents: ['clerk'] },
+      { name: 'clerk', instructions: 'You add.', tools: ['add'], needs_approval: ['add'] },
+    ];
+    const scripts = scriptsByAgent({
+      manager: {
+        instructions: 'You manage.',
+        steps: [callTools([call('m1', 'clerk', { input: 'add 2 and 3' })]), reply('5 it is')],
+      },
+      clerk: { instructions: 'You add.', steps: [callTools([call('c1', 'add', { a: 2, b: 3 })]), reply('5')] },
+    });
+    // Every task replays the run's history from its start: a determinism error would fail a task.
+    world = await startWorld({
+      agents: tree,
+      fake: { responder: scripts.responder },
+      config: { workerTuning: { maxCachedWorkflows: 0 } },
+    });
+    const run = await world.client.start({
+      agent: 'manager',
+      input: 'add 2 and 3 through the clerk',
+      continue_as_new: { max_history_events: 10 },
+    });
+    await eventually(async () => ((await run.status()).pending_approvals.length > 0 ? true : undefined));
+    await run.approve('c1');
+    expect((await run.result()).answer).toBe('5 it is');
+    const clerkId = await startedChild(run, 'm1');
+    for (const id of [run.workflowId, clerkId]) {
+      const executions = await listedWorkflows(`WorkflowId = '${id}'`);
+      expect(executions.length).toBeGreaterThan(0);
+      for (const execution of executions) {
+        const history = await world.client.temporal.workflow
+          .getHandle(id, (execution as { execution: { runId?: string } }).execution.runId)
+          .fetchHistory();
+        // EVENT_TYPE_WORKFLOW_TASK_FAILED is 9.
+        expect(history.events?.filter((event) => Number(event.eventType) === 9)).toEqual([]);
+      }
+    }
+    scripts.assertDone();
+  });
+});
+
 describe('aborting runs with sub-agents', () => {
   it('aborting the parent aborts the child with the same reason; both transcripts stay valid', async () => {
     const { world, scripts } = await agentWorld({
