@@ -57,7 +57,10 @@ describe('Worker Versioning: runs stay on their build, chains and sessions move 
   it('b1 runs stay pinned after b2 becomes current; new runs start on b2; a chain and a session move to b2; rollback sends new runs to b1', async () => {
     const call = (id: string) => ({ id, name: 'add', arguments: '{"a": 2, "b": 3}' });
     const scripts = scriptsByAgent({
-      versioned_pinned: { instructions: 'You add with approval.', steps: [callTools([call('a1')]), reply('A done')] },
+      versioned_pinned: {
+        instructions: 'You add with approval.',
+        steps: [callTools([call('a1')]), reply('A done'), callTools([call('a2')]), reply('A2 done')],
+      },
       versioned_chain: {
         instructions: 'You add in a chain.',
         // After the decision, iterations enough for the history to pass the policy again.
@@ -78,13 +81,16 @@ describe('Worker Versioning: runs stay on their build, chains and sessions move 
       () => client.close(),
       () => fake.close(),
     );
+    // b1's workers take their version from the environment, b2's from the flags: the README shows both.
     const startWorker = async (buildId: string) => {
       const worker = await spawnWorker({
         address: temporalAddress(),
         taskQueue,
         modelUrl: fake.url,
         agents,
-        env: { PATCHLOOP_DEPLOYMENT_NAME: deployment, PATCHLOOP_BUILD_ID: buildId },
+        ...(buildId === 'b1'
+          ? { env: { PATCHLOOP_DEPLOYMENT_NAME: deployment, PATCHLOOP_BUILD_ID: buildId } }
+          : { args: ['--deployment-name', deployment, '--build-id', buildId] }),
       });
       workers.push(worker);
       return worker;
@@ -168,6 +174,19 @@ describe('Worker Versioning: runs stay on their build, chains and sessions move 
     const after = await client.start({ agent: 'versioned_plain', input: 'hello again' });
     expect((await after.result()).answer).toBe('C done');
     expect(await buildOf(after)).toBe('b1');
+
+    // A pinned run whose build has no worker left waits, nothing lost, until one polls again.
+    const stranded = await client.start({ agent: 'versioned_pinned', input: 'add 2 and 3 again' });
+    await awaitingApproval(stranded, ['a2']);
+    await workers.splice(0, 1)[0]!.kill('SIGKILL');
+    await makeCurrent(deployment, 'b2');
+    const approval = stranded.approve('a2');
+    const status = await stranded.workflow.describe();
+    expect([status.status.name, await buildOf(stranded)]).toEqual(['RUNNING', 'b1']);
+    await startWorker('b1');
+    await approval;
+    expect((await stranded.result()).answer).toBe('A2 done');
+    expect(await buildOf(stranded)).toBe('b1');
     scripts.assertDone();
   });
 });
