@@ -1,4 +1,35 @@
+import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/**
+ * End-to-end files, longest first (seconds each took in a CI run, `test/e2e-durations.json`; files not
+ * in it first of all): three at a time on two cores, a long file started last would end the phase alone.
+ * On a fresh clone Vitest has no timings of its own and starts the largest files first instead.
+ * Refresh the table from the "per file" lines `npm test` prints when files change much.
+ */
+const durations = JSON.parse(readFileSync(new URL('./test/e2e-durations.json', import.meta.url), 'utf8')) as Record<
+  string,
+  number
+>;
+
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const seconds = (file: TestSpecification) =>
+      durations[relative(file.project.config.root, file.moduleId)] ?? Number.POSITIVE_INFINITY;
+    // Projects keep Vitest's order; within one, the longest files start first (a stable sort).
+    return sorted
+      .map((file, index) => ({ file, index }))
+      .sort((a, b) =>
+        a.file.project.name !== b.file.project.name
+          ? a.index - b.index
+          : seconds(b.file) - seconds(a.file) || a.index - b.index,
+      )
+      .map(({ file }) => file);
+  }
+}
 
 /**
  * End-to-end files whose assertions include a latency bound (an abort ends a run within 2 or 3 s, a
@@ -22,6 +53,7 @@ const e2e = {
 
 export default defineConfig({
   test: {
+    sequence: { sequencer: LongestFirst },
     projects: [
       {
         test: {
