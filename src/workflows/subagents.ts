@@ -1,5 +1,6 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
 import {
+  CancellationScope,
   ChildWorkflowCancellationType,
   ChildWorkflowFailure,
   getExternalWorkflowHandle,
@@ -82,17 +83,9 @@ export async function runSubagent(
     const outcome = await childOutcome(run, workflowId, input, agent);
     const ended = endOf(outcome, target);
     if (outcome.status === 'closed') {
-      // What the child spent counts against this run's budget, and in its usage.
-      const result = outcome.result;
-      run.ledger = recordChildUsage(
-        run.ledger,
-        result.usage,
-        run.budget.prices,
-        result.budget?.spent.max_llm_calls ?? 0,
-      );
-      run.usage = addUsage(run.usage, result.usage);
+      chargeChild(run, outcome.result);
       // An abort of this run cancels its unfinished calls (the child ended aborted with it).
-      if (run.abort.requested && result.status === 'aborted') throw new SubagentCancelled();
+      if (run.abort.requested && outcome.result.status === 'aborted') throw new SubagentCancelled();
     }
     finished(ended.status, outcome.status === 'closed' ? outcome.result.usage : null, ended.error);
     if (ended.answer === undefined) return fail(ended.error ?? '');
@@ -103,8 +96,16 @@ export async function runSubagent(
       return fail(`result is too large: ${bytes} bytes (limit ${agent.limits.max_tool_result_bytes})`);
     return succeededCall(call, content, Date.now() - started);
   } catch (error) {
-    if (error instanceof SubagentCancelled || isCancellation(error) || run.abort.requested) {
+    if (error instanceof SubagentCancelled) {
       finished('cancelled', null);
+      throw error;
+    }
+    if (isCancellation(error) || run.abort.requested) {
+      // Aborted with this run: the child was told to stop too. What it spent until then still counts, if
+      // it ends within the abort's wait.
+      const ended = run.children.has(workflowId) ? await spentAfterAbort(workflowId, agent) : undefined;
+      if (ended) chargeChild(run, ended);
+      finished('cancelled', ended?.usage ?? null);
       throw error;
     }
     // Anything else (a start Temporal refused, say) is this call's failure, not the batch's.
@@ -136,6 +137,36 @@ export function subagentWorkflowId(
   // Hashed: run ids are time-ordered (UUIDv7), so their first characters are alike for chains started together.
   const chain = digestText(info.firstExecutionRunId).slice(0, 8);
   return `${info.workflowId}::${chain}::${target}::${iteration}::${call.id}${repeated ? `#${index}` : ''}`;
+}
+
+/** What a child spent counts against its caller's budget (tokens, cost and model calls), and in its usage. */
+function chargeChild(run: Run, result: AgentRunResult): void {
+  run.ledger = recordChildUsage(run.ledger, result.usage, run.budget.prices, result.budget?.spent.max_llm_calls ?? 0);
+  run.usage = addUsage(run.usage, result.usage);
+}
+
+/**
+ * A child aborted with its caller: its result once it has ended, waited for outside the cancelled scope
+ * for at most the agent's `abort_wait_seconds` (a child that ends later is not charged).
+ */
+async function spentAfterAbort(workflowId: string, agent: AgentSpec): Promise<AgentRunResult | undefined> {
+  const waitSeconds = agent.limits.abort_wait_seconds;
+  const outcome = await CancellationScope.nonCancellable(() =>
+    childRunActivity(agent, waitSeconds, 1)
+      .awaitAgentRun({ workflow_id: workflowId, wait_seconds: waitSeconds })
+      .catch(() => undefined),
+  );
+  return outcome?.status === 'closed' ? outcome.result : undefined;
+}
+
+/** The activity that waits for a child run this workflow cannot await itself. */
+function childRunActivity(agent: AgentSpec, waitSeconds: number, maximumAttempts?: number) {
+  return proxyActivities<Activities>({
+    startToCloseTimeout: `${waitSeconds + 60}s`,
+    heartbeatTimeout: `${agent.limits.heartbeat_timeout_seconds}s`,
+    summary: 'wait for a sub-agent run',
+    retry: { initialInterval: '1s', maximumInterval: '30s', ...(maximumAttempts ? { maximumAttempts } : {}) },
+  });
 }
 
 class SubagentCancelled extends Error {
@@ -211,12 +242,7 @@ async function reattach(
   const handle = getExternalWorkflowHandle(workflowId);
   run.children.set(workflowId, handle);
   if (run.abort.requested) abortChild(run, handle);
-  const { awaitAgentRun } = proxyActivities<Activities>({
-    startToCloseTimeout: '6m',
-    heartbeatTimeout: `${agent.limits.heartbeat_timeout_seconds}s`,
-    summary: `wait for sub-agent run ${workflowId}`,
-    retry: { initialInterval: '1s', maximumInterval: '30s' },
-  });
+  const { awaitAgentRun } = childRunActivity(agent, 300);
   for (;;) {
     const outcome = await awaitAgentRun({ workflow_id: workflowId, wait_seconds: 300 });
     if (outcome.status !== 'running') return outcome;

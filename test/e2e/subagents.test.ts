@@ -13,7 +13,7 @@ const researcher: AgentDefinitionInput = {
   tools: ['add'],
   subagents: ['helper', { agent: 'critic', tool_name: 'ask_critic', description: 'Reviews a draft.' }],
 };
-const helper: AgentDefinitionInput = { name: 'helper', instructions: 'You look things up.', tools: ['add'] };
+const helper: AgentDefinitionInput = { name: 'helper', instructions: 'You look things up.', tools: ['add', 'wait'] };
 const critic: AgentDefinitionInput = { name: 'critic', instructions: 'You criticize drafts.' };
 const agents = [researcher, helper, critic];
 const instructions = Object.fromEntries(agents.map((agent) => [agent.name, agent.instructions]));
@@ -401,13 +401,12 @@ describe('sub-agents replayed at every workflow task (no workflow cache)', () =>
 describe('aborting runs with sub-agents', () => {
   it('aborting the parent aborts the child with the same reason; both transcripts stay valid', async () => {
     const { world, scripts } = await agentWorld({
-      researcher: [callTools([call('s1', 'helper', { input: 'take your time' })])],
-      helper: [{ kind: 'hang', chunks: ['thinking '] }],
+      researcher: [callTools([call('s1', 'helper', { input: 'take your time' })], usage(10, 5))],
+      helper: [callTools([call('w1', 'wait', { seconds: 60 })], usage(7, 3))],
     });
     const run = await world.client.start({ agent: 'researcher', input: 'go' });
     const child = world.client.run(await startedChild(run, 's1'));
-    await eventOf(child, 'llm_call_start');
-    await eventually(() => (scripts.requests('helper').length === 1 ? true : undefined));
+    await eventOf(child, 'tool_call_start');
     const abortedAt = Date.now();
     await run.abort('the user left');
     const [parentResult, childResult] = await Promise.all([run.result(), child.result()]);
@@ -420,8 +419,11 @@ describe('aborting runs with sub-agents', () => {
     expect(childResult.abort_reason).toBe('the user left');
     validateToolLinkage(await child.transcript());
     expect(closedWithin).toBeLessThan(15_000);
+    // What the child spent before the abort counts in its caller's usage.
+    expect(childResult.usage).toMatchObject({ total_tokens: 10 });
+    expect(parentResult.usage).toMatchObject({ total_tokens: 15 + 10 });
     const finished = (await run.status()).events.find((event) => event.event_type === 'subagent_finished');
-    expect(finished).toMatchObject({ status: 'cancelled' });
+    expect(finished).toMatchObject({ status: 'cancelled', usage: { total_tokens: 10 } });
     scripts.assertDone();
   });
 
