@@ -130,12 +130,16 @@ describe('Worker Versioning: runs stay on their build, chains and sessions move 
     // `show` says which build a run is on.
     const env = { TEMPORAL_ADDRESS: temporalAddress(), PATCHLOOP_TASK_QUEUE: taskQueue };
     expect((await runCli(['show', pinned.workflowId], env)).stdout).toContain(`build: ${deployment}/b1 (pinned)`);
-    const listed = JSON.parse((await runCli(['list', '--json'], env)).stdout) as Array<{
-      workflow_id: string;
-      build?: string;
-    }>;
-    expect(listed.find((entry) => entry.workflow_id === fresh.workflowId)?.build).toBe(`${deployment}/b2`);
-    expect(listed.find((entry) => entry.workflow_id === pinned.workflowId)?.build).toBe(`${deployment}/b1`);
+    // `list` too (by agent: the dev server holds every test's runs), once the visibility store has them.
+    const listedBuild = async (agent: string, workflowId: string) => {
+      const listed = JSON.parse((await runCli(['list', '--agent', agent, '--json'], env)).stdout) as Array<{
+        workflow_id: string;
+        build?: string;
+      }>;
+      return listed.find((entry) => entry.workflow_id === workflowId)?.build;
+    };
+    expect(await eventually(() => listedBuild('versioned_plain', fresh.workflowId))).toBe(`${deployment}/b2`);
+    expect(await eventually(() => listedBuild('versioned_pinned', pinned.workflowId))).toBe(`${deployment}/b1`);
     // Pinned: the run that started on b1 finishes there.
     await pinned.approve('a1');
     expect((await pinned.result()).answer).toBe('A done');
