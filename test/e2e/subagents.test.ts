@@ -295,12 +295,14 @@ describe('decisions reach the top of the tree', () => {
   });
 });
 
+/** A manager whose clerk's additions wait for a person. */
+const clerkTree: AgentDefinitionInput[] = [
+  { name: 'manager', instructions: 'You manage.', subagents: ['clerk'] },
+  { name: 'clerk', instructions: 'You add.', tools: ['add'], needs_approval: ['add'] },
+];
+
 describe('sub-agents across continue-as-new', () => {
   it('the parent continues as new while its child waits for a decision, finds the child again and gets its answer', async () => {
-    const tree: AgentDefinitionInput[] = [
-      { name: 'manager', instructions: 'You manage.', subagents: ['clerk'] },
-      { name: 'clerk', instructions: 'You add.', tools: ['add'], needs_approval: ['add'] },
-    ];
     const scripts = scriptsByAgent({
       manager: {
         instructions: 'You manage.',
@@ -314,7 +316,7 @@ describe('sub-agents across continue-as-new', () => {
         steps: [callTools([call('c1', 'add', { a: 2, b: 3 })], usage(5, 1)), reply('5', usage(6, 1))],
       },
     });
-    world = await startWorld({ agents: tree, fake: { responder: scripts.responder } });
+    world = await startWorld({ agents: clerkTree, fake: { responder: scripts.responder } });
     const run = await world.client.start({
       agent: 'manager',
       input: 'add 2 and 3 through the clerk',
@@ -357,10 +359,6 @@ describe('sub-agents across continue-as-new', () => {
 
 describe('sub-agents replayed at every workflow task (no workflow cache)', () => {
   it('a tree with a decision at depth 1 and a continue-as-new while the child waits replays without a task failure', async () => {
-    const tree: AgentDefinitionInput[] = [
-      { name: 'manager', instructions: 'You manage.', subagents: ['clerk'] },
-      { name: 'clerk', instructions: 'You add.', tools: ['add'], needs_approval: ['add'] },
-    ];
     const scripts = scriptsByAgent({
       manager: {
         instructions: 'You manage.',
@@ -370,7 +368,7 @@ describe('sub-agents replayed at every workflow task (no workflow cache)', () =>
     });
     // Every task replays the run's history from its start: a determinism error would fail a task.
     world = await startWorld({
-      agents: tree,
+      agents: clerkTree,
       fake: { responder: scripts.responder },
       config: { workerTuning: { maxCachedWorkflows: 0 } },
     });
