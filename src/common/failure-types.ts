@@ -47,6 +47,8 @@ export const FailureType = {
   PhaseTimedOut: 'PhaseTimedOut',
   // An update refused after validation (an approval decision the run cannot take).
   ApprovalRefused: 'ApprovalRefused',
+  // A retried update that the run applied before it continued as new, whose result it could not keep.
+  UpdateRepeated: 'UpdateRepeated',
   // A tool call's error, as its events report it (the model gets the error as the call's result).
   ToolError: 'ToolError',
   ToolTimeout: 'ToolTimeout',

@@ -47,8 +47,25 @@ export const CarriedInboxEntry = sharedSchema('runtime/carried-state#CarriedInbo
   z.strictObject({ id: z.number().int(), content: z.string() }),
 );
 
-export const RUN_STATE_SCHEMA_VERSION = 3;
-export const RUN_STATE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3];
+/**
+ * How many updates a run remembers across continue-as-new, and the most JSON of their results it keeps
+ * (one result, and all of them: older results are dropped first).
+ */
+export const RECENT_UPDATES = 32;
+export const RECENT_UPDATE_RESULT_CHARS = 8192;
+export const RECENT_UPDATES_RESULT_CHARS = 16384;
+
+/** An update the run applied: its id, and its result (or that the result was too large to keep). */
+export const RecentUpdate = sharedSchema('runtime/carried-state#RecentUpdate', () =>
+  z.union([
+    z.strictObject({ id: z.string(), result: z.unknown() }),
+    z.strictObject({ id: z.string(), result_dropped: z.literal(true) }),
+  ]),
+);
+export type RecentUpdate = z.infer<typeof RecentUpdate>;
+
+export const RUN_STATE_SCHEMA_VERSION = 4;
+export const RUN_STATE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4];
 
 /**
  * A tool batch waiting for approval decisions when the run continued as new: the next run resumes the
@@ -115,6 +132,8 @@ export const CarriedRun = sharedSchema('runtime/carried-state#CarriedRun', () =>
     /** The newest events, so `status` and `show` still tell the run's story. */
     recent_events: z.array(JsonObject).default([]),
     rejected_inputs: z.number().int().nonnegative().default(0),
+    /** The latest updates applied, so a client's retry of one after continue-as-new is not applied again. */
+    recent_updates: z.array(RecentUpdate).max(RECENT_UPDATES).default([]),
     continued: z.number().int().nonnegative(),
     context: ContextLedger.default(emptyContextLedger),
     /** What the run has spent against its budget. */
@@ -129,9 +148,9 @@ export type CarriedRun = z.infer<typeof CarriedRun>;
 
 /**
  * What `agentRun` carries: the core. Version 2 added `awaiting_batch`, version 3 the context ledger
- * (`context`); older states still load.
+ * (`context`), version 4 the latest updates applied (`recent_updates`); older states still load.
  */
 export const AgentRunState = sharedSchema('runtime/carried-state#AgentRunState', () =>
-  CarriedRun.extend({ schema_version: z.union([z.literal(1), z.literal(2), z.literal(3)]) }),
+  CarriedRun.extend({ schema_version: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)]) }),
 );
 export type AgentRunState = z.infer<typeof AgentRunState>;

@@ -6,18 +6,18 @@ import { ContextOverride } from './context-settings';
 import { BudgetOverride } from './budget';
 import { sharedSchema } from '../context/shared-schema';
 
-export const SESSION_SCHEMA_VERSION = 3;
-export const SESSION_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3];
+export const SESSION_SCHEMA_VERSION = 4;
+export const SESSION_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4];
 
 /**
  * What a session carries across continue-as-new: the core every run carries (the context state itself,
  * never a summary of it) and its turn count. Version 2 carries the whole core (version 1 lacked the
- * SelfRef queue, the rejected-input count and the event window), version 3 adds the context ledger;
- * older states still load (version 1's events counted as dropped).
+ * SelfRef queue, the rejected-input count and the event window), version 3 adds the context ledger,
+ * version 4 the latest updates applied (`recent_updates`); older states still load (version 1's events counted as dropped).
  */
 export const SessionState = sharedSchema('runtime/session#SessionState', () =>
   CarriedRun.extend({
-    schema_version: z.union([z.literal(1), z.literal(2), z.literal(3)]),
+    schema_version: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)]),
     turns: z.number().int().nonnegative(),
   }).transform((state) => (state.schema_version === 1 ? { ...state, events_dropped: state.event_seq } : state)),
 );

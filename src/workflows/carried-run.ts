@@ -34,6 +34,7 @@ export function carryRun(
     events_dropped: run.eventsDropped + run.events.length - recent.length,
     recent_events: recent,
     rejected_inputs: run.rejectedInputs,
+    recent_updates: run.recentUpdates,
     context: run.context,
     ledger: run.ledger,
     continued,
@@ -63,6 +64,7 @@ export function restoreRun(run: Run, state: CarriedRun): TurnProgress {
   run.usage = state.usage;
   run.forkCount = state.fork_count;
   run.rejectedInputs = state.rejected_inputs;
+  run.recentUpdates = state.recent_updates;
   run.context = state.context;
   run.ledger = state.ledger;
   run.approvals = state.awaiting_batch?.approvals ?? [];

@@ -18,6 +18,7 @@ import { abortSignal, closeSignal, nextRequestQuery, sendUpdate } from '../commo
 import { parseVersionedInput } from './input';
 import { asRunFailure, turnFailure, withUnprocessedMessages } from './failures';
 import { registerRunHandlers } from './handlers';
+import { setOnceUpdateHandler } from './update-ledger';
 import { keepVisible } from './visibility';
 import {
   checkMessage,
@@ -142,7 +143,8 @@ function registerSessionHandlers(session: Session): void {
     if (!session.loop) throw new Error('the session is starting');
     return session.loop.previewRequest();
   });
-  setHandler(
+  setOnceUpdateHandler(
+    run,
     sendUpdate,
     async (message) => {
       const entry = enqueueMessage(run, message.content);

@@ -29,6 +29,7 @@ import {
 import { pendingOf, undecided } from './approval-gate';
 import { applyDecision, registerTreeHandlers } from './tree-decisions';
 import { budgetFigures, hasBudget } from './budget-gate';
+import { setOnceUpdateHandler } from './update-ledger';
 import {
   checkMessage,
   childPending,
@@ -169,7 +170,8 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
     enqueueMessage(run, check.content);
   });
   // The same message as an update: the caller learns at once whether it was accepted.
-  setHandler(
+  setOnceUpdateHandler(
+    run,
     userMessageUpdate,
     (payload) => {
       const entry = enqueueMessage(run, (payload as { content: string }).content);
@@ -184,7 +186,7 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
       },
     },
   );
-  setHandler(approveUpdate, (payload) => applyDecision(run, payload, 'update'), {
+  setOnceUpdateHandler(run, approveUpdate, (payload) => applyDecision(run, payload, 'update'), {
     validator: (payload) => {
       if (run.state !== 'running') throw new Error(`the run is ${run.state}`);
       if (run.abort.requested) throw new Error('the run is being aborted');
@@ -192,7 +194,8 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
       if ('refusal' in routed) throw new Error(routed.refusal);
     },
   });
-  setHandler(
+  setOnceUpdateHandler(
+    run,
     extendBudgetUpdate,
     (payload) => {
       const extension = BudgetExtension.parse(payload);

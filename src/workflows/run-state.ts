@@ -17,6 +17,7 @@ import {
   type ApprovalRecord,
   type PendingApproval,
   type MessageLimits,
+  type RecentUpdate,
   type RunEvent,
   type RunEventBody,
   type RunOrigin,
@@ -52,6 +53,8 @@ export interface Run {
   /** False for workflows that take no user messages (typed functions). */
   acceptsMessages: boolean;
   rejectedInputs: number;
+  /** The latest updates applied, by update id (carried): a retry after continue-as-new gets the same result. */
+  recentUpdates: RecentUpdate[];
   selfrefQueue: SelfRefQueue;
   /** Global across turns and continue-as-new: idempotency keys depend on it. */
   iteration: number;
@@ -164,6 +167,7 @@ export function newRun(agent: string, memoryKey: string): Run {
     messageLimits: DEFAULT_MESSAGE_LIMITS,
     acceptsMessages: true,
     rejectedInputs: 0,
+    recentUpdates: [],
     selfrefQueue: emptySelfRefQueue(),
     iteration: 0,
     llmCalls: 0,

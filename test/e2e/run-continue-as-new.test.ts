@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { extendBudgetUpdate, userMessageUpdate } from '../../src/common';
 import { validateToolLinkage } from '../../src/context';
+import { RUN_STATE_SCHEMA_VERSION } from '../../src/runtime';
 import { callTools, reply, type FakeStep } from '../../src/fake-model/steps';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { eventOf, recordCarriedState, recordHistory } from '../support/wait';
@@ -109,6 +111,48 @@ describe('agentRun continues as new', () => {
     expect((status as unknown as { continued_as_new: number }).continued_as_new).toBeGreaterThanOrEqual(1);
     expect([status.llm_calls, status.tool_calls]).toEqual([8, 6]);
     world.fake.assertDone();
+  });
+
+  it("a client's retry of an update after the boundary is answered from the first, not applied again", async () => {
+    // The server deduplicates update ids within one run only; when continue-as-new drops an update's
+    // completion (temporalio/temporal#6375), the client sends the same id again and it lands on the new run.
+    world = await startWorld({
+      fake: {
+        script: [
+          ...Array.from({ length: 5 }, (_, index) =>
+            callTools([{ id: `call_${index}`, name: 'add', arguments: JSON.stringify({ a: index, b: 4 }) }], {
+              firstChunkDelayMs: 300,
+            }),
+          ),
+          reply('done'),
+        ],
+      },
+    });
+    const run = await world.client.start({
+      agent: 'assistant',
+      input: 'add five times',
+      continue_as_new: { max_history_events: 30 },
+    });
+    const message = { args: [{ content: 'only once' }] as [{ content: string }], updateId: 'message-1' };
+    const first = await run.workflow.executeUpdate(userMessageUpdate, message);
+    const extension = { args: [{ llm_calls: 5 }] as [{ llm_calls: number }], updateId: 'extend-1' };
+    const extended = await run.workflow.executeUpdate(extendBudgetUpdate, extension);
+    await eventOf(run, 'continued_as_new');
+    // The retries, as the client sends them: by workflow id, so they reach the chain's current run.
+    expect(await run.workflow.executeUpdate(userMessageUpdate, message)).toEqual(first);
+    expect(await run.workflow.executeUpdate(extendBudgetUpdate, extension)).toEqual(extended);
+    const result = await run.result();
+    expect(result.status).toBe('completed');
+    expect(result.transcript.filter((entry) => entry['role'] === 'user').map((entry) => entry['content'])).toEqual([
+      'add five times',
+      'only once',
+    ]);
+    const status = await run.status();
+    expect(status.events.filter((event) => event.event_type === 'budget_extended')).toHaveLength(1);
+    expect((status as unknown as { continued_as_new: number }).continued_as_new).toBeGreaterThanOrEqual(1);
+    world.fake.assertDone();
+    // The state this build carries, updates included (a fixture every later build must load).
+    await recordCarriedState(run, `agent-run-v${RUN_STATE_SCHEMA_VERSION}`);
   });
 
   it('an abort after the boundary ends the whole run with a valid transcript', async () => {
