@@ -5,8 +5,9 @@
 # Safe on every start: `create` passes over an existing database, `setup-schema` over an existing
 # version table, and `update-schema` applies only the versions not applied yet. Upgrade Temporal one
 # minor version at a time (its upgrade guide): run this with the new image before the new server.
+# TEMPORAL_SCHEMA_DIR: where the schema files are (the admin-tools image keeps them in /etc/temporal/schema).
 set -eu
-schemas=/etc/temporal/schema/postgresql/v12
+schemas=${TEMPORAL_SCHEMA_DIR:-/etc/temporal/schema}/postgresql/v12
 prepare() {
   temporal-sql-tool --db "$1" create
   temporal-sql-tool --db "$1" setup-schema -v 0.0

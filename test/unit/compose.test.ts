@@ -128,6 +128,9 @@ describe('docker-compose.yml', () => {
     expect(blocks.get('seaweedfs')).toContain('http://127.0.0.1:8333/healthz');
     expect(blocks.get('redis')).toMatch(/- redis-cli\s+- ping/);
     expect(blocks.get('temporal')).toMatch(/temporal-schema:\s+condition: service_completed_successfully/);
+    // Listening on 0.0.0.0 needs a broadcast address (1.32 refuses to start without one): the script sets it.
+    expect(blocks.get('temporal')).toMatch(/entrypoint:\s+- \/bin\/sh\s+- \/patchloop\/start-server.sh/);
+    expect(blocks.get('temporal')).toContain('BIND_ON_IP: 0.0.0.0');
     expect(blocks.get('temporal-namespace')).toMatch(/temporal:\s+condition: service_healthy/);
     expect(blocks.get('worker')).toMatch(/temporal-namespace:\s+condition: service_completed_successfully/);
     expect(blocks.get('worker')).toMatch(/redis:\s+condition: service_healthy/);
