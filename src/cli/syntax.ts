@@ -85,10 +85,17 @@ export const CHAT_SYNTAX = {
 } as const;
 
 export const CODEC_SERVER_SYNTAX = {
-  usage: 'patchloop codec-server [--port 8888] [--host 127.0.0.1] [--cors-origin http://localhost:8233]',
+  usage:
+    'patchloop codec-server [--port 8888] [--host 127.0.0.1] [--cors-origin http://localhost:8233] [--token-file FILE | --allow-unauthenticated]',
   summary:
-    "Temporal's remote codec endpoint for encrypted payloads (PATCHLOOP_ENCRYPTION_KEY and the previous keys): point the web UI or `temporal workflow show --codec-endpoint` at it to read plaintext. Until Ctrl-C.",
-  options: { port: { type: 'string' }, host: { type: 'string' }, 'cors-origin': { type: 'string' } },
+    "Temporal's remote codec endpoint for encrypted payloads (PATCHLOOP_ENCRYPTION_KEY and the previous keys): point the web UI or `temporal workflow show --codec-endpoint URL --codec-auth 'Bearer TOKEN'` at it to read plaintext. Every request must carry Authorization: Bearer TOKEN, the token from PATCHLOOP_CODEC_TOKEN or --token-file (at least 32 characters: openssl rand -hex 32); others get 401 and decrypt nothing (CORS preflights are answered). --allow-unauthenticated drops the token and is refused unless --host is 127.0.0.1 or localhost. Until Ctrl-C.",
+  options: {
+    port: { type: 'string' },
+    host: { type: 'string' },
+    'cors-origin': { type: 'string' },
+    'token-file': { type: 'string' },
+    'allow-unauthenticated': { type: 'boolean' },
+  },
   positionals: [],
 } as const;
 
