@@ -68,8 +68,10 @@ function words(command: string): string[] {
 }
 
 const commands = new Map<string, CommandSyntax<OptionSpec>>(
-  Object.values(syntax)
-    .filter((value): value is CommandSyntax<OptionSpec> => typeof value === 'object' && 'usage' in value)
+  (Object.values(syntax) as unknown[])
+    .filter(
+      (value): value is CommandSyntax<OptionSpec> => typeof value === 'object' && value !== null && 'usage' in value,
+    )
     .map((value) => [value.usage.split(' ')[1]!, value]),
 );
 
