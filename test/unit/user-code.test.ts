@@ -1,8 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { parseCommand } from '../../src/cli/arguments';
+import { WORKER_SYNTAX } from '../../src/cli/syntax';
 import { defineTool } from '../../src/tools/define-tool';
 import { isMultimodalResult } from '../../src/tools/images';
 import { isConfigurationError } from '../../src/runtime';
+
+describe('worker --fake-model [SCRIPT]', () => {
+  const fakeModel = (...args: string[]) => parseCommand(args, WORKER_SYNTAX).values['fake-model'];
+
+  it('stands alone (the demo model) or names a script, before or after other options', () => {
+    expect(fakeModel('--fake-model')).toBe('');
+    expect(fakeModel('--fake-model', '--tools', 't.ts')).toBe('');
+    expect(fakeModel('--tools', 't.ts', '--fake-model')).toBe('');
+    expect(fakeModel('--fake-model', 'script.json', '--verbose')).toBe('script.json');
+    expect(fakeModel('--fake-model=script.ts')).toBe('script.ts');
+    expect(fakeModel('--verbose')).toBeUndefined();
+  });
+});
 
 describe('values from another copy of patchloop or zod', () => {
   it("image results are recognised by their registered kind, not this copy's classes", () => {
