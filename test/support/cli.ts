@@ -27,15 +27,16 @@ export function runCli(
 /**
  * `patchloop worker ...` as a process, ready once it reports polling; `stop()` sends SIGINT and waits.
  * It loads the run's shared workflow bundle unless `ownBundle` (a worker that must bundle for itself).
+ * `entry` and `cwd`: another CLI (an installed package's bin) started in another folder (its project).
  */
 export async function startCliWorker(
   args: string[],
   env: Record<string, string>,
-  options: { ownBundle?: boolean } = {},
+  options: { ownBundle?: boolean; entry?: string; cwd?: string } = {},
 ): Promise<{ output(): string; stop(): Promise<void> }> {
   const bundle = options.ownBundle ? [] : sharedBundleArgs();
-  const child = spawn(process.execPath, [cliEntry(), 'worker', ...args, ...bundle], {
-    cwd: repositoryRoot,
+  const child = spawn(process.execPath, [options.entry ?? cliEntry(), 'worker', ...args, ...bundle], {
+    cwd: options.cwd ?? repositoryRoot,
     env: { ...process.env, ...env },
   });
   let output = '';
