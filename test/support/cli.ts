@@ -32,9 +32,10 @@ export async function startCliProcess(
   args: string[],
   env: Record<string, string>,
   ready: { text: string; what: string; timeoutMs: number },
+  where: { entry?: string; cwd?: string } = {},
 ): Promise<{ output(): string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [cliEntry(), ...args], {
-    cwd: repositoryRoot,
+  const child = spawn(process.execPath, [where.entry ?? cliEntry(), ...args], {
+    cwd: where.cwd ?? repositoryRoot,
     env: { ...process.env, ...env },
   });
   let output = '';
@@ -64,16 +65,18 @@ export async function startCliProcess(
 /**
  * `patchloop worker ...` as a process, ready once it reports polling; `stop()` sends SIGINT and waits.
  * It loads the run's shared workflow bundle unless `ownBundle` (a worker that must bundle for itself).
+ * `entry` and `cwd`: another CLI (an installed package's bin) started in another folder (its project).
  */
 export function startCliWorker(
   args: string[],
   env: Record<string, string>,
-  options: { ownBundle?: boolean } = {},
+  options: { ownBundle?: boolean; entry?: string; cwd?: string } = {},
 ): Promise<{ output(): string; stop(): Promise<void> }> {
   const bundle = options.ownBundle ? [] : sharedBundleArgs();
-  return startCliProcess(['worker', ...args, ...bundle], env, {
-    text: 'worker polling',
-    what: 'the worker to poll',
-    timeoutMs: 90_000,
-  });
+  return startCliProcess(
+    ['worker', ...args, ...bundle],
+    env,
+    { text: 'worker polling', what: 'the worker to poll', timeoutMs: 90_000 },
+    { ...(options.entry ? { entry: options.entry } : {}), ...(options.cwd ? { cwd: options.cwd } : {}) },
+  );
 }
