@@ -127,7 +127,8 @@ beforeAll(async () => {
   project = join(folder, 'weather-agent');
   cpSync(join(repositoryRoot, 'examples', 'weather-agent'), project, {
     recursive: true,
-    filter: (source) => !source.includes('node_modules'),
+    // What git holds of it: not the clone's own install (the README's tour makes one there).
+    filter: (source) => !source.includes('node_modules') && !source.endsWith('package-lock.json'),
   });
   const manifest = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as {
     dependencies: Record<string, string>;
