@@ -1,9 +1,16 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assistantAgent, carefulAssistantAgent } from '../../src/agents/assistant';
 import { demoModel } from '../../src/fake-model/demo-model';
 import { listedWorkflows, startWorld, type TestWorld } from '../support/temporal';
 import { runCli } from '../support/cli';
+import { cliEntry } from '../support/compiled';
+import { repositoryRoot } from '../support/reference';
+import { onTerminal } from '../support/terminal';
 import { eventually, recordHistory } from '../support/wait';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 
 /**
  * The CLI says what is happening (issue 35, parts 4 and 5): waits without a worker, Ctrl-C, commands on
@@ -12,20 +19,210 @@ import { eventually, recordHistory } from '../support/wait';
  * a server of their own) start it.
  */
 let world: TestWorld;
+const processes: ChildProcess[] = [];
+const workers: WorkerProcess[] = [];
 beforeAll(async () => {
   world = await startWorld({ fake: { responder: demoModel }, agents: [assistantAgent, carefulAssistantAgent] });
 });
 afterAll(async () => {
+  for (const child of processes) child.kill('SIGKILL');
+  for (const worker of workers) await worker.kill('SIGKILL');
   await world?.close();
 });
 
-function cli(args: string[], stdin = '', env: Record<string, string> = {}) {
-  return runCli(
-    args,
-    { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue, ...env },
-    stdin,
-  );
+/** The CLI's environment: the file's server and, unless told otherwise, the in-process worker's queue. */
+function env(extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    TEMPORAL_ADDRESS: world.config.temporalAddress,
+    PATCHLOOP_TASK_QUEUE: world.config.taskQueue,
+    ...extra,
+  };
 }
+
+function cli(args: string[], stdin = '', extra: Record<string, string> = {}) {
+  return runCli(args, env(extra), stdin);
+}
+
+/** The CLI as a process whose output is read as it comes (`runCli` waits for the end). */
+function startCli(args: string[], extra: Record<string, string> = {}) {
+  const child = spawn(process.execPath, [cliEntry(), ...args], {
+    cwd: repositoryRoot,
+    env: { ...process.env, ...env(extra) },
+  });
+  processes.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
+  child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  return { stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+/** A worker process serving the demo agents on a task queue. */
+async function workerOn(taskQueue: string): Promise<WorkerProcess> {
+  const worker = await spawnWorker({
+    address: world.config.temporalAddress,
+    taskQueue,
+    modelUrl: world.fake.url,
+    agents: [assistantAgent, carefulAssistantAgent],
+  });
+  workers.push(worker);
+  return worker;
+}
+
+/**
+ * A task queue whose only worker was killed (SIGKILL) right after it polled: the server goes on listing
+ * it as a poller for about two minutes, which is what a newcomer meets after stopping their worker.
+ */
+async function queueOfDeadWorker(): Promise<string> {
+  const taskQueue = `manners-dead-${randomUUID()}`;
+  const worker = await workerOn(taskQueue);
+  const pollers = async () =>
+    (
+      await world.client.temporal.workflowService.describeTaskQueue({
+        namespace: 'default',
+        taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+      })
+    ).pollers ?? [];
+  await eventually(async () => ((await pollers()).length > 0 ? true : undefined), 30_000, 'the worker to poll');
+  await worker.kill('SIGKILL');
+  // The server still lists the dead worker: the poller list alone would say a worker is there.
+  expect((await pollers()).length).toBeGreaterThan(0);
+  return taskQueue;
+}
+
+const waitingFor = (queue: string, task: string) =>
+  new RegExp(
+    `waiting for a worker on task queue '${queue}' \\(no worker has taken the run's ${task} for \\d+ s; start one with \`npx patchloop worker\`\\)`,
+  );
+
+describe('a run no worker takes', () => {
+  it('plain run says it started and waits (exit 3); follow says what it waits for until a worker takes it', async () => {
+    const queue = await queueOfDeadWorker();
+    const id = `manners-lonely-${randomUUID()}`;
+    const started = await cli(['run', 'assistant', 'add 2 and 3', '--id', id], '', { PATCHLOOP_TASK_QUEUE: queue });
+    expect(started.code, started.stderr).toBe(3);
+    expect(JSON.parse(started.stdout)).toEqual({ workflow_id: id, task_queue: queue, waiting_for_worker: true });
+    expect(started.stderr).toMatch(
+      new RegExp(
+        `^started ${id}, but it is ${waitingFor(queue, 'first task').source}\n` +
+          `it runs once a worker takes it; follow it with: npx patchloop follow ${id}\n$`,
+      ),
+    );
+    // Ctrl-C while following: the run goes on, and the commands to reach it are on the screen.
+    const terminal = onTerminal(['follow', id], { ...process.env, ...env({ PATCHLOOP_TASK_QUEUE: queue }) });
+    processes.push(terminal.child);
+    await eventually(() => (waitingFor(queue, 'first task').test(terminal.screen()) ? true : undefined));
+    terminal.child.stdin.write('\x03');
+    expect(await terminal.exited).toBe(130);
+    expect(terminal.screen()).toContain(
+      `detached: ${id} goes on without this command\r\n` +
+        `  follow it again: npx patchloop follow ${id}\r\n` +
+        `  abort it:        npx patchloop abort ${id}\r\n`,
+    );
+    // A follower that is there when a worker comes says so, and the run goes on to its answer.
+    const follower = startCli(['follow', id], { PATCHLOOP_TASK_QUEUE: queue });
+    await eventually(() => (waitingFor(queue, 'first task').test(follower.stderr()) ? true : undefined));
+    await workerOn(queue);
+    expect(await follower.exited, follower.stderr()).toBe(0);
+    expect(follower.stderr()).toContain("a worker has taken the run's first task: the run goes on\n");
+    expect(follower.stdout()).toContain('answer: Done: add returned 5.');
+  });
+});
+
+describe('Ctrl-C at an approval question', () => {
+  it('leaves the call undecided and the run going, with the commands to follow or abort it', async () => {
+    const id = `manners-ask-${randomUUID()}`;
+    const terminal = onTerminal(['run', 'careful-assistant', "repeat 'hi' 2 times", '--id', id, '--follow'], {
+      ...process.env,
+      ...env(),
+    });
+    processes.push(terminal.child);
+    await terminal.interrupt('approve repeat {"text":"hi","times":2}? [y/n]');
+    expect(await terminal.exited).toBe(130);
+    expect(terminal.screen()).toContain(
+      '(not decided: the call still waits; decide later with patchloop approve or reject)\r\n' +
+        `detached: ${id} goes on without this command\r\n`,
+    );
+    expect((await world.client.run(id).status()).state).toBe('awaiting_approval');
+    await world.client.run(id).abort('enough');
+    expect((await world.client.run(id).result()).status).toBe('aborted');
+  });
+});
+
+describe('commands on runs that have ended', () => {
+  it('abort says how and when the run ended (exit 4); an unknown id is still not found (exit 1)', async () => {
+    const done = await world.client.start({ agent: 'assistant', input: 'add 2 and 3' });
+    await done.result();
+    const aborted = await world.client.start({ agent: 'careful-assistant', input: "repeat 'x' 2 times" });
+    await eventually(async () => ((await aborted.status()).state === 'awaiting_approval' ? true : undefined));
+    await aborted.abort('changed my mind');
+    await aborted.result();
+    const failed = `manners-failed-${randomUUID()}`;
+    await cli(['run', 'nobody-serves-this', 'hi', '--id', failed]);
+    const terminated = await world.client.start({ agent: 'assistant', input: 'hi' }, {});
+    await terminated.workflow.terminate('test');
+    const closeTime = async (id: string) => (await world.client.run(id).workflow.describe()).closeTime!.toISOString();
+    const cases: Array<[string, string]> = [
+      [done.workflowId, `completed at ${await closeTime(done.workflowId)}`],
+      [aborted.workflowId, `aborted (changed my mind) at ${await closeTime(aborted.workflowId)}`],
+      [
+        failed,
+        `failed (UnknownAgent: unknown agent 'nobody-serves-this'; this worker serves: assistant, careful-assistant) at ${await closeTime(failed)}`,
+      ],
+      [terminated.workflowId, `terminated at ${await closeTime(terminated.workflowId)}`],
+    ];
+    for (const [id, how] of cases) {
+      const result = await cli(['abort', id]);
+      expect([result.code, result.stdout, result.stderr]).toEqual([
+        4,
+        '',
+        `error: ${id} has already ended: ${how}; there is nothing to abort (see 'npx patchloop show ${id}')\n`,
+      ]);
+    }
+    const asJson = await cli(['abort', done.workflowId, '--json']);
+    expect(JSON.parse(asJson.stderr)).toEqual({ error: { type: 'RunEnded', message: expect.any(String) } });
+    const missing = await cli(['abort', 'manners-no-such-run']);
+    expect([missing.code, missing.stderr]).toEqual([
+      1,
+      "error: no run or session with id 'manners-no-such-run' (see 'npx patchloop list')\n",
+    ]);
+  });
+});
+
+describe('closed pipes', () => {
+  it('every command ends quietly with 141 when its reader has gone (show | head, chat | head ...)', async () => {
+    const run = await world.client.start({ agent: 'assistant', input: 'add 2 and 3' });
+    await run.result();
+    const id = run.workflowId;
+    /** The command with its stdout (or stderr) read by nobody: the reading end is closed at once. */
+    const unread = (args: string[], stream: 'stdout' | 'stderr' = 'stdout', stdin = '') =>
+      new Promise<{ code: number | null; other: string }>((resolve) => {
+        const child = spawn(process.execPath, [cliEntry(), ...args], {
+          cwd: repositoryRoot,
+          env: { ...process.env, ...env() },
+        });
+        processes.push(child);
+        child[stream].destroy();
+        let other = '';
+        child[stream === 'stdout' ? 'stderr' : 'stdout'].on('data', (data: Buffer) => (other += data.toString()));
+        child.on('close', (code) => resolve({ code, other }));
+        child.stdin.end(stdin);
+      });
+    const commands = [
+      ['show', id],
+      ['show', id, '--json'],
+      ['list', '--limit', '3'],
+      ['follow', id],
+      ['follow', id, '--json'],
+      ['run', 'assistant', 'add 1 and 1', '--follow'],
+    ];
+    for (const args of commands) expect([args, await unread(args)]).toEqual([args, { code: 141, other: '' }]);
+    expect(await unread(['chat', 'assistant'], 'stdout', 'hello\n/quit\n')).toEqual({ code: 141, other: '' });
+    expect(await unread(['show', 'manners-no-such-run'], 'stderr')).toEqual({ code: 141, other: '' });
+  });
+});
 
 describe('failed runs in the list', () => {
   it('a run that fails before its agent resolves (an unknown agent) carries its status and agent', async () => {
