@@ -1,9 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assistantAgent, carefulAssistantAgent } from '../../src/agents/assistant';
 import { demoModel } from '../../src/fake-model/demo-model';
+import { freePort } from '../../src/worker/free-port';
+import { startDevServer } from '../../src/worker/temporal-cli';
 import { listedWorkflows, startWorld, type TestWorld } from '../support/temporal';
 import { runCli } from '../support/cli';
 import { cliEntry } from '../support/compiled';
@@ -241,5 +246,57 @@ describe('failed runs in the list', () => {
     // As an operator (or the UI's filter) asks for them: by patchloop's own attributes.
     const queried = await listedWorkflows(`PatchloopAgent = '${agent}' AND PatchloopStatus = 'failed'`);
     expect(queried.map((entry) => entry.execution.workflowId)).toEqual([`manners-unknown-${agent}`]);
+  });
+});
+
+describe("the worker's terminal", () => {
+  it('says one line per unknown agent, and one when the server is unreachable and another when it is back', async () => {
+    // A server of its own: this one is stopped and started again.
+    const port = await freePort();
+    const dbFile = join(mkdtempSync(join(tmpdir(), 'patchloop-manners-')), 'temporal.db');
+    let server = await startDevServer({ port, dbFile });
+    const address = server.address;
+    const taskQueue = `manners-terminal-${randomUUID()}`;
+    const worker = await spawnWorker({ address, taskQueue, modelUrl: world.fake.url, agents: [assistantAgent] });
+    const shell = { TEMPORAL_ADDRESS: address, PATCHLOOP_TASK_QUEUE: taskQueue };
+    try {
+      const ghost = await runCli(['run', 'ghost-agent', 'hi'], shell);
+      expect(ghost.code).toBe(1);
+      await eventually(() => (worker.output().includes("unknown agent 'ghost-agent'") ? true : undefined));
+      await server.stop();
+      await eventually(
+        () => (worker.output().includes(`cannot reach Temporal at ${address}`) ? true : undefined),
+        90_000,
+        'the worker to say the server is unreachable',
+      );
+      server = await startDevServer({ port, dbFile });
+      await eventually(
+        () => (worker.output().includes(`reconnected to ${address}`) ? true : undefined),
+        60_000,
+        'the worker to say it reconnected',
+      );
+      const lines = worker
+        .output()
+        .trimEnd()
+        .split('\n')
+        .filter((line) => !/^(registered search attributes|worker polling)/.test(line));
+      expect(lines).toEqual([
+        expect.stringMatching(
+          /\[WARN\] run run-\S+ \(agentRun\): activity describeAgent failed: UnknownAgent: unknown agent 'ghost-agent'; this worker serves: assistant$/,
+        ),
+        expect.stringMatching(
+          new RegExp(
+            `\\[WARN\\] cannot reach Temporal at ${address} \\(.+\\): the worker keeps trying; runs wait meanwhile$`,
+          ),
+        ),
+        expect.stringMatching(new RegExp(`\\[WARN\\] reconnected to ${address}$`)),
+      ]);
+      // And it works again.
+      const run = await runCli(['run', 'assistant', 'add 2 and 3', '--follow'], shell);
+      expect(run.stdout).toContain('answer: Done: add returned 5.');
+    } finally {
+      await worker.kill('SIGKILL');
+      await server.stop();
+    }
   });
 });
