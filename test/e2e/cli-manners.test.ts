@@ -3,12 +3,14 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assistantAgent, carefulAssistantAgent } from '../../src/agents/assistant';
 import { demoModel } from '../../src/fake-model/demo-model';
 import { freePort } from '../../src/worker/free-port';
-import { startDevServer } from '../../src/worker/temporal-cli';
+import { startDevServer, type DevServer } from '../../src/worker/temporal-cli';
+import { PatchloopClient } from '../../src/client/patchloop-client';
 import { listedWorkflows, startWorld, type TestWorld } from '../support/temporal';
 import { runCli } from '../support/cli';
 import { cliEntry } from '../support/compiled';
@@ -249,54 +251,150 @@ describe('failed runs in the list', () => {
   });
 });
 
-describe("the worker's terminal", () => {
-  it('says one line per unknown agent, and one when the server is unreachable and another when it is back', async () => {
-    // A server of its own: this one is stopped and started again.
-    const port = await freePort();
-    const dbFile = join(mkdtempSync(join(tmpdir(), 'patchloop-manners-')), 'temporal.db');
-    let server = await startDevServer({ port, dbFile });
-    const address = server.address;
-    const taskQueue = `manners-terminal-${randomUUID()}`;
-    const worker = await spawnWorker({ address, taskQueue, modelUrl: world.fake.url, agents: [assistantAgent] });
-    const shell = { TEMPORAL_ADDRESS: address, PATCHLOOP_TASK_QUEUE: taskQueue };
-    try {
-      const ghost = await runCli(['run', 'ghost-agent', 'hi'], shell);
-      expect(ghost.code).toBe(1);
-      await eventually(() => (worker.output().includes("unknown agent 'ghost-agent'") ? true : undefined));
-      await server.stop();
-      await eventually(
-        () => (worker.output().includes(`cannot reach Temporal at ${address}`) ? true : undefined),
-        90_000,
-        'the worker to say the server is unreachable',
-      );
-      server = await startDevServer({ port, dbFile });
-      await eventually(
-        () => (worker.output().includes(`reconnected to ${address}`) ? true : undefined),
-        60_000,
-        'the worker to say it reconnected',
-      );
-      const lines = worker
-        .output()
-        .trimEnd()
-        .split('\n')
-        .filter((line) => !/^(registered search attributes|worker polling)/.test(line));
-      expect(lines).toEqual([
-        expect.stringMatching(
-          /\[WARN\] run run-\S+ \(agentRun\): activity describeAgent failed: UnknownAgent: unknown agent 'ghost-agent'; this worker serves: assistant$/,
-        ),
-        expect.stringMatching(
-          new RegExp(
-            `\\[WARN\\] cannot reach Temporal at ${address} \\(.+\\): the worker keeps trying; runs wait meanwhile$`,
-          ),
-        ),
-        expect.stringMatching(new RegExp(`\\[WARN\\] reconnected to ${address}$`)),
-      ]);
-      // And it works again.
-      const run = await runCli(['run', 'assistant', 'add 2 and 3', '--follow'], shell);
-      expect(run.stdout).toContain('answer: Done: add returned 5.');
-    } finally {
-      await worker.kill('SIGKILL');
-      await server.stop();
+describe('on a server of its own, with its web UI', () => {
+  // Stopped and started again by the terminal's test; the UI's test reads what the UI reads.
+  const port = freePort();
+  const uiPort = freePort();
+  const dbFile = join(mkdtempSync(join(tmpdir(), 'patchloop-manners-')), 'temporal.db');
+  const taskQueue = `manners-own-${randomUUID()}`;
+  let server: DevServer;
+  let worker: WorkerProcess;
+  let client: PatchloopClient;
+  const serve = async () => startDevServer({ port: await port, uiPort: await uiPort, headless: false, dbFile });
+  const shell = () => ({ TEMPORAL_ADDRESS: server.address, PATCHLOOP_TASK_QUEUE: taskQueue });
+  beforeAll(async () => {
+    server = await serve();
+    worker = await spawnWorker({
+      address: server.address,
+      taskQueue,
+      modelUrl: world.fake.url,
+      agents: [assistantAgent, carefulAssistantAgent],
+    });
+    client = PatchloopClient.on(await Connection.connect({ address: server.address }), { ...world.config, taskQueue });
+  });
+  afterAll(async () => {
+    await client?.close();
+    await worker?.kill('SIGKILL');
+    await server?.stop();
+  });
+
+  it("the UI's list tells an aborted run and one awaiting approval by PatchloopStatus; their pages say so first", async () => {
+    const completed = await client.start({ agent: 'assistant', input: 'add 2 and 3' }, { workflowId: 'ui-completed' });
+    await completed.result();
+    const aborted = await client.start(
+      { agent: 'careful-assistant', input: "repeat 'no' 2 times" },
+      { workflowId: 'ui-aborted' },
+    );
+    await eventually(async () => ((await aborted.status()).state === 'awaiting_approval' ? true : undefined));
+    await aborted.abort('operator');
+    await aborted.result();
+    const waiting = await client.start(
+      { agent: 'careful-assistant', input: "repeat 'ok' 2 times" },
+      { workflowId: 'ui-waiting' },
+    );
+    const [call] = await eventually(async () => {
+      const status = await waiting.status();
+      return status.state === 'awaiting_approval' ? status.pending_approvals : undefined;
+    });
+    // What the UI's list reads (its own server's API): Temporal's status and the run's search attributes.
+    const api = `${server.uiUrl}/api/v1/namespaces/default`;
+    const decoded = (payload: { data: string } | undefined) =>
+      payload && (JSON.parse(Buffer.from(payload.data, 'base64').toString('utf8')) as unknown);
+    interface Listed {
+      execution: { workflowId: string };
+      status: string;
+      searchAttributes: { indexedFields: Record<string, { data: string }> };
     }
+    const rows = await eventually(async () => {
+      const query = encodeURIComponent(`WorkflowId IN ('ui-completed', 'ui-aborted', 'ui-waiting')`);
+      const listed = (await (await fetch(`${api}/workflows?query=${query}`)).json()) as { executions?: Listed[] };
+      const rows = Object.fromEntries(
+        (listed.executions ?? []).map((execution) => [
+          execution.execution.workflowId,
+          [execution.status, decoded(execution.searchAttributes.indexedFields['PatchloopStatus'])],
+        ]),
+      );
+      return rows['ui-aborted']?.[1] === 'aborted' && rows['ui-waiting']?.[1] === 'awaiting_approval'
+        ? rows
+        : undefined;
+    });
+    expect(rows).toEqual({
+      'ui-completed': ['WORKFLOW_EXECUTION_STATUS_COMPLETED', 'completed'],
+      'ui-aborted': ['WORKFLOW_EXECUTION_STATUS_COMPLETED', 'aborted'],
+      'ui-waiting': ['WORKFLOW_EXECUTION_STATUS_RUNNING', 'awaiting_approval'],
+    });
+    interface Event {
+      eventType: string;
+      userMetadata?: { summary?: { data: string } };
+      timerStartedEventAttributes?: { timerId: string };
+      timerFiredEventAttributes?: { timerId: string };
+      timerCanceledEventAttributes?: { timerId: string };
+      workflowExecutionCompletedEventAttributes?: { result: { payloads: Array<{ data: string }> } };
+    }
+    const history = async (id: string) =>
+      ((await (await fetch(`${api}/workflows/${id}/history`)).json()) as { history: { events: Event[] } }).history
+        .events;
+    // The waiting run's page: its timeline shows a timer still running whose summary says what it waits for.
+    const events = await history('ui-waiting');
+    const ended = new Set(
+      events.flatMap((event) => [
+        event.timerFiredEventAttributes?.timerId,
+        event.timerCanceledEventAttributes?.timerId,
+      ]),
+    );
+    const pending = events.filter(
+      (event) => event.timerStartedEventAttributes && !ended.has(event.timerStartedEventAttributes.timerId),
+    );
+    expect(pending.map((event) => decoded(event.userMetadata?.summary))).toEqual([
+      `waiting for approval: repeat (${call!.tool_call_id}); decide with npx patchloop approve or reject (npx patchloop approvals ui-waiting)`,
+    ]);
+    // The aborted run's page: the result, shown beside the input, begins with its status.
+    const completion = (await history('ui-aborted')).find((event) => event.workflowExecutionCompletedEventAttributes);
+    const result = decoded(completion!.workflowExecutionCompletedEventAttributes!.result.payloads[0]) as Record<
+      string,
+      unknown
+    >;
+    expect([Object.keys(result)[0], result['status'], result['abort_reason']]).toEqual([
+      'status',
+      'aborted',
+      'operator',
+    ]);
+    // Decided, the run goes on: the timer is cancelled, and the run completes.
+    await waiting.approve(call!.tool_call_id);
+    expect((await waiting.result()).status).toBe('completed');
+    await recordHistory(waiting, 'approval-wait-in-timeline');
+  });
+
+  it("the worker's terminal says one line per unknown agent, one when the server is unreachable and one when it is back", async () => {
+    const from = worker.output().length;
+    const ghost = await runCli(['run', 'ghost-agent', 'hi'], shell());
+    expect(ghost.code).toBe(1);
+    await eventually(() => (worker.output().includes("unknown agent 'ghost-agent'") ? true : undefined));
+    await server.stop();
+    await eventually(
+      () => (worker.output().includes(`cannot reach Temporal at ${server.address}`) ? true : undefined),
+      90_000,
+      'the worker to say the server is unreachable',
+    );
+    server = await serve();
+    await eventually(
+      () => (worker.output().includes(`reconnected to ${server.address}`) ? true : undefined),
+      60_000,
+      'the worker to say it reconnected',
+    );
+    expect(worker.output().slice(from).trimEnd().split('\n')).toEqual([
+      expect.stringMatching(
+        /\[WARN\] run run-\S+ \(agentRun\): activity describeAgent failed: UnknownAgent: unknown agent 'ghost-agent'; this worker serves: assistant, careful-assistant$/,
+      ),
+      expect.stringMatching(
+        new RegExp(
+          `\\[WARN\\] cannot reach Temporal at ${server.address} \\(.+\\): the worker keeps trying; runs wait meanwhile$`,
+        ),
+      ),
+      expect.stringMatching(new RegExp(`\\[WARN\\] reconnected to ${server.address}$`)),
+    ]);
+    // And it works again.
+    const run = await runCli(['run', 'assistant', 'add 2 and 3', '--follow'], shell());
+    expect(run.stdout).toContain('answer: Done: add returned 5.');
   });
 });
