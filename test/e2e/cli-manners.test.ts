@@ -62,7 +62,7 @@ function startCli(args: string[], extra: Record<string, string> = {}) {
   child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
   child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-  return { stdout: () => stdout, stderr: () => stderr, exited };
+  return { child, stdout: () => stdout, stderr: () => stderr, exited };
 }
 
 /** A worker process serving the demo agents on a task queue. */
@@ -128,13 +128,22 @@ describe('a run no worker takes', () => {
         `  follow it again: npx patchloop follow ${id}\r\n` +
         `  abort it:        npx patchloop abort ${id}\r\n`,
     );
-    // A follower that is there when a worker comes says so, and the run goes on to its answer.
+    // A follower that is there when a worker comes says so, and the run goes on to its answer; so does
+    // a chat whose session no worker has taken yet.
     const follower = startCli(['follow', id], { PATCHLOOP_TASK_QUEUE: queue });
+    const chat = startCli(['chat', 'assistant', '--id', `${id}-chat`], { PATCHLOOP_TASK_QUEUE: queue });
+    chat.child.stdin.end('hello\n');
     await eventually(() => (waitingFor(queue, 'first task').test(follower.stderr()) ? true : undefined));
+    await eventually(() => (waitingFor(queue, 'first task').test(chat.stderr()) ? true : undefined));
+    expect(chat.stderr()).toMatch(
+      new RegExp(`${waitingFor(queue, 'first task').source}: messages wait until one does\n`),
+    );
     await workerOn(queue);
     expect(await follower.exited, follower.stderr()).toBe(0);
     expect(follower.stderr()).toContain("a worker has taken the run's first task: the run goes on\n");
     expect(follower.stdout()).toContain('answer: Done: add returned 5.');
+    expect(await chat.exited, chat.stderr()).toBe(0);
+    expect(chat.stdout()).toContain('assistant> You said: hello');
   });
 });
 
@@ -160,7 +169,14 @@ describe('Ctrl-C at an approval question', () => {
 
 describe('commands on runs that have ended', () => {
   it('abort says how and when the run ended (exit 4); an unknown id is still not found (exit 1)', async () => {
-    const done = await world.client.start({ agent: 'assistant', input: 'add 2 and 3' });
+    // Plain run says what it did: started, not finished, and how to follow.
+    const started = await cli(['run', 'assistant', 'add 2 and 3']);
+    const { workflow_id: doneId } = JSON.parse(started.stdout) as { workflow_id: string };
+    expect([started.code, started.stderr]).toEqual([
+      0,
+      `started ${doneId}: it goes on without this command; follow it with: npx patchloop follow ${doneId}\n`,
+    ]);
+    const done = world.client.run(doneId);
     await done.result();
     const aborted = await world.client.start({ agent: 'careful-assistant', input: "repeat 'x' 2 times" });
     await eventually(async () => ((await aborted.status()).state === 'awaiting_approval' ? true : undefined));

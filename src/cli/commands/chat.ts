@@ -115,7 +115,8 @@ async function sendFollowing(
   print: (line: string) => void,
   ask?: Ask,
 ): Promise<{ reply: TurnReply; streamed: boolean }> {
-  let seen = (await session.status()).events.at(-1)?.seq ?? 0;
+  // Unanswered while no worker has taken the session's first task: its log starts at 0 then.
+  let seen = (await session.status().catch(() => undefined))?.events.at(-1)?.seq ?? 0;
   let done = false;
   let streamed = false;
   let midLine = false;
