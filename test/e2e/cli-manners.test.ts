@@ -204,6 +204,11 @@ describe('commands on runs that have ended', () => {
         `error: ${id} has already ended: ${how}; there is nothing to abort (see 'npx patchloop show ${id}')\n`,
       ]);
     }
+    const sent = await cli(['send', done.workflowId, 'still there?']);
+    expect([sent.code, sent.stderr]).toEqual([
+      4,
+      `error: ${done.workflowId} has already ended: completed at ${await closeTime(done.workflowId)}; it takes no more messages (see 'npx patchloop show ${done.workflowId}')\n`,
+    ]);
     const asJson = await cli(['abort', done.workflowId, '--json']);
     expect(JSON.parse(asJson.stderr)).toEqual({ error: { type: 'RunEnded', message: expect.any(String) } });
     const missing = await cli(['abort', 'manners-no-such-run']);
