@@ -85,10 +85,17 @@ export const CHAT_SYNTAX = {
 } as const;
 
 export const CODEC_SERVER_SYNTAX = {
-  usage: 'patchloop codec-server [--port 8888] [--host 127.0.0.1] [--cors-origin http://localhost:8233]',
+  usage:
+    'patchloop codec-server [--port 8888] [--host 127.0.0.1] [--cors-origin http://localhost:8233] [--token-file FILE | --allow-unauthenticated]',
   summary:
-    "Temporal's remote codec endpoint for encrypted payloads (PATCHLOOP_ENCRYPTION_KEY and the previous keys): point the web UI or `temporal workflow show --codec-endpoint` at it to read plaintext. Until Ctrl-C.",
-  options: { port: { type: 'string' }, host: { type: 'string' }, 'cors-origin': { type: 'string' } },
+    "Temporal's remote codec endpoint for encrypted payloads (PATCHLOOP_ENCRYPTION_KEY and the previous keys): point the web UI or `temporal workflow show --codec-endpoint URL --codec-auth 'Bearer TOKEN'` at it to read plaintext. Every request must carry Authorization: Bearer TOKEN, the token from PATCHLOOP_CODEC_TOKEN or --token-file (at least 32 characters: openssl rand -hex 32); others get 401 and decrypt nothing (CORS preflights are answered). --allow-unauthenticated drops the token and is refused unless --host is 127.0.0.1 or localhost. Until Ctrl-C.",
+  options: {
+    port: { type: 'string' },
+    host: { type: 'string' },
+    'cors-origin': { type: 'string' },
+    'token-file': { type: 'string' },
+    'allow-unauthenticated': { type: 'boolean' },
+  },
   positionals: [],
 } as const;
 
@@ -166,12 +173,12 @@ export const BUNDLE_SYNTAX = {
 
 export const WORKER_SYNTAX = {
   usage:
-    'patchloop worker [--agents FILE.json] [--tools MODULE] [--fake-model] [--tools-only --task-queue QUEUE] [--workflow-bundle FILE] [--max-cached-workflows N] [--max-concurrent-workflow-tasks N] [--max-concurrent-activities N] [--heap-growing-percent N] [--metrics-address HOST:PORT] [--deployment-name NAME --build-id ID] [--verbose]',
+    'patchloop worker [--agents FILE.json] [--tools MODULE ...] [--fake-model [SCRIPT]] [--tools-only --task-queue QUEUE] [--workflow-bundle FILE] [--max-cached-workflows N] [--max-concurrent-workflow-tasks N] [--max-concurrent-activities N] [--heap-growing-percent N] [--metrics-address HOST:PORT] [--deployment-name NAME --build-id ID] [--verbose]',
   summary:
-    "A worker serving the example agents (or the agents in FILE) until Ctrl-C, with the example tools and those MODULE exports (`export const tools = [defineTool(...), ...]`). It needs a provider (OPENAI_API_KEY or OPENAI_BASE_URL), or --fake-model for the offline scripted model the demo uses. With --tools-only it runs only the tool batches routed to QUEUE (defineTool({ taskQueue }) or an agent's tool_task_queues) and needs no provider. --workflow-bundle (PATCHLOOP_WORKFLOW_BUNDLE) loads the workflow code 'patchloop bundle' wrote instead of bundling it at start. --deployment-name and --build-id (PATCHLOOP_DEPLOYMENT_NAME, PATCHLOOP_BUILD_ID) make it a versioned worker (Worker Versioning): runs stay on the build they started on; run chains and sessions move to the current build at continue-as-new.",
+    "A worker serving the example agents (or the agents in FILE) until Ctrl-C, with the example tools and those MODULE exports (`export const tools = [defineTool(...), ...]`). --tools may be given more than once; each MODULE is a .ts, .mts, .cts, .js, .mjs or .cjs file, loaded from its own folder (its imports resolve from its project). It needs a provider (OPENAI_API_KEY or OPENAI_BASE_URL), or --fake-model for the offline scripted model the demo uses, or --fake-model SCRIPT for a model that plays your own scripts (a JSON file, or a module exporting 'script' or 'scripts': see docs/testing.md). With --tools-only it runs only the tool batches routed to QUEUE (defineTool({ taskQueue }) or an agent's tool_task_queues) and needs no provider. --workflow-bundle (PATCHLOOP_WORKFLOW_BUNDLE) loads the workflow code 'patchloop bundle' wrote instead of bundling it at start. --deployment-name and --build-id (PATCHLOOP_DEPLOYMENT_NAME, PATCHLOOP_BUILD_ID) make it a versioned worker (Worker Versioning): runs stay on the build they started on; run chains and sessions move to the current build at continue-as-new.",
   options: {
     agents: { type: 'string' },
-    tools: { type: 'string' },
+    tools: { type: 'string', multiple: true },
     'tools-only': { type: 'boolean' },
     'task-queue': { type: 'string' },
     'workflow-bundle': { type: 'string' },
@@ -182,7 +189,7 @@ export const WORKER_SYNTAX = {
     'metrics-address': { type: 'string' },
     'deployment-name': { type: 'string' },
     'build-id': { type: 'string' },
-    'fake-model': { type: 'boolean' },
+    'fake-model': { type: 'string', optionalValue: true },
     verbose: { type: 'boolean' },
   },
   positionals: [],
