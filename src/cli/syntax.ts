@@ -114,7 +114,7 @@ export const LIST_SYNTAX = {
 export const RUN_SYNTAX = {
   usage: 'patchloop run <agent> <text...> [--id ID] [--follow [--json]] [--max-tool-calls N]',
   summary:
-    'Starts workflow agentRun. The text is every remaining word. Without --follow it prints the workflow id once the worker has resolved the agent; with --follow it prints events and tokens live, then the answer.',
+    'Starts workflow agentRun. The text is every remaining word. Without --follow it prints the workflow id once the worker has resolved the agent, and says on stderr that the run goes on and how to follow it; when no worker has taken the run within 5 s it says so and exits 3 (the run waits in its task queue until a worker takes it). With --follow it prints events and tokens live, then the answer; while no worker takes the run it says what the run waits for, and Ctrl-C leaves the run going (exit 130) with the commands to follow or abort it.',
   options: {
     id: { type: 'string' },
     follow: { type: 'boolean' },
@@ -127,14 +127,15 @@ export const RUN_SYNTAX = {
 export const FOLLOW_SYNTAX = {
   usage: 'patchloop follow <id> [--json]',
   summary:
-    'Follows a run (going or finished): its events, live tokens, then the outcome. --json: one JSON event per line.',
+    'Follows a run (going or finished): its events, live tokens, then the outcome. --json: one JSON event per line. On stderr: what the run waits for when no worker takes its tasks (after 5 s, then every 30 s). Ctrl-C stops following only: the run goes on (exit 130), and the commands to follow or abort it are printed.',
   options: { json: { type: 'boolean' } },
   positionals: ['id'],
 } as const;
 
 export const ABORT_SYNTAX = {
   usage: 'patchloop abort <id> [--reason TEXT]',
-  summary: "Signals 'abort': the run (or a session's current turn) ends with a valid transcript.",
+  summary:
+    "Signals 'abort': the run (or a session's current turn) ends with a valid transcript. A run that has already ended is left as it is: the command says how and when it ended (completed, aborted, failed, terminated) and exits 4.",
   options: { reason: { type: 'string' } },
   positionals: ['id'],
 } as const;

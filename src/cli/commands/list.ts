@@ -33,7 +33,12 @@ export async function listCommand(
   const query = [
     `WorkflowType IN ('agentRun', 'chatSession')`,
     ...(values.agent ? [`${keys.agent.name} = '${values.agent}'`] : []),
-    ...(values.status ? [`${keys.status.name} = '${values.status}'`] : []),
+    ...(values.status === 'failed'
+      ? // Runs that failed before failed runs kept their state in the attributes are failed all the same.
+        [`(${keys.status.name} = 'failed' OR ExecutionStatus = 'Failed')`]
+      : values.status
+        ? [`${keys.status.name} = '${values.status}'`]
+        : []),
     // A run that continued as new, was terminated or timed out keeps its last reported state: only
     // running executions are running.
     ...(['running', 'awaiting_approval', 'awaiting_budget'].includes(values.status ?? '')

@@ -14,6 +14,7 @@ import { createPatchloopWorker, workerCapacity, workerRedactor } from '../../wor
 import { readBundleFile } from '../../worker/bundle-file';
 import { WORKER_HEAP_GROWING_PERCENT } from '../../worker/heap-growth';
 import { RedactingLogger } from '../../worker/redaction';
+import { FORWARDED_CORE_LOGS, WorkerLog } from '../../worker/worker-log';
 import { tracingConfigured, tracingFromEnvironment } from '../../worker/tracing';
 import { demoModel } from '../../fake-model/demo-model';
 import { FakeModelServer } from '../../fake-model/server';
@@ -80,18 +81,25 @@ export async function workerCommand(args: string[], print: (line: string) => voi
       FailureType.NoProvider,
     );
   // Worker log lines (activity failures among them) pass through the same redaction as failures, the keys
-  // the agents' providers read among them. Quiet
-  // by default: INFO (webpack's bundle statistics among it) with --verbose.
+  // the agents' providers read among them. Quiet by default: one line per problem (Core's lines
+  // included); INFO (webpack's bundle statistics among it) and whole failures with --verbose.
   const metricsAddress = values['metrics-address'] ?? process.env['PATCHLOOP_METRICS_ADDRESS'];
-  Runtime.install({
-    logger: new RedactingLogger(
+  const workerLog = new WorkerLog(
+    new RedactingLogger(
       new DefaultLogger(values.verbose ? 'INFO' : 'WARN'),
       workerRedactor(
         environment,
         agents.map((agent) => AgentDefinition.parse(agent)),
       ),
     ),
-    ...(metricsAddress ? { telemetryOptions: metricsOrUsageError(metricsAddress) } : {}),
+    { address: environment.temporalAddress, verbose: values.verbose === true },
+  );
+  Runtime.install({
+    logger: workerLog,
+    telemetryOptions: {
+      logging: FORWARDED_CORE_LOGS,
+      ...(metricsAddress ? metricsOrUsageError(metricsAddress) : {}),
+    },
   });
   const stopHeapGauges = metricsAddress ? startHeapGauges(Runtime.instance().metricMeter) : undefined;
   const stopWatchingParent = process.env['npm_lifecycle_event'] ? stopWithWrapper(print) : undefined;
@@ -107,6 +115,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
       ? `workflows from ${bundleFile}; `
       : `workflows bundled at start (${bundleFile} was built without tracing, which this worker has); `;
   const connection = await connectWorker(environment);
+  workerLog.watchConnection(connection);
   const fake = fakeModel === undefined ? undefined : await startFakeModel(fakeModel, print);
   const config = fake
     ? { ...environment, openaiBaseUrl: fake.url, openaiApiKey: 'offline', model: fake.model }
