@@ -1,3 +1,4 @@
+import { LevelLogger } from './level-logger';
 import type { LogLevel, LogMetadata, Logger } from '@temporalio/common';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import { mcpSecretVariables } from '../activities/mcp-servers';
@@ -46,29 +47,16 @@ export function redactionInterceptor(redactor: SecretRedactor): ActivityIntercep
 }
 
 /** A logger that redacts messages and metadata before the wrapped logger writes them. */
-export class RedactingLogger implements Logger {
+export class RedactingLogger extends LevelLogger {
   constructor(
     private readonly inner: Logger,
     private readonly redactor: SecretRedactor,
-  ) {}
+  ) {
+    super();
+  }
 
-  log(level: LogLevel, message: string, meta?: LogMetadata): void {
+  override log(level: LogLevel, message: string, meta?: LogMetadata): void {
     this.inner.log(level, this.redactor.redact(message), meta ? this.redactMeta(meta) : meta);
-  }
-  trace(message: string, meta?: LogMetadata): void {
-    this.log('TRACE', message, meta);
-  }
-  debug(message: string, meta?: LogMetadata): void {
-    this.log('DEBUG', message, meta);
-  }
-  info(message: string, meta?: LogMetadata): void {
-    this.log('INFO', message, meta);
-  }
-  warn(message: string, meta?: LogMetadata): void {
-    this.log('WARN', message, meta);
-  }
-  error(message: string, meta?: LogMetadata): void {
-    this.log('ERROR', message, meta);
   }
 
   private redactMeta(meta: LogMetadata): LogMetadata {

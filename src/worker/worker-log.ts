@@ -1,3 +1,4 @@
+import { LevelLogger } from './level-logger';
 import {
   makeTelemetryFilterString,
   type Logger,
@@ -34,7 +35,7 @@ const CONNECTION_TROUBLE =
  *   poll (about 70 lines in 30 s), and one line says when it is back (the worker asks every second).
  * Everything else passes on as it came. With `verbose`, everything passes on as it came.
  */
-export class WorkerLog implements Logger {
+export class WorkerLog extends LevelLogger {
   /** `checking`: a sign of trouble came, the server is being asked; `unreachable`: it did not answer. */
   private connection: 'fine' | 'checking' | 'unreachable' = 'fine';
   private server: NativeConnection | undefined;
@@ -43,14 +44,16 @@ export class WorkerLog implements Logger {
   constructor(
     private readonly inner: Logger,
     private readonly options: { address: string; verbose: boolean },
-  ) {}
+  ) {
+    super();
+  }
 
   /** The worker's connection, once made: it is asked whether the server answers. */
   watchConnection(connection: NativeConnection): void {
     this.server = connection;
   }
 
-  log(level: LogLevel, message: string, meta?: LogMetadata): void {
+  override log(level: LogLevel, message: string, meta?: LogMetadata): void {
     if (this.options.verbose) return this.inner.log(level, message, meta);
     if (meta?.['sdkComponent'] === 'core' && CONNECTION_TROUBLE.test(`${message} ${String(meta['error'] ?? '')}`))
       return this.serverUnreachable(String(meta['error'] ?? message));
@@ -58,21 +61,6 @@ export class WorkerLog implements Logger {
     if (error instanceof Error && (message === 'Activity failed' || message === 'Workflow failed'))
       return this.failure(level, message, meta!, error);
     this.inner.log(level, message, meta);
-  }
-  trace(message: string, meta?: LogMetadata): void {
-    this.log('TRACE', message, meta);
-  }
-  debug(message: string, meta?: LogMetadata): void {
-    this.log('DEBUG', message, meta);
-  }
-  info(message: string, meta?: LogMetadata): void {
-    this.log('INFO', message, meta);
-  }
-  warn(message: string, meta?: LogMetadata): void {
-    this.log('WARN', message, meta);
-  }
-  error(message: string, meta?: LogMetadata): void {
-    this.log('ERROR', message, meta);
   }
 
   /** One line per failure: `run <id> (<workflow type>): <what failed>: <Type>: <message>`. */
