@@ -38,7 +38,13 @@ const commands: Record<string, Entry> = {
     return (args, print) => (parseCommand(args, syntax.DEMO_SYNTAX), demoCommand(args, print));
   }),
   server: plainCommand(syntax.SERVER_SYNTAX, async () => (await import('./commands/server.js')).serverCommand),
-  worker: plainCommand(syntax.WORKER_SYNTAX, async () => (await import('./commands/worker.js')).workerCommand),
+  worker: plainCommand(syntax.WORKER_SYNTAX, async () => {
+    const [{ workerCommand }, { releaseRuntime }] = await Promise.all([
+      import('./commands/worker.js'),
+      import('../worker/worker-log.js'),
+    ]);
+    return (args, print) => workerCommand(args, print).finally(releaseRuntime);
+  }),
   bundle: plainCommand(syntax.BUNDLE_SYNTAX, async () => (await import('./commands/bundle.js')).bundleCommand),
   run: clientCommand(syntax.RUN_SYNTAX, async () => (await import('./commands/runs.js')).runCommand),
   follow: clientCommand(syntax.FOLLOW_SYNTAX, async () => (await import('./commands/runs.js')).followCommand),

@@ -1,6 +1,7 @@
 import { LevelLogger } from './level-logger';
 import {
   makeTelemetryFilterString,
+  Runtime,
   type Logger,
   type LogLevel,
   type LogMetadata,
@@ -16,6 +17,15 @@ export const FORWARDED_CORE_LOGS: TelemetryOptions['logging'] = {
   filter: makeTelemetryFilterString({ core: 'WARN' }),
   forward: {},
 };
+
+/**
+ * Shuts Temporal's runtime down if it is still up. With Core's logs forwarded, the runtime holds the
+ * process until it shuts down, which it does by itself once its last connection closes: a worker that
+ * failed before it connected (a bad bundle file, a tools module that does not load) would never exit.
+ */
+export async function releaseRuntime(): Promise<void> {
+  await Runtime._instance?.shutdown();
+}
 
 /** How often the worker asks whether an unreachable server is back. */
 const PROBE_INTERVAL_MS = 1000;
