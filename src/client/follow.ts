@@ -1,4 +1,4 @@
-import type { AgentRunResult, RunEvent } from '../runtime';
+import type { AgentRunResult, LoggedRunEvent, RunEvent } from '../runtime';
 import type { StreamEvent, StreamOffset } from '../streaming/chunk';
 import { withAccumulatedContent } from '../streaming/accumulated-content';
 import { findStreamSource, readChunks } from '../streaming/chunk-client';
@@ -6,7 +6,7 @@ import { eventsQuery } from '../common';
 import { RunHandle } from './patchloop-client';
 
 /** One human-readable line per coarse event, or null for events not worth a line. */
-export function describeEvent(event: RunEvent): string | null {
+export function describeEvent(event: LoggedRunEvent): string | null {
   switch (event.event_type) {
     case 'react_start':
       return `run started: agent ${event.agent}, tools ${event.available_tools.join(', ') || 'none'}`;
@@ -82,7 +82,7 @@ export function describeEvent(event: RunEvent): string | null {
   }
 }
 
-function compactionWork(event: Extract<RunEvent, { event_type: 'context_compaction_end' }>): string {
+function compactionWork(event: Extract<LoggedRunEvent, { event_type: 'context_compaction_end' }>): string {
   const work = [
     event.cleared_tool_results > 0 ? `${event.cleared_tool_results} old tool result(s) cleared` : '',
     event.summarized_messages > 0
