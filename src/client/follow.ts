@@ -175,6 +175,12 @@ export function jsonOutput(write: (text: string) => void): FollowOutput {
 export interface FollowOptions {
   intervalMs?: number;
   onEvent?: (event: RunEvent) => Promise<void>;
+  /** Start after this event (`seq`): a reader that already has the events up to it. */
+  after?: number;
+  /** Stop following (a reader that went away). */
+  signal?: AbortSignal;
+  /** Follow child runs (forks, sub-agents) into the same output (default); false: this run's own events only. */
+  children?: boolean;
 }
 
 /**
@@ -191,8 +197,25 @@ export async function followRun(
   options: FollowOptions = {},
 ): Promise<AgentRunResult> {
   const result = run.result();
-  await followEvents(run, output, options, result);
+  await followEvents(run, output, options, result, options.signal);
   return result;
+}
+
+/**
+ * `followRun` without waiting for the result: returns once the run has ended and its log is read to
+ * the end, or `options.signal` stopped it. Reports whether the run ended.
+ */
+export async function followRunEvents(
+  run: RunHandle,
+  output: FollowOutput,
+  options: FollowOptions = {},
+): Promise<{ ended: boolean }> {
+  let ended = false;
+  const result = run.workflow.result().finally(() => (ended = true));
+  // Its outcome is the caller's business (a failed run ends the follow as well).
+  result.catch(() => undefined);
+  await followEvents(run, output, options, result, options.signal);
+  return { ended };
 }
 
 /** One run's events and tokens until it has ended and its log is read to the end; its forks' too. */
@@ -214,7 +237,7 @@ async function followEvents(
   );
   const abandon = new AbortController();
   const stopForks = AbortSignal.any([stop, abandon.signal]);
-  let after = 0;
+  let after = options.after ?? 0;
   const tokens = new TokenFollower(run, output);
   const forks = new Map<string, Promise<void>>();
   for (;;) {
@@ -223,7 +246,7 @@ async function followEvents(
       for (const event of page.events) {
         after = event.seq;
         if (event.event_type === 'llm_call_end') await tokens.finish(event.llm_call);
-        const fork = forkOf(event);
+        const fork = options.children === false ? undefined : forkOf(event);
         // The child's events come before the parent's end of the fork.
         if (fork && !fork.starts) {
           await forks.get(fork.child);
@@ -233,7 +256,7 @@ async function followEvents(
         if (fork?.starts && !forks.has(fork.child)) {
           const child = fork.child;
           const handle = new RunHandle(run.workflow.client.getHandle(child), run.chunks);
-          forks.set(child, followEvents(handle, output, options, handle.workflow.result(), stopForks));
+          forks.set(child, followEvents(handle, output, { ...options, after: 0 }, handle.workflow.result(), stopForks));
         }
         // E.g. asking a person to decide a call that waits for approval.
         await options.onEvent?.(event);

@@ -3,7 +3,7 @@ import { JsonObject, JsonValue } from '../context';
 import { sharedSchema } from '../context/shared-schema';
 import { PendingApproval } from './approvals';
 import { TokenUsage } from './usage';
-import { BUDGET_LIMITS, BudgetExtension } from './budget';
+import { BUDGET_LIMITS, BudgetExtension, type TokenPrices } from './budget';
 
 /**
  * The event protocol (docs/event-protocol.md): what a run tells the world, as the `events` and `status`
@@ -380,6 +380,8 @@ export interface RunStatus {
   queued_user_messages: number;
   /** The run's budget (limits with extensions, what was spent); null when it has no limit. */
   budget: { limit: Record<string, number | null>; spent: Record<string, number>; awaiting: string[] | null } | null;
+  /** What a million tokens cost (`budget.prices` of the agent or run), so readers price each call; null without. */
+  prices?: TokenPrices | null;
   /** Signals and updates refused so far (each also logged as an `input_rejected` event). */
   rejected_inputs: number;
   /** Temporal's own figures, refreshed at each workflow task. */
