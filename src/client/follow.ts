@@ -211,7 +211,11 @@ export async function followRunEvents(
   options: FollowOptions = {},
 ): Promise<{ ended: boolean }> {
   let ended = false;
-  const result = run.workflow.result().finally(() => (ended = true));
+  // The long poll for the result stops with the reader, so nothing of it is left behind.
+  const signal = options.signal;
+  const result = (
+    signal ? run.workflow.client.withAbortSignal(signal, () => run.workflow.result()) : run.workflow.result()
+  ).finally(() => (ended = !signal?.aborted));
   // Its outcome is the caller's business (a failed run ends the follow as well).
   result.catch(() => undefined);
   await followEvents(run, output, options, result, options.signal);

@@ -160,9 +160,20 @@ export interface RunView {
 
 export const isRunning = (view: Pick<RunView, 'execution'>) => view.execution === 'running';
 
-export function runPage(view: RunView, context: PageContext, now: number): string {
+/** Timeline rows a run's page starts with: the newest ones (`?events=all` shows every event the log holds). */
+export const TIMELINE_ROWS = 300;
+
+export function runPage(view: RunView, context: PageContext, now: number, allEvents = false): string {
   const ui = context.temporalLink(view.workflowId);
   const last = view.events.at(-1)?.seq ?? 0;
+  const shown = allEvents ? view.events : view.events.slice(-TIMELINE_ROWS);
+  const hidden = view.events.length - shown.length;
+  // A model call under way when the page was read: the live feed starts at its start, for its tokens.
+  const open = view.events.findLast(
+    (event) =>
+      event.event_type === 'llm_call_start' &&
+      !view.events.some((later) => later.event_type === 'llm_call_end' && later.llm_call === event.llm_call),
+  );
   return layout(
     view.workflowId,
     `<nav class="crumbs"><a href="/">Runs</a>${view.parent ? ` › <a href="${runPath(view.parent)}">${escape(view.parent)}</a>` : ''} › <span>${escape(view.workflowId)}</span></nav>
@@ -171,16 +182,22 @@ export function runPage(view: RunView, context: PageContext, now: number): strin
 <p id="notice" role="status" aria-live="polite"></p>
 <section id="overview" class="panel">${overview(view, now)}</section>
 <section id="approvals" class="panel">${approvals(view, context)}</section>
-${controls(view, context)}
 <section id="live" class="panel live" hidden><h2>The model is writing <span class="call"></span></h2><pre class="tokens" aria-live="off"></pre></section>
+${controls(view, context)}
 <div class="columns">
 <section class="panel transcript"><h2>Transcript</h2><div id="transcript">${transcript(view.transcript)}</div></section>
-<section class="panel timeline"><h2>Timeline</h2>${view.eventsDropped > 0 ? `<p class="sub">${escape(view.eventsDropped)} older events left the run's log.</p>` : ''}
-<table><thead><tr><th>#</th><th>Time</th><th>Event</th><th>Duration</th><th>Tokens</th><th>Cost</th></tr></thead>
-<tbody id="timeline">${timelineRows(view.events, view.status?.prices ?? null)}</tbody></table></section>
+<section class="panel timeline"><h2>Timeline</h2>${view.eventsDropped > 0 ? `<p class="sub">${escape(view.eventsDropped)} older events left the run's log.</p>` : ''}${hidden > 0 ? `<p class="sub">${escape(hidden)} earlier events are not shown: <a href="${runPath(view.workflowId)}?events=all">show all</a>.</p>` : ''}
+<table><colgroup><col class="seq"><col class="time"><col><col class="figure"><col class="figure"><col class="cost"></colgroup><thead><tr><th>#</th><th>Time</th><th>Event</th><th>Duration</th><th>Tokens</th><th>Cost</th></tr></thead>
+<tbody id="timeline">${timelineRows(shown, view.status?.prices ?? null)}</tbody></table></section>
 </div>
 <section id="children" class="panel">${childrenTree(view.children)}</section>`,
-    { page: 'run', 'workflow-id': view.workflowId, after: String(last), running: String(isRunning(view)) },
+    {
+      page: 'run',
+      'workflow-id': view.workflowId,
+      after: String(last),
+      'follow-after': String(open ? open.seq - 1 : last),
+      running: String(isRunning(view)),
+    },
   );
 }
 
@@ -434,10 +451,10 @@ function timelineRow(event: RunEvent, prices: TokenPrices | null): string {
       ? event.usage
       : null;
   const cost = usage && prices ? costOf(usage, prices) : null;
-  const line = (describeEvent(event) ?? event.event_type).trim();
+  const line = (describeEvent(event) ?? '').trim();
   const child =
     event.event_type === 'subagent_started' || event.event_type === 'subagent_finished'
-      ? ` <a href="${runPath(event.child_workflow_id)}">${escape(event.child_workflow_id)}</a>`
+      ? ` <a href="${runPath(event.child_workflow_id)}" title="${escape(event.child_workflow_id)}">open the child run</a>`
       : '';
   return `<tr class="event type-${escape(event.event_type)}" data-seq="${event.seq}" data-type="${escape(event.event_type)}"><td class="num">${event.seq}</td><td>${escape(event.timestamp.slice(11, 23))}</td><td><span class="type">${escape(event.event_type)}</span> ${escape(preview(line, 240))}${child}</td><td class="num">${escape(took)}</td><td class="num">${usage ? `${usage.estimated ? '~' : ''}${escape(usage.total_tokens)}` : ''}</td><td class="num">${cost !== null ? `$${escape(cost.toFixed(5))}` : ''}</td></tr>`;
 }

@@ -35,7 +35,15 @@ import {
   type PageContext,
   type RunView,
 } from './pages';
-import { childTree, failureOf, readRunView, readTranscript, RunNotFound, withStartedChildren } from './views';
+import {
+  childTree,
+  ClosedRuns,
+  failureOf,
+  readRunView,
+  readTranscript,
+  RunNotFound,
+  withStartedChildren,
+} from './views';
 
 export interface ConsoleOptions {
   client: PatchloopClient;
@@ -75,9 +83,10 @@ const SECURITY_HEADERS = {
  */
 export async function startConsole(options: ConsoleOptions): Promise<ConsoleServer> {
   const assets = loadAssets();
-  const feeds = new Set<AbortController>();
+  const feeds = new Map<AbortController, Promise<void>>();
+  const closedRuns = new ClosedRuns();
   const server: Server = createServer((request, response) => {
-    handle(request, response, options, assets, feeds).catch((error: unknown) => {
+    handle(request, response, options, assets, feeds, closedRuns).catch((error: unknown) => {
       options.log?.(`console: ${request.method} ${request.url}: ${(error as Error).message}`);
       if (response.headersSent) response.destroy();
       else send(response, 500, 'text/plain; charset=utf-8', 'the console failed to answer; see its log');
@@ -99,7 +108,9 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
   return {
     url: `http://${shown === '0.0.0.0' || shown === '[::]' ? '127.0.0.1' : shown}:${port}`,
     close: async () => {
-      for (const feed of feeds) feed.abort();
+      for (const feed of feeds.keys()) feed.abort();
+      // Their queries finish before the caller closes the client they use.
+      await Promise.all(feeds.values());
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
@@ -137,7 +148,8 @@ async function handle(
   response: ServerResponse,
   options: ConsoleOptions,
   assets: Assets,
-  feeds: Set<AbortController>,
+  feeds: Map<AbortController, Promise<void>>,
+  closedRuns: ClosedRuns,
 ): Promise<void> {
   const url = new URL(request.url ?? '/', 'http://console.invalid');
   const path = url.pathname;
@@ -183,12 +195,17 @@ async function handle(
       : html(response, 200, runRows(runs, context, Date.now()));
   }
   const live = /^\/runs\/([^/]+)\/live$/.exec(path);
-  if (live) return liveFeed(request, response, options, decodeURIComponent(live[1]!), url, context, feeds);
+  if (live) {
+    const stop = new AbortController();
+    const feed = liveFeed(request, response, options, decodeURIComponent(live[1]!), url, context, stop);
+    feeds.set(stop, feed);
+    return feed.finally(() => feeds.delete(stop));
+  }
   const run = /^\/runs\/([^/]+)$/.exec(path);
   if (run) {
     try {
-      const view = await readRunView(options.client, decodeURIComponent(run[1]!));
-      return html(response, 200, runPage(view, context, Date.now()));
+      const view = await readRunView(options.client, decodeURIComponent(run[1]!), closedRuns);
+      return html(response, 200, runPage(view, context, Date.now(), url.searchParams.get('events') === 'all'));
     } catch (error) {
       if (error instanceof RunNotFound) return html(response, 404, messagePage('Not found', error.message));
       throw error;
@@ -319,11 +336,9 @@ async function liveFeed(
   workflowId: string,
   url: URL,
   context: PageContext,
-  feeds: Set<AbortController>,
+  stop: AbortController,
 ): Promise<void> {
   const after = Number(url.searchParams.get('after') ?? 0);
-  const stop = new AbortController();
-  feeds.add(stop);
   request.on('close', () => stop.abort());
   response.writeHead(200, {
     ...SECURITY_HEADERS,
@@ -387,7 +402,7 @@ async function liveFeed(
     }
   } finally {
     clearInterval(keepAlive);
-    feeds.delete(stop);
+    await (pending as Promise<void> | null)?.catch(() => undefined);
     response.end();
   }
 }

@@ -9,8 +9,33 @@ const TREE_DEPTH = 4;
 
 export class RunNotFound extends Error {}
 
+/** Closed runs' pages the console keeps (a closed run no longer changes; reading it again means a replay). */
+export class ClosedRuns {
+  private readonly views = new Map<string, RunView>();
+  constructor(private readonly most = 20) {}
+  get(key: string): RunView | undefined {
+    const view = this.views.get(key);
+    if (view) {
+      this.views.delete(key);
+      this.views.set(key, view);
+    }
+    return view;
+  }
+  set(key: string, view: RunView): void {
+    this.views.set(key, view);
+    for (const oldest of this.views.keys()) {
+      if (this.views.size <= this.most) break;
+      this.views.delete(oldest);
+    }
+  }
+}
+
 /** What a run's page shows, read through the client: description, status, events, transcript, children. */
-export async function readRunView(client: PatchloopClient, workflowId: string): Promise<RunView> {
+export async function readRunView(
+  client: PatchloopClient,
+  workflowId: string,
+  closedRuns?: ClosedRuns,
+): Promise<RunView> {
   const run = client.run(workflowId);
   let description;
   try {
@@ -20,6 +45,9 @@ export async function readRunView(client: PatchloopClient, workflowId: string): 
     throw error;
   }
   const execution = description.status.name.toLowerCase().replace(/_/g, ' ');
+  const key = `${workflowId}/${description.runId}`;
+  const kept = description.closeTime ? closedRuns?.get(key) : undefined;
+  if (kept) return kept;
   const [status, events, transcript, children, failure] = await Promise.all([
     run.status(Number.MAX_SAFE_INTEGER).catch(() => null),
     run.allEvents().catch(() => ({ events: [] as RunEvent[], events_dropped: 0 })),
@@ -27,7 +55,7 @@ export async function readRunView(client: PatchloopClient, workflowId: string): 
     childTree(client, workflowId, [], TREE_DEPTH).catch(() => []),
     execution === 'failed' ? failureOf(run) : Promise.resolve(null),
   ]);
-  return {
+  const view: RunView = {
     workflowId,
     type: description.type,
     execution,
@@ -42,6 +70,8 @@ export async function readRunView(client: PatchloopClient, workflowId: string): 
     failure,
     history: { events: description.historyLength, bytes: description.historySize ?? 0 },
   };
+  if (description.closeTime && status !== null && transcript !== null) closedRuns?.set(key, view);
+  return view;
 }
 
 /** The transcript by query; for a run that completed while no worker answers, from its result. */

@@ -125,6 +125,8 @@ describe('the console, in a browser', () => {
 
   it("shows a running run's tokens as the model writes them, then the answer in the transcript", async () => {
     const run = await world.client.start({ agent: 'writer', input: 'write at length' });
+    // The page opens while the model is writing: it gets the call's text so far, then the rest live.
+    await eventually(() => ((world.fake.requests.at(-1)?.chunksWritten ?? 0) >= 2 ? true : undefined));
     await page.goto(runUrl(run.workflowId));
     const tokens = page.locator('#live .tokens');
     // Seen while the model is still writing: a prefix, then a longer one.
@@ -200,7 +202,9 @@ describe('the console, in a browser', () => {
     await page.locator('.crumbs a', { hasText: parent!.workflow_id }).click();
     await page.waitForURL(runUrl(parent!.workflow_id));
     // The parent's timeline links the child too.
-    expect(await page.locator('#timeline tr[data-type=subagent_started] a').innerText()).toBe(childId);
+    expect(await page.locator('#timeline tr[data-type=subagent_started] a').getAttribute('href')).toBe(
+      `/runs/${encodeURIComponent(childId)}`,
+    );
   });
 
   describe('without the token', () => {

@@ -83,7 +83,9 @@ function runPage() {
   });
 
   if (main.dataset.running !== 'true') return;
-  const source = new EventSource(`/runs/${encodeURIComponent(workflowId)}/live?after=${after}`);
+  // From the start of a model call under way (its rows are on the page already), so its tokens come too.
+  const from = Number(main.dataset.followAfter || after);
+  const source = new EventSource(`/runs/${encodeURIComponent(workflowId)}/live?after=${from}`);
   source.addEventListener('timeline', (message) => {
     const { seq, html } = JSON.parse(message.data);
     if (seq <= after) return;
