@@ -413,8 +413,9 @@ export class RunHandle {
     return children;
   }
 
-  status(after = 0): Promise<RunStatus> {
-    return this.workflow.query(statusQuery, { after });
+  /** How the run stands, with a page of its events after `after` (at most `limit`, default 500, and about 1 MB). */
+  status(after = 0, limit?: number): Promise<RunStatus> {
+    return this.workflow.query(statusQuery, { after, ...(limit !== undefined ? { limit } : {}) });
   }
 
   /** A page of the run's events after `after` (query `events`: at most `limit` and about 1 MB). */

@@ -48,13 +48,31 @@ export async function readRunView(
   const key = `${workflowId}/${description.runId}`;
   const kept = description.closeTime ? closedRuns?.get(key) : undefined;
   if (kept) return kept;
+  // A closed run is no longer in its worker's cache: each query replays it. It is asked as little as
+  // possible: status and events in one answer, the transcript from its result where that holds it.
+  const closed = description.closeTime !== undefined;
   const [status, events, transcript, children, failure] = await Promise.all([
-    run.status(Number.MAX_SAFE_INTEGER).catch(() => null),
-    run.allEvents().catch(() => ({ events: [] as RunEvent[], events_dropped: 0 })),
-    readTranscript(run, execution),
+    closed ? run.status(0, 5000).catch(() => null) : run.status(Number.MAX_SAFE_INTEGER).catch(() => null),
+    closed ? Promise.resolve(null) : run.allEvents().catch(() => null),
+    closed && execution === 'completed'
+      ? run
+          .result()
+          .then((result) => result.transcript)
+          .catch(() => readTranscript(run, execution))
+      : readTranscript(run, execution),
     childTree(client, workflowId, [], TREE_DEPTH).catch(() => []),
     execution === 'failed' ? failureOf(run) : Promise.resolve(null),
   ]);
+  // The rest of a closed run's log, when the status page did not hold it all.
+  const rest = events ?? {
+    events: status?.events ?? [],
+    events_dropped: status?.events_dropped ?? 0,
+  };
+  // (The answer stops at 5,000 events or about 1 MB of them: only then is there more.)
+  if (closed && status && (status.events.length >= 5000 || JSON.stringify(status.events).length > 900_000)) {
+    const more = await run.allEvents(status.next_after).catch(() => null);
+    if (more) rest.events = [...rest.events, ...more.events];
+  }
   const view: RunView = {
     workflowId,
     type: description.type,
@@ -63,10 +81,10 @@ export async function readRunView(
     closed: description.closeTime?.toISOString() ?? null,
     parent: description.parentExecution?.workflowId ?? null,
     status,
-    events: events.events,
-    eventsDropped: events.events_dropped,
+    events: rest.events,
+    eventsDropped: rest.events_dropped,
     transcript,
-    children: withStartedChildren(children, events.events),
+    children: withStartedChildren(children, rest.events),
     failure,
     history: { events: description.historyLength, bytes: description.historySize ?? 0 },
   };
