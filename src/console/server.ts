@@ -66,6 +66,8 @@ export interface ConsoleServer {
 const MAX_BODY_BYTES = 64 * 1024;
 /** How often the live feed refreshes a run's panels at most (the events themselves go at once). */
 const REFRESH_MS = 300;
+/** And at least, while nothing happens (a query that failed once, durations, children's states). */
+const QUIET_REFRESH_MS = 3000;
 
 const SECURITY_HEADERS = {
   'content-security-policy':
@@ -375,6 +377,7 @@ async function liveFeed(
     return pending;
   };
   const texts = new Map<string, string>();
+  const quiet = setInterval(() => void refresh(), QUIET_REFRESH_MS);
   try {
     emit('hello', { workflow_id: workflowId, after });
     const followed = await followRunEvents(
@@ -402,6 +405,7 @@ async function liveFeed(
     }
   } finally {
     clearInterval(keepAlive);
+    clearInterval(quiet);
     await (pending as Promise<void> | null)?.catch(() => undefined);
     response.end();
   }

@@ -57,7 +57,8 @@ export async function readRunView(
     closed && execution === 'completed'
       ? run
           .result()
-          .then((result) => result.transcript)
+          // A sub-agent's result leaves its transcript to its caller's: then the query reads it.
+          .then((result) => (result.transcript.length > 0 ? result.transcript : readTranscript(run, execution)))
           .catch(() => readTranscript(run, execution))
       : readTranscript(run, execution),
     childTree(client, workflowId, [], TREE_DEPTH).catch(() => []),
