@@ -1,3 +1,4 @@
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -8,9 +9,11 @@ import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { addTool, waitTool } from '../../src/tools/examples';
 import { LIST_STATUSES } from '../../src/cli/syntax';
+import { parseKey } from '../../src/config/environment';
 import { scriptsByAgent } from '../support/agent-scripts';
 import { launchBrowser } from '../support/browser';
 import { runCli } from '../support/cli';
+import { occurrencesInDatabase } from '../support/database';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { awaitingApproval, eventOf, eventually } from '../support/wait';
 
@@ -390,5 +393,34 @@ fetch(${JSON.stringify(`${consoleServer.url}${abortPath()}`)}, { method: 'POST',
         await open.close();
       }
     });
+  });
+
+  it("shows an encrypted run in plaintext through the client's codec, with no key in the page", async () => {
+    const secret = randomBytes(32).toString('base64');
+    const encryption = { active: parseKey(secret, 'console-key'), previous: [] };
+    const canary = `canary-${randomUUID()}`;
+    const sealed = await startWorld({ config: { encryption }, fake: { script: [reply(`Noted: ${canary}`)] } });
+    const sealedConsole = await startConsole({
+      client: sealed.client,
+      host: '127.0.0.1',
+      port: 0,
+      access: { token: TOKEN, loopbackBind: true },
+      temporalLink: () => null,
+      states: LIST_STATUSES,
+    });
+    try {
+      const run = await sealed.client.start({ agent: 'assistant', input: `Remember ${canary}.` });
+      await run.result();
+      await page.goto(`${sealedConsole.url}/runs/${encodeURIComponent(run.workflowId)}`);
+      expect(await transcriptText()).toContain(`Noted: ${canary}`);
+      expect(await transcriptText()).toContain(`Remember ${canary}.`);
+      expect(occurrencesInDatabase(canary)).toBe(0);
+      const html = await page.content();
+      expect(html).not.toContain(secret);
+      expect(html).not.toContain(TOKEN);
+    } finally {
+      await sealedConsole.close();
+      await sealed.close();
+    }
   });
 });
