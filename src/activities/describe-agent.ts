@@ -1,6 +1,7 @@
 import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import type { AgentRegistry } from '../agents/registry';
-import { failure, FailureType } from '../common';
+import { carriedFailure, failure, FailureType, type SearchAttributesFact } from '../common';
 import type { AgentSpec, McpServerConfig, ToolDescriptor } from '../runtime';
 import { startHeartbeat } from './activity-context';
 import { mcpDescriptors, type McpServers } from './mcp-servers';
@@ -28,10 +29,27 @@ export function createDescribeAgent(
     const stopHeartbeat = startHeartbeat(Context.current(), () => ({ resolving: name }));
     try {
       return await describe(name);
+    } catch (error) {
+      throw await withSearchAttributesFact(error);
     } finally {
       stopHeartbeat();
     }
   };
+
+  /**
+   * A failure that may end the run before it has an agent (unknown agent, MCP servers that cannot list
+   * their tools) says whether the namespace has patchloop's search attributes: the run then still shows
+   * as failed, for the agent it named.
+   */
+  async function withSearchAttributesFact(error: unknown): Promise<unknown> {
+    if (!(error instanceof ApplicationFailure)) return error;
+    const fact: SearchAttributesFact = { search_attributes: await facts.searchAttributes().catch(() => false) };
+    return carriedFailure(error.type, error.message, {
+      retryable: !error.nonRetryable,
+      details: [...(error.details ?? []), fact],
+      ...(error.cause ? { cause: error.cause } : {}),
+    });
+  }
 
   async function describe(name: string): Promise<AgentSpec> {
     const described = registry.describe(name, defaultModel, facts.modelWindows);

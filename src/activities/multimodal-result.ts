@@ -1,7 +1,14 @@
 import { readFile, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import type { JsonObject, JsonValue, Message, MultimodalToolResultMutation } from '../context';
-import { DescribedImages, ImageFile, ImageUrl, type ImageValue } from '../tools/images';
+import {
+  isDescribedImages,
+  isImageFile,
+  isImageUrl,
+  type DescribedImages,
+  type ImageFile,
+  type ImageValue,
+} from '../tools/images';
 
 const MIME_BY_EXTENSION: Record<string, string> = {
   '.png': 'image/png',
@@ -25,11 +32,11 @@ export async function multimodalMutation(
   value: ImageValue | ImageValue[] | DescribedImages,
   maxImageBytes: number,
 ): Promise<MultimodalToolResultMutation> {
-  const description = value instanceof DescribedImages ? value.text : null;
-  const images = value instanceof DescribedImages ? value.images : value;
+  const description = isDescribedImages(value) ? value.text : null;
+  const images = isDescribedImages(value) ? value.images : value;
   const list = Array.isArray(images) ? images : [images];
   if (list.length === 0) throw new ImageError('no images to return');
-  const kind = Array.isArray(images) ? 'images' : images instanceof ImageFile ? 'an image file' : 'an image';
+  const kind = Array.isArray(images) ? 'images' : isImageFile(images) ? 'an image file' : 'an image';
   const caption =
     description === null
       ? `This is ${kind} returned by tool '${call.name}':`
@@ -54,20 +61,18 @@ const DATA_URL_PREVIEW_CHARS = 64;
  */
 export function describeImages(value: ImageValue | ImageValue[] | DescribedImages): JsonValue {
   if (Array.isArray(value)) return value.map((image) => describeImages(image));
-  if (value instanceof DescribedImages) return { text: value.text, images: describeImages(value.images) };
-  const described: JsonObject =
-    value instanceof ImageFile
-      ? { type: 'image_file', path: value.path }
-      : value.url.startsWith('data:') && value.url.length > DATA_URL_PREVIEW_CHARS
-        ? { type: 'image_url', url: `${value.url.slice(0, DATA_URL_PREVIEW_CHARS)}…`, url_chars: value.url.length }
-        : { type: 'image_url', url: value.url };
+  if (isDescribedImages(value)) return { text: value.text, images: describeImages(value.images) };
+  const described: JsonObject = isImageFile(value)
+    ? { type: 'image_file', path: value.path }
+    : value.url.startsWith('data:') && value.url.length > DATA_URL_PREVIEW_CHARS
+      ? { type: 'image_url', url: `${value.url.slice(0, DATA_URL_PREVIEW_CHARS)}…`, url_chars: value.url.length }
+      : { type: 'image_url', url: value.url };
   if (value.detail !== undefined) described['detail'] = value.detail;
   return described;
 }
 
 async function imagePart(image: ImageValue, maxImageBytes: number) {
-  const url =
-    image instanceof ImageUrl ? checkedUrl(image.url, maxImageBytes) : await fileDataUrl(image, maxImageBytes);
+  const url = isImageUrl(image) ? checkedUrl(image.url, maxImageBytes) : await fileDataUrl(image, maxImageBytes);
   return { type: 'image_url', image_url: { url, detail: image.detail ?? 'auto' } };
 }
 

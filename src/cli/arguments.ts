@@ -1,8 +1,24 @@
 import { parseArgs } from 'node:util';
 import { UsageError } from './errors';
 
-export type OptionSpec = Readonly<Record<string, { readonly type: 'string' | 'boolean'; readonly short?: string }>>;
-type ParsedValues<T extends OptionSpec> = { [K in keyof T]?: T[K]['type'] extends 'boolean' ? boolean : string };
+/**
+ * `multiple`: a string option given any number of times (its values in order). `optionalValue`: a string
+ * option that may also stand alone (its value is then ''), as the last word or before another option.
+ */
+export type OptionSpec = Readonly<
+  Record<
+    string,
+    {
+      readonly type: 'string' | 'boolean';
+      readonly short?: string;
+      readonly multiple?: true;
+      readonly optionalValue?: true;
+    }
+  >
+>;
+type ParsedValues<T extends OptionSpec> = {
+  [K in keyof T]?: T[K]['type'] extends 'boolean' ? boolean : T[K]['multiple'] extends true ? string[] : string;
+};
 
 /**
  * A command's syntax: its usage line, what it does, its options, and its positionals in order: `name`
@@ -34,10 +50,13 @@ export function parseCommand<T extends OptionSpec>(
   syntax: CommandSyntax<T>,
 ): { values: ParsedValues<T>; positionals: Record<string, string | undefined> } {
   let parsed: ReturnType<typeof parseArgs>;
+  const options = Object.fromEntries(
+    Object.entries(syntax.options).map(([name, { optionalValue: _optional, ...spec }]) => [name, spec]),
+  );
   try {
     parsed = parseArgs({
-      args,
-      options: { json: { type: 'boolean' }, ...syntax.options, help: { type: 'boolean', short: 'h' } },
+      args: withOptionalValues(args, syntax.options),
+      options: { json: { type: 'boolean' }, ...options, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
       strict: true,
     });
@@ -63,4 +82,14 @@ export function parseCommand<T extends OptionSpec>(
   }
   if (index < words.length) throw new UsageError(`unexpected argument '${words[index]}'\nusage: ${syntax.usage}`);
   return { values: parsed.values as ParsedValues<T>, positionals: named };
+}
+
+/** `--name` of an option with an optional value, standing alone, as `--name=` (before a `--`, which ends options). */
+function withOptionalValues(args: string[], options: OptionSpec): string[] {
+  const end = args.includes('--') ? args.indexOf('--') : args.length;
+  return args.map((arg, index) => {
+    const name = arg.startsWith('--') ? arg.slice(2) : undefined;
+    const alone = index + 1 >= end || args[index + 1]!.startsWith('-');
+    return index < end && name && options[name]?.optionalValue && alone ? `${arg}=` : arg;
+  });
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { helpText, HelpRequested, parseCommand, type CommandSyntax, type OptionSpec } from './arguments';
-import { exitCodeOf, toErrorReport, UsageError } from './errors';
+import { EXIT, exitCodeOf, toErrorReport, UsageError, WithStatus } from './errors';
 import type { withClient } from './connect';
 import * as syntax from './syntax';
 
@@ -75,7 +75,9 @@ function usage(): string {
 
 ${lines.join('\n')}
 
-'patchloop <command> --help' explains a command. Exit codes: 0 done, 1 failed, 2 usage error.
+'patchloop <command> --help' explains a command. Exit codes: 0 done, 1 failed, 2 usage error, 3 run
+started but no worker has taken it, 4 the run had already ended, 130 Ctrl-C (the run goes on), 141 the
+reader closed the pipe.
 Errors go to stderr as text, or as one JSON object {"error": {"type", "message"}} with --json
 (compile prints its errors that way on stdout).
 Environment: TEMPORAL_ADDRESS (localhost:7233), TEMPORAL_NAMESPACE (default), PATCHLOOP_TASK_QUEUE
@@ -95,9 +97,10 @@ async function main(argv: string[]): Promise<number> {
     if (!command) throw new UsageError(`unknown command '${name}'\n\n${usage()}`);
     // Help needs no server: answer it before any connection is made.
     if (args.includes('--help') || args.includes('-h')) throw new HelpRequested(helpText(command.syntax));
-    const output = await command.run(args, print);
+    const returned = await command.run(args, print);
+    const output = returned instanceof WithStatus ? returned.output : returned;
     if (output !== undefined) print(JSON.stringify(output, null, 2));
-    return 0;
+    return returned instanceof WithStatus ? returned.status : EXIT.done;
   } catch (error) {
     if (error instanceof HelpRequested) {
       process.stdout.write(error.message);
@@ -112,6 +115,16 @@ async function main(argv: string[]): Promise<number> {
     return exitCodeOf(error);
   }
 }
+
+/**
+ * A reader that stopped reading (`show X | head -3`, `chat | head`) ends every command quietly, as it
+ * ends `cat` or `git`: no stack trace, exit status 141 (128 + SIGPIPE). Other stream errors stay errors.
+ */
+for (const stream of [process.stdout, process.stderr])
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(EXIT.closedPipe);
+    throw error;
+  });
 
 main(process.argv.slice(2)).then(
   (code) => {

@@ -29,9 +29,35 @@ export class CliError extends Error {
   }
 }
 
-/** 2 for usage errors, 1 for everything else that failed. */
+/**
+ * Every exit status the CLI uses, in one place (the help and docs/cli.md list them): a closed pipe
+ * ends a command as it ends other Unix tools, 128 + SIGPIPE; Ctrl-C as 128 + SIGINT.
+ */
+export const EXIT = {
+  done: 0,
+  failed: 1,
+  usage: 2,
+  /** `run` started the run, but no worker has taken it: it waits in its task queue. */
+  waitingForWorker: 3,
+  /** The run had already ended (`abort`, `send`): nothing was done. */
+  ended: 4,
+  interrupted: 130,
+  closedPipe: 141,
+} as const;
+
+/** A command's output with an exit status other than 0 (a run started that no worker has taken yet). */
+export class WithStatus {
+  constructor(
+    readonly output: unknown,
+    readonly status: number,
+  ) {}
+}
+
+/** 2 for usage errors, 4 for a run that had already ended, 1 for everything else that failed. */
 export function exitCodeOf(error: unknown): number {
-  return error instanceof UsageError || (error instanceof CliError && error.type === FailureType.UsageError) ? 2 : 1;
+  if (error instanceof UsageError || (error instanceof CliError && error.type === FailureType.UsageError))
+    return EXIT.usage;
+  return error instanceof CliError && error.type === FailureType.RunEnded ? EXIT.ended : EXIT.failed;
 }
 
 export function toErrorReport(error: unknown): ErrorReport {

@@ -1,38 +1,34 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
-import { RunFailedError, type PatchloopClient, type RunHandle } from '../client/patchloop-client';
+import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
+import { RunFailedError, type RunHandle } from '../client/patchloop-client';
+import { workerWaitOf, type WorkerWait } from '../client/worker-wait';
 import { FailureType } from '../common/failure-types';
 import { CliError } from './errors';
-
-/** Whether any worker polled the task queue in the last two minutes (Temporal remembers recent pollers). */
-export async function workerPolls(client: PatchloopClient): Promise<boolean> {
-  const { pollers } = await client.temporal.workflowService.describeTaskQueue({
-    namespace: client.temporal.options.namespace,
-    taskQueue: { name: client.taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-  });
-  const recent = Date.now() - 2 * 60 * 1000;
-  return (pollers ?? []).some((poller) => Number(poller.lastAccessTime?.seconds ?? 0) * 1000 >= recent);
-}
-
-export function noWorkerNotice(client: PatchloopClient): string {
-  return `no worker polls task queue '${client.taskQueue}': the run waits until one starts ('npx patchloop worker', or 'npx patchloop worker --fake-model' offline)`;
-}
+import { WORKER_WAIT_NOTICE_MS } from './worker-watch';
 
 /**
  * Waits until the worker has resolved the run's agent (its `react_start` event), so an unknown agent
- * fails the command with the names the worker serves instead of a run that failed unseen.
+ * fails the command with the names the worker serves instead of a run that failed unseen. Answers
+ * what the run waits for instead when no worker has taken its task for a few seconds (none runs, or
+ * the one that polled has died); nothing when the agent resolved, the run ended, or 30 s passed.
  */
-export async function agentResolved(run: RunHandle, timeoutMs = 30_000): Promise<void> {
+export async function agentResolved(run: RunHandle, timeoutMs = 30_000): Promise<WorkerWait | undefined> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const description = await run.workflow.describe();
     if (description.status.name === 'FAILED') await failureOf(run);
-    if (description.status.name !== 'RUNNING') return;
-    const status = await run.status().catch(() => undefined);
-    if (status?.events.some((event) => event.event_type === 'react_start')) return;
+    if (description.status.name !== 'RUNNING') return undefined;
+    const wait = workerWaitOf(description);
+    if (wait && wait.waitedMs >= WORKER_WAIT_NOTICE_MS) return wait;
+    // Asked only once the run has run: a query waits for a worker to answer it.
+    if (wait?.task !== 'first task') {
+      const status = await run.workflow.client.connection
+        .withDeadline(Date.now() + 2000, () => run.status())
+        .catch(() => undefined);
+      if (status?.events.some((event) => event.event_type === 'react_start')) return undefined;
+    }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+  return undefined;
 }
 
 /** Throws the failure of a run that failed, readable (the failure's own message and type). */
@@ -47,16 +43,49 @@ export async function failureOf(run: RunHandle): Promise<never> {
   throw new Error(`run ${run.workflowId} is not failed`);
 }
 
-/** For commands on an id: a run that does not exist or ended says so, instead of a bare SDK error. */
-export async function explainUnavailable(run: RunHandle, error: unknown): Promise<never> {
-  if (error instanceof WorkflowNotFoundError)
-    throw new CliError(
-      `no run or session with id '${run.workflowId}' (see 'npx patchloop list')`,
-      FailureType.NotFound,
-    );
-  const description = await run.workflow.describe().catch(() => undefined);
-  if (description?.status.name === 'FAILED') await failureOf(run);
-  if (description && description.status.name !== 'RUNNING')
-    throw new CliError(`${run.workflowId} has ended (${description.status.name.toLowerCase()})`, FailureType.RunEnded);
-  throw error;
+/**
+ * For commands on an id: an id that names no run or session says so; a run that has ended says how and
+ * when (`consequence`: what that means for the command), instead of a bare SDK error. Temporal answers
+ * "not found" for a signal to a closed run too: the run's description tells the two apart.
+ */
+export async function explainUnavailable(
+  run: RunHandle,
+  error: unknown,
+  consequence = 'it takes no more commands',
+): Promise<never> {
+  let description: WorkflowExecutionDescription;
+  try {
+    description = await run.workflow.describe();
+  } catch (describeError) {
+    if (describeError instanceof WorkflowNotFoundError)
+      throw new CliError(
+        `no run or session with id '${run.workflowId}' (see 'npx patchloop list')`,
+        FailureType.NotFound,
+      );
+    throw error;
+  }
+  if (description.status.name === 'RUNNING') throw error;
+  throw new CliError(
+    `${run.workflowId} has already ended: ${await howItEnded(run, description)}; ${consequence} (see 'npx patchloop show ${run.workflowId}')`,
+    FailureType.RunEnded,
+  );
+}
+
+/** How a closed run ended, in words, and when: `aborted (reason) at 2026-...`, `failed (Type: message) at ...`. */
+async function howItEnded(run: RunHandle, description: WorkflowExecutionDescription): Promise<string> {
+  const when = description.closeTime ? ` at ${description.closeTime.toISOString()}` : '';
+  const status = description.status.name;
+  if (status === 'COMPLETED') {
+    // A run's result says how it ended (a session's says nothing more than completed).
+    const result = (await run.workflow.result().catch(() => undefined)) as
+      { status?: string; abort_reason?: string } | undefined;
+    if (result?.status === 'aborted') return `aborted${result.abort_reason ? ` (${result.abort_reason})` : ''}${when}`;
+    if (result?.status === 'budget_exhausted') return `stopped by its budget${when}`;
+    return `completed${when}`;
+  }
+  if (status === 'FAILED') {
+    const failure = await failureOf(run).catch((failed: unknown) => failed as Error & { type?: string });
+    return `failed (${failure.type ?? failure.name}: ${failure.message})${when}`;
+  }
+  return `${status.toLowerCase().replace(/_/g, ' ')}${when}`;
 }

@@ -85,10 +85,17 @@ export const CHAT_SYNTAX = {
 } as const;
 
 export const CODEC_SERVER_SYNTAX = {
-  usage: 'patchloop codec-server [--port 8888] [--host 127.0.0.1] [--cors-origin http://localhost:8233]',
+  usage:
+    'patchloop codec-server [--port 8888] [--host 127.0.0.1] [--cors-origin http://localhost:8233] [--token-file FILE | --allow-unauthenticated]',
   summary:
-    "Temporal's remote codec endpoint for encrypted payloads (PATCHLOOP_ENCRYPTION_KEY and the previous keys): point the web UI or `temporal workflow show --codec-endpoint` at it to read plaintext. Until Ctrl-C.",
-  options: { port: { type: 'string' }, host: { type: 'string' }, 'cors-origin': { type: 'string' } },
+    "Temporal's remote codec endpoint for encrypted payloads (PATCHLOOP_ENCRYPTION_KEY and the previous keys): point the web UI or `temporal workflow show --codec-endpoint URL --codec-auth 'Bearer TOKEN'` at it to read plaintext. Every request must carry Authorization: Bearer TOKEN, the token from PATCHLOOP_CODEC_TOKEN or --token-file (at least 32 characters: openssl rand -hex 32); others get 401 and decrypt nothing (CORS preflights are answered). --allow-unauthenticated drops the token and is refused unless --host is 127.0.0.1 or localhost. Until Ctrl-C.",
+  options: {
+    port: { type: 'string' },
+    host: { type: 'string' },
+    'cors-origin': { type: 'string' },
+    'token-file': { type: 'string' },
+    'allow-unauthenticated': { type: 'boolean' },
+  },
   positionals: [],
 } as const;
 
@@ -115,7 +122,7 @@ export const CONSOLE_SYNTAX = {
 export const RUN_SYNTAX = {
   usage: 'patchloop run <agent> <text...> [--id ID] [--follow [--json]] [--max-tool-calls N]',
   summary:
-    'Starts workflow agentRun. The text is every remaining word. Without --follow it prints the workflow id once the worker has resolved the agent; with --follow it prints events and tokens live, then the answer.',
+    'Starts workflow agentRun. The text is every remaining word. Without --follow it prints the workflow id once the worker has resolved the agent, and says on stderr that the run goes on and how to follow it; when no worker has taken the run within 5 s it says so and exits 3 (the run waits in its task queue until a worker takes it). With --follow it prints events and tokens live, then the answer; while no worker takes the run it says what the run waits for, and Ctrl-C leaves the run going (exit 130) with the commands to follow or abort it.',
   options: {
     id: { type: 'string' },
     follow: { type: 'boolean' },
@@ -128,14 +135,15 @@ export const RUN_SYNTAX = {
 export const FOLLOW_SYNTAX = {
   usage: 'patchloop follow <id> [--json]',
   summary:
-    'Follows a run (going or finished): its events, live tokens, then the outcome. --json: one JSON event per line.',
+    'Follows a run (going or finished): its events, live tokens, then the outcome. --json: one JSON event per line. On stderr: what the run waits for when no worker takes its tasks (after 5 s, then every 30 s). Ctrl-C stops following only: the run goes on (exit 130), and the commands to follow or abort it are printed.',
   options: { json: { type: 'boolean' } },
   positionals: ['id'],
 } as const;
 
 export const ABORT_SYNTAX = {
   usage: 'patchloop abort <id> [--reason TEXT]',
-  summary: "Signals 'abort': the run (or a session's current turn) ends with a valid transcript.",
+  summary:
+    "Signals 'abort': the run (or a session's current turn) ends with a valid transcript. A run that has already ended is left as it is: the command says how and when it ended (completed, aborted, failed, terminated) and exits 4.",
   options: { reason: { type: 'string' } },
   positionals: ['id'],
 } as const;
@@ -173,12 +181,12 @@ export const BUNDLE_SYNTAX = {
 
 export const WORKER_SYNTAX = {
   usage:
-    'patchloop worker [--agents FILE.json] [--tools MODULE] [--fake-model] [--tools-only --task-queue QUEUE] [--workflow-bundle FILE] [--max-cached-workflows N] [--max-concurrent-workflow-tasks N] [--max-concurrent-activities N] [--heap-growing-percent N] [--metrics-address HOST:PORT] [--deployment-name NAME --build-id ID] [--verbose]',
+    'patchloop worker [--agents FILE.json] [--tools MODULE ...] [--fake-model [SCRIPT]] [--tools-only --task-queue QUEUE] [--workflow-bundle FILE] [--max-cached-workflows N] [--max-concurrent-workflow-tasks N] [--max-concurrent-activities N] [--heap-growing-percent N] [--metrics-address HOST:PORT] [--deployment-name NAME --build-id ID] [--verbose]',
   summary:
-    "A worker serving the example agents (or the agents in FILE) until Ctrl-C, with the example tools and those MODULE exports (`export const tools = [defineTool(...), ...]`). It needs a provider (OPENAI_API_KEY or OPENAI_BASE_URL), or --fake-model for the offline scripted model the demo uses. With --tools-only it runs only the tool batches routed to QUEUE (defineTool({ taskQueue }) or an agent's tool_task_queues) and needs no provider. --workflow-bundle (PATCHLOOP_WORKFLOW_BUNDLE) loads the workflow code 'patchloop bundle' wrote instead of bundling it at start. --deployment-name and --build-id (PATCHLOOP_DEPLOYMENT_NAME, PATCHLOOP_BUILD_ID) make it a versioned worker (Worker Versioning): runs stay on the build they started on; run chains and sessions move to the current build at continue-as-new.",
+    "A worker serving the example agents (or the agents in FILE) until Ctrl-C, with the example tools and those MODULE exports (`export const tools = [defineTool(...), ...]`). --tools may be given more than once; each MODULE is a .ts, .mts, .cts, .js, .mjs or .cjs file, loaded from its own folder (its imports resolve from its project). It needs a provider (OPENAI_API_KEY or OPENAI_BASE_URL), or --fake-model for the offline scripted model the demo uses, or --fake-model SCRIPT for a model that plays your own scripts (a JSON file, or a module exporting 'script' or 'scripts': see docs/testing.md). With --tools-only it runs only the tool batches routed to QUEUE (defineTool({ taskQueue }) or an agent's tool_task_queues) and needs no provider. --workflow-bundle (PATCHLOOP_WORKFLOW_BUNDLE) loads the workflow code 'patchloop bundle' wrote instead of bundling it at start. --deployment-name and --build-id (PATCHLOOP_DEPLOYMENT_NAME, PATCHLOOP_BUILD_ID) make it a versioned worker (Worker Versioning): runs stay on the build they started on; run chains and sessions move to the current build at continue-as-new.",
   options: {
     agents: { type: 'string' },
-    tools: { type: 'string' },
+    tools: { type: 'string', multiple: true },
     'tools-only': { type: 'boolean' },
     'task-queue': { type: 'string' },
     'workflow-bundle': { type: 'string' },
@@ -189,7 +197,7 @@ export const WORKER_SYNTAX = {
     'metrics-address': { type: 'string' },
     'deployment-name': { type: 'string' },
     'build-id': { type: 'string' },
-    'fake-model': { type: 'boolean' },
+    'fake-model': { type: 'string', optionalValue: true },
     verbose: { type: 'boolean' },
   },
   positionals: [],

@@ -164,7 +164,12 @@ export class PatchloopClient {
     const query = [
       `WorkflowType IN ('agentRun', 'chatSession')`,
       ...(filter.agent ? [`${keys.agent.name} = ${quoted(filter.agent)}`] : []),
-      ...(filter.status ? [`${keys.status.name} = ${quoted(filter.status)}`] : []),
+      ...(filter.status === 'failed'
+        ? // Runs that failed before failed runs kept their state in the attributes are failed all the same.
+          [`(${keys.status.name} = 'failed' OR ExecutionStatus = 'Failed')`]
+        : filter.status
+          ? [`${keys.status.name} = ${quoted(filter.status)}`]
+          : []),
       ...(filter.parent ? [`ParentWorkflowId = ${quoted(filter.parent)}`] : []),
       // A run that continued as new, was terminated or timed out keeps its last reported state: only
       // running executions are running.

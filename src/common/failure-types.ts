@@ -57,6 +57,8 @@ export const FailureType = {
   ConnectionError: 'ConnectionError',
   NoProvider: 'NoProvider',
   NoEncryptionKey: 'NoEncryptionKey',
+  // The codec server would let in whoever reaches it: no token (or a short one), or no token off loopback.
+  InsecureCodecServer: 'InsecureCodecServer',
   PortInUse: 'PortInUse',
   BadConfiguration: 'BadConfiguration',
   ToolsNotLoaded: 'ToolsNotLoaded',

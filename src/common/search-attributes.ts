@@ -13,3 +13,21 @@ export const PATCHLOOP_SEARCH_ATTRIBUTES = {
   toolCalls: defineSearchAttributeKey('PatchloopToolCalls', SearchAttributeType.INT),
   totalTokens: defineSearchAttributeKey('PatchloopTotalTokens', SearchAttributeType.INT),
 } as const;
+
+/**
+ * A failure's details may say whether the worker found these attributes on the namespace: a run whose
+ * agent could not be resolved learns from it that it may still show as failed (`search_attributes`).
+ */
+export interface SearchAttributesFact {
+  search_attributes: boolean;
+}
+
+/** Whether a failure (or the activity failure that wraps it) says the namespace has the attributes. */
+export function searchAttributesIn(error: unknown): boolean {
+  const cause = (error as { cause?: unknown } | null)?.cause ?? error;
+  const details = (cause as { details?: unknown } | null)?.details;
+  return (
+    Array.isArray(details) &&
+    details.some((detail) => (detail as Partial<SearchAttributesFact> | null)?.search_attributes === true)
+  );
+}

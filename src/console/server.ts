@@ -121,7 +121,10 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
 
 type Assets = Record<string, { type: string; body: Buffer }>;
 
-/** The page's script and style sheet, from the package's sources (the compiled CLI finds them there too). */
+/**
+ * The page's script and style sheet: beside this module when it runs from the sources, and from
+ * `src/console/assets` when it runs compiled (`dist/src/console`; the package ships that folder).
+ */
 function loadAssets(): Assets {
   const folder = [join(__dirname, 'assets'), join(__dirname, '..', '..', '..', 'src', 'console', 'assets')].find(
     (candidate) => existsSync(join(candidate, 'console.js')),

@@ -1,16 +1,26 @@
 import { z } from 'zod';
 import { Mutation, type JsonObject } from '../context';
 import { AgentDefinition } from './agent';
+import { ConfigurationError } from './configuration-error';
 import { PROTOCOL_VERSION, RunEvent, StreamEvent } from './events';
 import { AgentRunInput, AgentRunResult } from './run-input';
 import { ChatSessionInput, TurnReply } from './session';
 
 /**
  * The JSON Schema zod produces for what a caller sends (a tool's arguments, a function's output),
- * without the `$schema` marker providers reject.
+ * without the `$schema` marker providers reject. A schema converts itself where its zod can: a tool
+ * module may have its own copy of zod (its project's), which holds the descriptions its schemas were
+ * given; a zod without the method gets this copy's conversion. zod 3 schemas have no zod 4 internals.
  */
 export function providerJsonSchema(schema: z.ZodType): JsonObject {
-  const { $schema: _marker, ...jsonSchema } = z.toJSONSchema(schema, { io: 'input' }) as JsonObject;
+  if (typeof schema !== 'object' || schema === null || !('_zod' in schema))
+    throw new ConfigurationError(
+      "a schema must be a zod 4 schema (zod 3 was given: install zod 4, or with zod 3.25 import { z } from 'zod/v4')",
+    );
+  const own = (schema as { toJSONSchema?: (params: { io: 'input' }) => unknown }).toJSONSchema;
+  const converted =
+    typeof own === 'function' ? own.call(schema, { io: 'input' }) : z.toJSONSchema(schema, { io: 'input' });
+  const { $schema: _marker, ...jsonSchema } = converted as JsonObject;
   return jsonSchema;
 }
 

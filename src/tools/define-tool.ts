@@ -148,6 +148,15 @@ function checkFast(definition: ToolDefinition<z.ZodType>, retry: ResolvedRetryPo
     );
 }
 
+/** The JSON Schema of a tool's parameters, or the refusal naming the tool. */
+function parametersSchema(definition: ToolDefinition<z.ZodType>): ToolDescriptor['parameters'] {
+  try {
+    return providerJsonSchema(definition.parameters);
+  } catch (error) {
+    throw new ConfigurationError(`tool '${definition.name}': parameters: ${(error as Error).message}`);
+  }
+}
+
 export function defineTool<Parameters extends z.ZodType>(definition: ToolDefinition<Parameters>): Tool {
   const retry = definition.retry ? resolveRetry(definition.name, definition.retry) : undefined;
   checkFast(definition, retry);
@@ -158,7 +167,7 @@ export function defineTool<Parameters extends z.ZodType>(definition: ToolDefinit
     descriptor: {
       name: definition.name,
       description: definition.description,
-      parameters: providerJsonSchema(definition.parameters),
+      parameters: parametersSchema(definition),
       best_practices: definition.bestPractices ?? [],
       ...(definition.promptInjection !== undefined ? { prompt_injection: definition.promptInjection } : {}),
       ...(timeoutSeconds !== undefined ? { timeout_seconds: timeoutSeconds } : {}),

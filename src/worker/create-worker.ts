@@ -1,4 +1,4 @@
-import { type BundleOptions, type NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type BundleOptions, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { getHeapStatistics } from 'node:v8';
 import { createActivities, McpServers, type ProviderSettings } from '../activities';
 import { bundleInChildProcess } from './bundle';
@@ -15,7 +15,12 @@ import { missingProviderKeys, ProviderApi, ProviderProfileName, type AgentDefini
 import type { Tool } from '../tools/define-tool';
 import type { LlmFunction } from '../functions/define-llm-function';
 import { exampleFunctions } from '../functions/examples';
-import type { PatchloopConfig, WorkerDeployment, WorkerTuning } from '../config/environment';
+import {
+  connectionOptions,
+  type PatchloopConfig,
+  type WorkerDeployment,
+  type WorkerTuning,
+} from '../config/environment';
 import { setHeapGrowingPercent } from './heap-growth';
 import type { RunEndedSummary } from '../common';
 import { ChunkHub } from '../streaming/chunk-hub';
@@ -43,7 +48,8 @@ function deploymentOptions(deployment: WorkerDeployment | undefined): Pick<Worke
 export interface PatchloopWorkerOptions {
   /** Worker Versioning: this worker's deployment and build (default: `config.deployment`, from the environment). */
   deployment?: WorkerDeployment;
-  connection: NativeConnection;
+  /** Without one the worker connects as `config` says (address, namespace, TLS or API key) and closes it when it stops. */
+  connection?: NativeConnection;
   config: PatchloopConfig;
   /** Defaults to the example agent `assistant` and its tools. */
   agents?: AgentDefinitionInput[];
@@ -213,11 +219,18 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
   // Before anything listens: a bundle that fails leaves nothing open behind it.
   const workflows = options.toolsOnly ? {} : await workflowCode(options);
   const namespace = options.workerOptions?.namespace ?? config.namespace;
-  const check = () => ensureSearchAttributes(options.connection, namespace, Runtime.instance().logger);
+  const connection = options.connection ?? (await NativeConnection.connect(connectionOptions(config)));
+  const closeConnection = async () => {
+    if (!options.connection) await connection.close();
+  };
+  const check = () => ensureSearchAttributes(connection, namespace, Runtime.instance().logger);
   const searchAttributes =
     options.searchAttributes !== undefined || options.toolsOnly
       ? { available: options.searchAttributes ?? false, registered: [] }
-      : await check();
+      : await check().catch(async (error: unknown) => {
+          await closeConnection();
+          throw error;
+        });
   // Checked again when a run resolves its agent (at most once a minute): a dev server restarted in
   // memory, or an attribute removed, must not leave runs upserting attributes that no longer exist.
   let lastCheck = { at: Date.now(), available: searchAttributes.available };
@@ -233,6 +246,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
   if (transport instanceof RedisChunkTransport) {
     await transport.connected().catch(async (error: unknown) => {
       await transport.close();
+      await closeConnection();
       throw error;
     });
   }
@@ -247,6 +261,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     ...(config.streamUrl ? { advertiseUrl: config.streamUrl } : {}),
   }).catch(async (error: unknown) => {
     await closeTransport();
+    await closeConnection();
     throw error;
   });
   // Stdio MCP servers are the worker's child processes: they stop with it.
@@ -267,7 +282,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
   const growing = config.workerTuning?.heapGrowingPercent;
   if (growing !== undefined) setHeapGrowingPercent(growing);
   const worker = await Worker.create({
-    connection: options.connection,
+    connection,
     namespace: config.namespace,
     // Payloads over the threshold go by reference; the worker's own client (activities' queries) too.
     dataConverter: patchloopDataConverter(config.payloadStorage, config.encryption),
@@ -300,6 +315,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     await stream.close();
     await closeTransport();
     await mcp.close();
+    await closeConnection();
     throw error;
   });
   return {
@@ -314,6 +330,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
         await stream.close();
         await closeTransport();
         await mcp.close();
+        await closeConnection();
       }
     },
     shutdown: () => worker.shutdown(),

@@ -1,4 +1,4 @@
-import { condition, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { argumentsForEvents } from '../context';
 import {
   APPROVAL_TIMED_OUT,
@@ -9,6 +9,7 @@ import {
 } from '../runtime';
 import type { WorkflowCallResult } from './batch';
 import type { LoopContext } from './loop-context';
+import { waitForDecision } from './decision-wait';
 import { emit, type Run } from './run-state';
 import { keepVisible } from './visibility';
 
@@ -24,8 +25,9 @@ export type ApprovalWaitHook = () => Promise<void>;
 /**
  * Human approval of gated tool calls (the agent's `needs_approval`, or the tool's own `needsApproval`).
  * Their arguments are reviewed by an activity (repaired, validated, the predicate run), then nothing of
- * the batch runs until every gated call is decided: the wait is a `condition`, no activity or timer
- * (a timer only with `approval_timeout_seconds`). `resumed`: the records came with continue-as-new.
+ * the batch runs until every gated call is decided: the wait is a timer that says so in the Temporal UI
+ * (`waitForDecision`), no activity; it times out only with `approval_timeout_seconds`. `resumed`: the
+ * records came with continue-as-new.
  */
 export async function approvalGate(
   loop: LoopContext,
@@ -62,18 +64,20 @@ export async function approvalGate(
   }
   keepVisible(run);
   while (!run.abort.requested && undecided(run).length > 0) {
-    setCurrentDetails(
-      `waiting for approval: ${undecided(run)
-        .map((record) => `${record.tool_name} (${record.tool_call_id})`)
-        .join(', ')}`,
-    );
+    const waiting = `waiting for approval: ${undecided(run)
+      .map((record) => `${record.tool_name} (${record.tool_call_id})`)
+      .join(', ')}`;
+    setCurrentDetails(waiting);
     await onWait?.();
     const seen = run.approvalDecisions;
     const woke = () => run.abort.requested || run.approvalDecisions !== seen;
     const remaining = remainingMs(run, loop.agent.limits.approval_timeout_seconds);
-    // `condition` without a timeout resolves to nothing: only a timed wait can time out.
+    const label = `${waiting}; decide with npx patchloop approve or reject (npx patchloop approvals ${workflowInfo().workflowId})`;
+    // Only a wait with a deadline can time out.
     const timedOut =
-      remaining === null ? (await condition(woke), false) : remaining <= 0 || !(await condition(woke, remaining));
+      remaining === null
+        ? !(await waitForDecision(label, woke))
+        : remaining <= 0 || !(await waitForDecision(label, woke, remaining));
     if (timedOut) {
       for (const record of undecided(run)) decide(run, record, false, APPROVAL_TIMED_OUT, 'timeout', eventIteration);
     }

@@ -1,4 +1,4 @@
-import { condition } from '@temporalio/workflow';
+import { workflowInfo } from '@temporalio/workflow';
 import {
   budgetReport,
   effectiveLimits,
@@ -9,6 +9,7 @@ import {
   type StepEstimate,
   type LlmPhaseResult,
 } from '../runtime';
+import { waitForDecision } from './decision-wait';
 import { emit, type Run } from './run-state';
 import { keepVisible } from './visibility';
 
@@ -36,7 +37,10 @@ export async function affordable(run: Run, step: StepEstimate): Promise<BudgetSt
     run.awaitingBudget = exceeded;
     emit(run, { event_type: 'budget_exhausted', exceeded, waiting: true, ...budgetFigures(run) });
     keepVisible(run);
-    await condition(() => run.abort.requested || run.budgetExtensions > extensions);
+    await waitForDecision(
+      `waiting for a budget extension (${exceeded.join(', ')} reached); npx patchloop budget extend ${workflowInfo().workflowId}`,
+      () => run.abort.requested || run.budgetExtensions > extensions,
+    );
     run.awaitingBudget = null;
     keepVisible(run);
     if (run.abort.requested) return { outcome: 'budget_exhausted', exceeded };

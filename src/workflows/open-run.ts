@@ -1,7 +1,7 @@
 import { isCancellation, log, patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { asMessages, validateToolLinkage, type Message } from '../context';
-import { failure, FailureType } from '../common';
+import { failure, FailureType, searchAttributesIn } from '../common';
 import {
   AgentSpec,
   budgetProblem,
@@ -17,7 +17,7 @@ import {
   type ContextOverride,
 } from '../runtime';
 import { applyAgentLimits, commit, emit, type Run } from './run-state';
-import { keepVisible } from './visibility';
+import { keepVisible, visibleWhenFailing } from './visibility';
 
 /** How a new run's context begins: its seed messages, and the task its first event names. */
 export interface RunSeed {
@@ -41,13 +41,22 @@ export async function openRun(
   },
   seed: (agent: AgentSpec) => RunSeed,
 ): Promise<AgentSpec> {
-  const agent = input.state ? input.state.agent : await resolveAgent(input.agent);
+  const agent = input.state
+    ? input.state.agent
+    : await resolveAgent(input.agent).catch((error: unknown) => {
+        // The worker says in the failure whether the run may still show as failed (an unknown agent).
+        visibleWhenFailing(run, searchAttributesIn(error));
+        throw error;
+      });
   run.selfref = agent.selfref;
   run.contextSettings = effectiveContext(agent.context, input.context);
   run.budget = effectiveBudget(agent.budget, input.budget);
   // The agent's own settings were checked when its worker started; a run's override is checked here.
   const problem = (input.context ? contextProblem(run.contextSettings) : null) ?? budgetProblem(run.budget);
-  if (problem) throw failure(FailureType.InvalidRunInput, `invalid input: ${problem}`);
+  if (problem) {
+    visibleWhenFailing(run, agent.search_attributes === true);
+    throw failure(FailureType.InvalidRunInput, `invalid input: ${problem}`);
+  }
   // Wall time counts from the chain's start (workflow time: the same on replay).
   run.ledger.started_at_ms ??= Date.now();
   applyAgentLimits(run, agent.limits);

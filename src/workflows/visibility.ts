@@ -1,4 +1,4 @@
-import { upsertSearchAttributes } from '@temporalio/workflow';
+import { patched, upsertSearchAttributes } from '@temporalio/workflow';
 import { PATCHLOOP_SEARCH_ATTRIBUTES as keys } from '../common';
 import { reportedState, type Run } from './run-state';
 
@@ -25,4 +25,16 @@ export function keepVisible(run: Run, force = false): void {
   ]);
   visibility.state = state;
   visibility.iteration = run.iteration;
+}
+
+/**
+ * A run that fails before it has opened (its agent unknown, its MCP servers unable to list their tools,
+ * its limits refused) still shows as failed, for the agent it named, when its worker found patchloop's
+ * search attributes on the namespace: `list --status failed` and the UI's filters then find it. The
+ * run's own `keepVisible` on failing writes them. Runs recorded before this failed without them.
+ */
+export function visibleWhenFailing(run: Run, searchAttributes: boolean): void {
+  if (run.visibility.enabled || !searchAttributes) return;
+  if (!patched('failed-before-open-is-visible')) return;
+  run.visibility.enabled = true;
 }

@@ -147,13 +147,14 @@ describe('CLI against a real dev server', () => {
     expect(chat.stderr).toBe("error: unknown agent 'ghostagent'; this worker serves: assistant\n");
   });
 
-  it('says when no worker polls the task queue, and names the address it cannot reach', async () => {
+  it('says when no worker takes the run, and names the address it cannot reach', async () => {
     world = await startWorld();
     const lonely = await cli(['run', 'assistant', 'hi', '--id', 'cli-lonely'], '', {
       PATCHLOOP_TASK_QUEUE: 'nobody-polls-here',
     });
-    expect(lonely.code, lonely.stderr).toBe(0);
-    expect(lonely.stderr).toContain("note: no worker polls task queue 'nobody-polls-here'");
+    // Started, but waiting for a worker: exit status 3 (test/e2e/cli-manners.test.ts has the details).
+    expect(lonely.code, lonely.stderr).toBe(3);
+    expect(lonely.stderr).toContain("it is waiting for a worker on task queue 'nobody-polls-here'");
     await world.client.temporal.workflow.getHandle('cli-lonely').terminate('test over');
     const unreachable = await cli(['list'], '', { TEMPORAL_ADDRESS: '127.0.0.1:1' });
     expect(unreachable.code).toBe(1);

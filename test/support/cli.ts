@@ -25,17 +25,17 @@ export function runCli(
 }
 
 /**
- * `patchloop worker ...` as a process, ready once it reports polling; `stop()` sends SIGINT and waits.
- * It loads the run's shared workflow bundle unless `ownBundle` (a worker that must bundle for itself).
+ * A long-running CLI command (`patchloop <args>`) as a process, ready once its output includes `ready`;
+ * `stop()` sends SIGINT and waits for it to exit.
  */
-export async function startCliWorker(
+export async function startCliProcess(
   args: string[],
   env: Record<string, string>,
-  options: { ownBundle?: boolean } = {},
+  ready: { text: string; what: string; timeoutMs: number },
+  where: { entry?: string; cwd?: string } = {},
 ): Promise<{ output(): string; stop(): Promise<void> }> {
-  const bundle = options.ownBundle ? [] : sharedBundleArgs();
-  const child = spawn(process.execPath, [cliEntry(), 'worker', ...args, ...bundle], {
-    cwd: repositoryRoot,
+  const child = spawn(process.execPath, [where.entry ?? cliEntry(), ...args], {
+    cwd: where.cwd ?? repositoryRoot,
     env: { ...process.env, ...env },
   });
   let output = '';
@@ -49,15 +49,34 @@ export async function startCliWorker(
   try {
     await eventually(
       () => {
-        if (child.exitCode !== null) throw new Error(`the worker exited:\n${output}`);
-        return output.includes('worker polling') ? true : undefined;
+        if (child.exitCode !== null) throw new Error(`patchloop ${args[0]} exited:\n${output}`);
+        return output.includes(ready.text) ? true : undefined;
       },
-      90_000,
-      'the worker to poll',
+      ready.timeoutMs,
+      ready.what,
     );
   } catch (error) {
     await stop();
     throw new Error(`${(error as Error).message}\n${output}`);
   }
   return { output: () => output, stop };
+}
+
+/**
+ * `patchloop worker ...` as a process, ready once it reports polling; `stop()` sends SIGINT and waits.
+ * It loads the run's shared workflow bundle unless `ownBundle` (a worker that must bundle for itself).
+ * `entry` and `cwd`: another CLI (an installed package's bin) started in another folder (its project).
+ */
+export function startCliWorker(
+  args: string[],
+  env: Record<string, string>,
+  options: { ownBundle?: boolean; entry?: string; cwd?: string } = {},
+): Promise<{ output(): string; stop(): Promise<void> }> {
+  const bundle = options.ownBundle ? [] : sharedBundleArgs();
+  return startCliProcess(
+    ['worker', ...args, ...bundle],
+    env,
+    { text: 'worker polling', what: 'the worker to poll', timeoutMs: 90_000 },
+    { ...(options.entry ? { entry: options.entry } : {}), ...(options.cwd ? { cwd: options.cwd } : {}) },
+  );
 }

@@ -73,7 +73,7 @@ const commands = new Map<string, CommandSyntax<OptionSpec>>(
     .filter(
       (value): value is CommandSyntax<OptionSpec> => typeof value === 'object' && value !== null && 'usage' in value,
     )
-    .map((value) => [value.usage.split(' ')[1]!, value] as const),
+    .map((value) => [value.usage.split(' ')[1]!, value]),
 );
 
 describe('the documentation', () => {

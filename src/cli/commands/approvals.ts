@@ -33,8 +33,11 @@ export async function rejectCommand(client: PatchloopClient, args: string[]): Pr
 /** Asks a question on the terminal and resolves with the answer. */
 export type Ask = (question: string) => Promise<string>;
 
-/** A question-asker on this terminal, or undefined when stdin or stdout is not one (pipes, CI). */
-export function terminalAsker(): { ask: Ask; close(): void } | undefined {
+/**
+ * A question-asker on this terminal, or undefined when stdin or stdout is not one (pipes, CI). Ctrl-C
+ * at a question leaves the call undecided, then ends as `onInterrupt` says.
+ */
+export function terminalAsker(onInterrupt: () => never): { ask: Ask; close(): void } | undefined {
   if (!process.stdin.isTTY || !process.stdout.isTTY) return undefined;
   let rl: Interface | undefined;
   const close = () => {
@@ -51,7 +54,7 @@ export function terminalAsker(): { ask: Ask; close(): void } | undefined {
           process.stdout.write(
             '\n(not decided: the call still waits; decide later with patchloop approve or reject)\n',
           );
-          process.exit(130);
+          onInterrupt();
         });
         rl.question(question, (answer) => {
           close();

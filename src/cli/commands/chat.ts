@@ -4,7 +4,8 @@ import { createInterface } from 'node:readline';
 import { parseCommand } from '../arguments';
 import { describeEvent, TokenFollower } from '../../client/follow';
 import { askApproval, type Ask } from './approvals';
-import { agentResolved, noWorkerNotice, workerPolls } from '../preflight';
+import { agentResolved } from '../preflight';
+import { note, waitingLine, watchForWorker } from '../worker-watch';
 import type { Message } from '../../context';
 import type { TurnReply } from '../../runtime';
 import type { PatchloopClient, SessionHandle } from '../../client/patchloop-client';
@@ -56,7 +57,9 @@ export async function chatCommand(
     const ask = terminal
       ? (question: string) => new Promise<string>((resolve) => input.question(question, resolve))
       : undefined;
-    const { reply, streamed } = await sendFollowing(session, text, print, ask);
+    // A turn that no worker takes says so while it waits.
+    const stopWatching = watchForWorker(session, client.taskQueue);
+    const { reply, streamed } = await sendFollowing(session, text, print, ask).finally(stopWatching);
     turnRunning = false;
     // A reply whose tokens were shown live is not printed again.
     if (streamed) write('\n');
@@ -75,8 +78,6 @@ function replyLine(reply: TurnReply): string {
 }
 
 async function openSession(client: PatchloopClient, agent: string, sessionId: string): Promise<SessionHandle> {
-  const polled = await workerPolls(client);
-  if (!polled) process.stderr.write(`note: ${noWorkerNotice(client)}\n`);
   let session: SessionHandle;
   try {
     session = await client.startSession({ agent }, { sessionId });
@@ -85,7 +86,8 @@ async function openSession(client: PatchloopClient, agent: string, sessionId: st
     session = client.session(sessionId);
   }
   // An unknown agent ends the chat here, naming the agents the worker serves.
-  if (polled) await agentResolved(session);
+  const waiting = await agentResolved(session);
+  if (waiting) note(`${waitingLine(waiting, client.taskQueue)}: messages wait until one does`);
   return session;
 }
 
@@ -113,7 +115,8 @@ async function sendFollowing(
   print: (line: string) => void,
   ask?: Ask,
 ): Promise<{ reply: TurnReply; streamed: boolean }> {
-  let seen = (await session.status()).events.at(-1)?.seq ?? 0;
+  // Unanswered while no worker has taken the session's first task: its log starts at 0 then.
+  let seen = (await session.status().catch(() => undefined))?.events.at(-1)?.seq ?? 0;
   let done = false;
   let streamed = false;
   let midLine = false;

@@ -6,8 +6,10 @@ import { askApproval, terminalAsker } from './approvals';
 import { parseCommand } from '../arguments';
 import { followRun, jsonOutput, textOutput } from '../../client/follow';
 import { retryingPhases, type PatchloopClient, type RunHandle } from '../../client/patchloop-client';
-import { UsageError } from '../errors';
-import { agentResolved, explainUnavailable, failureOf, noWorkerNotice, workerPolls } from '../preflight';
+import { EXIT, UsageError, WithStatus } from '../errors';
+import { detach, detachOnInterrupt } from '../interrupt';
+import { agentResolved, explainUnavailable, failureOf } from '../preflight';
+import { note, waitingLine, watchForWorker } from '../worker-watch';
 import { RUN_SYNTAX, FOLLOW_SYNTAX, ABORT_SYNTAX, SEND_SYNTAX, SHOW_SYNTAX } from '../syntax';
 
 type Print = (line: string) => void;
@@ -21,37 +23,54 @@ export async function runCommand(client: PatchloopClient, args: string[], print:
   const maxToolCalls = values['max-tool-calls'] === undefined ? undefined : Number(values['max-tool-calls']);
   if (maxToolCalls !== undefined && !(Number.isInteger(maxToolCalls) && maxToolCalls >= 0))
     throw new UsageError(`--max-tool-calls must be a whole number >= 0\nusage: ${RUN_SYNTAX.usage}`);
-  const polled = await workerPolls(client);
-  if (!polled) process.stderr.write(`note: ${noWorkerNotice(client)}\n`);
   const run = await client.start(
     { agent, input: text, ...(maxToolCalls !== undefined ? { max_tool_calls: maxToolCalls } : {}) },
     { workflowId: values.id ?? `run-${randomUUID()}` },
   );
+  const id = run.workflowId;
+  // From here on the run exists: Ctrl-C leaves it running, and says so.
+  const stopDetaching = detachOnInterrupt(run);
   // An unknown agent fails the command (with the names the worker serves), not just the run.
-  if (polled) await agentResolved(run);
-  if (!values.follow) return { workflow_id: run.workflowId, task_queue: client.taskQueue };
-  return follow(run, Boolean(values.json), print);
+  const waiting = await agentResolved(run);
+  stopDetaching();
+  if (values.follow) return follow(run, client, Boolean(values.json), print);
+  const output = { workflow_id: id, task_queue: client.taskQueue };
+  if (waiting) {
+    note(`started ${id}, but ${waitingLine(waiting, client.taskQueue).replace(/^waiting/, 'it is waiting')}`);
+    note(`it runs once a worker takes it; follow it with: npx patchloop follow ${id}`);
+    return new WithStatus({ ...output, waiting_for_worker: true }, EXIT.waitingForWorker);
+  }
+  note(`started ${id}: it goes on without this command; follow it with: npx patchloop follow ${id}`);
+  return output;
 }
 
 /** Follows a run that is already going (or finished): its events, then live tokens, then a summary. */
 export async function followCommand(client: PatchloopClient, args: string[], print: Print): Promise<unknown> {
   const { values, positionals } = parseCommand(args, FOLLOW_SYNTAX);
-  return follow(client.run(positionals['id']!), Boolean(values.json), print);
+  return follow(client.run(positionals['id']!), client, Boolean(values.json), print);
 }
 
-async function follow(run: RunHandle, json: boolean, print: Print): Promise<undefined> {
-  if (json) {
-    await followRun(run, jsonOutput(write));
-    return undefined;
-  }
-  print(`run ${run.workflowId}`);
+/**
+ * Prints the run's events and tokens until it ends; meanwhile says when it waits for a worker, and
+ * Ctrl-C leaves it running with the commands to follow or abort it.
+ */
+async function follow(run: RunHandle, client: PatchloopClient, json: boolean, print: Print): Promise<undefined> {
+  const stopDetaching = detachOnInterrupt(run);
+  const stopWatching = watchForWorker(run, client.taskQueue);
   // At a terminal, calls that wait for approval are put to the person following the run.
-  const terminal = terminalAsker();
+  const terminal = json ? undefined : terminalAsker(() => detach(run.workflowId));
   try {
+    if (json) {
+      await followRun(run, jsonOutput(write));
+      return undefined;
+    }
+    print(`run ${run.workflowId}`);
     const onEvent = terminal ? (event: RunEvent) => askApproval(run, event, terminal.ask, print) : undefined;
     printOutcome(await followRun(run, textOutput(write), onEvent ? { onEvent } : {}), print);
   } finally {
     terminal?.close();
+    stopWatching();
+    stopDetaching();
   }
   return undefined;
 }
@@ -76,7 +95,7 @@ export async function abortCommand(client: PatchloopClient, args: string[]): Pro
   await client
     .run(id)
     .abort(values.reason ?? '')
-    .catch((error: unknown) => explainUnavailable(client.run(id), error));
+    .catch((error: unknown) => explainUnavailable(client.run(id), error, 'there is nothing to abort'));
   return { workflow_id: id, signal: 'abort', reason: values.reason ?? '' };
 }
 
@@ -92,7 +111,7 @@ export async function sendCommand(client: PatchloopClient, args: string[]): Prom
     }
     await run.sendUserMessage(text);
   } catch (error) {
-    return explainUnavailable(run, error);
+    return explainUnavailable(run, error, 'it takes no more messages');
   }
   return { workflow_id: id, signal: 'user_message' };
 }

@@ -1,6 +1,5 @@
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { readFile } from 'node:fs/promises';
 import { AgentDefinition, isConfigurationError } from '../../runtime';
 import { FailureType } from '../../common/failure-types';
 import {
@@ -15,9 +14,12 @@ import { createPatchloopWorker, workerCapacity, workerRedactor } from '../../wor
 import { readBundleFile } from '../../worker/bundle-file';
 import { WORKER_HEAP_GROWING_PERCENT } from '../../worker/heap-growth';
 import { RedactingLogger } from '../../worker/redaction';
+import { FORWARDED_CORE_LOGS, WorkerLog } from '../../worker/worker-log';
 import { tracingConfigured, tracingFromEnvironment } from '../../worker/tracing';
 import { demoModel } from '../../fake-model/demo-model';
 import { FakeModelServer } from '../../fake-model/server';
+import { ScriptedModel } from '../../fake-model/scripted-model';
+import { modelScriptsFrom, type ModelScript } from '../../fake-model/script';
 import { exampleTools } from '../../tools/examples';
 import type { Tool } from '../../tools/define-tool';
 import { prometheusTelemetry, startHeapGauges } from '../../worker/metrics';
@@ -25,6 +27,7 @@ import { CliError, temporalUnreachable } from '../errors';
 import { parseCommand } from '../arguments';
 import { agentsFromFile } from '../agents-file';
 import { onParentExit } from '../parent-exit';
+import { exportNamed, importUserModule } from '../user-module';
 import { WORKER_SYNTAX } from '../syntax';
 
 /**
@@ -64,9 +67,11 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   // Offline by choice, never by surprise: no provider and no --fake-model is an error, not api.openai.com.
   // Agents that all name their own server need none from the environment.
   const everyAgentHasServer = agents.every((agent) => AgentDefinition.parse(agent).provider?.base_url !== undefined);
+  // --fake-model alone: the demo's model; --fake-model FILE: the model scripts in FILE.
+  const fakeModel = values['fake-model'];
   if (
     !toolsOnly &&
-    !values['fake-model'] &&
+    fakeModel === undefined &&
     !environment.openaiApiKey &&
     !environment.openaiBaseUrl &&
     !everyAgentHasServer
@@ -76,22 +81,29 @@ export async function workerCommand(args: string[], print: (line: string) => voi
       FailureType.NoProvider,
     );
   // Worker log lines (activity failures among them) pass through the same redaction as failures, the keys
-  // the agents' providers read among them. Quiet
-  // by default: INFO (webpack's bundle statistics among it) with --verbose.
+  // the agents' providers read among them. Quiet by default: one line per problem (Core's lines
+  // included); INFO (webpack's bundle statistics among it) and whole failures with --verbose.
   const metricsAddress = values['metrics-address'] ?? process.env['PATCHLOOP_METRICS_ADDRESS'];
-  Runtime.install({
-    logger: new RedactingLogger(
+  const workerLog = new WorkerLog(
+    new RedactingLogger(
       new DefaultLogger(values.verbose ? 'INFO' : 'WARN'),
       workerRedactor(
         environment,
         agents.map((agent) => AgentDefinition.parse(agent)),
       ),
     ),
-    ...(metricsAddress ? { telemetryOptions: metricsOrUsageError(metricsAddress) } : {}),
+    { address: environment.temporalAddress, verbose: values.verbose === true },
+  );
+  Runtime.install({
+    logger: workerLog,
+    telemetryOptions: {
+      logging: FORWARDED_CORE_LOGS,
+      ...(metricsAddress ? metricsOrUsageError(metricsAddress) : {}),
+    },
   });
   const stopHeapGauges = metricsAddress ? startHeapGauges(Runtime.instance().metricMeter) : undefined;
   const stopWatchingParent = process.env['npm_lifecycle_event'] ? stopWithWrapper(print) : undefined;
-  const tools = [...exampleTools, ...(values.tools ? await loadTools(values.tools) : [])];
+  const tools = [...exampleTools, ...(await loadTools(values.tools ?? []))];
   const bundleFile = toolsOnly ? undefined : (values['workflow-bundle'] ?? process.env['PATCHLOOP_WORKFLOW_BUNDLE']);
   const loaded = bundleFile ? await readBundleFile(bundleFile).catch(configurationError) : undefined;
   // A bundle without the tracing plugin's workflow interceptors would silently lose the workflow spans.
@@ -103,9 +115,10 @@ export async function workerCommand(args: string[], print: (line: string) => voi
       ? `workflows from ${bundleFile}; `
       : `workflows bundled at start (${bundleFile} was built without tracing, which this worker has); `;
   const connection = await connectWorker(environment);
-  const fake = values['fake-model'] ? await FakeModelServer.start({ responder: demoModel }) : undefined;
+  workerLog.watchConnection(connection);
+  const fake = fakeModel === undefined ? undefined : await startFakeModel(fakeModel, print);
   const config = fake
-    ? { ...environment, openaiBaseUrl: fake.url, openaiApiKey: 'offline', model: 'patchloop-demo-model' }
+    ? { ...environment, openaiBaseUrl: fake.url, openaiApiKey: 'offline', model: fake.model }
     : environment;
   const tracing = tracingFromEnvironment();
   try {
@@ -135,7 +148,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
         (toolsOnly
           ? 'tools only (no workflows, no model calls)'
           : fake
-            ? 'model: the offline scripted demo model (--fake-model)'
+            ? `model: ${fake.description}`
             : `provider: ${config.openaiBaseUrl ?? 'api.openai.com'}, model ${config.model}`),
     );
     await worker.run();
@@ -201,28 +214,81 @@ function tuningOrUsageError(env: NodeJS.ProcessEnv) {
   }
 }
 
+/** The tools of each `--tools` module, in order. */
+async function loadTools(files: string[]): Promise<Tool[]> {
+  const tools: Tool[] = [];
+  for (const file of files) tools.push(...(await toolsOf(file)));
+  return tools;
+}
+
 /** The tools a module exports as `tools` (or as its default export): an array of `defineTool` results. */
-async function loadTools(file: string): Promise<Tool[]> {
-  let loaded: { tools?: unknown; default?: unknown };
+async function toolsOf(file: string): Promise<Tool[]> {
+  let loaded: Record<string, unknown>;
   try {
-    const path = resolve(file);
-    // A TypeScript module loads through tsx (a dependency), whether this CLI runs from sources or compiled.
-    if (/\.[cm]?ts$/.test(path)) {
-      (await import('tsx/esm/api')).register();
-      (await import('tsx/cjs/api')).register();
-    }
-    loaded = (await import(pathToFileURL(path).href)) as typeof loaded;
+    loaded = await importUserModule(file);
   } catch (error) {
     throw new CliError(`cannot load tools from ${file}: ${(error as Error).message}`, FailureType.ToolsNotLoaded);
   }
-  // A CommonJS module's exports arrive as its default export.
-  const exported = (loaded.default ?? {}) as { tools?: unknown };
-  const tools = loaded.tools ?? exported.tools ?? loaded.default;
-  const isTool = (value: unknown) =>
-    typeof value === 'object' && value !== null && 'descriptor' in value && 'execute' in value;
-  if (!Array.isArray(tools) || !tools.every(isTool))
-    throw new CliError(`${file} must export 'tools': an array of defineTool(...) results`, FailureType.ToolsNotLoaded);
+  const tools = exportNamed(loaded, 'tools') ?? loaded['default'];
+  // By shape, not class: the module may have its own copy of patchloop (its project's).
+  const notTool = Array.isArray(tools) ? tools.findIndex((value) => !isTool(value)) : -1;
+  if (!Array.isArray(tools) || notTool >= 0)
+    throw new CliError(
+      `${file} must export 'tools': an array of defineTool(...) results${notTool >= 0 ? ` (tools[${notTool}] is not one)` : ''}`,
+      FailureType.ToolsNotLoaded,
+    );
   return tools as Tool[];
+}
+
+function isTool(value: unknown): boolean {
+  const tool = value as Partial<Tool> | null;
+  return (
+    typeof tool === 'object' &&
+    tool !== null &&
+    typeof tool.execute === 'function' &&
+    typeof tool.descriptor?.name === 'string' &&
+    typeof tool.parameters?.safeParse === 'function'
+  );
+}
+
+/**
+ * The offline model of `--fake-model`: the demo's (bare flag), or the scripts a file holds (JSON: an
+ * array of steps, a script object or a list of them; a module: its `scripts`, `script` or default export).
+ */
+async function startFakeModel(
+  file: string,
+  print: (line: string) => void,
+): Promise<{ url: string; model: string; description: string; close(): Promise<void> }> {
+  if (file === '') {
+    const demo = await FakeModelServer.start({ responder: demoModel });
+    return {
+      url: demo.url,
+      model: 'patchloop-demo-model',
+      description: 'the offline scripted demo model (--fake-model)',
+      close: () => demo.close(),
+    };
+  }
+  let scripts: ModelScript[];
+  try {
+    const value = file.endsWith('.json')
+      ? JSON.parse(await readFile(file, 'utf8'))
+      : await importUserModule(file).then(
+          (loaded) => exportNamed(loaded, 'scripts') ?? exportNamed(loaded, 'script') ?? loaded['default'],
+        );
+    scripts = modelScriptsFrom(value, file);
+  } catch (error) {
+    throw new CliError(
+      `cannot load the model script ${file}: ${(error as Error).message}`,
+      FailureType.BadConfiguration,
+    );
+  }
+  const scripted = await ScriptedModel.start(scripts, { onProblem: print });
+  return {
+    url: scripted.url,
+    model: 'patchloop-scripted-model',
+    description: `the model scripts in ${file} (${scripts.map((script) => `'${script.name}'`).join(', ')})`,
+    close: () => scripted.close(),
+  };
 }
 
 async function connectWorker(config: PatchloopConfig): Promise<NativeConnection> {

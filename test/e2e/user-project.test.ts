@@ -1,0 +1,289 @@
+import { execFile, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RunFailedError } from '../../src/client/patchloop-client';
+import { startCliWorker } from '../support/cli';
+import { repositoryRoot } from '../support/reference';
+import { clientOn, temporalAddress } from '../support/temporal';
+
+const exec = promisify(execFile);
+
+/**
+ * A user's project, made the way docs/your-project.md says: examples/weather-agent copied out of the
+ * clone, depending on the tarball `npm pack` makes of this checkout (its compiled code: the e2e set-up
+ * built it from the current sources), installed with npm from its cache. Then, at once: its agent end
+ * to end (a worker started from the installed package's bin with the project's tools.ts and model
+ * script, a run from its client.ts), its own offline test, its typecheck, `worker --tools` with every
+ * kind of module from the installed package and from a checkout, and the errors of modules that
+ * cannot load.
+ */
+let project: string;
+let installedCli: string;
+const checkoutCli = join(repositoryRoot, 'bin', 'patchloop.js');
+const folder = mkdtempSync(join(tmpdir(), 'patchloop-user-project-'));
+const timings: string[] = [];
+
+async function timed<T>(what: string, work: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  try {
+    return await work();
+  } finally {
+    timings.push(`${what} ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  }
+}
+
+/** A command in the project, to its end; its output for the assertions' messages. */
+function run(command: string, args: string[], env: Record<string, string> = {}) {
+  return new Promise<{ code: number | null; output: string }>((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: project,
+      env: { ...process.env, OPENAI_API_KEY: '', OPENAI_BASE_URL: '', ...env },
+    });
+    let output = '';
+    child.stdout.on('data', (data: Buffer) => (output += data.toString()));
+    child.stderr.on('data', (data: Buffer) => (output += data.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+/** What a worker of this file needs besides its arguments: the test server, a task queue, no provider. */
+function workerEnv(taskQueue: string): Record<string, string> {
+  return {
+    TEMPORAL_ADDRESS: temporalAddress(),
+    PATCHLOOP_TASK_QUEUE: taskQueue,
+    OPENAI_API_KEY: '',
+    OPENAI_BASE_URL: '',
+  };
+}
+
+/**
+ * Tool modules of every kind, each in a folder of its own under kinds/ (the project is an ES module
+ * package; kinds/commonjs-ts is a CommonJS one), each with a tool named after its kind.
+ */
+const KINDS = {
+  ts: 'ts/weather.ts',
+  mts: 'mts/weather.mts',
+  cts: 'cts/weather.cts',
+  js: 'js/weather.js',
+  mjs: 'mjs/weather.mjs',
+  cjs: 'cjs/weather.cjs',
+  commonjs_ts: 'commonjs-ts/weather.ts',
+};
+
+/** A weather tool as such a module; its result names the module, so the run shows which one served. */
+function toolModule(kind: string, path: string): string {
+  const tool = (typed: string) =>
+    `defineTool({ name: 'weather_${kind}', description: 'Forecast', parameters: z.object({ city: z.string() }), ` +
+    `execute: ({ city }${typed}) => '${path}: sunny in ' + city })`;
+  if (path.endsWith('.cjs'))
+    return `const { z } = require('zod');\nconst { defineTool } = require('patchloop');\nexports.tools = [${tool('')}];\n`;
+  const typed = /\.[cm]?ts$/.test(path) ? ': { city: string }' : '';
+  return `import { z } from 'zod';\nimport { defineTool } from 'patchloop';\nexport const tools = [${tool(typed)}];\n`;
+}
+
+/** Files of the project beyond the example's: the modules of every kind, their agent and script, broken modules. */
+function writeVariants(): void {
+  const write = (path: string, text: string) => {
+    mkdirSync(dirname(join(project, path)), { recursive: true });
+    writeFileSync(join(project, path), text);
+  };
+  write('kinds/commonjs-ts/package.json', '{"type": "commonjs"}');
+  for (const [kind, path] of Object.entries(KINDS)) write(`kinds/${path}`, toolModule(kind, path));
+  const tools = Object.keys(KINDS).map((kind) => `weather_${kind}`);
+  write('kinds/agents.json', JSON.stringify([{ name: 'all-kinds', instructions: 'Forecast.', tools }]));
+  write(
+    'kinds/script.json',
+    JSON.stringify({
+      name: 'every-kind',
+      steps: [
+        { callTools: tools.map((name) => ({ name, arguments: { city: 'Paris' } })) },
+        {
+          expect: { toolResults: tools.map((name) => ({ name, content: { contains: 'sunny in Paris' } })) },
+          answer: 'Sunny everywhere.',
+        },
+      ],
+    }),
+  );
+  write('broken/commonjs/package.json', '{"type": "commonjs"}');
+  write('broken/commonjs/tools.js', toolModule('js', 'broken/commonjs/tools.js'));
+  write('broken/helper.ts', 'export const sunny = (city: string) => `sunny in ${city}`;\n');
+  write('broken/imports-ts.mjs', "export { sunny } from './helper.ts';\n");
+  write('broken/needs-package.ts', "import 'date-fns-nobody-installed';\n");
+  write('broken/not-tools.ts', "export const tools = [{ name: 'weather' }];\n");
+  write('broken/typo.json', '[{"answer": "a", "expects": {}}]');
+}
+
+beforeAll(async () => {
+  // The tarball of this checkout: what `npm pack` makes (its `prepare` build is the one the set-up ran).
+  const packed = await timed('npm pack', () =>
+    exec('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', folder], { cwd: repositoryRoot }),
+  );
+  const tarball = join(folder, (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]!.filename);
+  project = join(folder, 'weather-agent');
+  cpSync(join(repositoryRoot, 'examples', 'weather-agent'), project, {
+    recursive: true,
+    // What git holds of it: not the clone's own install (the README's tour makes one there).
+    filter: (source) => !source.includes('node_modules') && !source.endsWith('package-lock.json'),
+  });
+  const manifest = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+  };
+  manifest.dependencies['patchloop'] = `file:${tarball}`;
+  writeFileSync(join(project, 'package.json'), JSON.stringify(manifest, null, 2));
+  writeVariants();
+  await timed('npm install', () =>
+    exec('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: project }),
+  );
+  installedCli = join(project, 'node_modules', '.bin', 'patchloop');
+});
+
+afterAll(() => {
+  console.log(`user project: ${timings.join(', ')}`);
+  rmSync(folder, { recursive: true, force: true });
+});
+
+describe.concurrent('a project that installed patchloop from its tarball', () => {
+  it('holds the compiled package only: no sources, no tsx needed for JavaScript', () => {
+    const installed = join(project, 'node_modules', 'patchloop');
+    expect(readdirSync(installed).sort()).toEqual(['README.md', 'bin', 'dist', 'docs', 'package.json', 'schemas']);
+    expect(existsSync(join(installed, 'dist', 'src', 'cli', 'cli.js'))).toBe(true);
+    expect(existsSync(join(installed, 'dist', 'src', 'workflows', 'index.js'))).toBe(true);
+    // One zod for the project and the package: the project's schemas are the package's kind.
+    expect(existsSync(join(installed, 'node_modules', 'zod'))).toBe(false);
+  });
+
+  it('typechecks against the installed types (npm run typecheck)', async () => {
+    const checked = await timed('typecheck', () => run('npm', ['run', 'typecheck']));
+    expect(checked.code, checked.output).toBe(0);
+  });
+
+  it("runs its agent: the installed bin's worker with its tools.ts and script, a run from its client.ts", async () => {
+    const taskQueue = `user-project-${randomUUID()}`;
+    const env = workerEnv(taskQueue);
+    const worker = await timed('installed worker start', () =>
+      startCliWorker(['--agents', 'agents.json', '--tools', 'tools.ts', '--fake-model', 'weather.script.ts'], env, {
+        entry: installedCli,
+        cwd: project,
+      }),
+    );
+    try {
+      expect(worker.output()).toContain("model: the model scripts in weather.script.ts ('paris-forecast')");
+      const asked = await timed('client.ts', () =>
+        run(join(project, 'node_modules', '.bin', 'tsx'), ['client.ts', 'What is the weather in Paris?'], env),
+      );
+      expect(asked.code, asked.output).toBe(0);
+      expect(asked.output).toContain('-> weather {"city":"Paris"}');
+      expect(asked.output).toContain('<- weather: "sunny, 24 °C"');
+      expect(asked.output).toContain('answer: It is sunny in Paris today, 24 °C.');
+      // A request the script does not expect fails the run with the script's message; the worker says it too.
+      const oslo = await run(join(project, 'node_modules', '.bin', 'tsx'), ['client.ts', 'And in Oslo?'], env);
+      const message =
+        'scripted model: script \'paris-forecast\' step 1 (\'asks the weather tool\'), reply 1 of the conversation "And in Oslo?": expected the latest user message containing "Paris", got "And in Oslo?"';
+      expect(oslo.code, oslo.output).toBe(1);
+      expect(oslo.output).toContain(
+        `failed (ProviderRejected): the model call failed: provider rejected the request (400): ${message}`,
+      );
+      expect(worker.output()).toContain(`${message}\n`);
+      const client = await clientOn(taskQueue);
+      try {
+        const failed = await client
+          .start({ agent: 'forecaster', input: 'Lima?' })
+          .then((handle) => handle.result().catch((error: unknown) => error));
+        expect(failed).toBeInstanceOf(RunFailedError);
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('passes its own offline test (npm test: node --test, the scripted model, a worker bundling from node_modules)', async () => {
+    const tested = await timed('npm test of the project', () =>
+      run('npm', ['test'], { TEMPORAL_ADDRESS: temporalAddress() }),
+    );
+    expect(tested.code, tested.output).toBe(0);
+    expect(tested.output).toMatch(/# pass 2\b/);
+    expect(tested.output).toMatch(/# fail 0\b/);
+  });
+
+  it('worker --tools loads .ts, .mts, .cts, .js, .mjs and .cjs modules of the project, with the installed package and with a checkout', async () => {
+    const outcomes = await timed('two workers with every kind of module', () =>
+      Promise.all(
+        (['installed', 'checkout'] as const).map(async (cli) => {
+          const taskQueue = `user-kinds-${cli}-${randomUUID()}`;
+          const tools = Object.values(KINDS).flatMap((path) => ['--tools', join(project, 'kinds', path)]);
+          const args = ['--agents', join(project, 'kinds', 'agents.json'), ...tools];
+          // The checkout runs from its own folder, the project's modules outside it: they import the
+          // project's patchloop, another copy than the checkout's sources.
+          const worker = await startCliWorker(
+            [...args, '--fake-model', join(project, 'kinds', 'script.json')],
+            workerEnv(taskQueue),
+            cli === 'installed' ? { entry: installedCli, cwd: project } : { entry: checkoutCli, cwd: repositoryRoot },
+          );
+          const client = await clientOn(taskQueue);
+          try {
+            const result = await (await client.start({ agent: 'all-kinds', input: 'Paris?' })).result();
+            const results = result.transcript
+              .filter((message) => message.role === 'tool')
+              .map((message) => JSON.parse(String(message.content)) as string);
+            return { cli, results, answer: result.answer };
+          } finally {
+            await client.close();
+            await worker.stop();
+          }
+        }),
+      ),
+    );
+    const expected = Object.values(KINDS).map((path) => `${path}: sunny in Paris`);
+    expect(outcomes).toEqual([
+      { cli: 'installed', results: expected, answer: 'Sunny everywhere.' },
+      { cli: 'checkout', results: expected, answer: 'Sunny everywhere.' },
+    ]);
+  });
+
+  it('says what to do when a module cannot load', async () => {
+    const env = workerEnv(`user-errors-${randomUUID()}`);
+    // Tool modules load before the worker connects; a model script once it has (the server is there).
+    const failures: Array<[string[], string]> = [
+      [
+        ['--fake-model', '--tools', 'agents.json'],
+        "a module must end in .ts, .mts, .cts, .js, .mjs, .cjs, not '.json'",
+      ],
+      [['--fake-model', '--tools', 'broken/missing.ts'], `no such file: ${join(project, 'broken', 'missing.ts')}`],
+      [
+        ['--fake-model', '--tools', 'broken/commonjs/tools.js'],
+        'a .js module with import/export needs "type": "module" in its package.json, or the .mjs extension',
+      ],
+      [
+        ['--fake-model', '--tools', 'broken/imports-ts.mjs'],
+        'a JavaScript module cannot import TypeScript: give the CLI a .ts module',
+      ],
+      [
+        ['--fake-model', '--tools', 'broken/needs-package.ts'],
+        "a module's imports resolve from its own folder: install date-fns-nobody-installed in its project",
+      ],
+      [
+        ['--fake-model', '--tools', 'broken/not-tools.ts'],
+        "broken/not-tools.ts must export 'tools': an array of defineTool(...) results (tools[0] is not one)",
+      ],
+      [
+        ['--fake-model', 'broken/typo.json'],
+        "cannot load the model script broken/typo.json: script 'broken/typo.json' step 1: unknown 'expects' (known: name, expect, callTools, answer)",
+      ],
+    ];
+    const results = await timed('7 failing workers', () =>
+      Promise.all(failures.map(([args]) => run(process.execPath, [installedCli, 'worker', ...args], env))),
+    );
+    for (const [index, [args, message]] of failures.entries()) {
+      expect([args, results[index]!.code], results[index]!.output).toEqual([args, 1]);
+      expect(results[index]!.output, args.join(' ')).toContain(message);
+      expect(results[index]!.output).not.toMatch(/\n\s+at /);
+    }
+  });
+});
