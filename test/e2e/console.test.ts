@@ -42,7 +42,7 @@ const scripts = scriptsByAgent({
     instructions: 'You write.',
     steps: [
       reply('a short answer'),
-      reply(words(24), { firstChunkDelayMs: 300, chunkDelayMs: 150 }),
+      reply(words(40), { firstChunkDelayMs: 300, chunkDelayMs: 150 }),
       callTools([call('w1', 'wait', { seconds: 120 })]),
     ],
   },
@@ -135,13 +135,13 @@ describe('the console, in a browser', () => {
     // Seen while the model is still writing: a prefix, then a longer one.
     await expect.poll(() => tokens.textContent(), { timeout: 10_000 }).toMatch(/word2 /);
     const early = (await tokens.textContent())!;
-    expect(early).not.toContain('word23');
+    expect(early).not.toContain('word39');
     await expect
       .poll(async () => (await tokens.textContent())!.length, { timeout: 10_000 })
       .toBeGreaterThan(early.length + 10);
     expect((await run.status()).state).toBe('running');
     await page.locator('main[data-ended=true]').waitFor({ state: 'attached' });
-    expect(await transcriptText()).toContain('word23');
+    expect(await transcriptText()).toContain('word39');
     expect(await page.locator('#state').innerText()).toBe('completed');
     expect(await page.locator('#timeline tr[data-type=react_end]').count()).toBe(1);
   });
