@@ -44,6 +44,8 @@ const scripts = scriptsByAgent({
       reply('a short answer'),
       reply(words(40), { firstChunkDelayMs: 300, chunkDelayMs: 150 }),
       callTools([call('w1', 'wait', { seconds: 120 })]),
+      callTools([call('w2', 'wait', { seconds: 0 })]),
+      reply('done after the extension'),
     ],
   },
   gatekeeper: {
@@ -189,6 +191,23 @@ describe('the console, in a browser', () => {
     expect(result.abort_reason).toBe('not needed any more');
     validateToolLinkage(result.transcript);
     await page.locator('#controls').waitFor({ state: 'hidden' });
+  });
+
+  it('Extend lets a run waiting for its budget go on', async () => {
+    const run = await world.client.start({
+      agent: 'writer',
+      input: 'wait a moment, then finish',
+      budget: { max_llm_calls: 1, on_exhausted: 'ask' },
+    });
+    await page.goto(runUrl(run.workflowId));
+    await page.locator('#overview .waiting', { hasText: 'Waiting for a budget extension' }).waitFor();
+    expect(await page.locator('#overview').innerText()).toMatch(/Budget: llm calls\s+1 of 1/);
+    await page.fill('form.extend input[name=llm_calls]', '2');
+    await page.click('form.extend button');
+    await page.locator('#notice', { hasText: 'Budget extended' }).waitFor();
+    await page.locator('#state', { hasText: 'completed' }).waitFor();
+    expect(await transcriptText()).toContain('done after the extension');
+    await page.locator('#timeline tr[data-type=budget_extended]').waitFor();
   });
 
   it('a child run is reachable from its parent, and leads back to it', async () => {
