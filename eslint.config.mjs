@@ -93,6 +93,7 @@ const layers = {
   storage: ['config', 'common', 'runtime', 'context'],
   activities: ['agents', 'tools', 'functions', 'streaming', 'common', 'runtime', 'context'],
   client: ['functions', 'streaming', 'storage', 'config', 'common', 'runtime', 'context'],
+  console: ['client', 'config', 'runtime', 'context'],
   worker: [
     'activities',
     'agents',
@@ -106,6 +107,7 @@ const layers = {
     'context',
   ],
   cli: [
+    'console',
     'client',
     'worker',
     'fake-model',
@@ -188,6 +190,19 @@ export default tseslint.config(
         { object: 'Math', property: 'random', message: 'Use uuid4() from @temporalio/workflow.' },
       ],
       'no-restricted-syntax': ['error', ...failureRestrictions],
+    },
+  },
+  // The console's browser script.
+  {
+    files: ['src/console/assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        ['document', 'window', 'location', 'fetch', 'EventSource', 'FormData', 'setInterval', 'console'].map((name) => [
+          name,
+          'readonly',
+        ]),
+      ),
     },
   },
   {

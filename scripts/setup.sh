@@ -33,6 +33,12 @@ if [ "${1:-}" != demo ] && { ! command -v docker-compose > /dev/null || ! comman
   export DEBIAN_FRONTEND=noninteractive
   (apt-get update -qq && apt-get install -y -qq --no-install-recommends docker-compose redis-server) > /dev/null
 fi
+# Debian's Chromium for the console's browser tests, screenshots and benchmark (playwright-core drives it;
+# it downloads no browser of its own).
+if [ "${1:-}" != demo ] && ! command -v chromium > /dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium) > /dev/null
+fi
 # A venv with the full set serves the demo too.
 if [ "${1:-}" = demo ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$full_packages" ]; then
   exit 0

@@ -71,11 +71,13 @@ export {
   type AgentRunInputWire,
   type ChatSessionInputWire,
   type EventPage,
-  type RunEvent,
+  PROTOCOL_VERSION,
+  RunEvent,
+  StreamEvent,
   type RunEventType,
   type RunState,
   type RunStatus,
   type TokenUsage,
 } from './runtime';
 export type { Message, Mutation } from './context';
-export type { ChunkEvent, ChunkStreamEnd, ChunkTransport, StreamEvent } from './streaming/chunk';
+export type { ChunkEvent, ChunkStreamEnd, ChunkTransport } from './streaming/chunk';

@@ -8,6 +8,7 @@ import {
   attemptFailureIn,
   CHARS_PER_TOKEN,
   estimatedUsage,
+  PROTOCOL_VERSION,
   PROVIDER_PROFILES,
   providerKeyProblem,
   providerUsage,
@@ -353,6 +354,7 @@ function chunkPublisher(sink: ChunkSink | undefined, context: Context, input: Ll
       if (!enabled || text === '') return;
       sink.transport.publish({
         event_type: 'llm_chunk_arrive',
+        protocol_version: PROTOCOL_VERSION,
         run_id: runId,
         iteration: input.iteration,
         llm_call: llmCall,
@@ -367,6 +369,7 @@ function chunkPublisher(sink: ChunkSink | undefined, context: Context, input: Ll
       if (!enabled) return;
       sink.transport.publish({
         event_type: 'tool_call_arguments_delta',
+        protocol_version: PROTOCOL_VERSION,
         run_id: runId,
         iteration: input.iteration,
         llm_call: llmCall,
@@ -385,6 +388,7 @@ function chunkPublisher(sink: ChunkSink | undefined, context: Context, input: Ll
       if (!enabled) return;
       sink.transport.publish({
         event_type: 'llm_stream_end',
+        protocol_version: PROTOCOL_VERSION,
         run_id: runId,
         llm_call: llmCall,
         attempt,

@@ -111,6 +111,14 @@ export const LIST_SYNTAX = {
   positionals: [],
 } as const;
 
+export const CONSOLE_SYNTAX = {
+  usage: 'patchloop console [--port 8300] [--host 127.0.0.1]',
+  summary:
+    'The web console until Ctrl-C: runs with filters, each run as a conversation with live tokens, its timeline, context and budget, approvals, abort, messages and child runs. It listens on 127.0.0.1; another --host needs PATCHLOOP_CONSOLE_TOKEN, and so does every action (without it, the console makes one up and prints a sign-in link).',
+  options: { port: { type: 'string' }, host: { type: 'string' } },
+  positionals: [],
+} as const;
+
 export const RUN_SYNTAX = {
   usage: 'patchloop run <agent> <text...> [--id ID] [--follow [--json]] [--max-tool-calls N]',
   summary:

@@ -1,4 +1,4 @@
-import type { AgentRunResult, RunEvent } from '../runtime';
+import type { AgentRunResult, LoggedRunEvent, RunEvent } from '../runtime';
 import type { StreamEvent, StreamOffset } from '../streaming/chunk';
 import { withAccumulatedContent } from '../streaming/accumulated-content';
 import { findStreamSource, readChunks } from '../streaming/chunk-client';
@@ -6,7 +6,7 @@ import { eventsQuery } from '../common';
 import { RunHandle } from './patchloop-client';
 
 /** One human-readable line per coarse event, or null for events not worth a line. */
-export function describeEvent(event: RunEvent): string | null {
+export function describeEvent(event: LoggedRunEvent): string | null {
   switch (event.event_type) {
     case 'react_start':
       return `run started: agent ${event.agent}, tools ${event.available_tools.join(', ') || 'none'}`;
@@ -82,7 +82,7 @@ export function describeEvent(event: RunEvent): string | null {
   }
 }
 
-function compactionWork(event: Extract<RunEvent, { event_type: 'context_compaction_end' }>): string {
+function compactionWork(event: Extract<LoggedRunEvent, { event_type: 'context_compaction_end' }>): string {
   const work = [
     event.cleared_tool_results > 0 ? `${event.cleared_tool_results} old tool result(s) cleared` : '',
     event.summarized_messages > 0
@@ -175,6 +175,12 @@ export function jsonOutput(write: (text: string) => void): FollowOutput {
 export interface FollowOptions {
   intervalMs?: number;
   onEvent?: (event: RunEvent) => Promise<void>;
+  /** Start after this event (`seq`): a reader that already has the events up to it. */
+  after?: number;
+  /** Stop following (a reader that went away). */
+  signal?: AbortSignal;
+  /** Follow child runs (forks, sub-agents) into the same output (default); false: this run's own events only. */
+  children?: boolean;
 }
 
 /**
@@ -191,8 +197,29 @@ export async function followRun(
   options: FollowOptions = {},
 ): Promise<AgentRunResult> {
   const result = run.result();
-  await followEvents(run, output, options, result);
+  await followEvents(run, output, options, result, options.signal);
   return result;
+}
+
+/**
+ * `followRun` without waiting for the result: returns once the run has ended and its log is read to
+ * the end, or `options.signal` stopped it. Reports whether the run ended.
+ */
+export async function followRunEvents(
+  run: RunHandle,
+  output: FollowOutput,
+  options: FollowOptions = {},
+): Promise<{ ended: boolean }> {
+  let ended = false;
+  // The long poll for the result stops with the reader, so nothing of it is left behind.
+  const signal = options.signal;
+  const result = (
+    signal ? run.workflow.client.withAbortSignal(signal, () => run.workflow.result()) : run.workflow.result()
+  ).finally(() => (ended = !signal?.aborted));
+  // Its outcome is the caller's business (a failed run ends the follow as well).
+  result.catch(() => undefined);
+  await followEvents(run, output, options, result, options.signal);
+  return { ended };
 }
 
 /** One run's events and tokens until it has ended and its log is read to the end; its forks' too. */
@@ -214,7 +241,7 @@ async function followEvents(
   );
   const abandon = new AbortController();
   const stopForks = AbortSignal.any([stop, abandon.signal]);
-  let after = 0;
+  let after = options.after ?? 0;
   const tokens = new TokenFollower(run, output);
   const forks = new Map<string, Promise<void>>();
   for (;;) {
@@ -223,7 +250,7 @@ async function followEvents(
       for (const event of page.events) {
         after = event.seq;
         if (event.event_type === 'llm_call_end') await tokens.finish(event.llm_call);
-        const fork = forkOf(event);
+        const fork = options.children === false ? undefined : forkOf(event);
         // The child's events come before the parent's end of the fork.
         if (fork && !fork.starts) {
           await forks.get(fork.child);
@@ -233,7 +260,7 @@ async function followEvents(
         if (fork?.starts && !forks.has(fork.child)) {
           const child = fork.child;
           const handle = new RunHandle(run.workflow.client.getHandle(child), run.chunks);
-          forks.set(child, followEvents(handle, output, options, handle.workflow.result(), stopForks));
+          forks.set(child, followEvents(handle, output, { ...options, after: 0 }, handle.workflow.result(), stopForks));
         }
         // E.g. asking a person to decide a call that waits for approval.
         await options.onEvent?.(event);

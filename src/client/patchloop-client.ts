@@ -19,6 +19,8 @@ import type {
   AgentRunResult,
   ChatSessionInputWire,
   ChatSessionResult,
+  EventPage,
+  RunEvent,
   RunStatus,
   TurnReply,
   UnprocessedMessage,
@@ -26,6 +28,8 @@ import type {
 import {
   abortSignal,
   approveUpdate,
+  eventsQuery,
+  PATCHLOOP_SEARCH_ATTRIBUTES as keys,
   extendBudgetUpdate,
   closeSignal,
   nextRequestQuery,
@@ -149,6 +153,62 @@ export class PatchloopClient {
     }
   }
 
+  /**
+   * Runs and sessions from Temporal's visibility store, newest first, over patchloop's search
+   * attributes: what `patchloop list` prints and the console lists. `text` keeps those whose workflow id
+   * or agent contains it (of the newest `scan` executions the other filters find).
+   */
+  async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
+    const limit = filter.limit ?? 20;
+    const quoted = (text: string) => `'${text.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+    const query = [
+      `WorkflowType IN ('agentRun', 'chatSession')`,
+      ...(filter.agent ? [`${keys.agent.name} = ${quoted(filter.agent)}`] : []),
+      ...(filter.status === 'failed'
+        ? // Runs that failed before failed runs kept their state in the attributes are failed all the same.
+          [`(${keys.status.name} = 'failed' OR ExecutionStatus = 'Failed')`]
+        : filter.status
+          ? [`${keys.status.name} = ${quoted(filter.status)}`]
+          : []),
+      ...(filter.parent ? [`ParentWorkflowId = ${quoted(filter.parent)}`] : []),
+      // A run that continued as new, was terminated or timed out keeps its last reported state: only
+      // running executions are running.
+      ...(['running', 'awaiting_approval', 'awaiting_budget'].includes(filter.status ?? '')
+        ? [`ExecutionStatus = 'Running'`]
+        : []),
+    ].join(' AND ');
+    const text = filter.text?.trim().toLowerCase();
+    const listed: RunSummary[] = [];
+    let scanned = 0;
+    for await (const execution of this.temporal.workflow.list({ query, pageSize: Math.min(100, limit) })) {
+      scanned += 1;
+      const attributes = execution.typedSearchAttributes;
+      const run: RunSummary = {
+        workflow_id: execution.workflowId,
+        type: execution.type,
+        agent: attributes.get(keys.agent) ?? null,
+        // Before the worker resolved the agent (or without search attributes), Temporal's own status.
+        status:
+          execution.status.name === 'RUNNING'
+            ? (attributes.get(keys.status) ?? 'running')
+            : execution.status.name === 'COMPLETED' || execution.status.name === 'FAILED'
+              ? (attributes.get(keys.status) ?? execution.status.name.toLowerCase())
+              : execution.status.name.toLowerCase().replace(/_/g, ' '),
+        iterations: attributes.get(keys.iterations) ?? null,
+        tool_calls: attributes.get(keys.toolCalls) ?? null,
+        total_tokens: attributes.get(keys.totalTokens) ?? null,
+        started: execution.startTime.toISOString(),
+        closed: execution.closeTime?.toISOString() ?? null,
+        parent_workflow_id: execution.parentExecution?.workflowId ?? null,
+        ...(buildOf(execution.searchAttributes) ? { build: buildOf(execution.searchAttributes)! } : {}),
+      };
+      if (!text || run.workflow_id.toLowerCase().includes(text) || run.agent?.toLowerCase().includes(text))
+        listed.push(run);
+      if (listed.length >= limit || scanned >= (filter.scan ?? 1000)) break;
+    }
+    return listed;
+  }
+
   /** The workflow type behind an id (`agentRun` or `chatSession`). */
   async workflowType(workflowId: string): Promise<string> {
     return (await this.temporal.workflow.getHandle(workflowId).describe()).type;
@@ -163,6 +223,49 @@ export class PatchloopClient {
 function oneLine(text: string, most: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
+}
+
+/** What `listRuns` looks for (every field optional). */
+export interface RunFilter {
+  agent?: string;
+  /** patchloop's state (`PatchloopStatus`): running, awaiting_approval, completed, ... */
+  status?: string;
+  /** Children of this workflow id (sub-agents, forks). */
+  parent?: string;
+  /** Part of the workflow id or the agent's name. */
+  text?: string;
+  /** At most this many runs (default 20). */
+  limit?: number;
+  /** With `text`: the most executions to look through (default 1,000). */
+  scan?: number;
+}
+
+/** A run or session as the visibility store lists it. */
+export interface RunSummary {
+  workflow_id: string;
+  type: string;
+  agent: string | null;
+  status: string;
+  iterations: number | null;
+  tool_calls: number | null;
+  total_tokens: number | null;
+  started: string;
+  /** When it closed (completed, failed, continued as new, ...); null while it runs. */
+  closed: string | null;
+  parent_workflow_id: string | null;
+  /** Worker Versioning: `deployment/build` of the run's version. */
+  build?: string;
+}
+
+/**
+ * Worker Versioning: the deployment version a listed run is on (`deployment/build`), from the search
+ * attribute the server keeps (`TemporalWorkerDeploymentVersion`, `deployment:build`); none when unversioned.
+ */
+function buildOf(attributes: Record<string, unknown>): string | undefined {
+  const values = attributes['TemporalWorkerDeploymentVersion'];
+  const version = Array.isArray(values) && typeof values[0] === 'string' ? values[0] : undefined;
+  const at = version?.lastIndexOf(':') ?? -1;
+  return version && at > 0 ? `${version.slice(0, at)}/${version.slice(at + 1)}` : undefined;
 }
 
 /** A run another run started, as `childRuns` lists it. */
@@ -231,6 +334,12 @@ export class RunHandle {
     throw new Error(
       `the transcript of ${this.workflowId} changed during each of ${TRANSCRIPT_READ_RESTARTS} reads; read it again later`,
     );
+  }
+
+  /** The transcript's digest and length, from one small page: whether it changed since a reader's last read. */
+  async transcriptVersion(): Promise<{ digest: string; messages: number }> {
+    const page = await this.workflow.query(transcriptPageQuery, { offset: 0, max_bytes: 4096 });
+    return { digest: page.digest, messages: page.messages };
   }
 
   /** Gated tool calls waiting for a decision, in their batch's order. */
@@ -309,8 +418,27 @@ export class RunHandle {
     return children;
   }
 
-  status(after = 0): Promise<RunStatus> {
-    return this.workflow.query(statusQuery, { after });
+  /** How the run stands, with a page of its events after `after` (at most `limit`, default 500, and about 1 MB). */
+  status(after = 0, limit?: number): Promise<RunStatus> {
+    return this.workflow.query(statusQuery, { after, ...(limit !== undefined ? { limit } : {}) });
+  }
+
+  /** A page of the run's events after `after` (query `events`: at most `limit` and about 1 MB). */
+  events(after = 0, limit = 1000): Promise<EventPage> {
+    return this.workflow.query(eventsQuery, { after, limit });
+  }
+
+  /** Every event the run's log still holds after `after` (older ones left its window: `events_dropped`). */
+  async allEvents(after = 0): Promise<{ events: RunEvent[]; events_dropped: number }> {
+    const events: RunEvent[] = [];
+    let dropped = 0;
+    for (;;) {
+      const page = await this.events(after, 5000);
+      dropped = page.events_dropped;
+      if (page.events.length === 0) return { events, events_dropped: dropped };
+      events.push(...page.events);
+      after = page.next_after;
+    }
   }
 
   /** The run's phases that failed and are being tried again, with the last error of each (`show` prints them). */

@@ -334,3 +334,15 @@ export function webUiUrl(
   const local = /^(localhost|127\.0\.0\.1):(\d+)$/.exec(config.temporalAddress);
   return local ? `http://${local[1]}:${Number(local[2]) + 1000}` : null;
 }
+
+/** A workflow's page in the Temporal web UI (`webUiUrl`), or null when the UI's address is unknown. */
+export function workflowUiUrl(
+  config: Pick<PatchloopConfig, 'temporalAddress' | 'namespace'>,
+  workflowId: string,
+  env: NodeJS.ProcessEnv = process.env,
+): string | null {
+  const ui = webUiUrl(config, env);
+  return ui
+    ? `${ui}/namespaces/${encodeURIComponent(config.namespace)}/workflows/${encodeURIComponent(workflowId)}`
+    : null;
+}

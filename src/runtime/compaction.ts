@@ -80,7 +80,8 @@ function clearedResult(chars: number): string {
   return `${CLEARED_PREFIX} ${chars.toLocaleString('en-US')} characters]`;
 }
 
-function isClearedResult(content: unknown): boolean {
+/** Whether a tool result's content is the stub a compaction left in its place. */
+export function isClearedResult(content: unknown): boolean {
   return typeof content === 'string' && content.startsWith(CLEARED_PREFIX);
 }
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Mutation, type JsonObject } from '../context';
 import { AgentDefinition } from './agent';
 import { ConfigurationError } from './configuration-error';
+import { PROTOCOL_VERSION, RunEvent, StreamEvent } from './events';
 import { AgentRunInput, AgentRunResult } from './run-input';
 import { ChatSessionInput, TurnReply } from './session';
 
@@ -36,5 +37,11 @@ export function publishedSchemas(): Record<string, unknown> {
     'mutation.schema.json': schema(Mutation, 'input', 'patchloop mutation (runtime patch)'),
     'chat-session-input.schema.json': schema(ChatSessionInput, 'input', 'patchloop chatSession input'),
     'turn-reply.schema.json': schema(TurnReply, 'output', 'patchloop chatSession send reply'),
+    'run-event.schema.json': schema(RunEvent, 'output', `patchloop run event (event protocol ${PROTOCOL_VERSION})`),
+    'stream-event.schema.json': schema(
+      StreamEvent,
+      'output',
+      `patchloop token stream event (event protocol ${PROTOCOL_VERSION})`,
+    ),
   };
 }

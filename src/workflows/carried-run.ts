@@ -1,4 +1,4 @@
-import type { AgentSpec, CarriedRun, RunEvent } from '../runtime';
+import type { AgentSpec, CarriedRun, LoggedRunEvent } from '../runtime';
 import type { TurnProgress } from './agent-loop';
 import { recentEvents, restoreEvents } from './continue-as-new';
 import { commit, runningChildren, type Run } from './run-state';
@@ -69,7 +69,7 @@ export function restoreRun(run: Run, state: CarriedRun): TurnProgress {
   run.ledger = state.ledger;
   run.approvals = state.awaiting_batch?.approvals ?? [];
   run.childApprovals = new Map(Object.entries(state.child_approvals ?? {}));
-  restoreEvents(run, state.recent_events as RunEvent[], state.event_seq, state.events_dropped);
+  restoreEvents(run, state.recent_events as LoggedRunEvent[], state.event_seq, state.events_dropped);
   // The snapshot is derived from the transcript: recompute it rather than carry it.
   commit(run, []);
   return { toolCalls: state.turn_tool_calls, ...(state.awaiting_batch ? { awaiting: state.awaiting_batch } : {}) };

@@ -1,5 +1,5 @@
 import { makeContinueAsNewFunc, workflowInfo, type Workflow } from '@temporalio/workflow';
-import type { AgentSpec, ContinueAsNewPolicy, RunEvent } from '../runtime';
+import type { AgentSpec, ContinueAsNewPolicy, LoggedRunEvent } from '../runtime';
 import { INLINE_PAYLOAD_BUDGET, payloadFits } from './payload-budget';
 import { emit, EVENT_WINDOW, type Run } from './run-state';
 
@@ -58,8 +58,8 @@ export function carriedInputFits(
 }
 
 /** The newest events, for the next run's log (`status` and `show` still tell the story). */
-export function recentEvents(run: Run, most = 200, maxChars = 256 * 1024): RunEvent[] {
-  const kept: RunEvent[] = [];
+export function recentEvents(run: Run, most = 200, maxChars = 256 * 1024): LoggedRunEvent[] {
+  const kept: LoggedRunEvent[] = [];
   let chars = 0;
   for (let index = run.events.length - 1; index >= 0 && kept.length < most; index -= 1) {
     chars += JSON.stringify(run.events[index]).length;
@@ -70,7 +70,7 @@ export function recentEvents(run: Run, most = 200, maxChars = 256 * 1024): RunEv
 }
 
 /** Puts carried events back in the window. */
-export function restoreEvents(run: Run, events: RunEvent[], seq: number, dropped: number): void {
+export function restoreEvents(run: Run, events: LoggedRunEvent[], seq: number, dropped: number): void {
   run.events = events.slice(-EVENT_WINDOW.maxEvents);
   run.eventChars = run.events.reduce((total, event) => total + JSON.stringify(event).length, 0);
   run.eventSeq = seq;

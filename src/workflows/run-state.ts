@@ -14,10 +14,12 @@ import {
   ContextSettings,
   type ContextLedger,
   utf8Bytes,
+  PROTOCOL_VERSION,
   type ApprovalRecord,
   type PendingApproval,
   type MessageLimits,
   type RecentUpdate,
+  type LoggedRunEvent,
   type RunEvent,
   type RunEventBody,
   type RunOrigin,
@@ -95,7 +97,7 @@ export interface Run {
   /** Writes and hashes each request from where the previous one's messages ended (memory only). */
   requestWriter: RequestWriter;
   /** The most recent events (a bounded window: the log lives in workflow memory). */
-  events: RunEvent[];
+  events: LoggedRunEvent[];
   /** JSON characters of the events in the window. */
   eventChars: number;
   /** The last event's `seq`: it counts on across continue-as-new. */
@@ -138,10 +140,11 @@ export function runOrigin(
 }
 
 /** An event with its origin, as queries report it (the log itself does not repeat the run's fields). */
-export function withOrigin(run: Run, event: RunEvent): RunEvent {
+export function withOrigin(run: Run, event: LoggedRunEvent): RunEvent {
   const tool = 'tool_call_id' in event ? { tool_name: event.tool_name, tool_call_id: event.tool_call_id } : null;
   return {
     ...event,
+    protocol_version: PROTOCOL_VERSION,
     func_name: run.agent,
     trace_id: run.origin.agent_call_id,
     extra: {},
@@ -255,7 +258,7 @@ export function emit(run: Run, body: RunEventBody, iteration = run.iteration): v
   }
   run.eventSeq += 1;
   // Date.now() in a workflow is the task's start time from history: deterministic under replay.
-  const event = {
+  const event: LoggedRunEvent = {
     ...body,
     seq: run.eventSeq,
     run_id: run.memoryKey,

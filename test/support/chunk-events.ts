@@ -3,6 +3,7 @@ import type { ChunkEvent, StreamEvent } from '../../src/streaming/chunk';
 /** Chunk `chunk_index` of attempt `attempt` of LLM call `llm_call`; its text names all three. */
 export const chunkEvent = (llm_call: number, attempt: number, chunk_index: number, runId = 'r'): ChunkEvent => ({
   event_type: 'llm_chunk_arrive',
+  protocol_version: 1,
   run_id: runId,
   iteration: 0,
   llm_call,
@@ -19,7 +20,15 @@ export const endEvent = (
   chunks: number,
   outcome: 'completed' | 'failed' = 'completed',
   runId = 'r',
-): StreamEvent => ({ event_type: 'llm_stream_end', run_id: runId, llm_call, attempt, chunks, outcome });
+): StreamEvent => ({
+  event_type: 'llm_stream_end',
+  protocol_version: 1,
+  run_id: runId,
+  llm_call,
+  attempt,
+  chunks,
+  outcome,
+});
 
 /** `c1.1.0` for a chunk, `end1.1` / `failed1.1` for an attempt's end: sequences read at a glance. */
 export const eventLabel = (event: StreamEvent): string =>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { describeEvent } from '../../src/client/follow';
-import type { RunEvent } from '../../src/runtime';
+import type { LoggedRunEvent } from '../../src/runtime';
 
 const at = { seq: 1, run_id: 'run-1', iteration: 3, timestamp: '2026-12-04T00:00:00.000Z' };
 
@@ -10,7 +10,7 @@ describe("what 'follow' prints about compactions and budgets", () => {
     expect(describeEvent({ ...at, event_type: 'context_compaction_start', ...base, target_tokens: 5760 })).toBe(
       '  compacting the context (proactive): about 9800 tokens of a 12000-token window',
     );
-    const end: RunEvent = {
+    const end: LoggedRunEvent = {
       ...at,
       event_type: 'context_compaction_end',
       ...base,

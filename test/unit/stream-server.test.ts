@@ -7,7 +7,7 @@ import { startStreamServer, type StreamServer } from '../../src/streaming/stream
 import { StreamTokens } from '../../src/streaming/stream-token';
 
 const RUN = 'run-1';
-const base = { run_id: RUN, iteration: 0, timestamp: '2026-01-01T00:00:00.000Z' };
+const base = { protocol_version: 1 as const, run_id: RUN, iteration: 0, timestamp: '2026-01-01T00:00:00.000Z' };
 const text = (llm_call: number, attempt: number, chunk_index: number): StreamEvent => ({
   ...base,
   event_type: 'llm_chunk_arrive',
@@ -32,6 +32,7 @@ const served = (event: StreamEvent): StreamEvent =>
   event.event_type === 'llm_chunk_arrive' ? { ...event, accumulated_content: event.chunk } : event;
 const end = (llm_call: number, attempt: number, chunks: number, outcome: 'completed' | 'failed'): StreamEvent => ({
   event_type: 'llm_stream_end',
+  protocol_version: 1,
   run_id: RUN,
   llm_call,
   attempt,

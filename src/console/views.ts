@@ -1,0 +1,156 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { PatchloopClient, RunHandle, RunSummary } from '../client/patchloop-client';
+import type { Message } from '../context';
+import type { RunEvent } from '../runtime';
+import type { ChildNode, RunView } from './pages';
+
+/** How deep the child tree goes on a run's page (a deeper run is one click further). */
+const TREE_DEPTH = 4;
+
+export class RunNotFound extends Error {}
+
+/** Closed runs' pages the console keeps (a closed run no longer changes; reading it again means a replay). */
+export class ClosedRuns {
+  private readonly views = new Map<string, RunView>();
+  constructor(private readonly most = 20) {}
+  get(key: string): RunView | undefined {
+    const view = this.views.get(key);
+    if (view) {
+      this.views.delete(key);
+      this.views.set(key, view);
+    }
+    return view;
+  }
+  set(key: string, view: RunView): void {
+    this.views.set(key, view);
+    for (const oldest of this.views.keys()) {
+      if (this.views.size <= this.most) break;
+      this.views.delete(oldest);
+    }
+  }
+}
+
+/** What a run's page shows, read through the client: description, status, events, transcript, children. */
+export async function readRunView(
+  client: PatchloopClient,
+  workflowId: string,
+  closedRuns?: ClosedRuns,
+): Promise<RunView> {
+  const run = client.run(workflowId);
+  let description;
+  try {
+    description = await run.workflow.describe();
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) throw new RunNotFound(`no run ${workflowId}`);
+    throw error;
+  }
+  const execution = description.status.name.toLowerCase().replace(/_/g, ' ');
+  const key = `${workflowId}/${description.runId}`;
+  const kept = description.closeTime ? closedRuns?.get(key) : undefined;
+  if (kept) return kept;
+  // A closed run is no longer in its worker's cache: each query replays it. It is asked as little as
+  // possible: status and events in one answer, the transcript from its result where that holds it.
+  const closed = description.closeTime !== undefined;
+  const [status, events, transcript, children, failure] = await Promise.all([
+    closed ? run.status(0, 5000).catch(() => null) : run.status(Number.MAX_SAFE_INTEGER).catch(() => null),
+    closed ? Promise.resolve(null) : run.allEvents().catch(() => null),
+    closed && execution === 'completed'
+      ? run
+          .result()
+          // A sub-agent's result leaves its transcript to its caller's: then the query reads it.
+          .then((result) => (result.transcript.length > 0 ? result.transcript : readTranscript(run, execution)))
+          .catch(() => readTranscript(run, execution))
+      : readTranscript(run, execution),
+    childTree(client, workflowId, [], TREE_DEPTH).catch(() => []),
+    execution === 'failed' ? failureOf(run) : Promise.resolve(null),
+  ]);
+  // The rest of a closed run's log, when the status page did not hold it all.
+  const rest = events ?? {
+    events: status?.events ?? [],
+    events_dropped: status?.events_dropped ?? 0,
+  };
+  // (The answer stops at 5,000 events or about 1 MB of them: only then is there more.)
+  if (closed && status && (status.events.length >= 5000 || JSON.stringify(status.events).length > 900_000)) {
+    const more = await run.allEvents(status.next_after).catch(() => null);
+    if (more) rest.events = [...rest.events, ...more.events];
+  }
+  const view: RunView = {
+    workflowId,
+    type: description.type,
+    execution,
+    started: description.startTime.toISOString(),
+    closed: description.closeTime?.toISOString() ?? null,
+    parent: description.parentExecution?.workflowId ?? null,
+    status,
+    events: rest.events,
+    eventsDropped: rest.events_dropped,
+    transcript,
+    children: withStartedChildren(children, rest.events),
+    failure,
+    history: { events: description.historyLength, bytes: description.historySize ?? 0 },
+  };
+  if (description.closeTime && status !== null && transcript !== null) closedRuns?.set(key, view);
+  return view;
+}
+
+/** The transcript by query; for a run that completed while no worker answers, from its result. */
+export async function readTranscript(run: RunHandle, execution: string): Promise<Message[] | null> {
+  try {
+    return await run.transcript();
+  } catch {
+    if (execution !== 'completed') return null;
+    return (await run.result().catch(() => null))?.transcript ?? null;
+  }
+}
+
+export async function failureOf(run: RunHandle): Promise<string | null> {
+  try {
+    await run.result();
+    return null;
+  } catch (error) {
+    const failure = error as Error & { type?: string; causeMessage?: string };
+    return `${failure.type ?? failure.name}: ${failure.causeMessage ?? failure.message}`;
+  }
+}
+
+/** A run's children from the visibility store (`ParentWorkflowId`), and theirs, to `depth` levels. */
+export async function childTree(
+  client: PatchloopClient,
+  workflowId: string,
+  seen: string[],
+  depth: number,
+): Promise<ChildNode[]> {
+  if (depth <= 0 || seen.includes(workflowId)) return [];
+  const listed = await client.listRuns({ parent: workflowId, limit: 100 });
+  return Promise.all(
+    listed.reverse().map(async (child: RunSummary) => ({
+      workflow_id: child.workflow_id,
+      agent: child.agent,
+      status: child.status,
+      children: await childTree(client, child.workflow_id, [...seen, workflowId], depth - 1).catch(() => []),
+    })),
+  );
+}
+
+/**
+ * Sub-agent runs the parent's events name but the visibility store does not list yet (it lags a
+ * little behind): the tree shows them at once, with their state from the events.
+ */
+export function withStartedChildren(children: ChildNode[], events: RunEvent[]): ChildNode[] {
+  const known = new Set(children.map((child) => child.workflow_id));
+  const added: ChildNode[] = [];
+  for (const event of events) {
+    if (event.event_type !== 'subagent_started' || known.has(event.child_workflow_id)) continue;
+    known.add(event.child_workflow_id);
+    const finished = events.find(
+      (later) => later.event_type === 'subagent_finished' && later.child_workflow_id === event.child_workflow_id,
+    );
+    added.push({
+      workflow_id: event.child_workflow_id,
+      agent: event.agent,
+      status: finished?.event_type === 'subagent_finished' ? finished.status : 'running',
+      children: [],
+    });
+  }
+  return [...children, ...added];
+}
