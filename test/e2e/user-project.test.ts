@@ -150,7 +150,19 @@ afterAll(() => {
 describe.concurrent('a project that installed patchloop from its tarball', () => {
   it('holds the compiled package only: no sources, no tsx needed for JavaScript', () => {
     const installed = join(project, 'node_modules', 'patchloop');
-    expect(readdirSync(installed).sort()).toEqual(['README.md', 'bin', 'dist', 'docs', 'package.json', 'schemas']);
+    expect(readdirSync(installed).sort()).toEqual([
+      'README.md',
+      'bin',
+      'dist',
+      'docs',
+      'package.json',
+      'schemas',
+      'src',
+    ]);
+    // Of src, only the console's page assets (a script and a style sheet it serves as they are).
+    expect(readdirSync(join(installed, 'src'))).toEqual(['console']);
+    expect(readdirSync(join(installed, 'src', 'console'))).toEqual(['assets']);
+    expect(readdirSync(join(installed, 'src', 'console', 'assets')).sort()).toEqual(['console.css', 'console.js']);
     expect(existsSync(join(installed, 'dist', 'src', 'cli', 'cli.js'))).toBe(true);
     expect(existsSync(join(installed, 'dist', 'src', 'workflows', 'index.js'))).toBe(true);
     // One zod for the project and the package: the project's schemas are the package's kind.
