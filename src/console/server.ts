@@ -38,6 +38,7 @@ import {
 import {
   childTree,
   ClosedRuns,
+  describedRun,
   failureOf,
   readRunView,
   readTranscript,
@@ -423,8 +424,8 @@ async function readPanels(
   context: PageContext,
 ): Promise<{ view: RunView; digest: string | null; html: Record<string, string | boolean> }> {
   const run = options.client.run(workflowId);
-  const description = await run.workflow.describe();
-  const execution = description.status.name.toLowerCase().replace(/_/g, ' ');
+  const described = describedRun(workflowId, await run.workflow.describe());
+  const { execution } = described;
   const [status, version, children] = await Promise.all([
     run.status(Number.MAX_SAFE_INTEGER).catch(() => null),
     run.transcriptVersion().catch(() => null),
@@ -432,19 +433,13 @@ async function readPanels(
   ]);
   const changed = version === null || version.digest !== digest;
   const view: RunView = {
-    workflowId,
-    type: description.type,
-    execution,
-    started: description.startTime.toISOString(),
-    closed: description.closeTime?.toISOString() ?? null,
-    parent: description.parentExecution?.workflowId ?? null,
+    ...described,
     status,
     events,
     eventsDropped: 0,
     transcript: changed ? await readTranscript(run, execution) : null,
     children: withStartedChildren(children, events),
     failure: execution === 'failed' ? await failureOf(run) : null,
-    history: { events: description.historyLength, bytes: description.historySize ?? 0 },
   };
   return {
     view,

@@ -1,4 +1,4 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
 import type { PatchloopClient, RunHandle, RunSummary } from '../client/patchloop-client';
 import type { Message } from '../context';
 import type { RunEvent } from '../runtime';
@@ -30,6 +30,22 @@ export class ClosedRuns {
   }
 }
 
+/** What a run's page takes from the run's description (Temporal's view of its execution). */
+export function describedRun(
+  workflowId: string,
+  description: WorkflowExecutionDescription,
+): Pick<RunView, 'workflowId' | 'type' | 'execution' | 'started' | 'closed' | 'parent' | 'history'> {
+  return {
+    workflowId,
+    type: description.type,
+    execution: description.status.name.toLowerCase().replace(/_/g, ' '),
+    started: description.startTime.toISOString(),
+    closed: description.closeTime?.toISOString() ?? null,
+    parent: description.parentExecution?.workflowId ?? null,
+    history: { events: description.historyLength, bytes: description.historySize ?? 0 },
+  };
+}
+
 /** What a run's page shows, read through the client: description, status, events, transcript, children. */
 export async function readRunView(
   client: PatchloopClient,
@@ -44,7 +60,8 @@ export async function readRunView(
     if (error instanceof WorkflowNotFoundError) throw new RunNotFound(`no run ${workflowId}`);
     throw error;
   }
-  const execution = description.status.name.toLowerCase().replace(/_/g, ' ');
+  const described = describedRun(workflowId, description);
+  const { execution } = described;
   const key = `${workflowId}/${description.runId}`;
   const kept = description.closeTime ? closedRuns?.get(key) : undefined;
   if (kept) return kept;
@@ -75,19 +92,13 @@ export async function readRunView(
     if (more) rest.events = [...rest.events, ...more.events];
   }
   const view: RunView = {
-    workflowId,
-    type: description.type,
-    execution,
-    started: description.startTime.toISOString(),
-    closed: description.closeTime?.toISOString() ?? null,
-    parent: description.parentExecution?.workflowId ?? null,
+    ...described,
     status,
     events: rest.events,
     eventsDropped: rest.events_dropped,
     transcript,
     children: withStartedChildren(children, rest.events),
     failure,
-    history: { events: description.historyLength, bytes: description.historySize ?? 0 },
   };
   if (description.closeTime && status !== null && transcript !== null) closedRuns?.set(key, view);
   return view;

@@ -1,4 +1,4 @@
-import { configFromEnvironment, webUiUrl } from '../../config/environment';
+import { configFromEnvironment, workflowUiUrl } from '../../config/environment';
 import { randomUUID } from 'node:crypto';
 import type { Message } from '../../context';
 import type { AgentRunResult, RunEvent, RunStatus } from '../../runtime';
@@ -191,12 +191,8 @@ function buildOf(description: { raw: { workflowExecutionInfo?: unknown } }): str
 
 /** How to look at a child run: the command, and its page in the Temporal web UI when that is known. */
 function childLink(workflowId: string): string {
-  const config = configFromEnvironment();
-  const ui = webUiUrl(config);
-  const page = ui
-    ? `, ${ui}/namespaces/${encodeURIComponent(config.namespace)}/workflows/${encodeURIComponent(workflowId)}`
-    : '';
-  return `${workflowId} (patchloop show ${workflowId}${page})`;
+  const page = workflowUiUrl(configFromEnvironment(), workflowId);
+  return `${workflowId} (patchloop show ${workflowId}${page ? `, ${page}` : ''})`;
 }
 
 /** The workflow's own account of what it is doing (Temporal's current details). */
