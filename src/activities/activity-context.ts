@@ -1,4 +1,5 @@
 import { type Context } from '@temporalio/activity';
+import { failure, FailureType } from '../common/failure-types';
 
 /**
  * Heartbeats on a 1 s timer (not only per token: a thinking model sends none), because an activity
@@ -22,7 +23,16 @@ export function isUserAbort(context: Context): boolean {
   return signal.aborted && details?.cancelRequested === true && details.workerShutdown !== true;
 }
 
-/** The error to throw when cancelled for any reason other than a user abort. */
+/**
+ * The error to throw when cancelled for any reason other than a user abort. On worker shutdown it is a
+ * retryable failure, not the SDK's cancellation: the SDK sends an activity's last heartbeat only before
+ * a failure (a cancelled activity's is dropped), and that heartbeat holds the tool batch's checkpoint of
+ * calls that finished during the shutdown's grace. Pause and reset keep the SDK's own failures.
+ */
 export function cancellationError(context: Context): unknown {
+  if (context.cancellationDetails?.workerShutdown === true)
+    return failure(FailureType.WorkerShutdown, 'the worker shut down during this phase: it runs again', {
+      retryable: true,
+    });
   return context.cancellationSignal.reason ?? new Error('activity cancelled');
 }

@@ -8,7 +8,13 @@
  * released when the attempt settles, is garbage as soon as the tool lets go of it.
  */
 export interface AttemptSignal {
+  /** The tool's: aborted at once, by the batch or a timeout. */
   signal: AbortSignal;
+  /**
+   * When to stop waiting for the attempt: at a timeout, or `graceMs` after the batch's abort. A call
+   * asked to stop may still finish meanwhile (its side effect is done): then its result counts.
+   */
+  waitUntil: AbortSignal;
   /** Whether a timeout, not the batch, aborted it: the idle one (`idleMs`) or the total. */
   timedOut(): false | 'idle' | 'total';
   /** The attempt made progress: the idle timeout starts anew (without `idleMs`, nothing happens). */
@@ -19,16 +25,24 @@ export interface AttemptSignal {
 
 /**
  * Aborted by the batch, after `timeoutMs` in all, or (with `idleMs`) after that long without
- * `progressed()`.
+ * `progressed()`; waited for until a timeout or `graceMs` after the batch's abort.
  */
-export function attemptSignal(batch: AbortSignal, timeoutMs: number, idleMs?: number): AttemptSignal {
+export function attemptSignal(batch: AbortSignal, timeoutMs: number, idleMs?: number, graceMs = 0): AttemptSignal {
   const controller = new AbortController();
+  const waiting = new AbortController();
+  let grace: ReturnType<typeof setTimeout> | undefined;
   let timedOut: false | 'idle' | 'total' = false;
-  const onBatchAbort = () => controller.abort(batch.reason);
+  const onBatchAbort = () => {
+    controller.abort(batch.reason);
+    if (graceMs <= 0) waiting.abort(batch.reason);
+    else grace = setTimeout(() => waiting.abort(batch.reason), graceMs);
+  };
   const expire = (which: 'idle' | 'total') => () => {
     if (controller.signal.aborted) return;
     timedOut = which;
-    controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+    const reason = new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+    controller.abort(reason);
+    waiting.abort(reason);
   };
   const timer = setTimeout(expire('total'), timeoutMs);
   let idle = idleMs !== undefined && idleMs < timeoutMs ? setTimeout(expire('idle'), idleMs) : undefined;
@@ -37,6 +51,7 @@ export function attemptSignal(batch: AbortSignal, timeoutMs: number, idleMs?: nu
     released = true;
     clearTimeout(timer);
     clearTimeout(idle);
+    clearTimeout(grace);
     batch.removeEventListener('abort', onBatchAbort);
   };
   const progressed = () => {
@@ -44,9 +59,9 @@ export function attemptSignal(batch: AbortSignal, timeoutMs: number, idleMs?: nu
     clearTimeout(idle);
     idle = setTimeout(expire('idle'), idleMs);
   };
-  if (batch.aborted) controller.abort(batch.reason);
+  if (batch.aborted) onBatchAbort();
   else batch.addEventListener('abort', onBatchAbort, { once: true });
-  return { signal: controller.signal, timedOut: () => timedOut, progressed, release };
+  return { signal: controller.signal, waitUntil: waiting.signal, timedOut: () => timedOut, progressed, release };
 }
 
 /** The promise, or the signal's reason once it aborts first; the signal's listener goes when either settles. */

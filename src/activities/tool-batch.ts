@@ -68,6 +68,9 @@ interface Finished {
 
 type CustomEvent = NonNullable<ToolBatchResult['custom_events']>[number];
 
+/** After an abort's grace, how long a call that finished in it may take to become its result. */
+const RESULT_SETTLE_MS = 1000;
+
 /**
  * The tool batch: every call runs concurrently; results come back in the calls' declared order (spec
  * 7.6, deviation 10.c). Bad arguments, unknown tools and tools that throw become error results the
@@ -131,6 +134,7 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
               call,
               workflowId,
               batchSignal: signal,
+              graceMs: settings.abortGraceMs,
               redactor: settings.redactor,
               mcp: settings.mcp,
               progress: (update) => progress.set(call.id, redacted(update)),
@@ -152,7 +156,8 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
           if (!local) context.heartbeat(details());
         });
         await Promise.race([Promise.all(runs), aborted(signal)]);
-        if (signal.aborted) await Promise.race([Promise.all(runs), delay(settings.abortGraceMs)]);
+        // Each call stops being waited for `abortGraceMs` after the abort; then its result is made.
+        if (signal.aborted) await Promise.race([Promise.all(runs), delay(settings.abortGraceMs + RESULT_SETTLE_MS)]);
       }
     } finally {
       stopHeartbeat();
@@ -233,6 +238,8 @@ interface CallScope {
   call: ToolCallRequest;
   workflowId: string;
   batchSignal: AbortSignal;
+  /** After the batch's abort, how long a call may still finish and keep its result. */
+  graceMs: number;
   redactor: SecretRedactor | undefined;
   mcp: McpServers | undefined;
   progress: (update: McpProgress) => void;
@@ -314,12 +321,12 @@ async function runTool(scope: CallScope, tool: Tool, args: unknown, argumentText
     emit: (eventName: string, data: JsonObject = {}) => scope.emit(eventName, data),
   };
   for (let attempt = 1; ; attempt += 1) {
-    const under = attemptSignal(scope.batchSignal, timeoutSeconds * 1000);
+    const under = attemptSignal(scope.batchSignal, timeoutSeconds * 1000, undefined, scope.graceMs);
     const { signal } = under;
     try {
       const value = await raceAbort(
         Promise.resolve().then(() => tool.execute(args, { ...context, signal })),
-        signal,
+        under.waitUntil,
       ).finally(under.release);
       return await toolOutcome(scope, value, argumentText);
     } catch (error) {
@@ -363,7 +370,7 @@ async function runMcpTool(scope: CallScope, mcp: McpToolReference): Promise<Fini
     mcp.idle_seconds !== undefined && mcp.total_seconds !== undefined
       ? { idleSeconds: mcp.idle_seconds, totalSeconds: mcp.total_seconds }
       : mcpCallLimits(server, limits.timeoutSeconds);
-  const under = attemptSignal(scope.batchSignal, totalSeconds * 1000, idleSeconds * 1000);
+  const under = attemptSignal(scope.batchSignal, totalSeconds * 1000, idleSeconds * 1000, scope.graceMs);
   try {
     // The SDK's own timeouts stay above ours, so a timeout is always reported as ours.
     const result = await raceAbort(
@@ -378,7 +385,7 @@ async function runMcpTool(scope: CallScope, mcp: McpToolReference): Promise<Fini
           scope.progress({ progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) });
         },
       }),
-      under.signal,
+      under.waitUntil,
     );
     const read = readMcpResult(result);
     if (read.isError) return callResult(scope, toolFailureContent(call.name, args.text, read.text || 'error'));

@@ -45,6 +45,8 @@ export const FailureType = {
   // A phase ended without a typed failure of its own (the activity's failure carries no type).
   PhaseFailed: 'PhaseFailed',
   PhaseTimedOut: 'PhaseTimedOut',
+  // The worker running a phase shut down (SIGTERM, a deploy): the phase runs again on another worker.
+  WorkerShutdown: 'WorkerShutdown',
   // An update refused after validation (an approval decision the run cannot take).
   ApprovalRefused: 'ApprovalRefused',
   // A retried update that the run applied before it continued as new, whose result it could not keep.

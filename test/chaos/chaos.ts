@@ -775,9 +775,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       log(
         `chaos: ${fault.kind} worker ${slot} (request ${model.requestCount}${paying !== undefined ? ', during an MCP pay call' : ''}${slot === childs ? ', running a sub-agent run' : ''})`,
       );
-      deaths.push({ worker: workerNames.get(worker) ?? 'unknown', at: Date.now() });
+      const death: WorkerDeath = { worker: workerNames.get(worker) ?? 'unknown', at: Date.now() };
+      deaths.push(death);
       mcpProcesses.push(...mcpServerProcesses(worker));
       await worker.kill(fault.kind);
+      death.exited = Date.now();
       if (fault.kind === 'SIGKILL') counts.kills += 1;
       else counts.terms += 1;
       const pause = 300 + chaosRandom() * 1200;

@@ -21,7 +21,7 @@ afterEach(async () => {
 const payer = {
   name: 'payer',
   instructions: 'You charge cards.',
-  tools: ['charge', 'flaky', 'stubborn'],
+  tools: ['charge', 'settle', 'flaky', 'stubborn'],
   limits: { heartbeat_timeout_seconds: 2 },
 };
 
@@ -103,6 +103,46 @@ describe('resumable tool batches: a finished call never runs twice', () => {
       fake.assertDone();
     });
   }
+});
+
+describe('a call that finishes while its worker shuts down (SIGTERM)', () => {
+  it('is checkpointed on the way out: the retry on another worker keeps its result and does not run it again', async () => {
+    const { effects, fake, client, start } = await sideEffectWorld(
+      [
+        callTools([
+          { id: 'c1', name: 'charge', arguments: '{"label": "a", "seconds": 0}' },
+          // Asked to stop by the shutdown, it completes its settlement and returns, within the batch's grace.
+          { id: 'c2', name: 'settle', arguments: '{"label": "s", "seconds": 20}' },
+        ]),
+        reply('paid'),
+      ],
+      () => payer,
+      cleanups,
+    );
+    const first = await start('first');
+    const run = await client.start({ agent: 'payer', input: 'charge and settle' });
+    await checkpointed(run, 1, 2);
+    await eventually(() => effects.effects.find((effect) => effect.label === 's'), 30_000, 'the settlement under way');
+    await first.kill('SIGTERM');
+    // The settlement finished after the signal, on the way out of the first worker.
+    expect(effects.effects.filter((effect) => effect.label === 's').map((effect) => effect.phase)).toEqual([
+      'start',
+      'end',
+    ]);
+    await start('second');
+    const result = await run.result();
+    expect(result.status).toBe('completed');
+    const { counts } = tally(effects.effects);
+    expect(counts.get('a')).toBe(1);
+    expect(counts.get('s')).toBe(1);
+    const results: Message[] = [
+      { role: 'tool', tool_call_id: 'c1', content: '"charged a"' },
+      { role: 'tool', tool_call_id: 'c2', content: '"settled s"' },
+    ];
+    expect(fake.requests[1]!.body.messages.slice(-2)).toEqual(results);
+    expect(result.transcript.slice(-3, -1)).toEqual(results);
+    fake.assertDone();
+  });
 });
 
 describe('per-tool retries inside the batch attempt', () => {

@@ -21,10 +21,12 @@ export function restartedCalls(effects: readonly SideEffect[]): number {
   return [...starts.values()].filter((times) => times > 1).length;
 }
 
-/** A worker process stopped by the test (SIGKILL or SIGTERM), and when the signal was sent. */
+/** A worker process stopped by the test (SIGKILL or SIGTERM): when the signal was sent, and when it exited. */
 export interface WorkerDeath {
   worker: string;
   at: number;
+  /** Unknown (the signal's time is taken) until the process has exited. */
+  exited?: number;
 }
 
 /** A time the Temporal server could not be reached (from its stop to its being healthy again). */
@@ -37,7 +39,9 @@ export interface ServerOutage {
  * Finished calls that ran again, split by cause; each cause is one of README's "what can run twice",
  * with the same idempotency key:
  * - `inWindow`: the call finished less than `windowMs` before its worker was stopped: its checkpoint
- *   leaves the worker within the heartbeat throttle (0.25 s) of its end, and the kill beat it;
+ *   leaves the worker within the heartbeat throttle (0.25 s) of its end, and the kill beat it; or it
+ *   finished after the signal, before the worker exited: it was in flight at the stop, and its result
+ *   came after the batch stopped waiting for it (a SIGTERM's grace is 0.2 s; within it, it is kept);
  * - `inOutage`: the call finished while the server was down, or within `heartbeatTimeoutMs` after it
  *   came back (or `windowMs` before it went), in an outage that outlasted the heartbeat timeout (less
  *   the `windowMs` a checkpoint may wait in the worker): its checkpoint could not be recorded, and the
@@ -60,7 +64,8 @@ export function finishedRepeats(
   for (const [, [first, ...again]] of ends) {
     if (!first || again.length === 0) continue;
     const stoppedSoonAfter = deaths.some(
-      (death) => death.worker === first.worker && death.at >= first.at && death.at - first.at <= windowMs,
+      (death) =>
+        death.worker === first.worker && first.at >= death.at - windowMs && first.at <= (death.exited ?? death.at),
     );
     const duringOutage = outages.some(
       (outage) =>

@@ -84,6 +84,45 @@ describe('a tool attempt’s signal', () => {
     busy.release();
   });
 
+  it('asks the tool to stop at the batch’s abort, but is waited for until its grace has passed', () => {
+    vi.useFakeTimers();
+    const batch = new AbortController();
+    const under = attemptSignal(batch.signal, HOUR_MS, undefined, 200);
+    batch.abort(new Error('worker shutdown'));
+    expect(under.signal.aborted).toBe(true);
+    expect(under.waitUntil.aborted).toBe(false);
+    vi.advanceTimersByTime(199);
+    expect(under.waitUntil.aborted).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect((under.waitUntil.reason as Error).message).toBe('worker shutdown');
+    under.release();
+  });
+
+  it('stops waiting at once at a timeout (no grace), and without a grace at the batch’s abort', () => {
+    vi.useFakeTimers();
+    const timed = attemptSignal(new AbortController().signal, 5_000, undefined, 200);
+    vi.advanceTimersByTime(5_000);
+    expect(timed.waitUntil.aborted).toBe(true);
+    expect(timed.timedOut()).toBe('total');
+    timed.release();
+    const batch = new AbortController();
+    const plain = attemptSignal(batch.signal, HOUR_MS);
+    batch.abort('now');
+    expect(plain.waitUntil.aborted).toBe(true);
+    plain.release();
+  });
+
+  it('released during its grace, it never stops waiting (the grace timer goes with it)', () => {
+    vi.useFakeTimers();
+    const batch = new AbortController();
+    const under = attemptSignal(batch.signal, HOUR_MS, undefined, 200);
+    batch.abort('stop');
+    under.release();
+    vi.advanceTimersByTime(1_000);
+    expect(under.waitUntil.aborted).toBe(false);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it('once released, neither its timer nor the batch aborts it, and the batch holds no listener', () => {
     vi.useFakeTimers();
     const batch = new AbortController();

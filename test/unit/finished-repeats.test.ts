@@ -21,6 +21,20 @@ describe('finishedRepeats', () => {
     });
   });
 
+  it('counts a call that finished after its worker was signalled, before it exited, as in flight at the stop', () => {
+    const effects = [
+      end('a', 'w1', 1100),
+      end('a', 'w2', 5000), // SIGTERM at 1000, exited at 1400: a finished on the way out
+      end('b', 'w1', 1500),
+      end('b', 'w2', 6000), // after the exit (another process of that name, or a clock gone wrong)
+    ];
+    expect(finishedRepeats(effects, [{ worker: 'w1', at: 1000, exited: 1400 }], 1000)).toEqual({
+      inWindow: 1,
+      inOutage: 0,
+      outside: 1,
+    });
+  });
+
   it('counts a repeat as in an outage only when the call finished while the server could not record its checkpoint', () => {
     const effects = [
       end('a', 'w1', 10_000),
