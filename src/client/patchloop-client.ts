@@ -5,6 +5,7 @@ import {
   WorkflowFailedError,
   WorkflowUpdateFailedError,
   type WorkflowExecutionDescription,
+  type WorkflowExecutionInfo,
   type WorkflowHandle,
 } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
@@ -182,26 +183,7 @@ export class PatchloopClient {
     let scanned = 0;
     for await (const execution of this.temporal.workflow.list({ query, pageSize: Math.min(100, limit) })) {
       scanned += 1;
-      const attributes = execution.typedSearchAttributes;
-      const run: RunSummary = {
-        workflow_id: execution.workflowId,
-        type: execution.type,
-        agent: attributes.get(keys.agent) ?? null,
-        // Before the worker resolved the agent (or without search attributes), Temporal's own status.
-        status:
-          execution.status.name === 'RUNNING'
-            ? (attributes.get(keys.status) ?? 'running')
-            : execution.status.name === 'COMPLETED' || execution.status.name === 'FAILED'
-              ? (attributes.get(keys.status) ?? execution.status.name.toLowerCase())
-              : execution.status.name.toLowerCase().replace(/_/g, ' '),
-        iterations: attributes.get(keys.iterations) ?? null,
-        tool_calls: attributes.get(keys.toolCalls) ?? null,
-        total_tokens: attributes.get(keys.totalTokens) ?? null,
-        started: execution.startTime.toISOString(),
-        closed: execution.closeTime?.toISOString() ?? null,
-        parent_workflow_id: execution.parentExecution?.workflowId ?? null,
-        ...(buildOf(execution.searchAttributes) ? { build: buildOf(execution.searchAttributes)! } : {}),
-      };
+      const run = runSummaryOf(execution);
       if (!text || run.workflow_id.toLowerCase().includes(text) || run.agent?.toLowerCase().includes(text))
         listed.push(run);
       if (listed.length >= limit || scanned >= (filter.scan ?? 1000)) break;
@@ -255,6 +237,30 @@ export interface RunSummary {
   parent_workflow_id: string | null;
   /** Worker Versioning: `deployment/build` of the run's version. */
   build?: string;
+}
+
+/** A run as the visibility store (a list, or a run's description) has it. */
+export function runSummaryOf(execution: Omit<WorkflowExecutionInfo, 'raw'>): RunSummary {
+  const attributes = execution.typedSearchAttributes;
+  return {
+    workflow_id: execution.workflowId,
+    type: execution.type,
+    agent: attributes.get(keys.agent) ?? null,
+    // Before the worker resolved the agent (or without search attributes), Temporal's own status.
+    status:
+      execution.status.name === 'RUNNING'
+        ? (attributes.get(keys.status) ?? 'running')
+        : execution.status.name === 'COMPLETED' || execution.status.name === 'FAILED'
+          ? (attributes.get(keys.status) ?? execution.status.name.toLowerCase())
+          : execution.status.name.toLowerCase().replace(/_/g, ' '),
+    iterations: attributes.get(keys.iterations) ?? null,
+    tool_calls: attributes.get(keys.toolCalls) ?? null,
+    total_tokens: attributes.get(keys.totalTokens) ?? null,
+    started: execution.startTime.toISOString(),
+    closed: execution.closeTime?.toISOString() ?? null,
+    parent_workflow_id: execution.parentExecution?.workflowId ?? null,
+    ...(buildOf(execution.searchAttributes) ? { build: buildOf(execution.searchAttributes)! } : {}),
+  };
 }
 
 /**
@@ -418,9 +424,16 @@ export class RunHandle {
     return children;
   }
 
-  /** How the run stands, with a page of its events after `after` (at most `limit`, default 500, and about 1 MB). */
-  status(after = 0, limit?: number): Promise<RunStatus> {
-    return this.workflow.query(statusQuery, { after, ...(limit !== undefined ? { limit } : {}) });
+  /**
+   * How the run stands, with a page of its events after `after` (at most `limit`, default 500, and about
+   * 1 MB); with `last`, the newest `last` of them.
+   */
+  status(after = 0, limit?: number, last?: number): Promise<RunStatus> {
+    return this.workflow.query(statusQuery, {
+      after,
+      ...(limit !== undefined ? { limit } : {}),
+      ...(last !== undefined ? { last } : {}),
+    });
   }
 
   /** A page of the run's events after `after` (query `events`: at most `limit` and about 1 MB). */

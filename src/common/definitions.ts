@@ -80,6 +80,8 @@ export interface UserMessageAccepted {
 export interface EventsQueryInput {
   after?: number;
   limit?: number;
+  /** The newest this many events (of those after `after`): where a reader that shows the latest starts. */
+  last?: number;
 }
 
 export interface StatusQueryInput {
@@ -87,4 +89,6 @@ export interface StatusQueryInput {
   after?: number;
   /** At most this many events (default 500; the page also stays under about 1 MB). */
   limit?: number;
+  /** The newest this many events (of those after `after`), as one page, instead of the oldest. */
+  last?: number;
 }

@@ -1,6 +1,7 @@
 import type { RunSummary } from '../client/patchloop-client';
 import { describeEvent } from '../client/follow';
 import type { Message } from '../context';
+import type { AgentRunResult } from '../runtime';
 import { costOf, isClearedResult, isSummaryMessage, type RunEvent, type RunStatus, type TokenPrices } from '../runtime';
 
 /**
@@ -151,11 +152,22 @@ export interface RunView {
   parent: string | null;
   status: RunStatus | null;
   events: RunEvent[];
+  /** Events the run's log holds before the first of `events` (a closed run is read from its newest). */
+  eventsBefore: number;
   eventsDropped: number;
   transcript: Message[] | null;
   children: ChildNode[];
   failure: string | null;
   history: { events: number; bytes: number };
+  /** The run as the visibility store has it (agent, state, iterations, tool calls, tokens). */
+  summary: RunSummary;
+  /** A closed run's result as recorded (no transcript filled in); null while it runs, or when it has none. */
+  result: AgentRunResult | null;
+  /**
+   * A closed run read without its queries (each replays its history on a worker): the status, the
+   * timeline and a transcript its result leaves out are read afterwards (`/runs/<id>/details`).
+   */
+  detailsPending: boolean;
 }
 
 export const isRunning = (view: Pick<RunView, 'execution'>) => view.execution === 'running';
@@ -166,8 +178,6 @@ export const TIMELINE_ROWS = 300;
 export function runPage(view: RunView, context: PageContext, now: number, allEvents = false): string {
   const ui = context.temporalLink(view.workflowId);
   const last = view.events.at(-1)?.seq ?? 0;
-  const shown = allEvents ? view.events : view.events.slice(-TIMELINE_ROWS);
-  const hidden = view.events.length - shown.length;
   // A model call under way when the page was read: the live feed starts at its start, for its tokens.
   const open = view.events.findLast(
     (event) =>
@@ -177,7 +187,7 @@ export function runPage(view: RunView, context: PageContext, now: number, allEve
   return layout(
     view.workflowId,
     `<nav class="crumbs"><a href="/">Runs</a>${view.parent ? ` › <a href="${runPath(view.parent)}">${escape(view.parent)}</a>` : ''} › <span>${escape(view.workflowId)}</span></nav>
-<h1><span class="agent">${escape(view.status?.agent ?? view.type)}</span> <code>${escape(view.workflowId)}</code> <span id="state">${badge(stateOf(view))}</span></h1>
+<h1><span class="agent">${escape(view.status?.agent ?? view.summary.agent ?? view.type)}</span> <code>${escape(view.workflowId)}</code> <span id="state">${stateBadge(view)}</span></h1>
 <p class="links">${view.type}${ui ? ` · <a href="${escape(ui)}" class="external" rel="noreferrer">open in the Temporal web UI</a>` : ''}</p>
 <p id="notice" role="status" aria-live="polite"></p>
 <section id="overview" class="panel">${overview(view, now)}</section>
@@ -185,10 +195,8 @@ export function runPage(view: RunView, context: PageContext, now: number, allEve
 <section id="live" class="panel live" hidden><h2>The model is writing <span class="call"></span></h2><pre class="tokens" aria-live="off"></pre></section>
 ${controls(view, context)}
 <div class="columns">
-<section class="panel transcript"><h2>Transcript</h2><div id="transcript">${transcript(view.transcript)}</div></section>
-<section class="panel timeline"><h2>Timeline</h2>${view.eventsDropped > 0 ? `<p class="sub">${escape(view.eventsDropped)} older events left the run's log.</p>` : ''}${hidden > 0 ? `<p class="sub">${escape(hidden)} earlier events are not shown: <a href="${runPath(view.workflowId)}?events=all">show all</a>.</p>` : ''}
-<table><colgroup><col class="seq"><col class="time"><col><col class="figure"><col class="figure"><col class="cost"></colgroup><thead><tr><th>#</th><th>Time</th><th>Event</th><th>Duration</th><th>Tokens</th><th>Cost</th></tr></thead>
-<tbody id="timeline">${timelineRows(shown, view.status?.prices ?? null)}</tbody></table></section>
+<section class="panel transcript"><h2>Transcript</h2><div id="transcript">${view.detailsPending && view.transcript === null ? reading(view, allEvents) : transcript(view.transcript)}</div></section>
+<section class="panel timeline"><h2>Timeline</h2><div id="timeline-panel">${view.detailsPending ? reading(view, allEvents) : timelinePanel(view, allEvents)}</div></section>
 </div>
 <section id="children" class="panel">${childrenTree(view.children)}</section>`,
     {
@@ -197,25 +205,49 @@ ${controls(view, context)}
       after: String(last),
       'follow-after': String(open ? open.seq - 1 : last),
       running: String(isRunning(view)),
+      ...(view.detailsPending ? { details: allEvents ? 'all' : 'pending' } : {}),
     },
   );
 }
 
-export function stateOf(view: Pick<RunView, 'execution' | 'status'>): string {
+/** What a closed run's page shows while its details are read (without a script: a link that reads them). */
+function reading(view: RunView, allEvents: boolean): string {
+  const now = `${runPath(view.workflowId)}?details=now${allEvents ? '&amp;events=all' : ''}`;
+  return `<p class="sub reading">Reading… (the run has ended: a worker replays its history to answer, once; the console keeps what it read)<noscript> <a href="${now}">Read it now</a></noscript></p>`;
+}
+
+/** The timeline: the newest rows (`allEvents`: every one the log holds), with notes on what is left out. */
+export function timelinePanel(view: RunView, allEvents: boolean): string {
+  const shown = allEvents ? view.events : view.events.slice(-TIMELINE_ROWS);
+  const hidden = view.eventsBefore + view.events.length - shown.length;
+  return `${view.eventsDropped > 0 ? `<p class="sub">${escape(view.eventsDropped)} older events left the run's log.</p>` : ''}${hidden > 0 ? `<p class="sub">${escape(hidden)} earlier events are not shown: <a href="${runPath(view.workflowId)}?events=all">show all</a>.</p>` : ''}
+<table><colgroup><col class="seq"><col class="time"><col><col class="figure"><col class="figure"><col class="cost"></colgroup><thead><tr><th>#</th><th>Time</th><th>Event</th><th>Duration</th><th>Tokens</th><th>Cost</th></tr></thead>
+<tbody id="timeline">${timelineRows(shown, view.status?.prices ?? null)}</tbody></table>`;
+}
+
+/** The run's state as the page's header shows it. */
+export function stateBadge(view: Pick<RunView, 'execution' | 'status' | 'result'>): string {
+  return badge(stateOf(view));
+}
+
+export function stateOf(view: Pick<RunView, 'execution' | 'status' | 'result'>): string {
   if (view.execution !== 'running' && view.execution !== 'completed') return view.execution;
-  return view.status?.state ?? view.execution;
+  return view.status?.state ?? view.result?.status ?? view.execution;
 }
 
 export function overview(view: RunView, now: number): string {
   const status = view.status;
   const ended = view.closed ? Date.parse(view.closed) : now;
-  const usage = status?.usage;
-  const cost = status?.budget?.spent['max_cost_usd'];
+  // Without the status (a closed run read without replay): its result and the visibility store's figures.
+  const usage = status ? status.usage : view.result?.usage;
+  const budget = status ? status.budget : view.result?.budget;
+  const cost = budget?.spent['max_cost_usd'];
+  const abortReason = status ? (status.abort_requested ? status.abort_reason : null) : view.result?.abort_reason;
   const facts: Array<[string, string]> = [
-    ['State', badge(stateOf(view))],
-    ['Iterations', escape(status?.iteration ?? '-')],
-    ['Model calls', escape(status?.llm_calls ?? '-')],
-    ['Tool calls', escape(status?.tool_calls ?? '-')],
+    ['State', stateBadge(view)],
+    ['Iterations', escape(status?.iteration ?? view.summary.iterations ?? '-')],
+    ['Model calls', escape(status?.llm_calls ?? budget?.spent['max_llm_calls'] ?? '-')],
+    ['Tool calls', escape(status?.tool_calls ?? view.summary.tool_calls ?? '-')],
     [
       'Tokens',
       usage
@@ -229,7 +261,7 @@ export function overview(view: RunView, now: number): string {
   ];
   return `<dl class="facts">${facts.map(([name, value]) => `<div><dt>${name}</dt><dd>${value}</dd></div>`).join('')}</dl>
 ${view.failure ? `<p class="failure">Failed: ${escape(view.failure)}</p>` : ''}
-${status?.abort_requested ? `<p class="sub">Abort requested${status.abort_reason ? `: ${escape(status.abort_reason)}` : ''}.</p>` : ''}
+${typeof abortReason === 'string' ? `<p class="sub">Abort requested${abortReason ? `: ${escape(abortReason)}` : ''}.</p>` : ''}
 ${gauges(status)}`;
 }
 
@@ -297,10 +329,10 @@ function signInNote(context: PageContext): string {
 }
 
 /** Abort, a message, a budget extension: rendered once (the feed never replaces what a person types). */
-function controls(view: RunView, context: PageContext): string {
+/** The form that extends a run's budget, once the run reports one (the live feed adds it when it appears). */
+export function extendForm(view: RunView, context: PageContext): string {
   const disabled = context.signedIn ? '' : ' disabled';
-  const hidden = isRunning(view) ? '' : ' hidden';
-  const budget = view.status?.budget
+  return view.status?.budget
     ? `<form class="extend" data-action="extend">
 <h3>Extend the budget</h3>
 <label>Tokens <input name="tokens" type="number" min="1"${disabled}></label>
@@ -310,6 +342,11 @@ function controls(view: RunView, context: PageContext): string {
 <button type="submit"${disabled}>Extend</button>
 </form>`
     : '';
+}
+
+function controls(view: RunView, context: PageContext): string {
+  const disabled = context.signedIn ? '' : ' disabled';
+  const hidden = isRunning(view) ? '' : ' hidden';
   return `<section id="controls" class="panel controls"${hidden}>
 <h2>Steer</h2>
 <form class="message" data-action="message">
@@ -321,7 +358,7 @@ function controls(view: RunView, context: PageContext): string {
 <input name="reason" placeholder="reason (optional)" aria-label="abort reason"${disabled}>
 <button type="submit" class="danger"${disabled}>Abort</button>
 </form>
-${budget}
+<div id="extend">${extendForm(view, context)}</div>
 ${signInNote(context)}
 </section>`;
 }

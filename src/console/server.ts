@@ -19,7 +19,6 @@ import {
 } from './access';
 import {
   approvals,
-  escape,
   isRunning,
   messagePage,
   overview,
@@ -27,10 +26,12 @@ import {
   runPage,
   runRows,
   signInPage,
-  stateOf,
+  stateBadge,
+  timelinePanel,
   timelineRows,
   transcript,
   childrenTree,
+  extendForm,
   type ListFilters,
   type PageContext,
   type RunView,
@@ -207,13 +208,28 @@ async function handle(
     feeds.set(stop, feed);
     return feed.finally(() => feeds.delete(stop));
   }
-  const run = /^\/runs\/([^/]+)$/.exec(path);
+  const run = /^\/runs\/([^/]+)(\/details)?$/.exec(path);
   if (run) {
+    const allEvents = url.searchParams.get('events') === 'all';
     try {
-      const view = await readRunView(options.client, decodeURIComponent(run[1]!), closedRuns);
-      return html(response, 200, runPage(view, context, Date.now(), url.searchParams.get('events') === 'all'));
+      // A closed run's page comes at once from its description and result; its details (each query
+      // replays its history) follow by script, or here with `?details=now`.
+      const replay = run[2] !== undefined || url.searchParams.get('details') === 'now';
+      const view = await readRunView(options.client, decodeURIComponent(run[1]!), closedRuns, { replay, allEvents });
+      if (run[2] === undefined) return html(response, 200, runPage(view, context, Date.now(), allEvents));
+      return sendJson(response, 200, {
+        state: stateBadge(view),
+        overview: overview(view, Date.now()),
+        transcript: transcript(view.transcript),
+        timeline: timelinePanel(view, allEvents),
+        children: childrenTree(view.children),
+      });
     } catch (error) {
-      if (error instanceof RunNotFound) return html(response, 404, messagePage('Not found', error.message));
+      if (error instanceof RunNotFound) {
+        if (run[2] !== undefined)
+          return sendJson(response, 404, { error: { type: 'NotFound', message: error.message } });
+        return html(response, 404, messagePage('Not found', error.message));
+      }
       throw error;
     }
   }
@@ -436,20 +452,24 @@ async function readPanels(
     ...described,
     status,
     events,
+    eventsBefore: 0,
     eventsDropped: 0,
     transcript: changed ? await readTranscript(run, execution) : null,
     children: withStartedChildren(children, events),
     failure: execution === 'failed' ? await failureOf(run) : null,
+    result: null,
+    detailsPending: false,
   };
   return {
     view,
     digest: version?.digest ?? null,
     html: {
-      state: `<span class="state state-${escape(stateOf(view).replace(/\W+/g, '_'))}">${escape(stateOf(view))}</span>`,
+      state: stateBadge(view),
       running: isRunning(view),
       overview: overview(view, Date.now()),
       approvals: approvals(view, context),
       children: childrenTree(view.children),
+      extend: extendForm(view, context),
       ...(changed ? { transcript: transcript(view.transcript) } : {}),
     },
   };

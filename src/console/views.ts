@@ -1,8 +1,8 @@
 import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
-import type { PatchloopClient, RunHandle, RunSummary } from '../client/patchloop-client';
+import { runSummaryOf, type PatchloopClient, type RunHandle, type RunSummary } from '../client/patchloop-client';
 import type { Message } from '../context';
-import type { RunEvent } from '../runtime';
-import type { ChildNode, RunView } from './pages';
+import type { AgentRunResult, RunEvent } from '../runtime';
+import { TIMELINE_ROWS, type ChildNode, type RunView } from './pages';
 
 /** How deep the child tree goes on a run's page (a deeper run is one click further). */
 const TREE_DEPTH = 4;
@@ -34,9 +34,10 @@ export class ClosedRuns {
 export function describedRun(
   workflowId: string,
   description: WorkflowExecutionDescription,
-): Pick<RunView, 'workflowId' | 'type' | 'execution' | 'started' | 'closed' | 'parent' | 'history'> {
+): Pick<RunView, 'workflowId' | 'type' | 'execution' | 'started' | 'closed' | 'parent' | 'history' | 'summary'> {
   return {
     workflowId,
+    summary: runSummaryOf(description),
     type: description.type,
     execution: description.status.name.toLowerCase().replace(/_/g, ' '),
     started: description.startTime.toISOString(),
@@ -46,11 +47,17 @@ export function describedRun(
   };
 }
 
-/** What a run's page shows, read through the client: description, status, events, transcript, children. */
+/**
+ * What a run's page shows, read through the client: description, status, events, transcript, children.
+ * A closed run is no longer in its worker's cache, so each of its queries replays its history (seconds
+ * for a long run): with `replay: false` one read neither its kept page nor queries it, only its
+ * description and recorded result (`detailsPending`); its details follow with `replay: true` and are kept.
+ */
 export async function readRunView(
   client: PatchloopClient,
   workflowId: string,
   closedRuns?: ClosedRuns,
+  options: { replay?: boolean; allEvents?: boolean } = {},
 ): Promise<RunView> {
   const run = client.run(workflowId);
   let description;
@@ -62,24 +69,38 @@ export async function readRunView(
   }
   const described = describedRun(workflowId, description);
   const { execution } = described;
-  const key = `${workflowId}/${description.runId}`;
-  const kept = description.closeTime ? closedRuns?.get(key) : undefined;
-  if (kept) return kept;
-  // A closed run is no longer in its worker's cache: each query replays it. It is asked as little as
-  // possible: status and events in one answer, the transcript from its result where that holds it.
   const closed = description.closeTime !== undefined;
-  const [status, events, transcript, children, failure] = await Promise.all([
-    closed ? run.status(0, 5000).catch(() => null) : run.status(Number.MAX_SAFE_INTEGER).catch(() => null),
-    closed ? Promise.resolve(null) : run.allEvents().catch(() => null),
-    closed && execution === 'completed'
-      ? run
-          .result()
-          // A sub-agent's result leaves its transcript to its caller's: then the query reads it.
-          .then((result) => (result.transcript.length > 0 ? result.transcript : readTranscript(run, execution)))
-          .catch(() => readTranscript(run, execution))
-      : readTranscript(run, execution),
+  // Kept with the events the page showed: every one (`allEvents`) or the newest.
+  const key = `${workflowId}/${description.runId}${options.allEvents ? '/all' : ''}`;
+  const kept = closed ? closedRuns?.get(key) : undefined;
+  if (kept) return kept;
+  const [result, children, failure] = await Promise.all([
+    closed && execution === 'completed' ? recordedResult(run) : Promise.resolve(null),
     childTree(client, workflowId, [], TREE_DEPTH).catch(() => []),
     execution === 'failed' ? failureOf(run) : Promise.resolve(null),
+  ]);
+  // A sub-agent's result leaves its transcript to its caller's, a long one its store's: the query reads it.
+  const recorded = result && result.transcript_omitted !== true ? result.transcript : null;
+  if (closed && options.replay === false)
+    return {
+      ...described,
+      status: null,
+      events: [],
+      eventsBefore: 0,
+      eventsDropped: 0,
+      transcript: recorded,
+      children,
+      failure,
+      result,
+      detailsPending: true,
+    };
+  // It is asked as little as possible: status and events in one answer (the newest, unless all are shown).
+  const [status, events, transcript] = await Promise.all([
+    closed
+      ? run.status(0, 5000, options.allEvents ? undefined : TIMELINE_ROWS).catch(() => null)
+      : run.status(Number.MAX_SAFE_INTEGER).catch(() => null),
+    closed ? Promise.resolve(null) : run.allEvents().catch(() => null),
+    recorded ?? readTranscript(run, execution),
   ]);
   // The rest of a closed run's log, when the status page did not hold it all.
   const rest = events ?? {
@@ -87,7 +108,12 @@ export async function readRunView(
     events_dropped: status?.events_dropped ?? 0,
   };
   // (The answer stops at 5,000 events or about 1 MB of them: only then is there more.)
-  if (closed && status && (status.events.length >= 5000 || JSON.stringify(status.events).length > 900_000)) {
+  if (
+    closed &&
+    status &&
+    options.allEvents &&
+    (status.events.length >= 5000 || JSON.stringify(status.events).length > 900_000)
+  ) {
     const more = await run.allEvents(status.next_after).catch(() => null);
     if (more) rest.events = [...rest.events, ...more.events];
   }
@@ -95,13 +121,26 @@ export async function readRunView(
     ...described,
     status,
     events: rest.events,
+    // Events the log holds before the first one read (its seqs count from 1, the dropped ones first).
+    eventsBefore: Math.max(0, (rest.events[0]?.seq ?? 1) - 1 - rest.events_dropped),
     eventsDropped: rest.events_dropped,
     transcript,
     children: withStartedChildren(children, rest.events),
     failure,
+    result,
+    detailsPending: false,
   };
-  if (description.closeTime && status !== null && transcript !== null) closedRuns?.set(key, view);
+  if (closed && status !== null && transcript !== null) closedRuns?.set(key, view);
   return view;
+}
+
+/** A completed run's result as its history records it (from its close event: no replay); null if unreadable. */
+async function recordedResult(run: RunHandle): Promise<AgentRunResult | null> {
+  try {
+    return (await run.workflow.result()) as AgentRunResult;
+  } catch {
+    return null;
+  }
 }
 
 /** The transcript by query; for a run that completed while no worker answers, from its result. */

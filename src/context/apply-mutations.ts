@@ -26,18 +26,35 @@ export function applyMutations(transcript: readonly Message[], mutations: readon
  * `applyMutations` for a caller that treats messages as values (the workflow's own state): the result
  * shares every message it keeps unchanged with the input, and a changed message is a changed copy.
  * Deep-equal to `applyMutations`; copying a long transcript at every commit was most of a long run's
- * workflow time.
+ * workflow time. `checked`: the input passed the linkage check (it is what a commit returned, unchanged
+ * since), so when the result only appends to it, only what was appended is checked (checking the whole
+ * at every step was much of a long run's replay).
  */
-export function applyMutationsSharing(transcript: readonly Message[], mutations: readonly Mutation[]): Message[] {
-  return applyMutationsTo([...transcript], mutations);
+export function applyMutationsSharing(
+  transcript: readonly Message[],
+  mutations: readonly Mutation[],
+  checked = false,
+): Message[] {
+  return applyMutationsTo([...transcript], mutations, checked ? transcript : undefined);
 }
 
-function applyMutationsTo(messages: Message[], mutations: readonly Mutation[]): Message[] {
+function applyMutationsTo(
+  messages: Message[],
+  mutations: readonly Mutation[],
+  checked?: readonly Message[],
+): Message[] {
   const state: ApplyState = { messages, remembers: [], forgets: [] };
   for (const mutation of mutations) applyOne(state, mutation);
   commitExperienceBatch(state);
-  validateToolLinkage(state.messages);
+  validateToolLinkage(state.messages, checked && startsWith(state.messages, checked) ? checked.length : 0);
   return state.messages;
+}
+
+/** Whether `messages` begins with every message of `prefix`, the very same objects. */
+function startsWith(messages: readonly Message[], prefix: readonly Message[]): boolean {
+  if (messages.length < prefix.length) return false;
+  for (let index = 0; index < prefix.length; index += 1) if (messages[index] !== prefix[index]) return false;
+  return true;
 }
 
 interface ApplyState {

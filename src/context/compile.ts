@@ -27,8 +27,9 @@ export function reduceTurnContext(
   mutations: readonly Mutation[],
   snapshot: SelfRefSnapshot | null,
   share = false,
+  checked = false,
 ): ReducedTurnContext {
-  const applied = (share ? applyMutationsSharing : applyMutations)(transcript, mutations);
+  const applied = share ? applyMutationsSharing(transcript, mutations, checked) : applyMutations(transcript, mutations);
   if (snapshot === null) return { transcript: applied, selfref_snapshot: null };
   const parsed = parseSelfRefSnapshot(applied);
   const carriesMarkers =
@@ -81,28 +82,32 @@ export function compileInvocationTurn(
 /**
  * The messages of `compileInvocationTurn(contract, transcript, [], snapshot)`, deep-equal, for a caller
  * that treats messages as values (the workflow serializes them at once): they share every message the
- * compile leaves unchanged with the transcript, so a long transcript costs no copies.
+ * compile leaves unchanged with the transcript, so a long transcript costs no copies. `checked`: the
+ * transcript is what a commit returned (see `applyMutationsSharing`).
  */
 export function compileRequestMessages(
   contract: PromptContract,
   transcript: readonly Message[],
   snapshot: SelfRefSnapshot | null,
+  checked = false,
 ): Message[] {
-  return convertToLlmRequest(reduceTurnContext(transcript, [], snapshot, true), contract, true).llm_messages;
+  return convertToLlmRequest(reduceTurnContext(transcript, [], snapshot, true, checked), contract, true).llm_messages;
 }
 
 /**
  * `compile_context` (spec 4.6): the loop's commit. With SelfRef on, the snapshot is always re-parsed.
  * `share`: for a caller that treats messages as values (the workflow's own state), the transcript shares
- * the messages it keeps with the input (see `applyMutationsSharing`); deep-equal either way.
+ * the messages it keeps with the input (see `applyMutationsSharing`, and its `checked`); deep-equal
+ * either way.
  */
 export function compileContext(
   transcript: readonly Message[],
   mutations: readonly Mutation[],
   selfrefEnabled: boolean,
   share = false,
+  checked = false,
 ): { transcript: Message[]; selfref_snapshot: SelfRefSnapshot | null } {
-  const applied = (share ? applyMutationsSharing : applyMutations)(transcript, mutations);
+  const applied = share ? applyMutationsSharing(transcript, mutations, checked) : applyMutations(transcript, mutations);
   return { transcript: applied, selfref_snapshot: selfrefEnabled ? parseSelfRefSnapshot(applied) : null };
 }
 

@@ -4,11 +4,14 @@ import { isTruthy } from './python-truthiness';
 
 /**
  * Structural validity of tool-call linkage (spec 3.5): between an assistant tool-call message and the
- * last of its results, only tool messages may stand, and every call id must be answered.
+ * last of its results, only tool messages may stand, and every call id must be answered. `from`: the
+ * messages before it are a transcript that passed this check (none of its calls is left open), so the
+ * check goes on from there.
  */
-export function validateToolLinkage(messages: readonly Message[]): void {
+export function validateToolLinkage(messages: readonly Message[], from = 0): void {
   const pending: string[] = [];
-  messages.forEach((message, index) => {
+  for (let index = from; index < messages.length; index += 1) {
+    const message = messages[index]!;
     const role = message['role'];
     if (role === 'assistant') {
       const toolCalls = message['tool_calls'];
@@ -21,7 +24,7 @@ export function validateToolLinkage(messages: readonly Message[]): void {
           if (typeof id === 'string' && id !== '') pending.push(id);
         }
       }
-      return;
+      continue;
     }
     if (role === 'tool') {
       if (pending.length === 0) {
@@ -35,7 +38,7 @@ export function validateToolLinkage(messages: readonly Message[]): void {
         throw new ContextError('linkage', `tool_call_id does not match pending assistant tool_calls (index ${index})`);
       }
       pending.splice(position, 1);
-      return;
+      continue;
     }
     if (pending.length > 0) {
       throw new ContextError(
@@ -43,7 +46,7 @@ export function validateToolLinkage(messages: readonly Message[]): void {
         `Pending assistant tool_calls must be followed by matching tool messages before role '${pythonRoleName(role)}' (index ${index})`,
       );
     }
-  });
+  }
   if (pending.length > 0) throw new ContextError('linkage', 'Unmatched assistant tool_calls without tool results');
 }
 

@@ -47,16 +47,22 @@ import {
 /** Query answers stay far below the 4 MB gRPC limit whatever the events hold. */
 const PAGE_CHARS = 1_000_000;
 
-/** Events after `after`, at most `limit` (1 to 5,000) and about 1 MB of JSON. */
+/**
+ * Events after `after`, at most `limit` (1 to 5,000) and about 1 MB of JSON; with `last`, starting at
+ * the newest `last` of them (a reader showing the latest events reads them in one page, not all).
+ */
 function eventPage(
   run: Run,
   after = 0,
   limit = 1000,
+  last?: number,
 ): { events: RunEvent[]; next_after: number; events_dropped: number } {
   const most = Math.max(1, Math.min(limit, 5000));
   const events: RunEvent[] = [];
   let chars = 0;
-  for (const logged of run.events) {
+  const from =
+    typeof last === 'number' && Number.isInteger(last) && last >= 0 ? Math.max(0, run.events.length - last) : 0;
+  for (const logged of run.events.slice(from)) {
     if (logged.seq <= after) continue;
     const event = withOrigin(run, logged);
     chars += JSON.stringify(event).length;
@@ -146,7 +152,7 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
       queued_user_messages: run.inbox.length,
       rejected_inputs: run.rejectedInputs,
       history: { events: workflowInfo().historyLength, bytes: workflowInfo().historySize },
-      ...eventPage(run, options?.after, options?.limit ?? 500),
+      ...eventPage(run, options?.after, options?.limit ?? 500, options?.last),
       ...extraStatus(),
     }),
     { description: 'How the run stands: state, pending approvals, counters, history size and a page of events.' },
@@ -221,7 +227,10 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
   });
   setHandler(
     eventsQuery,
-    (options) => ({ ...eventPage(run, options?.after, options?.limit ?? 1000), state: reportedState(run) }),
+    (options) => ({
+      ...eventPage(run, options?.after, options?.limit ?? 1000, options?.last),
+      state: reportedState(run),
+    }),
     { description: 'Events after {"after": seq}, at most {"limit": n}: what follow reads.' },
   );
   setHandler(

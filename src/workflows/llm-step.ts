@@ -7,11 +7,16 @@ import { compactContext, contextOverflowIn, proactiveCompaction, reactiveCompact
 import { callLlmPhase } from './llm-call';
 import type { LlmMode, LoopContext } from './loop-context';
 import * as events from './run-events';
-import { emit } from './run-state';
+import { emit, transcriptChecked } from './run-state';
 
 /** The provider request the workflow compiles from the current context (spec 7.3 step 2). */
 export function buildRequest(loop: LoopContext, mode: LlmMode) {
-  const messages = compileRequestMessages(loop.contract, loop.run.transcript, loop.run.snapshot);
+  const messages = compileRequestMessages(
+    loop.contract,
+    loop.run.transcript,
+    loop.run.snapshot,
+    transcriptChecked(loop.run),
+  );
   const options: JsonObject = { ...loop.agent.llm_options };
   if (!mode.withTools) delete options['tool_choice'];
   return {

@@ -118,6 +118,8 @@ export interface Run {
   readableBytes: number;
   /** The transcript's JSON text and digest for `transcriptPage`, kept while the transcript is this one (memory only). */
   transcriptText: { of: Message[]; text: string; digest: string } | null;
+  /** The transcript as the last commit returned it (checked for linkage whole): later commits check only what they append. */
+  checkedTranscript: Message[] | null;
 }
 
 /** The run's origin: the call tree from Temporal's own parent and root links, the fork's from its input. */
@@ -204,6 +206,7 @@ export function newRun(agent: string, memoryKey: string): Run {
     visibility: { enabled: false, state: null, iteration: 0 },
     readableBytes: readableLimitBytes({}),
     transcriptText: null,
+    checkedTranscript: null,
   };
 }
 
@@ -231,14 +234,20 @@ export function childPending(run: Run): PendingApproval[] {
   return [...runningChildren(run).values()].flat();
 }
 
+/** Whether the run's transcript is the one its last commit returned (so it passed the linkage check). */
+export function transcriptChecked(run: Run): boolean {
+  return run.transcript === run.checkedTranscript;
+}
+
 /** Folds patches into the durable transcript (spec 4.6). Throws `ContextError` on invalid linkage. */
 export function commit(run: Run, mutations: readonly Mutation[]): void {
   // Nothing to fold and the snapshot already reflects the transcript: skip the O(transcript) copy.
   const snapshotCurrent = (run.snapshot !== null) === run.selfref;
   if (mutations.length === 0 && snapshotCurrent) return;
   // The run's messages are values: the commit shares the ones it keeps instead of copying the transcript.
-  const next = compileContext(run.transcript, mutations, run.selfref, true);
+  const next = compileContext(run.transcript, mutations, run.selfref, true, transcriptChecked(run));
   run.transcript = next.transcript;
+  run.checkedTranscript = next.transcript;
   run.snapshot = next.selfref_snapshot;
 }
 

@@ -28,6 +28,7 @@ const agents: AgentDefinitionInput[] = [
   { name: 'gatekeeper', instructions: 'You ask before adding.', tools: ['add'], needs_approval: ['add'] },
   { name: 'lead', instructions: 'You lead.', subagents: ['clerk'] },
   { name: 'clerk', instructions: 'You file.' },
+  { name: 'reporter', instructions: 'You report.' },
 ];
 const call = (id: string, name: string, args: Record<string, unknown>) => ({
   id,
@@ -63,6 +64,7 @@ const scripts = scriptsByAgent({
     steps: [callTools([call('l1', 'clerk', { input: 'file the report' })]), reply('the clerk filed it')],
   },
   clerk: { instructions: 'You file.', steps: [reply('filed')] },
+  reporter: { instructions: 'You report.', steps: [reply('the first report'), reply('the second report')] },
 });
 
 let world: TestWorld;
@@ -97,6 +99,12 @@ afterAll(async () => {
 
 const runUrl = (id: string) => `${consoleServer.url}/runs/${encodeURIComponent(id)}`;
 const transcriptText = () => page.locator('#transcript').innerText();
+/** A closed run's page reads its details after it is shown: until they are in (at once when kept). */
+const detailsShown = async () => {
+  await page.locator('main:not([data-details])').waitFor({ state: 'attached' });
+  // Messages are laid out (`content-visibility: auto`) at the next frame: until then their text reads as empty.
+  await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
+};
 
 describe('the console, in a browser', () => {
   it('lists the runs of two agents, with filters and links to each run and to the Temporal web UI', async () => {
@@ -220,6 +228,8 @@ describe('the console, in a browser', () => {
     await child.click();
     await page.waitForURL(runUrl(childId));
     expect(await page.locator('h1 .agent').innerText()).toBe('clerk');
+    // A sub-agent's result leaves its transcript to its caller: it comes with the details.
+    await detailsShown();
     expect(await transcriptText()).toContain('filed');
     await page.locator('.crumbs a', { hasText: parent!.workflow_id }).click();
     await page.waitForURL(runUrl(parent!.workflow_id));
@@ -227,6 +237,37 @@ describe('the console, in a browser', () => {
     expect(await page.locator('#timeline tr[data-type=subagent_started] a').getAttribute('href')).toBe(
       `/runs/${encodeURIComponent(childId)}`,
     );
+  });
+
+  it("a closed run's page comes from its description and result at once; its timeline follows, then is kept", async () => {
+    const run = await world.client.start({ agent: 'reporter', input: 'report once' });
+    await run.result();
+    const signedIn = { cookie: (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ') };
+    // The server's first answer: the transcript (from the result), the state and figures, no timeline yet.
+    const first = await (await fetch(runUrl(run.workflowId), { headers: signedIn })).text();
+    expect(first).toContain('data-details="pending"');
+    expect(first).toContain('Reading…');
+    expect(first).not.toContain('data-type="react_end"');
+    expect(first).toMatch(/<dt>Iterations<\/dt><dd>1<\/dd>/);
+    expect(first).toContain('state-completed');
+    // The details: every panel, the timeline with it.
+    const details = (await (
+      await fetch(`${runUrl(run.workflowId)}/details`, { headers: { ...signedIn, accept: 'application/json' } })
+    ).json()) as Record<string, string>;
+    expect(details['timeline']).toContain('data-type="react_end"');
+    expect(details['overview']).toMatch(/<dt>Model calls<\/dt><dd>1<\/dd>/);
+    // Kept: the next answer is whole, with nothing left to read.
+    const again = await (await fetch(runUrl(run.workflowId), { headers: signedIn })).text();
+    expect(again).not.toContain('data-details');
+    expect(again).toContain('data-type="react_end"');
+    // In the browser, a closed run the console has not kept: the script reads its details after it shows.
+    const other = await world.client.start({ agent: 'reporter', input: 'report again' });
+    await other.result();
+    await page.goto(runUrl(other.workflowId));
+    await page.locator('#timeline tr[data-type=react_end]').waitFor();
+    await detailsShown();
+    expect(await transcriptText()).toContain('the second report');
+    expect(await page.locator('.reading').count()).toBe(0);
   });
 
   describe('without the token', () => {
@@ -431,6 +472,7 @@ fetch(${JSON.stringify(`${consoleServer.url}${abortPath()}`)}, { method: 'POST',
       const run = await sealed.client.start({ agent: 'assistant', input: `Remember ${canary}.` });
       await run.result();
       await page.goto(`${sealedConsole.url}/runs/${encodeURIComponent(run.workflowId)}`);
+      await detailsShown();
       expect(await transcriptText()).toContain(`Noted: ${canary}`);
       expect(await transcriptText()).toContain(`Remember ${canary}.`);
       expect(occurrencesInDatabase(canary)).toBe(0);

@@ -135,6 +135,11 @@ describe.each(['in-process', 'redis'] as const)('event stream (%s chunks)', (tra
     const page = await run.workflow.query(eventsQuery, { after: 3, limit: 2 });
     expect(page.events.map((event) => event.seq)).toEqual([4, 5]);
     expect(page.next_after).toBe(5);
+    // The newest events, as a reader showing the latest asks for them (of those after `after`).
+    const newest = await run.status(0, 500, 3);
+    expect(newest.events.map((event) => event.seq)).toEqual(events.slice(-3).map((event) => event.seq));
+    const tail = await run.workflow.query(eventsQuery, { after: events.length - 2, last: 5 });
+    expect(tail.events.map((event) => event.seq)).toEqual([events.length - 1, events.length]);
     world.fake.assertDone();
   });
 

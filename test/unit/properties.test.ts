@@ -126,6 +126,25 @@ describe("the workflow's sharing compile", () => {
   });
 });
 
+describe("the workflow's chained commits (each checks only what it appends to the last)", () => {
+  it('give what commits of copies give, errors included', () => {
+    fc.assert(
+      fc.property(arb.compileCase, fc.nat(), ({ input }, split) => {
+        const at = input.mutations.length === 0 ? 0 : split % (input.mutations.length + 1);
+        const [first, second] = [input.mutations.slice(0, at), input.mutations.slice(at)];
+        const copied = attempt(() =>
+          compileContext(compileContext(input.transcript, first, false).transcript, second, false),
+        );
+        const shared = attempt(() =>
+          compileContext(compileContext(input.transcript, first, false, true).transcript, second, false, true, true),
+        );
+        expect(shared).toStrictEqual(copied);
+      }),
+      runs,
+    );
+  });
+});
+
 describe('invariant 2: determinism', () => {
   it('the same inputs give deep-equal outputs', () => {
     fc.assert(

@@ -82,6 +82,7 @@ function runPage() {
     }
   });
 
+  if (main.dataset.details) readDetails(workflowId, main.dataset.details === 'all');
   if (main.dataset.running !== 'true') return;
   // From the start of a model call under way (its rows are on the page already), so its tokens come too.
   const from = Number(main.dataset.followAfter || after);
@@ -110,6 +111,8 @@ function runPage() {
     replace('approvals', panels.approvals);
     replace('children', panels.children);
     replace('transcript', panels.transcript);
+    // Added once the run reports a budget; never replaced after, so what is typed in it stays.
+    if (!document.querySelector('#extend form')) replace('extend', panels.extend);
     if (controls) controls.hidden = !panels.running;
     main.dataset.running = String(panels.running);
   });
@@ -118,6 +121,24 @@ function runPage() {
     live.hidden = true;
     main.dataset.ended = 'true';
   });
+}
+
+/** A closed run's details (status, timeline, a transcript its result left out), read once it is shown. */
+async function readDetails(workflowId, allEvents) {
+  try {
+    const response = await fetch(`/runs/${encodeURIComponent(workflowId)}/details${allEvents ? '?events=all' : ''}`, {
+      credentials: 'same-origin',
+      headers: { accept: 'application/json' },
+    });
+    const details = await response.json().catch(() => ({}));
+    if (!response.ok) throw new Error(details.error?.message ?? `the console answered ${response.status}`);
+    for (const id of ['state', 'overview', 'transcript', 'children']) replace(id, details[id]);
+    replace('timeline-panel', details.timeline);
+    delete main.dataset.details;
+    main.dataset.detailsRead = 'true';
+  } catch (error) {
+    say(`The run's details could not be read: ${error.message}`, 'error');
+  }
 }
 
 function runList() {
