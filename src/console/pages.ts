@@ -226,13 +226,13 @@ export function timelinePanel(view: RunView, allEvents: boolean): string {
 }
 
 /** The run's state as the page's header shows it. */
-export function stateBadge(view: Pick<RunView, 'execution' | 'status' | 'result'>): string {
+export function stateBadge(view: Pick<RunView, 'execution' | 'status' | 'result' | 'summary'>): string {
   return badge(stateOf(view));
 }
 
-export function stateOf(view: Pick<RunView, 'execution' | 'status' | 'result'>): string {
+export function stateOf(view: Pick<RunView, 'execution' | 'status' | 'result' | 'summary'>): string {
   if (view.execution !== 'running' && view.execution !== 'completed') return view.execution;
-  return view.status?.state ?? view.result?.status ?? view.execution;
+  return view.status?.state ?? view.result?.status ?? view.summary.status;
 }
 
 export function overview(view: RunView, now: number): string {
