@@ -6,7 +6,7 @@
  */
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { assistantAgent, carefulAssistantAgent } from '../src/agents/assistant';
@@ -17,14 +17,11 @@ import { FakeModelServer } from '../src/fake-model/server';
 import { createPatchloopWorker } from '../src/worker/create-worker';
 import { freePort } from '../src/worker/free-port';
 import { startDevServer } from '../src/worker/temporal-cli';
-
-const browser = ['chromium', 'chromium-browser', 'google-chrome'].find(
-  (name) => spawnSync('which', [name]).status === 0,
-);
+import { chromiumPath } from '../test/support/browser';
 
 /** Asynchronous: the worker runs in this process and must answer the UI's queries meanwhile. */
 async function screenshot(url: string, file: string): Promise<void> {
-  if (!browser) throw new Error('no chromium found: apt-get install chromium');
+  const browser = chromiumPath();
   const result = await new Promise<{ status: number; stderr: string }>((resolve) =>
     execFile(
       browser,
