@@ -27,10 +27,12 @@ export function isUserAbort(context: Context): boolean {
  * The error to throw when cancelled for any reason other than a user abort. On worker shutdown it is a
  * retryable failure, not the SDK's cancellation: the SDK sends an activity's last heartbeat only before
  * a failure (a cancelled activity's is dropped), and that heartbeat holds the tool batch's checkpoint of
- * calls that finished during the shutdown's grace. Pause and reset keep the SDK's own failures.
+ * calls that finished during the shutdown's grace (an LLM phase's, its stream's progress). Pause and
+ * reset keep the SDK's own failures.
  */
 export function cancellationError(context: Context): unknown {
-  if (context.cancellationDetails?.workerShutdown === true)
+  // (A local activity has no heartbeat to send: it keeps the SDK's cancellation.)
+  if (!context.info.isLocal && context.cancellationDetails?.workerShutdown === true)
     return failure(FailureType.WorkerShutdown, 'the worker shut down during this phase: it runs again', {
       retryable: true,
     });

@@ -375,7 +375,9 @@ async function runMcpTool(scope: CallScope, mcp: McpToolReference): Promise<Fini
     // The SDK's own timeouts stay above ours, so a timeout is always reported as ours.
     const result = await raceAbort(
       scope.mcp.callTool(server, mcp.tool, args.value, {
-        signal: under.signal,
+        // The server is told to stop (notifications/cancelled) when the call stops being waited for: a
+        // call it finishes within the abort's grace keeps its result, as a registered tool's does.
+        signal: under.waitUntil,
         timeoutMs: idleSeconds * 1000 + 5000,
         maxTotalTimeoutMs: totalSeconds * 1000 + 5000,
         // Starting a stdio server or reopening a session is not the server's silence: idle counts from here.

@@ -43,6 +43,7 @@ import {
   failureOf,
   readRunView,
   readTranscript,
+  recordedTranscript,
   RunNotFound,
   withStartedChildren,
 } from './views';
@@ -220,7 +221,8 @@ async function handle(
       return sendJson(response, 200, {
         state: stateBadge(view),
         overview: overview(view, Date.now()),
-        transcript: transcript(view.transcript),
+        // The page has a transcript its result records already: it is not sent twice.
+        ...(recordedTranscript(view.result) ? {} : { transcript: transcript(view.transcript) }),
         timeline: timelinePanel(view, allEvents),
         children: childrenTree(view.children),
       });

@@ -12,7 +12,17 @@ export class RunNotFound extends Error {}
 /** Closed runs' pages the console keeps (a closed run no longer changes; reading it again means a replay). */
 export class ClosedRuns {
   private readonly views = new Map<string, RunView>();
+  private readonly reading = new Map<string, Promise<RunView>>();
   constructor(private readonly most = 20) {}
+  /** One read at a time per run: pages opened meanwhile wait for it instead of replaying the run again. */
+  readOnce(key: string, read: () => Promise<RunView>): Promise<RunView> {
+    let pending = this.reading.get(key);
+    if (!pending) {
+      pending = read().finally(() => this.reading.delete(key));
+      this.reading.set(key, pending);
+    }
+    return pending;
+  }
   get(key: string): RunView | undefined {
     const view = this.views.get(key);
     if (view) {
@@ -79,8 +89,7 @@ export async function readRunView(
     childTree(client, workflowId, [], TREE_DEPTH).catch(() => []),
     execution === 'failed' ? failureOf(run) : Promise.resolve(null),
   ]);
-  // A sub-agent's result leaves its transcript to its caller's, a long one its store's: the query reads it.
-  const recorded = result && result.transcript_omitted !== true ? result.transcript : null;
+  const recorded = recordedTranscript(result);
   if (closed && options.replay === false)
     return {
       ...described,
@@ -94,10 +103,33 @@ export async function readRunView(
       result,
       detailsPending: true,
     };
+  const parts = { run, described, recorded, children, failure, result };
+  if (closed && closedRuns)
+    return closedRuns.readOnce(key, () => queriedView(parts, options.allEvents, closedRuns, key));
+  return queriedView(parts, options.allEvents);
+}
+
+/** A run's page from its queries (a closed run's kept under `key`). */
+async function queriedView(
+  parts: {
+    run: RunHandle;
+    described: ReturnType<typeof describedRun>;
+    recorded: Message[] | null;
+    children: ChildNode[];
+    failure: string | null;
+    result: AgentRunResult | null;
+  },
+  allEvents = false,
+  closedRuns?: ClosedRuns,
+  key?: string,
+): Promise<RunView> {
+  const { run, described, recorded, children, failure, result } = parts;
+  const { execution } = described;
+  const closed = described.closed !== null;
   // It is asked as little as possible: status and events in one answer (the newest, unless all are shown).
   const [status, events, transcript] = await Promise.all([
     closed
-      ? run.status(0, 5000, options.allEvents ? undefined : TIMELINE_ROWS).catch(() => null)
+      ? run.status(0, 5000, allEvents ? undefined : TIMELINE_ROWS).catch(() => null)
       : run.status(Number.MAX_SAFE_INTEGER).catch(() => null),
     closed ? Promise.resolve(null) : run.allEvents().catch(() => null),
     recorded ?? readTranscript(run, execution),
@@ -111,7 +143,7 @@ export async function readRunView(
   if (
     closed &&
     status &&
-    options.allEvents &&
+    allEvents &&
     (status.events.length >= 5000 || JSON.stringify(status.events).length > 900_000)
   ) {
     const more = await run.allEvents(status.next_after).catch(() => null);
@@ -130,8 +162,16 @@ export async function readRunView(
     result,
     detailsPending: false,
   };
-  if (closed && status !== null && transcript !== null) closedRuns?.set(key, view);
+  if (closed && key && status !== null && transcript !== null) closedRuns?.set(key, view);
   return view;
+}
+
+/**
+ * The transcript a closed run's result records, when it does: a sub-agent's result leaves it to its
+ * caller, a long one to the `transcriptPage` query, and a session's result has none.
+ */
+export function recordedTranscript(result: AgentRunResult | null): Message[] | null {
+  return result && result.transcript_omitted !== true && Array.isArray(result.transcript) ? result.transcript : null;
 }
 
 /** A completed run's result as its history records it (from its close event: no replay); null if unreadable. */

@@ -21,6 +21,16 @@ export interface CompiledTurn {
   selfref_snapshot: SelfRefSnapshot | null;
 }
 
+/** The patches applied: on copies, or (`share`) sharing what they keep (`checked`: see `applyMutationsSharing`). */
+function withPatches(
+  transcript: readonly Message[],
+  mutations: readonly Mutation[],
+  share: boolean,
+  checked: boolean,
+): Message[] {
+  return share ? applyMutationsSharing(transcript, mutations, checked) : applyMutations(transcript, mutations);
+}
+
 /** Stage 1 (spec 4.2): apply the patches, then decide which SelfRef snapshot drives the prompt. */
 export function reduceTurnContext(
   transcript: readonly Message[],
@@ -29,7 +39,7 @@ export function reduceTurnContext(
   share = false,
   checked = false,
 ): ReducedTurnContext {
-  const applied = share ? applyMutationsSharing(transcript, mutations, checked) : applyMutations(transcript, mutations);
+  const applied = withPatches(transcript, mutations, share, checked);
   if (snapshot === null) return { transcript: applied, selfref_snapshot: null };
   const parsed = parseSelfRefSnapshot(applied);
   const carriesMarkers =
@@ -107,7 +117,7 @@ export function compileContext(
   share = false,
   checked = false,
 ): { transcript: Message[]; selfref_snapshot: SelfRefSnapshot | null } {
-  const applied = share ? applyMutationsSharing(transcript, mutations, checked) : applyMutations(transcript, mutations);
+  const applied = withPatches(transcript, mutations, share, checked);
   return { transcript: applied, selfref_snapshot: selfrefEnabled ? parseSelfRefSnapshot(applied) : null };
 }
 

@@ -5,7 +5,12 @@ import { providerJsonSchema, type ToolDescriptor, ConfigurationError } from '../
 
 /** What a running tool gets besides its arguments. */
 export interface ToolContext {
-  /** Aborted when the run is aborted, the tool's timeout passes, or the worker shuts down. */
+  /**
+   * Aborted when the run is aborted, the tool's timeout passes, or the worker shuts down. Once it is
+   * aborted, throw unless the side effect is complete: a value returned within 0.2 s of a run's abort
+   * or a worker's shutdown is the call's result, kept (and not run again); a call that throws, or
+   * returns later, counts as unfinished.
+   */
   signal: AbortSignal;
   /**
    * `<workflowId>/<firstExecutionRunId>/<iteration>/<toolCallId>`: stable across retries, crashes,

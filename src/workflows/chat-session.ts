@@ -251,6 +251,8 @@ async function runTurn(run: Run, loop: AgentLoop, checkpoint: TurnCheckpoint): P
     // Sessions recorded before failed turns were answered failed with the whole session: replay them so.
     if (!failure || !patched('session-failed-turn-rolls-back')) throw error;
     run.transcript = checkpoint.transcript;
+    // The failed turn's transcript goes (the next commit checks the restored one whole).
+    run.checkedTranscript = null;
     run.snapshot = checkpoint.snapshot;
     run.pending = checkpoint.pending;
     run.selfrefQueue = checkpoint.selfrefQueue;

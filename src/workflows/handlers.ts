@@ -48,8 +48,8 @@ import {
 const PAGE_CHARS = 1_000_000;
 
 /**
- * Events after `after`, at most `limit` (1 to 5,000) and about 1 MB of JSON; with `last`, starting at
- * the newest `last` of them (a reader showing the latest events reads them in one page, not all).
+ * Events after `after`, at most `limit` (1 to 5,000) and about 1 MB of JSON: the oldest of them, or
+ * with `last` the newest `last` of them (a reader showing the latest events reads them in one page).
  */
 function eventPage(
   run: Run,
@@ -58,17 +58,24 @@ function eventPage(
   last?: number,
 ): { events: RunEvent[]; next_after: number; events_dropped: number } {
   const most = Math.max(1, Math.min(limit, 5000));
+  const newest = typeof last === 'number' && Number.isInteger(last) && last >= 0;
+  const count = newest ? Math.min(most, last) : most;
   const events: RunEvent[] = [];
   let chars = 0;
-  const from =
-    typeof last === 'number' && Number.isInteger(last) && last >= 0 ? Math.max(0, run.events.length - last) : 0;
-  for (const logged of run.events.slice(from)) {
-    if (logged.seq <= after) continue;
+  // From the end backwards for the newest, from the start for the oldest; the same bounds either way.
+  const order = newest ? [...run.events].reverse() : run.events;
+  for (const logged of order) {
+    if (logged.seq <= after) {
+      if (newest) break;
+      continue;
+    }
+    if (events.length >= count) break;
     const event = withOrigin(run, logged);
     chars += JSON.stringify(event).length;
-    if (events.length >= most || (chars > PAGE_CHARS && events.length > 0)) break;
+    if (chars > PAGE_CHARS && events.length > 0) break;
     events.push(event);
   }
+  if (newest) events.reverse();
   return { events, next_after: events.at(-1)?.seq ?? after, events_dropped: run.eventsDropped };
 }
 
@@ -231,7 +238,10 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
       ...eventPage(run, options?.after, options?.limit ?? 1000, options?.last),
       state: reportedState(run),
     }),
-    { description: 'Events after {"after": seq}, at most {"limit": n}: what follow reads.' },
+    {
+      description:
+        'Events after {"after": seq}, at most {"limit": n}: what follow reads; {"last": n} gives the newest n of them.',
+    },
   );
   setHandler(
     compiledRequestQuery,

@@ -255,6 +255,8 @@ describe('the console, in a browser', () => {
       await fetch(`${runUrl(run.workflowId)}/details`, { headers: { ...signedIn, accept: 'application/json' } })
     ).json()) as Record<string, string>;
     expect(details['timeline']).toContain('data-type="react_end"');
+    // The page had the transcript from the result: it is not sent again.
+    expect(details['transcript']).toBeUndefined();
     expect(details['overview']).toMatch(/<dt>Model calls<\/dt><dd>1<\/dd>/);
     // Kept: the next answer is whole, with nothing left to read.
     const again = await (await fetch(runUrl(run.workflowId), { headers: signedIn })).text();

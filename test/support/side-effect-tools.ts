@@ -32,14 +32,14 @@ export const tools = [
   defineTool({
     name: 'settle',
     description:
-      'Settles a payment (a side effect) that cannot stop half way: asked to stop, it completes the settlement at once and returns; otherwise it takes `seconds`.',
+      'Settles a payment (a side effect), then waits up to `seconds` for its confirmation; asked to stop, it returns at once: the payment is settled.',
     parameters: z.object({ label: z.string(), seconds: z.number().nonnegative() }),
     timeoutSeconds: 300,
     execute: async ({ label, seconds }, { idempotencyKey, signal }) => {
       const worker = process.env['PATCHLOOP_TEST_WORKER_NAME'] ?? 'test';
       await post('/effect', { label, key: idempotencyKey, worker, phase: 'start' });
-      await sleep(seconds * 1000, undefined, { signal }).catch(() => undefined);
       await post('/effect', { label, key: idempotencyKey, worker, phase: 'end' });
+      await sleep(seconds * 1000, undefined, { signal }).catch(() => undefined);
       return `settled ${label}`;
     },
   }),
