@@ -124,17 +124,43 @@ export type AgentRunResult = z.infer<typeof AgentRunResult>;
 export type AgentRunOutcome =
   | { status: 'running' }
   | { status: 'closed'; result: AgentRunResult }
-  | { status: 'failed'; error_type: string; message: string };
+  | { status: 'failed'; error_type: string; message: string; spent?: RunSpending };
+
+/**
+ * What a sub-agent run spent before it failed, in its failure's details (`{"spent": ...}`): its caller
+ * charges it as it charges a result's (a failed child spent all the same).
+ */
+export interface RunSpending {
+  usage: TokenUsage | null;
+  /** Model calls its budget counted (0 without a budget). */
+  llm_calls: number;
+}
 
 /** A child run's failure as its parent reads it: the failure's cause (its type and message) when it has one. */
 export function failedRunOutcome(
   error: { message: string; cause?: unknown },
   fallbackType: string,
 ): Extract<AgentRunOutcome, { status: 'failed' }> {
-  const cause = error.cause as { type?: string; name?: string; message?: string } | undefined;
+  const cause = error.cause as { type?: string; name?: string; message?: string; details?: unknown } | undefined;
+  const spent = spendingIn(cause?.details);
   return {
     status: 'failed',
     error_type: cause?.type ?? cause?.name ?? fallbackType,
     message: cause?.message ?? error.message,
+    ...(spent ? { spent } : {}),
   };
+}
+
+/** The `{"spent": ...}` entry of a failure's details, if one is there and well formed. */
+function spendingIn(details: unknown): RunSpending | undefined {
+  if (!Array.isArray(details)) return undefined;
+  for (const detail of details) {
+    const spent = (detail as { spent?: unknown } | null)?.spent;
+    if (spent === null || typeof spent !== 'object') continue;
+    const { usage, llm_calls: calls } = spent as Record<string, unknown>;
+    const parsed = TokenUsage.nullable().safeParse(usage);
+    if (parsed.success && typeof calls === 'number' && Number.isInteger(calls) && calls >= 0)
+      return { usage: parsed.data, llm_calls: calls };
+  }
+  return undefined;
 }

@@ -13,7 +13,7 @@ import { carryRun, restoreRun } from './carried-run';
 import { carriedInputFits, continueAsNewDue, continueAsNewOnCurrentBuild, newBuildCurrent } from './continue-as-new';
 import { nextRequestQuery } from '../common';
 import { parseVersionedInput } from './input';
-import { asRunFailure, withUnprocessedMessages } from './failures';
+import { asRunFailure, withSpending, withUnprocessedMessages } from './failures';
 import { checkedSeed, openRun } from './open-run';
 import { checkedResult } from './payload-budget';
 import { registerRunHandlers } from './handlers';
@@ -29,7 +29,7 @@ import {
 } from './run-state';
 import { sinks } from './sinks';
 import { keepVisible } from './visibility';
-import { hasBudget, resultBudget } from './budget-gate';
+import { hasBudget, resultBudget, runSpending } from './budget-gate';
 
 /**
  * A durable ReAct run (spec section 7). Each iteration commits pending patches, compiles the request
@@ -99,7 +99,9 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     // Children still running are abandoned by Temporal when this run closes: they are aborted instead.
     if (run.children.size > 0)
       await abortChildren(run, `the calling run failed: ${failed instanceof Error ? failed.message : String(failed)}`);
-    throw withUnprocessedMessages(failed, unprocessedMessages(run));
+    // A sub-agent's caller charges what it spent before it failed.
+    const charged = input.caller ? withSpending(failed, runSpending(run)) : failed;
+    throw withUnprocessedMessages(charged, unprocessedMessages(run));
   }
 }
 

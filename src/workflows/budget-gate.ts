@@ -6,6 +6,7 @@ import {
   recordCall,
   type BudgetLimit,
   type BudgetReport,
+  type RunSpending,
   type StepEstimate,
   type LlmPhaseResult,
 } from '../runtime';
@@ -71,6 +72,11 @@ export function budgetFigures(run: Run): Pick<BudgetReport, 'limit' | 'spent'> {
 /** The result's `budget` field. */
 export function resultBudget(run: Run, exceeded: BudgetLimit[]): BudgetReport {
   return budgetReport(run.budget, run.ledger, Date.now(), exceeded);
+}
+
+/** What the run spent, as its caller charges it: a sub-agent's result reports it, its failure carries it. */
+export function runSpending(run: Run): RunSpending {
+  return { usage: run.usage, llm_calls: hasBudget(run) ? (budgetFigures(run).spent['max_llm_calls'] ?? 0) : 0 };
 }
 
 /** Whether the run has any limit set (its result then reports the budget). */

@@ -1,6 +1,6 @@
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
 import { ContextError } from '../context';
-import { attemptFailureIn, type UnprocessedMessage } from '../runtime';
+import { attemptFailureIn, type RunSpending, type UnprocessedMessage } from '../runtime';
 import { carriedFailure, failure, FailureType } from '../common';
 
 /** Failures that end a run: readable, typed and non-retryable, so nothing is left stuck. */
@@ -20,9 +20,19 @@ export function turnFailure(error: unknown): { type: string; message: string } |
 
 /** The run's failure, carrying the accepted messages the model never saw (in its details). */
 export function withUnprocessedMessages(ended: unknown, unprocessed: UnprocessedMessage[]): unknown {
-  if (!(ended instanceof ApplicationFailure) || unprocessed.length === 0) return ended;
+  return unprocessed.length === 0 ? ended : withDetail(ended, { unprocessed_messages: unprocessed });
+}
+
+/** A sub-agent run's failure, carrying what it spent (in its details), for its caller to charge. */
+export function withSpending(ended: unknown, spent: RunSpending): unknown {
+  return withDetail(ended, { spent });
+}
+
+/** The failure with one more entry in its details. */
+function withDetail(ended: unknown, detail: Record<string, unknown>): unknown {
+  if (!(ended instanceof ApplicationFailure)) return ended;
   return carriedFailure(ended.type, ended.message, {
-    details: [...(ended.details ?? []), { unprocessed_messages: unprocessed }],
+    details: [...(ended.details ?? []), detail],
     ...(ended.cause ? { cause: ended.cause } : {}),
   });
 }

@@ -6,6 +6,7 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   startChild,
   workflowInfo,
@@ -24,6 +25,7 @@ import {
   type AgentRunOutcome,
   type AgentRunResult,
   type AgentSpec,
+  type RunSpending,
   type TokenUsage,
   type ToolCallRequest,
   utf8Bytes,
@@ -82,12 +84,18 @@ export async function runSubagent(
   try {
     const outcome = await childOutcome(run, workflowId, input, agent);
     const ended = endOf(outcome, target);
-    if (outcome.status === 'closed') {
-      chargeChild(run, outcome.result);
-      // An abort of this run cancels its unfinished calls (the child ended aborted with it).
-      if (run.abort.requested && outcome.result.status === 'aborted') throw new SubagentCancelled();
-    }
-    finished(ended.status, outcome.status === 'closed' ? outcome.result.usage : null, ended.error);
+    // A failed child spent all the same (runs recorded before its failure said what are charged nothing).
+    const spent =
+      outcome.status === 'closed'
+        ? resultSpending(outcome.result)
+        : outcome.spent && patched('subagent-failure-charged')
+          ? outcome.spent
+          : null;
+    if (spent) chargeChild(run, spent);
+    // An abort of this run cancels its unfinished calls (the child ended aborted with it).
+    if (outcome.status === 'closed' && run.abort.requested && outcome.result.status === 'aborted')
+      throw new SubagentCancelled();
+    finished(ended.status, spent?.usage ?? null, ended.error);
     if (ended.answer === undefined) return fail(ended.error ?? '');
     // The answer is a tool result like any other: it keeps to the same limit.
     const content = serializeToolResult(ended.answer);
@@ -104,7 +112,7 @@ export async function runSubagent(
       // Aborted with this run: the child was told to stop too. What it spent until then still counts, if
       // it ends within the abort's wait.
       const ended = run.children.has(workflowId) ? await spentAfterAbort(workflowId, agent) : undefined;
-      if (ended) chargeChild(run, ended);
+      if (ended) chargeChild(run, resultSpending(ended));
       finished('cancelled', ended?.usage ?? null);
       throw error;
     }
@@ -139,10 +147,15 @@ export function subagentWorkflowId(
   return `${info.workflowId}::${chain}::${target}::${iteration}::${call.id}${repeated ? `#${index}` : ''}`;
 }
 
+/** What a child's result says it spent. */
+function resultSpending(result: AgentRunResult): RunSpending {
+  return { usage: result.usage, llm_calls: result.budget?.spent.max_llm_calls ?? 0 };
+}
+
 /** What a child spent counts against its caller's budget (tokens, cost and model calls), and in its usage. */
-function chargeChild(run: Run, result: AgentRunResult): void {
-  run.ledger = recordChildUsage(run.ledger, result.usage, run.budget.prices, result.budget?.spent.max_llm_calls ?? 0);
-  run.usage = addUsage(run.usage, result.usage);
+function chargeChild(run: Run, spent: RunSpending): void {
+  run.ledger = recordChildUsage(run.ledger, spent.usage, run.budget.prices, spent.llm_calls);
+  run.usage = addUsage(run.usage, spent.usage);
 }
 
 /**

@@ -187,6 +187,29 @@ describe('sub-agents: agents that call agents as durable child runs', () => {
     scripts.assertDone();
   });
 
+  it('a child that fails after spending is charged too: its failure says what it spent', async () => {
+    const { world, scripts } = await agentWorld({
+      researcher: [
+        callTools([call('s1', 'helper', { input: 'add, then give up' })], usage(10, 5)),
+        reply('the helper failed', usage(20, 4)),
+      ],
+      helper: [
+        callTools([call('a1', 'add', { a: 1, b: 1 })], usage(7, 3)),
+        failWith(400, { message: 'model refuses this' }),
+      ],
+    });
+    const run = await world.client.start({ agent: 'researcher', input: 'add', budget: { max_llm_calls: 10 } });
+    const result = await run.result();
+    expect(result.answer).toBe('the helper failed');
+    // The caller's two calls and the child's one answered call (its refused one reported no usage).
+    expect(result.usage).toMatchObject({ prompt_tokens: 37, completion_tokens: 12, total_tokens: 49 });
+    expect(result.budget).toMatchObject({ spent: { max_llm_calls: 3 } });
+    const finished = (await run.status()).events.find((event) => event.event_type === 'subagent_finished');
+    expect(finished).toMatchObject({ status: 'failed', usage: { total_tokens: 10 } });
+    scripts.assertDone();
+    await recordHistory(run, 'subagent-failure-charged');
+  });
+
   it('a budget covers the tree: the child gets what is left and its spend is charged back', async () => {
     const { world, scripts } = await agentWorld({
       researcher: [callTools([call('s1', 'helper', { input: 'add things' })]), reply('out of budget, but done')],

@@ -88,6 +88,7 @@ describe('replay of recorded histories', () => {
         'subagent-delegation',
         'subagent-parent-continued-as-new',
         'subagent-parent-continues-as-new',
+        'subagent-failure-charged',
       ]),
     );
   });
