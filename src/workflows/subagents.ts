@@ -32,7 +32,8 @@ import {
 } from '../runtime';
 import { failedCall, succeededCall, type WorkflowCallResult } from './batch';
 import { hasBudget } from './budget-gate';
-import { abortChild, emit, type Run } from './run-state';
+import { abortChild, childPending, emit, type Run } from './run-state';
+import { keepVisible } from './visibility';
 
 /** How a sub-agent call ended, as its `subagent_finished` event says. */
 type SubagentStatus = 'completed' | 'failed' | 'aborted' | 'budget_exhausted';
@@ -254,6 +255,9 @@ async function reattach(
 ): Promise<Exclude<AgentRunOutcome, { status: 'running' }>> {
   const handle = getExternalWorkflowHandle(workflowId);
   run.children.set(workflowId, handle);
+  // Calls the child reported waiting before this run continued as new count again now that it is
+  // running here: the run's search attribute says so (runs recorded before this left it 'running').
+  if (childPending(run).length > 0 && patched('reattached-child-approvals-visible')) keepVisible(run);
   if (run.abort.requested) abortChild(run, handle);
   const { awaitAgentRun } = childRunActivity(agent, 300);
   for (;;) {

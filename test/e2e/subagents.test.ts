@@ -359,6 +359,16 @@ describe('sub-agents across continue-as-new', () => {
         : undefined;
     });
     expect(pending).toEqual([expect.objectContaining({ tool_call_id: 'c1', workflow_id: clerkId, agent: 'clerk' })]);
+    // The new run says so in its search attribute too (the UI's and `list --status`'s view).
+    await eventually(async () =>
+      (
+        await listedWorkflows(
+          `WorkflowId = '${run.workflowId}' AND ExecutionStatus = 'Running' AND PatchloopStatus = 'awaiting_approval'`,
+        )
+      ).length === 1
+        ? true
+        : undefined,
+    );
     expect(await run.approve('c1')).toMatchObject({ tool_call_id: 'c1', approved: true, workflow_id: clerkId });
     const result = await run.result();
     expect(result.answer).toBe('5 it is');
@@ -381,6 +391,8 @@ describe('sub-agents across continue-as-new', () => {
     // Both runs of the chain: the one that continued as new while its child ran, and the one that found it.
     await recordHistory(run, 'subagent-parent-continued-as-new', described.parentExecution!.runId!);
     await recordHistory(run, 'subagent-parent-continues-as-new');
+    // The same, with the search attribute set when the new run finds its child again.
+    await recordHistory(run, 'subagent-reattached-child-visible');
   });
 });
 

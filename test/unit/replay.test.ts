@@ -89,6 +89,7 @@ describe('replay of recorded histories', () => {
         'subagent-parent-continued-as-new',
         'subagent-parent-continues-as-new',
         'subagent-failure-charged',
+        'subagent-reattached-child-visible',
       ]),
     );
   });
