@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { PatchloopClient } from '../src/client/patchloop-client';
 import { FakeModelServer, type Responder } from '../src/fake-model/server';
 import type { AgentDefinitionInput } from '../src/runtime';
-import { configFromEnvironment, type PatchloopConfig } from '../src/config/environment';
+import { configFromEnvironment, withOfflineModel, type PatchloopConfig } from '../src/config/environment';
 import type { Tool } from '../src/tools/define-tool';
 import { createPatchloopWorker, type PatchloopWorker } from '../src/worker/create-worker';
 import { startDevServer, type DevServer } from '../src/worker/temporal-cli';
@@ -54,12 +54,11 @@ export async function startBenchWorld(
     ...(options.windowTokens ? { windowTokens: options.windowTokens } : {}),
   });
   const config = {
-    ...configFromEnvironment({}),
-    temporalAddress: server.address,
-    taskQueue: 'bench',
-    openaiBaseUrl: fake.url,
-    openaiApiKey: 'bench',
-    model: 'fake-model',
+    ...withOfflineModel(
+      { ...configFromEnvironment({}), temporalAddress: server.address, taskQueue: 'bench' },
+      fake.url,
+      'fake-model',
+    ),
     ...options.config,
   };
   const connection = await NativeConnection.connect({ address: server.address });

@@ -11,10 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LIST_STATUSES } from '../src/cli/syntax';
 import { PatchloopClient } from '../src/client/patchloop-client';
-import { configFromEnvironment } from '../src/config/environment';
+import { configFromEnvironment, withOfflineModel } from '../src/config/environment';
 import { startConsole } from '../src/console/server';
 import { FakeModelServer } from '../src/fake-model/server';
-import { callTools, reply } from '../src/fake-model/steps';
+import { callTools, reply, toolCall as call, withUsage as usage } from '../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../src/runtime';
 import { addTool, waitTool } from '../src/tools/examples';
 import { createPatchloopWorker } from '../src/worker/create-worker';
@@ -44,14 +44,6 @@ const agents: AgentDefinitionInput[] = [
     budget: { max_total_tokens: 6000, prices },
   },
 ];
-const usage = (prompt: number, completion: number) => ({
-  usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
-});
-const call = (id: string, name: string, args: Record<string, unknown>) => ({
-  id,
-  name,
-  arguments: JSON.stringify(args),
-});
 const story =
   'Transformers read a whole sequence at once. Each token looks at every other token through attention, ' +
   'weighs what matters, and passes a richer version of itself to the next layer. Stack enough layers and ';
@@ -88,14 +80,11 @@ async function main(): Promise<void> {
     dbFile: join(mkdtempSync(join(tmpdir(), 'patchloop-screenshots-')), 'temporal.db'),
   });
   const fake = await FakeModelServer.start({ responder: scripts.responder });
-  const config = {
-    ...configFromEnvironment({}),
-    temporalAddress: server.address,
-    taskQueue: 'patchloop-screenshots',
-    openaiBaseUrl: fake.url,
-    openaiApiKey: 'offline',
-    model: 'fake-model',
-  };
+  const config = withOfflineModel(
+    { ...configFromEnvironment({}), temporalAddress: server.address, taskQueue: 'patchloop-screenshots' },
+    fake.url,
+    'fake-model',
+  );
   const connection = await NativeConnection.connect({ address: server.address });
   const worker = await createPatchloopWorker({ connection, config, agents, tools: [addTool, waitTool] });
   const running = worker.run();

@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { assistantAgent, carefulAssistantAgent } from '../src/agents/assistant';
 import { PatchloopClient } from '../src/client/patchloop-client';
-import { configFromEnvironment } from '../src/config/environment';
+import { configFromEnvironment, withOfflineModel } from '../src/config/environment';
 import { demoModel } from '../src/fake-model/demo-model';
 import { FakeModelServer } from '../src/fake-model/server';
 import { createPatchloopWorker } from '../src/worker/create-worker';
@@ -57,14 +57,11 @@ async function main(): Promise<void> {
     dbFile: join(folder, 'temporal.db'),
   });
   const fake = await FakeModelServer.start({ responder: demoModel });
-  const config = {
-    ...configFromEnvironment({}),
-    temporalAddress: server.address,
-    taskQueue: 'patchloop-ui',
-    openaiBaseUrl: fake.url,
-    openaiApiKey: 'offline',
-    model: 'patchloop-demo-model',
-  };
+  const config = withOfflineModel(
+    { ...configFromEnvironment({}), temporalAddress: server.address, taskQueue: 'patchloop-ui' },
+    fake.url,
+    'patchloop-demo-model',
+  );
   const connection = await NativeConnection.connect({ address: server.address });
   const worker = await createPatchloopWorker({ connection, config, agents: [assistantAgent, carefulAssistantAgent] });
   const running = worker.run();

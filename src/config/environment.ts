@@ -119,6 +119,14 @@ export interface WorkerTuning {
 }
 
 /**
+ * The config pointed at an offline model server (the demo's, a scripted one, a test's fake): it needs
+ * no key, so a placeholder stands in for one.
+ */
+export function withOfflineModel(config: PatchloopConfig, url: string, model: string): PatchloopConfig {
+  return { ...config, openaiBaseUrl: url, openaiApiKey: 'offline', model };
+}
+
+/**
  * `PATCHLOOP_MAX_CACHED_WORKFLOWS`, `PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS`, `PATCHLOOP_MAX_CONCURRENT_ACTIVITIES`,
  * `PATCHLOOP_HEAP_GROWING_PERCENT`.
  */

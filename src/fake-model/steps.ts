@@ -82,6 +82,16 @@ export const callTools = (
   toolCalls: FakeToolCall[],
   options: Omit<FakeReply, 'kind' | 'toolCalls'> = {},
 ): FakeReply => ({ kind: 'reply', toolCalls, ...options });
+/** One tool call of a scripted reply, its arguments written as the model would (JSON text). */
+export const toolCall = (id: string, name: string, args: Record<string, unknown> = {}): FakeToolCall => ({
+  id,
+  name,
+  arguments: JSON.stringify(args),
+});
+/** A reply's reported usage (`reply(..., withUsage(10, 5))`): prompt and completion tokens, and their sum. */
+export const withUsage = (prompt: number, completion: number) => ({
+  usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+});
 export const failWith = (status: number, options: Omit<FakeError, 'kind' | 'status'> = {}): FakeError => ({
   kind: 'error',
   status,

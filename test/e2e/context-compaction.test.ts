@@ -34,15 +34,8 @@ const reader = (context: Record<string, unknown> = {}, extra: Record<string, unk
   ...extra,
 });
 
-async function allEvents(run: RunHandle): Promise<RunEvent[]> {
-  const events: RunEvent[] = [];
-  for (let after = 0; ;) {
-    const page = await run.status(after);
-    if (page.events.length === 0) return events;
-    events.push(...page.events);
-    after = page.next_after;
-  }
-}
+/** Every event the run's log holds (the client's own paging). */
+const allEvents = async (run: RunHandle): Promise<RunEvent[]> => (await run.allEvents()).events;
 
 /** What every compacted run must show: a valid transcript, the task kept, nothing read twice. */
 function expectSound(transcript: Message[]): void {

@@ -7,7 +7,7 @@ import { followRun } from '../../src/client/follow';
 import { readChunks } from '../../src/streaming/chunk-client';
 import type { RunHandle } from '../../src/client/patchloop-client';
 import { userMessageSignal } from '../../src/common';
-import { callTools, reply } from '../../src/fake-model/steps';
+import { callTools, reply, toolCall as call } from '../../src/fake-model/steps';
 import type { Responder } from '../../src/fake-model/server';
 import type { AgentDefinitionInput, RunEvent, StreamEvent } from '../../src/runtime';
 import { defineTool } from '../../src/tools/define-tool';
@@ -53,11 +53,6 @@ const agents: AgentDefinitionInput[] = [
   { name: 'gated', instructions: 'You ask first.', tools: ['add', 'wait'], needs_approval: ['add', 'wait'] },
   { name: 'reader', instructions: 'You read reports.', tools: ['read_page'], context: { window_tokens: 12_000 } },
 ];
-const call = (id: string, name: string, args: Record<string, unknown> = {}) => ({
-  id,
-  name,
-  arguments: JSON.stringify(args),
-});
 
 const scripts = scriptsByAgent({
   worker: {
@@ -104,15 +99,8 @@ afterAll(async () => {
   await world?.close();
 });
 
-async function allEvents(run: RunHandle): Promise<RunEvent[]> {
-  const events: RunEvent[] = [];
-  for (let after = 0; ;) {
-    const page = await run.status(after);
-    if (page.events.length === 0) return events;
-    events.push(...page.events);
-    after = page.next_after;
-  }
-}
+/** Every event the run's log holds (the client's own paging). */
+const allEvents = async (run: RunHandle): Promise<RunEvent[]> => (await run.allEvents()).events;
 
 function invalid(validate: typeof validRunEvent, message: unknown): string | null {
   return validate(message)

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { validateToolLinkage } from '../../src/context';
-import { callTools, failWith, reply } from '../../src/fake-model/steps';
+import { callTools, failWith, reply, toolCall as call, withUsage as usage } from '../../src/fake-model/steps';
 import { digestText, type AgentDefinitionInput, type RunEvent } from '../../src/runtime';
 import { scriptsByAgent } from '../support/agent-scripts';
 import { listedWorkflows, startWorld, type TestWorld } from '../support/temporal';
@@ -22,15 +22,6 @@ let world: TestWorld | undefined;
 afterEach(async () => {
   await world?.close();
   world = undefined;
-});
-
-const usage = (prompt: number, completion: number) => ({
-  usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
-});
-const call = (id: string, name: string, args: Record<string, unknown>) => ({
-  id,
-  name,
-  arguments: JSON.stringify(args),
 });
 
 /** A world whose fake model answers each agent from its own script. */

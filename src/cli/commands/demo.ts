@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { demoModel } from '../../fake-model/demo-model';
 import { FakeModelServer } from '../../fake-model/server';
 import { validateToolLinkage } from '../../context';
-import { configFromEnvironment } from '../../config/environment';
+import { configFromEnvironment, withOfflineModel } from '../../config/environment';
 import { assistantAgent, carefulAssistantAgent } from '../../agents/assistant';
 import { createPatchloopWorker } from '../../worker/create-worker';
 import { startDevServer } from '../../worker/temporal-cli';
@@ -43,12 +43,8 @@ export async function demoCommand(_args: string[], print: Print): Promise<undefi
       ? 'No OPENAI_API_KEY or OPENAI_BASE_URL set: using the built-in offline fake model.'
       : `Provider: ${env.openaiBaseUrl ?? 'api.openai.com'}, model ${env.model}`,
   );
-  const config = {
-    ...env,
-    temporalAddress: server.address,
-    taskQueue: 'patchloop-demo',
-    ...(fake ? { openaiBaseUrl: fake.url, openaiApiKey: 'offline', model: 'patchloop-demo-model' } : {}),
-  };
+  const served = { ...env, temporalAddress: server.address, taskQueue: 'patchloop-demo' };
+  const config = fake ? withOfflineModel(served, fake.url, 'patchloop-demo-model') : served;
   const connection = await NativeConnection.connect({ address: server.address });
   const worker = await createPatchloopWorker({ connection, config, agents: [assistantAgent, carefulAssistantAgent] });
   const running = worker.run();

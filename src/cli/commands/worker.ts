@@ -4,6 +4,7 @@ import { AgentDefinition, isConfigurationError } from '../../runtime';
 import { FailureType } from '../../common/failure-types';
 import {
   configFromEnvironment,
+  withOfflineModel,
   connectionOptions,
   deploymentFromEnvironment,
   workerTuningFromEnvironment,
@@ -117,9 +118,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   const connection = await connectWorker(environment);
   workerLog.watchConnection(connection);
   const fake = fakeModel === undefined ? undefined : await startFakeModel(fakeModel, print);
-  const config = fake
-    ? { ...environment, openaiBaseUrl: fake.url, openaiApiKey: 'offline', model: fake.model }
-    : environment;
+  const config = fake ? withOfflineModel(environment, fake.url, fake.model) : environment;
   const tracing = tracingFromEnvironment();
   try {
     const worker = await createPatchloopWorker({
