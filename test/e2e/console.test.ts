@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateToolLinkage } from '../../src/context';
 import { startConsole, type ConsoleServer } from '../../src/console/server';
-import { callTools, reply } from '../../src/fake-model/steps';
+import { callTools, reply, toolCall as call } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { addTool, waitTool } from '../../src/tools/examples';
 import { LIST_STATUSES } from '../../src/cli/syntax';
@@ -30,11 +30,6 @@ const agents: AgentDefinitionInput[] = [
   { name: 'clerk', instructions: 'You file.' },
   { name: 'reporter', instructions: 'You report.' },
 ];
-const call = (id: string, name: string, args: Record<string, unknown>) => ({
-  id,
-  name,
-  arguments: JSON.stringify(args),
-});
 const words = (count: number) => Array.from({ length: count }, (_, index) => `word${index} `);
 
 // Each agent's model calls, in the order the tests below make them.
@@ -68,6 +63,8 @@ const scripts = scriptsByAgent({
 });
 
 let world: TestWorld;
+/** The lead run of the first test; the child-run test opens it. */
+let ledWorkflowId: string | undefined;
 let consoleServer: ConsoleServer;
 let browser: Browser;
 let signedIn: BrowserContext;
@@ -110,6 +107,7 @@ describe('the console, in a browser', () => {
   it('lists the runs of two agents, with filters and links to each run and to the Temporal web UI', async () => {
     const written = await world.client.start({ agent: 'writer', input: 'say something short' });
     const led = await world.client.start({ agent: 'lead', input: 'get the report filed' });
+    ledWorkflowId = led.workflowId;
     await Promise.all([written.result(), led.result()]);
     // The visibility store lags a little behind: the page refreshes its rows by itself.
     await page.goto(consoleServer.url);
@@ -219,8 +217,9 @@ describe('the console, in a browser', () => {
   });
 
   it('a child run is reachable from its parent, and leads back to it', async () => {
-    const [parent] = await world.client.listRuns({ agent: 'lead', limit: 1 });
-    await page.goto(runUrl(parent!.workflow_id));
+    // The lead run the first test made: other files on this dev server run agents named 'lead' too.
+    const parent = { workflow_id: ledWorkflowId! };
+    await page.goto(runUrl(parent.workflow_id));
     const child = page.locator('#children a').first();
     await child.waitFor();
     const childId = await child.innerText();
@@ -231,8 +230,8 @@ describe('the console, in a browser', () => {
     // A sub-agent's result leaves its transcript to its caller: it comes with the details.
     await detailsShown();
     expect(await transcriptText()).toContain('filed');
-    await page.locator('.crumbs a', { hasText: parent!.workflow_id }).click();
-    await page.waitForURL(runUrl(parent!.workflow_id));
+    await page.locator('.crumbs a', { hasText: parent.workflow_id }).click();
+    await page.waitForURL(runUrl(parent.workflow_id));
     // The parent's timeline links the child too.
     expect(await page.locator('#timeline tr[data-type=subagent_started] a').getAttribute('href')).toBe(
       `/runs/${encodeURIComponent(childId)}`,
