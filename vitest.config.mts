@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { E2E_TIMEOUT_MS, UNIT_TIMEOUT_MS } from './test/support/timeouts';
 
 /**
  * End-to-end files, longest first (seconds each took in a CI run, `test/e2e-durations.json`; files not
@@ -46,8 +47,8 @@ const alone = [
 const e2e = {
   globalSetup: ['test/e2e/global-setup.ts'],
   setupFiles: ['test/support/capture.ts'],
-  testTimeout: 180_000,
-  hookTimeout: 180_000,
+  testTimeout: E2E_TIMEOUT_MS,
+  hookTimeout: E2E_TIMEOUT_MS,
   pool: 'forks' as const,
 };
 
@@ -60,7 +61,10 @@ export default defineConfig({
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
           setupFiles: ['test/support/capture.ts'],
-          testTimeout: 60_000,
+          // A bound on a hang, not on speed: under a load of 12 the lint tests' first TypeScript
+          // program alone took over a minute, and the suite stopped there (test-timeouts.test.ts).
+          testTimeout: UNIT_TIMEOUT_MS,
+          hookTimeout: UNIT_TIMEOUT_MS,
         },
       },
       {

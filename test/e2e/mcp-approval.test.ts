@@ -171,7 +171,7 @@ describe('approval and routing of MCP tools', () => {
       ['w2', 'fs_write_file', false],
     ]);
     world.fake.assertDone();
-  }, 90_000);
+  });
 
   it('routes an MCP tool to a tools-only worker, which runs the call with its own server process', async () => {
     const mcpQueue = `mcp-tools-${randomUUID()}`;
@@ -243,7 +243,7 @@ describe('approval and routing of MCP tools', () => {
     expect(mainServer).toBeGreaterThan(0);
     expect(toolsServer).toBeGreaterThan(0);
     expect(toolsServer).not.toBe(mainServer);
-  }, 90_000);
+  });
 
   it('a needs_approval or tool_task_queues name no tool has fails the run at its start, as patchloop mcp tools says', async () => {
     const definition = {
@@ -297,5 +297,5 @@ describe('approval and routing of MCP tools', () => {
     expect(text.code).toBe(1);
     expect(text.stdout).toContain(`\n  UnknownAgentTool: ${message}\n`);
     expect(text.stderr).toBe(`error: ${message}\n`);
-  }, 90_000);
+  });
 });

@@ -141,7 +141,7 @@ describe('MCP calls under failure', () => {
       })
     ).find((tool) => tool.name === 'count_lines');
     expect(now?.description).toBe('Counts the lines of a file (listing v2).');
-  }, 120_000);
+  });
 
   describe('kill -9 of the worker after the tool list was fetched: the new worker offers the recorded list, without listing again, and the call works', () => {
     let http: ChildProcess | undefined;
@@ -150,7 +150,7 @@ describe('MCP calls under failure', () => {
       const port = await freePort();
       http = await startEverythingHttp(port);
       httpUrl = `http://127.0.0.1:${port}/mcp`;
-    }, 30_000);
+    });
     afterAll(() => {
       http?.kill();
     });
@@ -267,7 +267,7 @@ describe('MCP calls under failure', () => {
       // The server itself saw the cancellation: its task was cancelled, not left running.
       await eventually(() => (journaled(journal).includes('wait_for cancelled') ? true : undefined), 10_000);
       expect(journaled(journal)).toEqual(['wait_for started', 'wait_for cancelled']);
-    }, 60_000);
+    });
 
     it('continue-as-new lists the MCP tools again: a changed description is offered from then on; a server that cannot list keeps the tools the run had', async () => {
       const { folder, journal } = scratch();
@@ -338,7 +338,7 @@ describe('MCP calls under failure', () => {
       expect(world.fake.requests).toHaveLength(3);
       // The last run of the chain: the relisting (patched) that failed and kept the tools.
       await recordHistory(run, 'mcp-relisted-at-continue-as-new');
-    }, 90_000);
+    });
 
     it('timeouts: progress keeps a long call alive past its idle timeout; silence ends a call at it; max_call_seconds ends one that keeps reporting; each cancelled on its server', async () => {
       const { folder, journal } = scratch();
@@ -402,6 +402,6 @@ describe('MCP calls under failure', () => {
         'wait_for cancelled',
         'wait_for started',
       ]);
-    }, 60_000);
+    });
   });
 });

@@ -127,7 +127,7 @@ describe('real MCP servers', () => {
     // The file is really on disk, and nothing was written outside.
     expect(readFileSync(file, 'utf8')).toBe(content);
     expect(existsSync(outside)).toBe(false);
-  }, 90_000);
+  });
 
   it("a server written with Python's mcp package (FastMCP) over stdio: its tools and schemas offered, a number and structured content received", async () => {
     const command = pythonWithMcp();
@@ -204,5 +204,5 @@ describe('real MCP servers', () => {
       /^Tool 'multiply' failed during execution or result parsing with arguments \{"a": "six"\}: Error executing tool multiply: /,
     );
     expect(error.error).toMatch(/validation error/);
-  }, 90_000);
+  });
 });

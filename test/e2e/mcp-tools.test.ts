@@ -40,7 +40,7 @@ beforeAll(async () => {
   const port = await freePort();
   http = await startEverythingHttp(port);
   httpUrl = `http://127.0.0.1:${port}/mcp`;
-}, 60_000);
+});
 
 afterAll(() => {
   http?.kill();
@@ -109,7 +109,7 @@ describe('MCP tools', () => {
       await run.workflow.fetchHistory(),
       run.workflow.workflowId,
     );
-  }, 60_000);
+  });
 
   it('over streamable HTTP: headers from the worker environment never reach history', async () => {
     process.env['PATCHLOOP_TEST_MCP_TOKEN'] = 'very-secret-token-4711';
@@ -145,7 +145,7 @@ describe('MCP tools', () => {
     const history = historyText(await run.workflow.fetchHistory());
     expect(history).toContain('${PATCHLOOP_TEST_MCP_TOKEN}');
     expect(history).not.toContain('very-secret-token-4711');
-  }, 60_000);
+  });
 
   it('over streamable HTTP: a server that restarted (its sessions gone) is reconnected and the call goes through', async () => {
     const port = await freePort();
@@ -174,7 +174,7 @@ describe('MCP tools', () => {
     } finally {
       server.kill();
     }
-  }, 60_000);
+  });
 
   it('an abort during a long call ends the run aborted within seconds', async () => {
     world = await startWorld({
@@ -193,7 +193,7 @@ describe('MCP tools', () => {
     const result = await run.result();
     expect(result.status).toBe('aborted');
     expect(Date.now() - started).toBeLessThan(8000);
-  }, 60_000);
+  });
 
   it('a server killed mid-call gives that call an error naming the server, and the run goes on', async () => {
     const pidFile = join(folder, 'killed.pid');
@@ -223,7 +223,7 @@ describe('MCP tools', () => {
       content: 'Echo: again',
     });
     expect(Number(readFileSync(pidFile, 'utf8'))).not.toBe(firstPid);
-  }, 90_000);
+  });
 
   it('a server that cannot list its tools fails the run at its start with McpServerUnavailable', async () => {
     world = await startWorld({
@@ -240,7 +240,7 @@ describe('MCP tools', () => {
     expect((error as RunFailedError).type).toBe('McpServerUnavailable');
     expect((error as RunFailedError).message).toMatch(/MCP server 'broken' did not start: .*attempt 3 of 3/);
     expect(world.fake.requests).toHaveLength(0);
-  }, 60_000);
+  });
 });
 
 /** Waits until the batch's heartbeat details show the call's MCP progress as `matches` wants it. */

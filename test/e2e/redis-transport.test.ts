@@ -215,7 +215,7 @@ describe('Redis Streams chunk transport (real redis-server)', () => {
       index += 1;
       await redis.flush();
       return (await probe.xLen(redis.keyOf(runId))) > 0 ? true : undefined;
-    }, 20_000);
+    });
     await redis.close();
     await probe.close();
     await back.stop();

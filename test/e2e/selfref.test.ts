@@ -171,7 +171,7 @@ describe('SelfRef primitives through the durable runtime', () => {
     await recordHistory(run, 'selfref-fork');
   });
 
-  it('aborting a parent aborts its running child; both transcripts stay valid', { timeout: 40_000 }, async () => {
+  it('aborting a parent aborts its running child; both transcripts stay valid', async () => {
     world = await startWorld({
       agents,
       fake: {
