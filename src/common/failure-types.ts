@@ -49,6 +49,9 @@ export const FailureType = {
   WorkerShutdown: 'WorkerShutdown',
   // An update refused after validation (an approval decision the run cannot take).
   ApprovalRefused: 'ApprovalRefused',
+  // An update a run's validator refused (the run has ended, a message too large, not a budget extension):
+  // the update was not applied, and sending it again as it is cannot change that.
+  UpdateRefused: 'UpdateRefused',
   // A retried update that the run applied before it continued as new, whose result it could not keep.
   UpdateRepeated: 'UpdateRepeated',
   // A tool call's error, as its events report it (the model gets the error as the call's result).

@@ -19,6 +19,7 @@ import { parseVersionedInput } from './input';
 import { asRunFailure, turnFailure, withUnprocessedMessages } from './failures';
 import { registerRunHandlers } from './handlers';
 import { setOnceUpdateHandler } from './update-ledger';
+import { refusal } from './update-refusal';
 import { keepVisible } from './visibility';
 import {
   checkMessage,
@@ -158,9 +159,9 @@ function registerSessionHandlers(session: Session): void {
     {
       // Rejected updates leave nothing in history.
       validator: (message) => {
-        if (session.closing) throw new Error('the session is closing');
+        if (session.closing) throw refusal('the session is closing');
         const check = checkMessage(run, message);
-        if (!check.ok) throw new Error(`send expects {"content": string}: ${check.reason}`);
+        if (!check.ok) throw refusal(`send expects {"content": string}: ${check.reason}`);
       },
     },
   );

@@ -30,6 +30,7 @@ import { pendingOf, undecided } from './approval-gate';
 import { applyDecision, registerTreeHandlers } from './tree-decisions';
 import { budgetFigures, hasBudget } from './budget-gate';
 import { setOnceUpdateHandler } from './update-ledger';
+import { refusal } from './update-refusal';
 import {
   checkMessage,
   childPending,
@@ -193,19 +194,19 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
     },
     {
       validator: (payload) => {
-        if (run.state !== 'running') throw new Error(`the run is ${run.state}`);
-        if (run.abort.requested) throw new Error('the run is being aborted');
+        if (run.state !== 'running') throw refusal(`the run is ${run.state}`);
+        if (run.abort.requested) throw refusal('the run is being aborted');
         const check = checkMessage(run, payload);
-        if (!check.ok) throw new Error(check.reason);
+        if (!check.ok) throw refusal(check.reason);
       },
     },
   );
   setOnceUpdateHandler(run, approveUpdate, (payload) => applyDecision(run, payload, 'update'), {
     validator: (payload) => {
-      if (run.state !== 'running') throw new Error(`the run is ${run.state}`);
-      if (run.abort.requested) throw new Error('the run is being aborted');
+      if (run.state !== 'running') throw refusal(`the run is ${run.state}`);
+      if (run.abort.requested) throw refusal('the run is being aborted');
       const routed = routeDecision(workflowInfo().workflowId, run.approvals, runningChildren(run), payload);
-      if ('refusal' in routed) throw new Error(routed.refusal);
+      if ('refusal' in routed) throw refusal(routed.refusal);
     },
   });
   setOnceUpdateHandler(
@@ -221,10 +222,10 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
     },
     {
       validator: (payload) => {
-        if (run.state !== 'running') throw new Error(`the run is ${run.state}`);
+        if (run.state !== 'running') throw refusal(`the run is ${run.state}`);
         const parsed = BudgetExtension.safeParse(payload);
         if (!parsed.success)
-          throw new Error(`not a budget extension: ${parsed.error.issues.map((issue) => issue.message).join('; ')}`);
+          throw refusal(`not a budget extension: ${parsed.error.issues.map((issue) => issue.message).join('; ')}`);
       },
       description: 'Raise the budget: {"tokens": N, "llm_calls": N, "cost_usd": X, "wall_seconds": N} (any of them).',
     },
