@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
-import { E2E_TIMEOUT_MS, UNIT_TIMEOUT_MS } from './test/support/timeouts';
+import { E2E_TIMEOUT_MS, UNIT_TIMEOUT_MS } from './test/support/timeouts.js';
 
 /**
  * End-to-end files, longest first (seconds each took in a CI run, `test/e2e-durations.json`; files not

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PatchloopClient } from '../src/client/patchloop-client';
 import { FakeModelServer, type Responder } from '../src/fake-model/server';
-import type { AgentDefinitionInput } from '../src/runtime';
+import { NO_BOUNDS, type AgentDefinitionInput } from '../src/runtime';
+import { assistantAgent } from '../src/agents/assistant';
 import { configFromEnvironment, withOfflineModel, type PatchloopConfig } from '../src/config/environment';
 import type { Tool } from '../src/tools/define-tool';
 import { createPatchloopWorker, type PatchloopWorker } from '../src/worker/create-worker';
@@ -13,6 +14,11 @@ import { startDevServer, type DevServer } from '../src/worker/temporal-cli';
 import { freePort } from '../src/worker/free-port';
 
 let runtimeInstalled = false;
+
+/** Benchmarks measure long runs: their agents have no bound on calls or tokens (docs/budgets.md). */
+function unbounded(agent: AgentDefinitionInput): AgentDefinitionInput {
+  return { ...agent, budget: { ...NO_BOUNDS, ...agent.budget } };
+}
 
 /** A dev server, a fake model and an in-process worker for a benchmark run. */
 export interface BenchWorld {
@@ -65,7 +71,7 @@ export async function startBenchWorld(
   const worker = await createPatchloopWorker({
     connection,
     config,
-    ...(options.agents ? { agents: options.agents } : {}),
+    agents: (options.agents ?? [assistantAgent]).map(unbounded),
     ...(options.tools ? { tools: options.tools } : {}),
     ...(options.workerOptions ? { workerOptions: options.workerOptions } : {}),
   });

@@ -3,6 +3,7 @@
  * Kept apart from the commands themselves, so that help, usage errors and light commands (`compile`)
  * load none of the Temporal SDK.
  */
+import { DEFAULT_BUDGET_LIMITS } from '../runtime/budget';
 
 /** The states `list --status` filters on (patchloop's search attribute). */
 export const LIST_STATUSES = [
@@ -120,14 +121,16 @@ export const CONSOLE_SYNTAX = {
 } as const;
 
 export const RUN_SYNTAX = {
-  usage: 'patchloop run <agent> <text...> [--id ID] [--follow [--json]] [--max-tool-calls N]',
-  summary:
-    'Starts workflow agentRun. The text is every remaining word. Without --follow it prints the workflow id once the worker has resolved the agent, and says on stderr that the run goes on and how to follow it; when no worker has taken the run within 5 s it says so and exits 3 (the run waits in its task queue until a worker takes it). With --follow it prints events and tokens live, then the answer; while no worker takes the run it says what the run waits for, and Ctrl-C leaves the run going (exit 130) with the commands to follow or abort it.',
+  usage:
+    'patchloop run <agent> <text...> [--id ID] [--follow [--json]] [--max-tool-calls N] [--max-calls N|none] [--max-tokens N|none]',
+  summary: `Starts workflow agentRun. The text is every remaining word. Without --follow it prints the workflow id once the worker has resolved the agent, and says on stderr that the run goes on and how to follow it; when no worker has taken the run within 5 s it says so and exits 3 (the run waits in its task queue until a worker takes it). With --follow it prints events and tokens live, then the answer; while no worker takes the run it says what the run waits for, and Ctrl-C leaves the run going (exit 130) with the commands to follow or abort it. --max-calls and --max-tokens bound the run's model calls and tokens instead of its agent's budget (by default ${DEFAULT_BUDGET_LIMITS.max_llm_calls} calls and ${DEFAULT_BUDGET_LIMITS.max_total_tokens} tokens; none: no bound).`,
   options: {
     id: { type: 'string' },
     follow: { type: 'boolean' },
     json: { type: 'boolean' },
     'max-tool-calls': { type: 'string' },
+    'max-calls': { type: 'string' },
+    'max-tokens': { type: 'string' },
   },
   positionals: ['agent', 'text...'],
 } as const;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { JsonObject } from '../context';
 import { sharedSchema } from '../context/shared-schema';
 import { ContextSettings } from './context-settings';
-import { BudgetSettings } from './budget';
+import { BudgetSettings, NO_BOUNDS } from './budget';
 import { ProviderSelection } from './provider';
 
 /** Timeouts and retry budgets of an agent's phases. Seconds, so agent files stay readable JSON. */
@@ -221,6 +221,11 @@ export type ToolDescriptor = z.infer<typeof ToolDescriptor>;
 export const AgentSpec = sharedSchema('runtime/agent#AgentSpec', () =>
   AgentDefinition.extend({
     model: z.string().min(1),
+    /**
+     * A spec records its budget whole. One recorded before budgets existed has none: its runs go on
+     * unbounded, as they began, instead of meeting bounds their agent never had.
+     */
+    budget: BudgetSettings.default(() => BudgetSettings.parse(NO_BOUNDS)),
     tool_descriptors: z.array(ToolDescriptor),
     /**
      * The worker sends payloads over its threshold by reference (External Storage): no result, batch,

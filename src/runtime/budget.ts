@@ -17,16 +17,25 @@ export const TokenPrices = sharedSchema('runtime/budget#TokenPrices', () =>
 export type TokenPrices = z.infer<typeof TokenPrices>;
 
 /**
- * What a run may spend (`budget` in an agent definition, overridable per run and per session). Checked
- * before every model call, with that call's estimate, and before every tool batch: a run never starts a
- * call it cannot afford. Null: no limit.
+ * The bounds every run has unless its agent, its input or its session says otherwise (null: none): a
+ * looping agent ends `budget_exhausted` instead of calling the model for as long as nobody looks. About
+ * a hundred iterations, and at most a few dollars at today's prices (docs/budgets.md).
  */
+export const DEFAULT_BUDGET_LIMITS = { max_llm_calls: 100, max_total_tokens: 1_000_000 } as const;
+
+/** The default bounds lifted: what a budget says to have none. */
+export const NO_BOUNDS = { max_llm_calls: null, max_total_tokens: null } as const;
+
 /** The budget's fields without their defaults: the settings add them, an override names only some. */
 const budgetFields = () => ({
-  max_total_tokens: limit().describe('Input and output tokens of all model calls.'),
+  max_total_tokens: limit().describe(
+    `Input and output tokens of all model calls (default ${DEFAULT_BUDGET_LIMITS.max_total_tokens}; null: no limit).`,
+  ),
   max_input_tokens: limit().describe('Prompt tokens of all model calls.'),
   max_output_tokens: limit().describe('Completion tokens of all model calls.'),
-  max_llm_calls: limit().describe('Model calls, compaction calls included.'),
+  max_llm_calls: limit().describe(
+    `Model calls, compaction calls included (default ${DEFAULT_BUDGET_LIMITS.max_llm_calls}; null: no limit).`,
+  ),
   max_cost_usd: limit().describe('Dollars at `prices`; needs `prices`.'),
   max_wall_seconds: limit().describe('Seconds since the run (or session) started.'),
   prices: TokenPrices.nullable(),
@@ -40,15 +49,15 @@ const budgetFields = () => ({
 /**
  * What a run may spend (`budget` in an agent definition, overridable per run and per session). Checked
  * before every model call, with that call's estimate, and before every tool batch: a run never starts a
- * call it cannot afford. Null: no limit.
+ * call it cannot afford. Null: no limit; `DEFAULT_BUDGET_LIMITS` bound what is not set.
  */
 export const BudgetSettings = sharedSchema('runtime/budget#BudgetSettings', () => {
   const fields = budgetFields();
   return z.strictObject({
-    max_total_tokens: fields.max_total_tokens.default(null),
+    max_total_tokens: fields.max_total_tokens.default(DEFAULT_BUDGET_LIMITS.max_total_tokens),
     max_input_tokens: fields.max_input_tokens.default(null),
     max_output_tokens: fields.max_output_tokens.default(null),
-    max_llm_calls: fields.max_llm_calls.default(null),
+    max_llm_calls: fields.max_llm_calls.default(DEFAULT_BUDGET_LIMITS.max_llm_calls),
     max_cost_usd: fields.max_cost_usd.default(null),
     max_wall_seconds: fields.max_wall_seconds.default(null),
     prices: fields.prices.default(null),
@@ -301,4 +310,21 @@ export function remainingBudget(
     max_wall_seconds: left('max_wall_seconds'),
     on_exhausted: 'stop',
   };
+}
+
+/**
+ * What a run that ran out of budget says to a person: which bounds it reached, whether they were the
+ * defaults, and where to raise them.
+ */
+export function exhaustedSummary(report: BudgetReport | undefined): string {
+  if (!report) return 'budget exhausted';
+  const reached = report.exceeded.map((name) => {
+    const limit = report.limit[name];
+    const byDefault = limit === DEFAULT_BUDGET_LIMITS[name as keyof typeof DEFAULT_BUDGET_LIMITS];
+    return `${name} (${report.spent[name] ?? 0} of ${limit}${byDefault ? ', the default bound' : ''})`;
+  });
+  return (
+    `budget exhausted: ${reached.join(', ')} reached; spent ${JSON.stringify(report.spent)}. ` +
+    'Raise a bound in the agent\'s "budget" or the run\'s input (null: none), see docs/budgets.md'
+  );
 }

@@ -9,6 +9,7 @@ import {
   emptyContextLedger,
   emptyUsageLedger,
   BudgetSettings,
+  NO_BOUNDS,
   type BudgetLimit,
   type UsageLedger,
   ContextSettings,
@@ -180,7 +181,8 @@ export function newRun(agent: string, memoryKey: string): Run {
     usage: null,
     context: emptyContextLedger(),
     contextSettings: ContextSettings.parse({}),
-    budget: BudgetSettings.parse({}),
+    // No bounds until the run opens with its agent's budget (status reports none until then).
+    budget: BudgetSettings.parse(NO_BOUNDS),
     ledger: emptyUsageLedger(),
     budgetExtensions: 0,
     awaitingBudget: null,

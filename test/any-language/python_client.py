@@ -23,6 +23,9 @@ async def main() -> None:
     )
     await handle.signal("user_message", {"content": "and also hello"})
     status = await handle.query("status")
+    # Once the run has opened with its agent's budget (until then it reports none), raise its token bound.
+    while (await handle.query("status")).get("budget") is None:
+        await asyncio.sleep(0.1)
     limits = await handle.execute_update("extend_budget", {"tokens": 50000})
     result = await handle.result()
     summary = {"status": {"state": status["state"], "agent": status["agent"]}, "limits": limits, "result": result}

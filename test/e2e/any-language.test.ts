@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import type { Responder } from '../../src/fake-model/server';
+import { DEFAULT_BUDGET_LIMITS } from '../../src/runtime';
 import { repositoryRoot, testVenv } from '../support/reference';
 import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
@@ -91,6 +92,19 @@ describe('any service, any language', () => {
       waitPolicy: { lifecycleStage: 'UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED' },
     });
     expect(JSON.stringify(updated)).toContain('"max_llm_calls":25');
+    // An update the run's validator refuses: its reason, final (sending it again cannot help), and none of
+    // the worker's stack or source paths.
+    const refused = await curl('POST', `/workflows/${aborted}/update/extend_budget`, {
+      request: { meta: { updateId: `refused-${aborted}` }, input: { args: [{}] } },
+      waitPolicy: { lifecycleStage: 'UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED' },
+    });
+    const refusal = (refused['outcome'] as { failure: Record<string, unknown> }).failure;
+    expect(refusal).toMatchObject({
+      message: expect.stringContaining('not a budget extension: name at least one of tokens'),
+      applicationFailureInfo: { type: 'UpdateRefused', nonRetryable: true },
+    });
+    expect(refusal['stackTrace'] ?? '').toBe('');
+    expect(JSON.stringify(refused)).not.toMatch(/src\/workflows|\.ts:\d|node_modules/);
     await curl('POST', `/workflows/${aborted}/signal/abort`, { input: [{ reason: 'from curl' }] });
     const end = await closeEvent(aborted);
     const result = (end['workflowExecutionCompletedEventAttributes'] as { result: Array<Record<string, unknown>> })
@@ -114,7 +128,11 @@ describe('any service, any language', () => {
       result: Record<string, unknown>;
     };
     expect(printed.status).toEqual({ state: 'running', agent: 'assistant' });
-    expect(printed.limits).toMatchObject({ max_total_tokens: null, max_llm_calls: null });
+    // The default bounds, the token bound raised by the 50,000 tokens the client's extend_budget added.
+    expect(printed.limits).toMatchObject({
+      max_llm_calls: DEFAULT_BUDGET_LIMITS.max_llm_calls,
+      max_total_tokens: DEFAULT_BUDGET_LIMITS.max_total_tokens + 50_000,
+    });
     expect(printed.result).toMatchObject({ status: 'completed', answer: 'heard: What is 2 + 3? | and also hello' });
   });
 });

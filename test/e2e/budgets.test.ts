@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { validateToolLinkage } from '../../src/context';
 import type { RunHandle } from '../../src/client/patchloop-client';
-import type { AgentRunResult, BudgetOverride } from '../../src/runtime';
-import { callTools, reply } from '../../src/fake-model/steps';
+import { DEFAULT_BUDGET_LIMITS, type AgentRunResult, type BudgetOverride } from '../../src/runtime';
+import { callTools, reply, toolCall } from '../../src/fake-model/steps';
 import { pageReader } from '../support/context-model';
 import { tools } from '../support/context-tools';
 import { listedWorkflows, startWorld, temporalCli, type TestWorld } from '../support/temporal';
@@ -121,7 +121,9 @@ describe('budgets stop a run before a step it cannot afford', () => {
     const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
     const show = await runCli(['show', handle.workflowId], env);
     expect(show.stdout).toContain('awaiting_budget');
-    expect(show.stdout).toContain('budget: llm_calls 5 / 5 (waiting for an extension: max_llm_calls)');
+    expect(show.stdout).toMatch(
+      /budget: total_tokens \d+ \/ 1000000, llm_calls 5 \/ 5 \(waiting for an extension: max_llm_calls\)/,
+    );
     const extended = await runCli(['budget', 'extend', handle.workflowId, '--calls', '2', '--json'], env);
     expect(JSON.parse(extended.stdout)).toMatchObject({ limit: { max_llm_calls: 7 } });
     await eventually(async () =>
@@ -220,5 +222,64 @@ describe('budgets stop a run before a step it cannot afford', () => {
     expect(result.budget!.spent['max_llm_calls']).toBe(2);
     expect(result.budget!.spent['max_total_tokens']).toBe(result.usage!.total_tokens + childTokens);
     world.fake.assertDone();
+  });
+});
+
+describe('a run is bounded out of the box', () => {
+  /** A model that never stops calling a tool: every reply asks for another sum. */
+  const looping = {
+    responder: (_body: unknown, index: number) => callTools([toolCall(`call_${index}`, 'add', { a: index, b: 1 })]),
+  };
+
+  it('a looping agent on default settings ends budget_exhausted at the default bound, and says which bound', async () => {
+    world = await startWorld({ fake: looping });
+    // The example agent 'assistant' sets no budget: the defaults bound it.
+    const handle = await world.client.start({ agent: 'assistant', input: 'Add numbers until I say stop.' });
+    const result = await handle.result();
+    expectStopped(result, ['max_llm_calls']);
+    expect(result.budget!.limit).toMatchObject(DEFAULT_BUDGET_LIMITS);
+    expect(result.budget!.spent['max_llm_calls']).toBe(DEFAULT_BUDGET_LIMITS.max_llm_calls);
+    // Not one call past the bound reached the provider.
+    expect(world.fake.requests).toHaveLength(DEFAULT_BUDGET_LIMITS.max_llm_calls);
+    // Each sum the model asked for ran once (a batch costs no tokens: the last one ran too), and the
+    // transcript ends with the last of them answered.
+    const results = result.transcript.filter((message) => message['role'] === 'tool');
+    expect(results).toHaveLength(DEFAULT_BUDGET_LIMITS.max_llm_calls);
+    expect(result.transcript.at(-1)).toMatchObject({
+      role: 'tool',
+      tool_call_id: `call_${DEFAULT_BUDGET_LIMITS.max_llm_calls - 1}`,
+    });
+    const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
+    const followed = await runCli(['follow', handle.workflowId], env);
+    expect(followed.stdout).toContain(
+      `budget exhausted: max_llm_calls (${DEFAULT_BUDGET_LIMITS.max_llm_calls} of ${DEFAULT_BUDGET_LIMITS.max_llm_calls}, the default bound) reached;`,
+    );
+    expect(followed.stdout).toContain('Raise a bound in the agent\'s "budget" or the run\'s input (null: none)');
+  });
+
+  it("a run's own bound replaces the default (run --max-calls), and an agent's null lifts it", async () => {
+    world = await startWorld({
+      fake: looping,
+      agents: [
+        { name: 'unbounded', instructions: 'Add.', tools: ['add'], budget: { max_llm_calls: null } },
+        { name: 'bounded', instructions: 'Add.', tools: ['add'] },
+      ],
+    });
+    const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
+    const ran = await runCli(['run', 'bounded', 'Add', 'forever', '--max-calls', '3', '--follow'], env);
+    expect(ran.stdout).toContain('budget exhausted: max_llm_calls (3 of 3) reached;');
+    expect(world.fake.requests).toHaveLength(3);
+    const refused = await runCli(['run', 'bounded', 'Add', '--max-calls', '0'], env);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--max-calls must be a whole number > 0, or none');
+    // An agent whose budget says null has no bound on calls: it goes past the default until its own
+    // run's bound (here: tokens) or an abort stops it.
+    const handle = await world.client.start({ agent: 'unbounded', input: 'Add.' });
+    await eventually(() => (world!.fake.requests.length > 3 + DEFAULT_BUDGET_LIMITS.max_llm_calls ? true : undefined));
+    await handle.abort('enough');
+    const result = await handle.result();
+    expect(result.status).toBe('aborted');
+    expect(result.budget!.limit['max_llm_calls']).toBeNull();
+    expect(result.budget!.limit['max_total_tokens']).toBe(DEFAULT_BUDGET_LIMITS.max_total_tokens);
   });
 });

@@ -6,7 +6,7 @@ import { validateToolLinkage, type Message } from '../../src/context';
 import type { Responder } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { nextRequestQuery } from '../../src/common/definitions';
-import { SESSION_SCHEMA_VERSION } from '../../src/runtime';
+import { NO_BOUNDS, SESSION_SCHEMA_VERSION } from '../../src/runtime';
 import { repositoryRoot } from '../support/reference';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { callsFinished, eventually, recordCarriedState, recordHistory, replyReceived } from '../support/wait';
@@ -274,6 +274,8 @@ describe('chatSession', () => {
       const session = await world.client.startSession({
         agent: 'assistant',
         continue_as_new: { max_history_events: 400 },
+        // 300 calls and about 45 million tokens: past the default bounds of a session's budget.
+        budget: NO_BOUNDS,
       });
       const block = 'x'.repeat(4096);
       for (let turn = 1; turn <= 300; turn += 1) {

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { repositoryRoot } from './reference';
 import { cliEntry, sharedBundleArgs } from './compiled';
 import { eventually } from './wait';
+import { E2E_TIMEOUT_MS } from './timeouts';
 
 /**
  * The CLI as a process (`cliEntry`: compiled in the e2e run, the checkout's binary otherwise), with
@@ -76,7 +77,8 @@ export function startCliWorker(
   return startCliProcess(
     ['worker', ...args, ...bundle],
     env,
-    { text: 'worker polling', what: 'the worker to poll', timeoutMs: 90_000 },
+    // A bound on a hang: a worker that bundles its own workflows took over 90 s on a loaded machine.
+    { text: 'worker polling', what: 'the worker to poll', timeoutMs: E2E_TIMEOUT_MS },
     { ...(options.entry ? { entry: options.entry } : {}), ...(options.cwd ? { cwd: options.cwd } : {}) },
   );
 }

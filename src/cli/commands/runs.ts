@@ -1,7 +1,13 @@
 import { configFromEnvironment, workflowUiUrl } from '../../config/environment';
 import { randomUUID } from 'node:crypto';
 import type { Message } from '../../context';
-import type { AgentRunResult, RunEvent, RunStatus } from '../../runtime';
+import {
+  exhaustedSummary,
+  type AgentRunResult,
+  type BudgetOverride,
+  type RunEvent,
+  type RunStatus,
+} from '../../runtime';
 import { askApproval, terminalAsker } from './approvals';
 import { parseCommand } from '../arguments';
 import { followRun, jsonOutput, textOutput } from '../../client/follow';
@@ -23,8 +29,14 @@ export async function runCommand(client: PatchloopClient, args: string[], print:
   const maxToolCalls = values['max-tool-calls'] === undefined ? undefined : Number(values['max-tool-calls']);
   if (maxToolCalls !== undefined && !(Number.isInteger(maxToolCalls) && maxToolCalls >= 0))
     throw new UsageError(`--max-tool-calls must be a whole number >= 0\nusage: ${RUN_SYNTAX.usage}`);
+  const budget = budgetOptions(values['max-calls'], values['max-tokens']);
   const run = await client.start(
-    { agent, input: text, ...(maxToolCalls !== undefined ? { max_tool_calls: maxToolCalls } : {}) },
+    {
+      agent,
+      input: text,
+      ...(maxToolCalls !== undefined ? { max_tool_calls: maxToolCalls } : {}),
+      ...(budget ? { budget } : {}),
+    },
     { workflowId: values.id ?? `run-${randomUUID()}` },
   );
   const id = run.workflowId;
@@ -42,6 +54,24 @@ export async function runCommand(client: PatchloopClient, args: string[], print:
   }
   note(`started ${id}: it goes on without this command; follow it with: npx patchloop follow ${id}`);
   return output;
+}
+
+/** `--max-calls` and `--max-tokens`: the run's own bounds on model calls and tokens (`none`: no bound). */
+function budgetOptions(calls: string | undefined, tokens: string | undefined): BudgetOverride | undefined {
+  const bound = (value: string | undefined, option: string) => {
+    if (value === undefined) return undefined;
+    if (value === 'none') return null;
+    const number = Number(value);
+    if (!(Number.isInteger(number) && number > 0))
+      throw new UsageError(`${option} must be a whole number > 0, or none\nusage: ${RUN_SYNTAX.usage}`);
+    return number;
+  };
+  const budget: BudgetOverride = {};
+  const maxCalls = bound(calls, '--max-calls');
+  const maxTokens = bound(tokens, '--max-tokens');
+  if (maxCalls !== undefined) budget.max_llm_calls = maxCalls;
+  if (maxTokens !== undefined) budget.max_total_tokens = maxTokens;
+  return Object.keys(budget).length > 0 ? budget : undefined;
 }
 
 /** Follows a run that is already going (or finished): its events, then live tokens, then a summary. */
@@ -77,8 +107,7 @@ async function follow(run: RunHandle, client: PatchloopClient, json: boolean, pr
 
 export function printOutcome(result: AgentRunResult, print: Print): void {
   if (result.status === 'completed') print(`answer: ${result.answer}`);
-  else if (result.status === 'budget_exhausted')
-    print(`budget exhausted (${result.budget?.exceeded.join(', ')}): ${JSON.stringify(result.budget?.spent)}`);
+  else if (result.status === 'budget_exhausted') print(exhaustedSummary(result.budget));
   else
     print(
       `aborted${result.abort_reason ? ` (${result.abort_reason})` : ''}; the transcript ends with: ${JSON.stringify(result.transcript.at(-1)?.['content'])}`,
