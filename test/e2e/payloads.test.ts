@@ -9,6 +9,7 @@ import { callTools, reply } from '../../src/fake-model/steps';
 import { defineTool } from '../../src/tools/define-tool';
 import { exampleTools } from '../../src/tools/examples';
 import { imageFile } from '../../src/tools/images';
+import { NO_BOUNDS } from '../../src/runtime';
 import { startWorld, type TestWorld } from '../support/temporal';
 
 let world: TestWorld | undefined;
@@ -44,7 +45,7 @@ describe('payloads by reference (External Storage, the local directory by defaul
         ],
       },
     });
-    const run = await world.client.start({ agent: 'assistant', input: 'repeat a lot' });
+    const run = await world.client.start({ agent: 'assistant', input: 'repeat a lot', budget: NO_BOUNDS });
     const result = await run.result();
     expect(result.status).toBe('completed');
     const results = toolResults(result.transcript);
@@ -96,7 +97,7 @@ describe('payloads by reference (External Storage, the local directory by defaul
         ],
       },
     });
-    const run = await world.client.start({ agent: 'heavy', input: 'fetch everything' });
+    const run = await world.client.start({ agent: 'heavy', input: 'fetch everything', budget: NO_BOUNDS });
     const result = await run.result();
     expect(result.answer).toBe('seen it all');
     validateToolLinkage(result.transcript);
@@ -125,7 +126,7 @@ describe('payloads by reference (External Storage, the local directory by defaul
         ],
       },
     });
-    const run = await world.client.start({ agent: 'memo', input: 'delegate', history });
+    const run = await world.client.start({ agent: 'memo', input: 'delegate', history, budget: NO_BOUNDS });
     const result = await run.result();
     expect(result.answer).toBe('the child says: ten chunks of x');
     // The child saw the parent's whole context.
@@ -153,6 +154,7 @@ describe('payloads by reference (External Storage, the local directory by defaul
     const session = await world.client.startSession({
       agent: 'assistant',
       continue_as_new: { max_history_events: 20 },
+      budget: NO_BOUNDS,
     });
     for (let turn = 0; turn < 10; turn += 1) {
       const answer = await session.send(`turn ${turn}: ${'y'.repeat(250 * KB)}`);

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { validateToolLinkage, type Message } from '../../src/context';
 import { reply } from '../../src/fake-model/steps';
 import type { RunHandle } from '../../src/client/patchloop-client';
-import type { AgentRunResult } from '../../src/runtime';
+import { NO_BOUNDS, type AgentRunResult } from '../../src/runtime';
 import { transcriptPageQuery } from '../../src/common';
 import { pageReader } from '../support/context-model';
 import { pageText, tools } from '../support/context-tools';
@@ -92,7 +92,7 @@ describe('results every client can read', () => {
   it('a plain Python client reads an 80-iteration run: status, answer and usage from the result, the transcript by pages', async () => {
     world = await readerWorld();
     expect(world.config.payloadStorage.kind).toBe('local');
-    const run = await world.client.start({ agent: 'reader', input: TASK });
+    const run = await world.client.start({ agent: 'reader', input: TASK, budget: NO_BOUNDS });
     const read = await pythonRead(run.workflowId);
 
     // What history holds is plain JSON under the threshold: no reference that needs patchloop's store.
@@ -144,7 +144,7 @@ describe('results every client can read', () => {
       forcePathStyle: true,
       thresholdBytes: 256 * 1024,
     });
-    const run = await world.client.start({ agent: 'reader', input: TASK });
+    const run = await world.client.start({ agent: 'reader', input: TASK, budget: NO_BOUNDS });
     const read = await pythonRead(run.workflowId, s3);
     const result = await run.result();
     expect((await recordedResult(run)).encoding).toBe('json/plain');

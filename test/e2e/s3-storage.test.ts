@@ -6,6 +6,7 @@ import { transcriptQuery } from '../../src/common';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { S3Driver } from '../../src/storage/s3-driver';
 import { motoCredentials as credentials, startMoto, type MotoS3 } from '../support/moto';
+import { NO_BOUNDS } from '../../src/runtime';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
 
@@ -53,7 +54,7 @@ describe('payloads by reference in S3 (moto)', () => {
       },
     });
     try {
-      const run = await world.client.start({ agent: 'assistant', input: 'repeat a lot' });
+      const run = await world.client.start({ agent: 'assistant', input: 'repeat a lot', budget: NO_BOUNDS });
       const result = await run.result();
       expect(result.answer).toBe('stored');
       expect(result.transcript.filter((message) => message['role'] === 'tool')).toHaveLength(17);
@@ -72,7 +73,7 @@ describe('payloads by reference in S3 (moto)', () => {
       // S3 dates have whole seconds: a renewal shows only once the clock has passed the first writes' second.
       const newest = Math.max(...(listed.Contents ?? []).map((object) => object.LastModified!.getTime()));
       await eventually(() => (Date.now() >= newest + 1000 ? true : undefined), 5000, 'the next S3 second');
-      const again = await world.client.start({ agent: 'assistant', input: 'repeat a lot' });
+      const again = await world.client.start({ agent: 'assistant', input: 'repeat a lot', budget: NO_BOUNDS });
       expect(await again.result()).toEqual(result);
       expect(await again.workflow.query(transcriptQuery)).toEqual(result.transcript);
       const relisted = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'runs/' }));
