@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { repositoryRoot } from './reference';
 import { cliEntry, sharedBundleArgs } from './compiled';
 import { eventually } from './wait';
-import { E2E_TIMEOUT_MS } from './timeouts';
+import timeouts from '../timeouts.json';
 
 /**
  * The CLI as a process (`cliEntry`: compiled in the e2e run, the checkout's binary otherwise), with
@@ -78,7 +78,7 @@ export function startCliWorker(
     ['worker', ...args, ...bundle],
     env,
     // A bound on a hang: a worker that bundles its own workflows took over 90 s on a loaded machine.
-    { text: 'worker polling', what: 'the worker to poll', timeoutMs: E2E_TIMEOUT_MS },
+    { text: 'worker polling', what: 'the worker to poll', timeoutMs: timeouts.e2e },
     { ...(options.entry ? { entry: options.entry } : {}), ...(options.cwd ? { cwd: options.cwd } : {}) },
   );
 }

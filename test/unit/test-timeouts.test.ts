@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { E2E_TIMEOUT_MS, UNIT_TIMEOUT_MS } from '../support/timeouts';
+import timeouts from '../timeouts.json';
 
 const root = join(__dirname, '..');
 
@@ -36,8 +36,8 @@ describe('test timeouts are bounds on a hang, never on speed', () => {
   });
 
   for (const [folder, floor] of [
-    ['unit', UNIT_TIMEOUT_MS],
-    ['e2e', E2E_TIMEOUT_MS],
+    ['unit', timeouts.unit],
+    ['e2e', timeouts.e2e],
   ] as const) {
     it(`no ${folder} test lowers the project's bound (${floor} ms): a loaded machine would fail it`, () => {
       const lowered = readdirSync(join(root, folder))
