@@ -106,6 +106,7 @@ export function createLlmPhase(
     let reply: Reply;
     let api: ProviderApi = 'chat_completions';
     let requestChars = 0;
+    const observer = new BodyObserver();
     try {
       const provider = clients.resolve(input);
       api = provider.api;
@@ -124,7 +125,6 @@ export function createLlmPhase(
         ...(source ? { 'patchloop.request.source': source } : {}),
       });
       if (signal.aborted) throw signal.reason;
-      const observer = new BodyObserver();
       // One attempt's HTTP timeout stays below the attempt's own start-to-close timeout.
       const timeout = Math.max(1000, Math.min(settings.timeoutMs, context.info.startToCloseTimeoutMs - 5000));
       const attemptClient = client.withOptions({ fetch: observer.fetch, timeout });
@@ -154,7 +154,10 @@ export function createLlmPhase(
     } catch (error) {
       // An abort before the first byte throws (APIUserAbortError): that is the abort path, not a failure.
       if (signal.aborted) return abortPath(context, publisher, stream, started);
-      const { failure, record } = classifyAttempt(error, lastFailure);
+      const { failure, record } = classifyAttempt(error, lastFailure, {
+        body: observer.errorBody,
+        serverErrorSeconds: input.server_error_seconds,
+      });
       publisher.end('failed', { error: failure.type ?? 'Error', retrying: !failure.nonRetryable });
       lastFailure = record;
       context.heartbeat(details());

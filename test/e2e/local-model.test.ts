@@ -140,10 +140,30 @@ describe('llama-cpp-python (a real local model server)', () => {
     const failure = await addNumbers(client).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(RunFailedError);
     expect((failure as RunFailedError).type).toBe('ProviderRejected');
-    expect((failure as RunFailedError).causeMessage).toContain('Input should be a valid string');
+    // The server's message, read from its body on one line: pydantic's errors and where they came from.
+    const message = (failure as RunFailedError).causeMessage;
+    expect(message).toMatch(
+      /^the model call failed: provider rejected the request \(500, a validation error: retrying cannot help\): 7 validation errors: \{'type': 'literal_error', 'loc': \('body', 'messages', 2, 'ChatCompletionRequestSystemMessage', 'role'\)/,
+    );
+    expect(message).toContain("'msg': 'Input should be a valid string', 'input': None}");
+    expect(message).not.toContain('\n');
     // One call, one refusal: no retry of a request the server validates the same way every time.
     expect(proxy!.chatRequests.map((passed) => passed.status)).toEqual([200, 500]);
     console.log(`a 500 validation error ended the run ${Date.now() - started} ms after it started`);
+  });
+
+  it('a wrong base_url is refused with the server\'s own words, read from FastAPI\'s {"detail": ...}', async () => {
+    const nowhere = llama.url.replace(/\/v1$/, '/nowhere/v1');
+    const { client } = await worldWith(adder(nowhere, { profile: 'llama-cpp' }), llama.url.replace(/\/v1$/, ''));
+    const failure = await addNumbers(client).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(RunFailedError);
+    expect((failure as RunFailedError).type).toBe('ProviderRejected');
+    expect((failure as RunFailedError).causeMessage).toBe(
+      "the model call failed: provider rejected the request (404): Not Found. Check the model name (PATCHLOOP_MODEL or the agent's model) and OPENAI_BASE_URL.",
+    );
+    expect(proxy!.chatRequests.map((passed) => [passed.status, passed.response])).toEqual([
+      [404, '{"detail":"Not Found"}'],
+    ]);
   });
 
   it('abort mid-stream keeps the text received so far and closes the server stream', async () => {
