@@ -62,6 +62,11 @@ export const LlmPhaseResult = sharedSchema('runtime/phases#LlmPhaseResult', () =
     usage: TokenUsage.nullable(),
     finish_reason: z.string().nullable(),
     duration_ms: z.number(),
+    /**
+     * Whether the request went to the provider streamed: a profile may send plain a call the run asked
+     * to stream. Absent from results recorded before it, and when nothing was sent.
+     */
+    streamed: z.boolean().optional(),
     /** For typed LLM functions: the final reply checked against the output schema. */
     output_check: z
       .union([

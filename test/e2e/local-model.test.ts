@@ -110,12 +110,17 @@ describe('llama-cpp-python (a real local model server)', () => {
     const { tool_choice: _named, ...options } = adder(llama.url, {}).llm_options as Record<string, unknown>;
     const agent = { ...adder(llama.url, { profile: 'llama-cpp' }), llm_options: options };
     const { client } = await worldWith(agent, llama.url);
-    const result = await addNumbers(client);
+    const run = await client.start({ agent: 'adder', input: 'Use the add tool to add 19 and 23.' });
+    const result = await run.result();
     expect(result.status).toBe('completed');
     const sent = proxy!.chatRequests;
     expect(sent[0]!.body['tool_choice']).toBe('auto');
     // Not streamed: this server answers a stream with tool_choice auto with an empty 200 body (below).
     expect(sent[0]!.body['stream']).toBe(false);
+    // The events say so: the run asked for a stream, the call went plain.
+    const { events } = await run.status();
+    expect(events.find((event) => event.event_type === 'llm_call_start')).toMatchObject({ llm_call: 1, stream: true });
+    expect(events.find((event) => event.event_type === 'llm_call_end')).toMatchObject({ llm_call: 1, streamed: false });
     expect(result.transcript[2]).toMatchObject({ role: 'assistant', tool_calls: [{ function: { name: 'add' } }] });
     expect(result.transcript[3]).toMatchObject({ role: 'tool' });
     // Without a tool_choice llama-cpp-python answers in text and never calls the tool: the profile's
