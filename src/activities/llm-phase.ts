@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import { SpanKind, type Span } from '@opentelemetry/api';
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
-import type { JsonValue, Mutation, ToolCall } from '../context';
+import type { JsonObject, JsonValue, Mutation, ToolCall } from '../context';
 import {
   adaptRequest,
   attemptFailureIn,
@@ -106,55 +106,36 @@ export function createLlmPhase(
     let reply: Reply;
     let api: ProviderApi = 'chat_completions';
     let requestChars = 0;
+    // Whether the request went out streamed (unknown until it is written for the wire).
+    let sentStreamed: boolean | undefined;
+    const observer = new BodyObserver();
     try {
       const provider = clients.resolve(input);
       api = provider.api;
       const profile = PROVIDER_PROFILES[provider.profile];
       const client = clients.client(provider);
-      const { request, text, chars, charsRead, source } = await loadCompiledRequest(input, cache);
-      requestChars = text?.length ?? (chars || JSON.stringify(request).length);
-      span.setAttribute('patchloop.provider.profile', provider.profile);
-      span.updateName(`chat ${request.model}`);
-      span.setAttribute('gen_ai.request.model', request.model);
-      if (input.purpose) span.setAttribute('patchloop.llm.purpose', input.purpose);
-      // How much of the request text crossed from the workflow (a long run reads only its new part).
-      span.setAttributes({
-        'patchloop.request.chars': chars,
-        'patchloop.request.chars_read': charsRead,
-        ...(source ? { 'patchloop.request.source': source } : {}),
-      });
+      const loaded = await loadCompiledRequest(input, cache);
+      const { request, text } = loaded;
+      requestChars = text?.length ?? (loaded.chars || JSON.stringify(request).length);
+      describeCall(span, provider, loaded, input);
       if (signal.aborted) throw signal.reason;
-      const observer = new BodyObserver();
       // One attempt's HTTP timeout stays below the attempt's own start-to-close timeout.
       const timeout = Math.max(1000, Math.min(settings.timeoutMs, context.info.startToCloseTimeoutMs - 5000));
       const attemptClient = client.withOptions({ fetch: observer.fetch, timeout });
-      if (provider.api === 'responses') {
-        const body = responsesBody(adaptRequest(reasoning.restore(workflowId, fullRequest(request, text)), profile));
-        reply = request.stream
-          ? await streamResponses(attemptClient, body, { signal }, stream, observer)
-          : await plainResponses(attemptClient, body, {
-              signal: input.purpose === 'compaction' ? signal : shutdownOnly(context),
-            });
-      } else {
-        // The workflow's text is the body, byte for byte, unless the server needs another form of it.
-        const wire = wireBody(request, text, profile);
-        const sent = { body: wire.body, headers: { 'content-type': 'application/json' } };
-        // The client reads the reply as the body asks for it (a profile may send a streamed call plain).
-        const params = wire.stream === request.stream ? request : { ...request, stream: wire.stream };
-        reply = wire.stream
-          ? await streamReply(attemptClient, params, { ...sent, signal }, stream, observer)
-          : await plainReply(attemptClient, params, {
-              ...sent,
-              // A summary call that an abort stopped is of no use any more: it ends at once; so is a call
-              // the run asked to stream (an abort interrupts it) that the profile sends plain.
-              signal: input.purpose === 'compaction' || request.stream ? signal : shutdownOnly(context),
-            });
-      }
+      const wire = wireRequest(provider.api, request, text, profile, (full) => reasoning.restore(workflowId, full));
+      sentStreamed = wire.stream;
+      // A summary call that an abort stopped is of no use any more: it ends at once; so is a call the run
+      // asked to stream (an abort interrupts it) that the profile sends plain.
+      const plainSignal = input.purpose === 'compaction' || request.stream ? signal : shutdownOnly(context);
+      reply = await sendWire(attemptClient, wire, { signal, plainSignal }, stream, observer);
       if (reply.content === '' && reply.toolCalls.length === 0) throw emptyReply(reply.finishReason);
     } catch (error) {
       // An abort before the first byte throws (APIUserAbortError): that is the abort path, not a failure.
-      if (signal.aborted) return abortPath(context, publisher, stream, started);
-      const { failure, record } = classifyAttempt(error, lastFailure);
+      if (signal.aborted) return abortPath(context, publisher, abortedResult(stream, started, sentStreamed));
+      const { failure, record } = classifyAttempt(error, lastFailure, {
+        body: observer.errorBody,
+        serverErrorSeconds: input.server_error_seconds,
+      });
       publisher.end('failed', { error: failure.type ?? 'Error', retrying: !failure.nonRetryable });
       lastFailure = record;
       context.heartbeat(details());
@@ -187,6 +168,20 @@ export function createLlmPhase(
       };
     return result;
   }
+}
+
+/** The call's span: the provider's profile, the model, and how much of the request crossed from the workflow. */
+function describeCall(span: Span, provider: ResolvedProvider, loaded: LoadedRequest, input: LlmPhaseInput): void {
+  span.setAttribute('patchloop.provider.profile', provider.profile);
+  span.updateName(`chat ${loaded.request.model}`);
+  span.setAttribute('gen_ai.request.model', loaded.request.model);
+  if (input.purpose) span.setAttribute('patchloop.llm.purpose', input.purpose);
+  // How much of the request text crossed from the workflow (a long run reads only its new part).
+  span.setAttributes({
+    'patchloop.request.chars': loaded.chars,
+    'patchloop.request.chars_read': loaded.charsRead,
+    ...(loaded.source ? { 'patchloop.request.source': loaded.source } : {}),
+  });
 }
 
 /**
@@ -226,6 +221,50 @@ function providerClients(settings: ProviderSettings) {
       return client;
     },
   };
+}
+
+/**
+ * The request as it goes on the wire: the body the profile's server takes, in the provider's format,
+ * and whether it streams (a profile may send plain a call the run asked to stream).
+ */
+type WireRequest =
+  | { api: 'responses'; body: JsonObject; stream: boolean }
+  | { api: 'chat_completions'; body: string; params: LlmRequest; stream: boolean };
+
+function wireRequest(
+  api: ProviderApi,
+  request: LlmRequest,
+  text: string | undefined,
+  profile: ProviderProfile,
+  restoreReasoning: (request: LlmRequest) => LlmRequest,
+): WireRequest {
+  if (api === 'responses') {
+    const body = responsesBody(adaptRequest(restoreReasoning(fullRequest(request, text)), profile));
+    return { api, body, stream: body['stream'] === true };
+  }
+  // The workflow's text is the body, byte for byte, unless the server needs another form of it.
+  const wire = wireBody(request, text, profile);
+  // The client reads the reply as the body asks for it.
+  const params = wire.stream === request.stream ? request : { ...request, stream: wire.stream };
+  return { api, body: wire.body, params, stream: wire.stream };
+}
+
+/** Sends the request and reads its reply, streamed or plain as it went out. */
+function sendWire(
+  client: OpenAI,
+  wire: WireRequest,
+  signals: { signal: AbortSignal; plainSignal: AbortSignal },
+  stream: StreamAccumulator,
+  observer: BodyObserver,
+): Promise<Reply> {
+  if (wire.api === 'responses')
+    return wire.stream
+      ? streamResponses(client, wire.body, { signal: signals.signal }, stream, observer)
+      : plainResponses(client, wire.body, { signal: signals.plainSignal });
+  const sent = { body: wire.body, headers: { 'content-type': 'application/json' } };
+  return wire.stream
+    ? streamReply(client, wire.params, { ...sent, signal: signals.signal }, stream, observer)
+    : plainReply(client, wire.params, { ...sent, signal: signals.plainSignal });
 }
 
 /**
@@ -275,12 +314,11 @@ async function loadCompiledRequest(input: LlmPhaseInput, cache: RequestCache): P
 function abortPath(
   context: Context,
   publisher: ReturnType<typeof chunkPublisher>,
-  stream: StreamAccumulator,
-  started: number,
+  aborted: LlmPhaseResult,
 ): LlmPhaseResult {
   if (!isUserAbort(context)) throw cancellationError(context);
   publisher.end('aborted');
-  return abortedResult(stream, started);
+  return aborted;
 }
 
 async function streamReply(
@@ -428,11 +466,12 @@ function completedResult(reply: Reply, started: number): LlmPhaseResult {
     usage: reply.usage,
     finish_reason: reply.finishReason,
     duration_ms: Date.now() - started,
+    streamed: reply.streamed,
   };
 }
 
 /** The workflow fills in the abort reason: it holds it, the activity does not. */
-function abortedResult(stream: StreamAccumulator, started: number): LlmPhaseResult {
+function abortedResult(stream: StreamAccumulator, started: number, streamed: boolean | undefined): LlmPhaseResult {
   return {
     outcome: 'aborted',
     mutations: [truncatedReplyMutation(stream.content)],
@@ -440,5 +479,6 @@ function abortedResult(stream: StreamAccumulator, started: number): LlmPhaseResu
     usage: stream.usage,
     finish_reason: null,
     duration_ms: Date.now() - started,
+    ...(streamed !== undefined ? { streamed } : {}),
   };
 }

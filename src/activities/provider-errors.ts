@@ -1,7 +1,13 @@
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import { carriedFailure, failure, FailureType } from '../common';
-import { parseContextOverflow, saysContextTooLong, type AttemptFailure } from '../runtime';
+import {
+  DEFAULT_LLM_SERVER_ERROR_SECONDS,
+  parseContextOverflow,
+  saysContextTooLong,
+  type AttemptFailure,
+} from '../runtime';
+import { readErrorBody, readErrorValue, type ErrorBody, type ErrorReading } from './provider-error-body';
 
 /**
  * Classifies provider failures once, at the activity edge. Unavailability (429, 5xx, 408, 409, network
@@ -9,10 +15,10 @@ import { parseContextOverflow, saysContextTooLong, type AttemptFailure } from '.
  * provider rejects, bad credentials and exhausted quota fail at once with a readable message. The
  * provider's `x-should-retry` header overrides the status either way. Headers never go into the failure.
  */
-export function classifyProviderError(error: unknown): ApplicationFailure {
+export function classifyProviderError(error: unknown, body?: ErrorBody): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
   if (error instanceof OpenAI.APIError && error.status !== undefined)
-    return withRetryHint(classifyStatus(error), error.headers);
+    return withRetryHint(classifyStatus(error, statusErrorReading(error, body)), error.headers);
   if (error instanceof OpenAI.APIError) return classifyStreamedError(error);
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof SyntaxError)
@@ -54,9 +60,20 @@ export function emptyReply(finishReason: string | null = null): ApplicationFailu
 /**
  * How many attempts in a row with the same answer end a call. A 500 needs five (with the backoff's
  * 1, 2, 4 and 8 s between them, at least 15 s of the same error: a short outage passes); an empty reply
- * three (a server that cannot answer at all answers nothing at once).
+ * three (a server that cannot answer at all answers nothing at once). Answers count as the same when
+ * they differ only in their volatile parts (`withoutVolatileParts`).
  */
 export const SAME_FAILURE_LIMITS = { serverError: 5, emptyReply: 3 } as const;
+
+/** What `classifyAttempt` needs beside the error. */
+export interface AttemptContext {
+  /** The answer's raw body, when it was an HTTP error (`BodyObserver.errorBody`). */
+  body?: ErrorBody | undefined;
+  /** How long HTTP 500 answers without progress may go on (the agent's `llm_server_error_seconds`). */
+  serverErrorSeconds?: number | undefined;
+  /** The time of this failure, epoch milliseconds (tests set it). */
+  now?: number;
+}
 
 /**
  * One failed attempt, classified, and what its heartbeat records for the next attempt. A failure that
@@ -64,54 +81,99 @@ export const SAME_FAILURE_LIMITS = { serverError: 5, emptyReply: 3 } as const;
  * back with the same message `SAME_FAILURE_LIMITS` times in a row ends the call: retrying for the whole
  * retry budget cannot change the server's mind. A 5xx whose body is a request validation error ends it
  * at once. Gateways (502 to 504), overloads (529), Cloudflare's 52x and a `retry-after` or
- * `x-should-retry: true` are outages, however often they repeat.
+ * `x-should-retry: true` are outages, however often they repeat. And a 500 whose body changes on every
+ * try still ends the call once 500s have gone on for `serverErrorSeconds` without progress
+ * (`serverErrorStreak`).
  */
 export function classifyAttempt(
   error: unknown,
   previous: AttemptFailure | undefined,
+  context: AttemptContext = {},
 ): { failure: ApplicationFailure; record: AttemptFailure } {
-  const classified = classifyProviderError(error);
+  const classified = classifyProviderError(error, context.body);
   const type = classified.type ?? 'Error';
-  const repeatable = !classified.nonRetryable && mayBeDeterministic(error, classified);
-  const repeats =
-    repeatable && previous?.type === type && previous.message === classified.message ? (previous.repeats ?? 1) + 1 : 1;
-  const record = { type, message: classified.message, ...(repeatable ? { repeats } : {}) };
+  const serverError = !classified.nonRetryable && isServerError(error);
   const empty = classified.message === emptyReply().message;
-  if (repeats < (empty ? SAME_FAILURE_LIMITS.emptyReply : SAME_FAILURE_LIMITS.serverError))
-    return { failure: classified, record };
-  const ended = failure(
-    empty ? FailureType.ProviderEmptyReply : FailureType.ProviderRejected,
-    `${classified.message} (the same answer ${repeats} times in a row: retrying cannot help)`,
-  );
+  const repeatable = serverError || empty;
+  const same =
+    previous?.type === type && withoutVolatileParts(previous.message) === withoutVolatileParts(classified.message);
+  const repeats = repeatable && same ? (previous.repeats ?? 1) + 1 : 1;
+  const now = context.now ?? Date.now();
+  const since = serverErrorStreak(error, serverError, previous, now);
+  const record = {
+    type,
+    message: classified.message,
+    ...(repeatable ? { repeats } : {}),
+    ...(since ? { server_errors_since: since } : {}),
+  };
+  const limitSeconds = context.serverErrorSeconds ?? DEFAULT_LLM_SERVER_ERROR_SECONDS;
+  let ended: ApplicationFailure | undefined;
+  if (repeats >= (empty ? SAME_FAILURE_LIMITS.emptyReply : SAME_FAILURE_LIMITS.serverError))
+    ended = failure(
+      empty ? FailureType.ProviderEmptyReply : FailureType.ProviderRejected,
+      `${classified.message} (the same answer ${repeats} times in a row: retrying cannot help)`,
+    );
+  else if (serverError && since && now - Date.parse(since) >= limitSeconds * 1000)
+    ended = failure(
+      FailureType.ProviderUnavailable,
+      `${classified.message} (nothing but 5xx answers and failed connections for ${limitSeconds} s or more, the limit llm_server_error_seconds: retrying stopped)`,
+    );
+  if (!ended) return { failure: classified, record };
   return { failure: ended, record: { ...record, type: ended.type!, message: ended.message } };
 }
 
-function mayBeDeterministic(error: unknown, classified: ApplicationFailure): boolean {
-  if (error instanceof OpenAI.APIError && error.status !== undefined)
-    return (
-      error.status === 500 &&
-      error.headers?.get('x-should-retry') !== 'true' &&
-      retryAfterMs(error.headers) === undefined
-    );
-  return classified.message === emptyReply().message;
+/**
+ * Since when (ISO time) this call's attempts have failed without progress, counted from its first HTTP
+ * 500 that may be deterministic. Other 5xx answers and failed connections keep the count going (they
+ * are no progress, but only such a 500 ends the call); anything else (a reply, even one that broke off,
+ * a 429, a 4xx) starts it again.
+ */
+function serverErrorStreak(
+  error: unknown,
+  serverError: boolean,
+  previous: AttemptFailure | undefined,
+  now: number,
+): string | undefined {
+  const noProgress =
+    error instanceof OpenAI.APIConnectionError ||
+    (error instanceof OpenAI.APIError && error.status !== undefined && error.status >= 500);
+  if (!noProgress) return undefined;
+  return previous?.server_errors_since ?? (serverError ? new Date(now).toISOString() : undefined);
 }
 
 /**
- * Validation errors some servers answer with a 5xx (llama-cpp-python's pydantic checks, LiteLLM's
- * template errors): the request itself is wrong, and sending it again gives the same answer.
+ * The message with its volatile parts masked: every word with a digit in it (request ids, timestamps,
+ * counts) and every long word (random ids). Two answers that differ only there are the same answer.
  */
-const VALIDATION_MESSAGE =
-  /validation errors? for|input should be|field required|unprocessable|is not of type|extra inputs are not permitted|jinja|template error/i;
+export function withoutVolatileParts(message: string): string {
+  return message.replace(/[\w-]*\d[\w-]*|[\w-]{24,}/g, '#');
+}
+
+/** An HTTP 500 the provider did not ask to retry: it may be the server's answer to this very request. */
+function isServerError(error: unknown): boolean {
+  return (
+    error instanceof OpenAI.APIError &&
+    error.status === 500 &&
+    error.headers?.get('x-should-retry') !== 'true' &&
+    retryAfterMs(error.headers) === undefined
+  );
+}
+
+/** What an HTTP error answer says: its raw body when the phase kept it, else what the client parsed of it. */
+function statusErrorReading(error: InstanceType<typeof OpenAI.APIError>, body: ErrorBody | undefined): ErrorReading {
+  if (body) return readErrorBody(body);
+  return readErrorValue(error.error ?? error.message);
+}
 
 /**
  * An error the provider sent inside a stream (`data: {"error": ...}`) has no HTTP status: its code and
  * type say what it is. Unknown ones count as unavailability.
  */
 function classifyStreamedError(error: InstanceType<typeof OpenAI.APIError>): ApplicationFailure {
-  const body = (error.error ?? {}) as { type?: unknown; code?: unknown };
-  const kind = `${String(body.code ?? error.code ?? '')} ${String(body.type ?? error.type ?? '')}`;
-  const detail = providerMessage(error);
-  if (isQuotaExhausted(error))
+  const reading = readErrorValue(error.error ?? error.message);
+  const kind = `${reading.code ?? error.code ?? ''} ${reading.type ?? error.type ?? ''}`;
+  const detail = reading.message;
+  if (isQuotaExhausted(error, reading))
     return failure(FailureType.ProviderQuotaExceeded, `the provider account has no quota left: ${detail}`);
   if (/context_length_exceeded/.test(kind)) return contextTooLong(detail, '');
   if (/invalid_api_key|authentication|permission/.test(kind))
@@ -121,10 +183,10 @@ function classifyStreamedError(error: InstanceType<typeof OpenAI.APIError>): App
   return failure(FailureType.ProviderUnavailable, `provider error in the stream: ${detail}`, { retryable: true });
 }
 
-function classifyStatus(error: InstanceType<typeof OpenAI.APIError>): ApplicationFailure {
+function classifyStatus(error: InstanceType<typeof OpenAI.APIError>, reading: ErrorReading): ApplicationFailure {
   const status = error.status!;
-  const detail = providerMessage(error);
-  if (status === 429 && isQuotaExhausted(error)) {
+  const detail = reading.message;
+  if (status === 429 && isQuotaExhausted(error, reading)) {
     return failure(
       FailureType.ProviderQuotaExceeded,
       `the provider account has no quota left (429 insufficient_quota): ${detail}. Check the plan and billing of the key.`,
@@ -137,7 +199,7 @@ function classifyStatus(error: InstanceType<typeof OpenAI.APIError>): Applicatio
       nextRetryDelay: delay,
     });
   }
-  if (status >= 500 && VALIDATION_MESSAGE.test(detail))
+  if (status >= 500 && reading.validation)
     return failure(
       FailureType.ProviderRejected,
       `provider rejected the request (${status}, a validation error: retrying cannot help): ${detail}. If this server is not OpenAI's, name its kind in the agent's provider.profile or PATCHLOOP_PROVIDER_PROFILE (llama-cpp, vllm, ollama, litellm, generic).`,
@@ -155,7 +217,8 @@ function classifyStatus(error: InstanceType<typeof OpenAI.APIError>): Applicatio
       `provider refused the credentials (${status}): ${detail}. Check OPENAI_API_KEY and OPENAI_BASE_URL.`,
     );
   }
-  if ((status === 400 || status === 413) && (error.code === 'context_length_exceeded' || saysContextTooLong(detail)))
+  const overflow = error.code === 'context_length_exceeded' || reading.code === 'context_length_exceeded';
+  if ((status === 400 || status === 413) && (overflow || saysContextTooLong(detail)))
     return contextTooLong(detail, ` (${status})`);
   const hint =
     status === 404 ? " Check the model name (PATCHLOOP_MODEL or the agent's model) and OPENAI_BASE_URL." : '';
@@ -192,16 +255,8 @@ function withRetryHint(classified: ApplicationFailure, headers: Headers | undefi
   return classified;
 }
 
-function isQuotaExhausted(error: InstanceType<typeof OpenAI.APIError>): boolean {
-  const body = error.error as { type?: unknown; code?: unknown } | undefined;
-  return (
-    error.code === 'insufficient_quota' || body?.type === 'insufficient_quota' || body?.code === 'insufficient_quota'
-  );
-}
-
-function providerMessage(error: InstanceType<typeof OpenAI.APIError>): string {
-  const body = error.error as { message?: unknown } | undefined;
-  return typeof body?.message === 'string' ? body.message : error.message;
+function isQuotaExhausted(error: InstanceType<typeof OpenAI.APIError>, reading: ErrorReading): boolean {
+  return [error.code, reading.code, reading.type].includes('insufficient_quota');
 }
 
 /** The longest provider-requested pause honoured; longer ones fall back to the retry policy's backoff. */

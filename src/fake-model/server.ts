@@ -193,7 +193,7 @@ export class FakeModelServer {
       if (!response.writableEnded) record.abandonedAt = Date.now();
     });
     response.on('finish', () => (record.completedAt = Date.now()));
-    await this.answer(step, body, response, record);
+    await this.answer(step, body, response, record, index + 1);
   }
 
   private async answer(
@@ -201,6 +201,8 @@ export class FakeModelServer {
     body: ChatRequestBody,
     response: ServerResponse,
     record: RecordedRequest,
+    /** The request's number at this server, from 1. */
+    number: number,
   ): Promise<void> {
     // The request stream is destroyed once its body is read; the response tells whether the client left.
     let clientGone = false;
@@ -210,6 +212,12 @@ export class FakeModelServer {
       case 'error': {
         await pause(step.delayMs ?? 0);
         if (closed()) return;
+        if (step.body !== undefined) {
+          const text = typeof step.body === 'string' ? step.body : step.body(number);
+          response.writeHead(step.status, { 'content-type': step.contentType ?? 'application/json', ...step.headers });
+          response.end(text);
+          return;
+        }
         const message = step.message ?? `fake model error ${step.status}`;
         const key = String(record.headers['authorization'] ?? '').replace(/^Bearer\s+/i, '');
         const text = step.echoKey ? `${message}: ${key}` : message;

@@ -48,6 +48,14 @@ export type ReplyFault =
 export interface FakeError {
   kind: 'error';
   status: number;
+  /**
+   * The body exactly as sent, instead of OpenAI's `{"error": {"message", "type", "code"}}` (FastAPI's
+   * `{"detail": ...}`, plain text, an HTML page): a string, or one made for each request from its number
+   * at this server (from 1), a new request id in every answer, say.
+   */
+  body?: string | ((request: number) => string);
+  /** The body's content type (default `application/json`). */
+  contentType?: string;
   message?: string;
   code?: string;
   /** The OpenAI error `type` field (e.g. `insufficient_quota`). */

@@ -5,6 +5,9 @@ import { ContextSettings } from './context-settings';
 import { BudgetSettings, NO_BOUNDS } from './budget';
 import { ProviderSelection } from './provider';
 
+/** The default of `llm_server_error_seconds`: five minutes of HTTP 500s without progress end a call. */
+export const DEFAULT_LLM_SERVER_ERROR_SECONDS = 300;
+
 /** Timeouts and retry budgets of an agent's phases. Seconds, so agent files stay readable JSON. */
 export const AgentLimits = sharedSchema('runtime/agent#AgentLimits', () =>
   z.strictObject({
@@ -16,6 +19,14 @@ export const AgentLimits = sharedSchema('runtime/agent#AgentLimits', () =>
      * within it unless `llm_max_attempts` is set.
      */
     llm_retry_budget_seconds: z.number().positive().default(1800),
+    /**
+     * How long one LLM call keeps retrying HTTP 500 answers without progress: from its first 500, once
+     * nothing but 5xx answers and failed connections came for this long, the next 500 fails the call
+     * (`ProviderUnavailable`). A 500 whose body changes on every try (a request id in it) never repeats
+     * word for word; this bounds it far under the retry budget, which outages (429, 502 to 504, 529,
+     * `retry-after`) keep.
+     */
+    llm_server_error_seconds: z.number().positive().default(DEFAULT_LLM_SERVER_ERROR_SECONDS),
     /** An optional cap on attempts inside the budget; null: as many as the budget allows. */
     llm_max_attempts: z.number().int().positive().nullable().default(null),
     /** A phase without a heartbeat for this long is retried elsewhere (a dead worker). */

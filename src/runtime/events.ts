@@ -14,7 +14,7 @@ import { BUDGET_LIMITS, BudgetExtension, type TokenPrices } from './budget';
  * The version goes up with any change of these schemas (a unit test holds each version's schema
  * digest); readers of a version read later ones by ignoring event types and fields they do not know.
  */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 /**
  * Spec 7.8's origin of an event. `session_id` is the call tree's root (the root run's or the session's
@@ -64,7 +64,11 @@ function eventBodies() {
     user_message_received: { content: z.string(), content_chars: z.number().int().optional() },
     llm_call_start: {
       llm_call: z.number().int(),
-      stream: z.boolean(),
+      stream: z
+        .boolean()
+        .describe(
+          "Whether the run asked for a streamed reply; `llm_call_end`'s `streamed` says how the call went to the provider.",
+        ),
       message_count: z.number().int(),
       with_tools: z.boolean(),
     },
@@ -81,6 +85,12 @@ function eventBodies() {
       usage,
       duration_ms: z.number().nonnegative(),
       execution_time: seconds("Spec 7.8's name for the duration, in seconds."),
+      streamed: z
+        .boolean()
+        .optional()
+        .describe(
+          "Whether the call went to the provider streamed: false when the provider's profile sent plain a call the run asked to stream (llama-cpp with `tool_choice: auto`). Absent when nothing was sent, and in runs recorded before it.",
+        ),
     },
     tool_calls_batch_start: { batch_size: z.number().int(), tool_calls: z.array(ToolCallRef) },
     tool_call_start: { tool_name: z.string(), tool_call_id: z.string(), arguments: JsonObject },

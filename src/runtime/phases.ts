@@ -45,6 +45,8 @@ export const LlmPhaseInput = sharedSchema('runtime/phases#LlmPhaseInput', () =>
     provider: ProviderSelection.optional(),
     /** `compaction`: a call that writes the context's summary (its own span; not the next request's prefix). */
     purpose: z.enum(['compaction']).optional(),
+    /** The agent's `llm_server_error_seconds`; absent (inputs scheduled before it): its default. */
+    server_error_seconds: z.number().positive().optional(),
   }),
 );
 export type LlmPhaseInput = z.infer<typeof LlmPhaseInput>;
@@ -60,6 +62,11 @@ export const LlmPhaseResult = sharedSchema('runtime/phases#LlmPhaseResult', () =
     usage: TokenUsage.nullable(),
     finish_reason: z.string().nullable(),
     duration_ms: z.number(),
+    /**
+     * Whether the request went to the provider streamed: a profile may send plain a call the run asked
+     * to stream. Absent from results recorded before it, and when nothing was sent.
+     */
+    streamed: z.boolean().optional(),
     /** For typed LLM functions: the final reply checked against the output schema. */
     output_check: z
       .union([
@@ -194,6 +201,11 @@ export const AttemptFailure = sharedSchema('runtime/phases#AttemptFailure', () =
     message: z.string(),
     /** How many attempts in a row failed with this very message (a deterministic error repeats). */
     repeats: z.number().int().positive().optional(),
+    /**
+     * When (ISO time) the call's attempts began failing without progress, from its first HTTP 500:
+     * `llm_server_error_seconds` after it, the next 500 ends the call.
+     */
+    server_errors_since: z.string().optional(),
   }),
 );
 export type AttemptFailure = z.infer<typeof AttemptFailure>;

@@ -15,6 +15,7 @@ export async function callLlmPhase(
   summary: string,
 ): Promise<LlmPhaseResult> {
   const run = loop.run;
+  const serverErrorSeconds = loop.agent.limits.llm_server_error_seconds;
   run.request = { ...written, llmCall: input.llm_call ?? 0 };
   try {
     if (run.abort.requested) return abortedPhase();
@@ -23,6 +24,8 @@ export async function callLlmPhase(
         {
           agent: loop.agent.name,
           ...(loop.agent.provider ? { provider: loop.agent.provider } : {}),
+          // Specs recorded before this limit have none: the activity then uses its default.
+          ...(serverErrorSeconds !== undefined ? { server_error_seconds: serverErrorSeconds } : {}),
           ...input,
           digest: run.request!.digest,
           ...(loop.options.transport === 'inline' ? { request: request as LlmPhaseInput['request'] } : {}),

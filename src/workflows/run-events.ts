@@ -47,6 +47,8 @@ export function llmCallEnd(llmCall: number, result: LlmPhaseResult): RunEventBod
     usage: result.usage,
     duration_ms: result.duration_ms,
     execution_time: seconds(result.duration_ms),
+    // What went on the wire (a profile may send plain a call the run asked to stream).
+    ...(result.streamed !== undefined ? { streamed: result.streamed } : {}),
   };
 }
 

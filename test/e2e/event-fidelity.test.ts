@@ -259,6 +259,45 @@ describe('event stream fidelity to the reference runtime (spec 6.6, 7.4, 7.8)', 
     expect(events.at(-1)).toMatchObject({ event_type: 'react_end', total_token_usage: usage });
   });
 
+  it('llm_call_end says how the call went on the wire: streamed as asked, or plain when the profile sent it so', async () => {
+    world = await startWorld({
+      tools: [addTool],
+      agents: [
+        // llama-cpp-python cannot stream with tool_choice auto: its profile sends those calls plain.
+        { name: 'local', instructions: 'You add.', tools: ['add'], provider: { profile: 'llama-cpp' } },
+        { name: 'hosted', instructions: 'You add.', tools: ['add'] },
+      ],
+      fake: {
+        script: [
+          callTools([{ id: 'c1', name: 'add', arguments: '{"a": 1, "b": 2}' }]),
+          reply('3'),
+          reply('nothing to add'),
+        ],
+      },
+    });
+    const local = await world.client.start({ agent: 'local', input: 'add 1 and 2' });
+    expect((await local.result()).answer).toBe('3');
+    const hosted = await world.client.start({ agent: 'hosted', input: 'hello' });
+    expect((await hosted.result()).answer).toBe('nothing to add');
+    expect(world.fake.requests.map((request) => request.body.stream)).toEqual([false, false, true]);
+    const calls = async (run: typeof local) =>
+      (await run.workflow.query(eventsQuery, {})).events.flatMap((event) =>
+        event.event_type === 'llm_call_start'
+          ? [`start ${event.llm_call} stream ${event.stream}`]
+          : event.event_type === 'llm_call_end'
+            ? [`end ${event.llm_call} streamed ${event.streamed}`]
+            : [],
+      );
+    expect(await calls(local)).toEqual([
+      'start 1 stream true',
+      'end 1 streamed false',
+      'start 2 stream true',
+      'end 2 streamed false',
+    ]);
+    expect(await calls(hosted)).toEqual(['start 1 stream true', 'end 1 streamed true']);
+    world.fake.assertDone();
+  });
+
   it('a multimodal tool: tool_call_end.result is the tool’s return value, not the restructured messages', async () => {
     world = await startWorld({
       tools: [addTool, chart],

@@ -110,12 +110,17 @@ describe('llama-cpp-python (a real local model server)', () => {
     const { tool_choice: _named, ...options } = adder(llama.url, {}).llm_options as Record<string, unknown>;
     const agent = { ...adder(llama.url, { profile: 'llama-cpp' }), llm_options: options };
     const { client } = await worldWith(agent, llama.url);
-    const result = await addNumbers(client);
+    const run = await client.start({ agent: 'adder', input: 'Use the add tool to add 19 and 23.' });
+    const result = await run.result();
     expect(result.status).toBe('completed');
     const sent = proxy!.chatRequests;
     expect(sent[0]!.body['tool_choice']).toBe('auto');
     // Not streamed: this server answers a stream with tool_choice auto with an empty 200 body (below).
     expect(sent[0]!.body['stream']).toBe(false);
+    // The events say so: the run asked for a stream, the call went plain.
+    const { events } = await run.status();
+    expect(events.find((event) => event.event_type === 'llm_call_start')).toMatchObject({ llm_call: 1, stream: true });
+    expect(events.find((event) => event.event_type === 'llm_call_end')).toMatchObject({ llm_call: 1, streamed: false });
     expect(result.transcript[2]).toMatchObject({ role: 'assistant', tool_calls: [{ function: { name: 'add' } }] });
     expect(result.transcript[3]).toMatchObject({ role: 'tool' });
     // Without a tool_choice llama-cpp-python answers in text and never calls the tool: the profile's
@@ -140,10 +145,30 @@ describe('llama-cpp-python (a real local model server)', () => {
     const failure = await addNumbers(client).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(RunFailedError);
     expect((failure as RunFailedError).type).toBe('ProviderRejected');
-    expect((failure as RunFailedError).causeMessage).toContain('Input should be a valid string');
+    // The server's message, read from its body on one line: pydantic's errors and where they came from.
+    const message = (failure as RunFailedError).causeMessage;
+    expect(message).toMatch(
+      /^the model call failed: provider rejected the request \(500, a validation error: retrying cannot help\): 7 validation errors: \{'type': 'literal_error', 'loc': \('body', 'messages', 2, 'ChatCompletionRequestSystemMessage', 'role'\)/,
+    );
+    expect(message).toContain("'msg': 'Input should be a valid string', 'input': None}");
+    expect(message).not.toContain('\n');
     // One call, one refusal: no retry of a request the server validates the same way every time.
     expect(proxy!.chatRequests.map((passed) => passed.status)).toEqual([200, 500]);
     console.log(`a 500 validation error ended the run ${Date.now() - started} ms after it started`);
+  });
+
+  it('a wrong base_url is refused with the server\'s own words, read from FastAPI\'s {"detail": ...}', async () => {
+    const nowhere = llama.url.replace(/\/v1$/, '/nowhere/v1');
+    const { client } = await worldWith(adder(nowhere, { profile: 'llama-cpp' }), llama.url.replace(/\/v1$/, ''));
+    const failure = await addNumbers(client).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(RunFailedError);
+    expect((failure as RunFailedError).type).toBe('ProviderRejected');
+    expect((failure as RunFailedError).causeMessage).toBe(
+      "the model call failed: provider rejected the request (404): Not Found. Check the model name (PATCHLOOP_MODEL or the agent's model) and OPENAI_BASE_URL.",
+    );
+    expect(proxy!.chatRequests.map((passed) => [passed.status, passed.response])).toEqual([
+      [404, '{"detail":"Not Found"}'],
+    ]);
   });
 
   it('abort mid-stream keeps the text received so far and closes the server stream', async () => {

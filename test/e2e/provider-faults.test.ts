@@ -259,6 +259,66 @@ describe('retry budgets that fit a durable run', () => {
   });
 });
 
+describe("error answers outside OpenAI's shape", () => {
+  it("a validation error in FastAPI's shape sent as a 500 fails the run at once, with the server's words", async () => {
+    const detail = JSON.stringify({
+      detail: [
+        { type: 'missing', loc: ['body', 'model'], msg: 'Field required', input: {} },
+        { type: 'string_type', loc: ['body', 'messages', 0, 'content'], msg: 'Input should be a valid string' },
+      ],
+    });
+    world = await startWorld({
+      fake: { script: [failWith(500, { body: detail })] },
+      agents: [{ name: 'plain', instructions: 'Answer.', tools: [] }],
+    });
+    const run = await world.client.start({ agent: 'plain', input: 'hi' });
+    const error = (await run.result().catch((e: unknown) => e)) as RunFailedError;
+    expect(error).toBeInstanceOf(RunFailedError);
+    expect(error.type).toBe('ProviderRejected');
+    expect(error.causeMessage).toBe(
+      "the model call failed: provider rejected the request (500, a validation error: retrying cannot help): body.model: Field required; body.messages.0.content: Input should be a valid string. If this server is not OpenAI's, name its kind in the agent's provider.profile or PATCHLOOP_PROVIDER_PROFILE (llama-cpp, vllm, ollama, litellm, generic).",
+    );
+    expect(world.fake.requests).toHaveLength(1);
+    world.fake.assertDone();
+  });
+
+  it('a 500 with a new request id and words in every answer fails within llm_server_error_seconds, not the retry budget', async () => {
+    const stages = ['parse', 'sample', 'decode', 'render', 'flush', 'merge', 'close', 'split'];
+    world = await startWorld({
+      fake: {
+        // Never twice the same answer, even with ids masked: only the time without progress can end it.
+        responder: () =>
+          failWith(500, {
+            body: (n) => `worker crashed in the ${stages[n % stages.length]} stage (request ${n})`,
+            contentType: 'text/plain; charset=utf-8',
+          }),
+      },
+      agents: [
+        {
+          name: 'plain',
+          instructions: 'Answer.',
+          tools: [],
+          limits: { llm_server_error_seconds: 3, llm_retry_budget_seconds: 60 },
+        },
+      ],
+    });
+    const started = Date.now();
+    const run = await world.client.start({ agent: 'plain', input: 'hi' });
+    const error = (await run.result().catch((e: unknown) => e)) as RunFailedError;
+    const elapsed = Date.now() - started;
+    expect(error).toBeInstanceOf(RunFailedError);
+    const last = world.fake.requests.length;
+    expect(error.type).toBe('ProviderUnavailable');
+    expect(error.causeMessage).toBe(
+      `the model call failed: provider error (500): worker crashed in the ${stages[last % stages.length]} stage (request ${last}) (nothing but 5xx answers and failed connections for 3 s or more, the limit llm_server_error_seconds: retrying stopped)`,
+    );
+    // Attempts at 0, 1 and 3 s (the backoff): the one at 3 s or later ends it, far inside the 60 s budget.
+    expect(last).toBeGreaterThanOrEqual(3);
+    expect(elapsed).toBeLessThan(30_000);
+    console.log(`500s with a new body each time ended the run after ${last} attempts, ${elapsed} ms`);
+  });
+});
+
 describe('a call that keeps failing says why while it retries', () => {
   it("show names the provider's last error and the attempt; --json has it too", async () => {
     world = await startWorld({

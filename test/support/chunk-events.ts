@@ -1,9 +1,10 @@
+import { PROTOCOL_VERSION } from '../../src/runtime';
 import type { ChunkEvent, StreamEvent } from '../../src/streaming/chunk';
 
 /** Chunk `chunk_index` of attempt `attempt` of LLM call `llm_call`; its text names all three. */
 export const chunkEvent = (llm_call: number, attempt: number, chunk_index: number, runId = 'r'): ChunkEvent => ({
   event_type: 'llm_chunk_arrive',
-  protocol_version: 1,
+  protocol_version: PROTOCOL_VERSION,
   run_id: runId,
   iteration: 0,
   llm_call,
@@ -22,7 +23,7 @@ export const endEvent = (
   runId = 'r',
 ): StreamEvent => ({
   event_type: 'llm_stream_end',
-  protocol_version: 1,
+  protocol_version: PROTOCOL_VERSION,
   run_id: runId,
   llm_call,
   attempt,

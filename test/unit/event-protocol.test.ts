@@ -59,7 +59,7 @@ describe('the event protocol', () => {
     const samples = [
       good,
       { ...good, tool_calls_count: 'two' },
-      { ...good, protocol_version: 2 },
+      { ...good, protocol_version: PROTOCOL_VERSION + 1 },
       { ...good, surprise: true },
       { ...common, event_type: 'no_such_event' },
       { ...good, origin: { ...origin, session_id: undefined } },

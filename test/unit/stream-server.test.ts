@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { PROTOCOL_VERSION } from '../../src/runtime';
 import type { StreamEvent } from '../../src/streaming/chunk';
 import { readChunks } from '../../src/streaming/chunk-client';
 import { ChunkHub } from '../../src/streaming/chunk-hub';
@@ -7,7 +8,12 @@ import { startStreamServer, type StreamServer } from '../../src/streaming/stream
 import { StreamTokens } from '../../src/streaming/stream-token';
 
 const RUN = 'run-1';
-const base = { protocol_version: 1 as const, run_id: RUN, iteration: 0, timestamp: '2026-01-01T00:00:00.000Z' };
+const base = {
+  protocol_version: PROTOCOL_VERSION,
+  run_id: RUN,
+  iteration: 0,
+  timestamp: '2026-01-01T00:00:00.000Z',
+} as const;
 const text = (llm_call: number, attempt: number, chunk_index: number): StreamEvent => ({
   ...base,
   event_type: 'llm_chunk_arrive',
@@ -32,7 +38,7 @@ const served = (event: StreamEvent): StreamEvent =>
   event.event_type === 'llm_chunk_arrive' ? { ...event, accumulated_content: event.chunk } : event;
 const end = (llm_call: number, attempt: number, chunks: number, outcome: 'completed' | 'failed'): StreamEvent => ({
   event_type: 'llm_stream_end',
-  protocol_version: 1,
+  protocol_version: PROTOCOL_VERSION,
   run_id: RUN,
   llm_call,
   attempt,
