@@ -3,7 +3,8 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JsonObject } from '../context';
-import { mcpCallLimits, type McpServerConfig, type ToolDescriptor } from '../runtime';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { MCP_LISTING_SECONDS, mcpCallLimits, type McpServerConfig, type ToolDescriptor } from '../runtime';
 
 /** What an MCP server says about one of its tools (the fields patchloop uses). */
 export interface McpToolListing {
@@ -16,7 +17,15 @@ export interface McpToolListing {
 
 /** An MCP server the worker could not reach, start or understand; the message names the server. */
 export class McpServerError extends Error {
-  override readonly name = 'McpServerError';
+  override readonly name: string = 'McpServerError';
+}
+
+/**
+ * A server that did not start within its `start_timeout_seconds`: trying again at once would wait as
+ * long again, so the run's start fails without more attempts.
+ */
+export class McpStartTimeout extends McpServerError {
+  override readonly name = 'McpStartTimeout';
 }
 
 interface Connection {
@@ -28,6 +37,8 @@ interface Connection {
 }
 
 const STDERR_LINES = 20;
+/** How many of them an error message quotes. */
+const STDERR_SHOWN = 3;
 /** `${VAR}`: a worker environment variable named in a server's `env` or `headers` value. */
 const VARIABLE_REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
@@ -39,7 +50,6 @@ export function mcpSecretVariables(server: McpServerConfig): string[] {
   const values = Object.values('command' in server ? server.env : server.headers);
   return [...new Set(values.flatMap((value) => [...value.matchAll(VARIABLE_REFERENCE)].map((match) => match[1]!)))];
 }
-const LIST_TIMEOUT_MS = 10_000;
 /** A listing is bounded: a server that pages on and on is refused, not followed (a run records its tools). */
 const MAX_LIST_PAGES = 50;
 const MAX_LISTED_TOOLS = 1000;
@@ -54,15 +64,24 @@ export class McpServers {
 
   constructor(private readonly environment: NodeJS.ProcessEnv = process.env) {}
 
-  /** The server's tools, every page, in the server's order. */
+  /**
+   * The server started (once per configuration; again after it died), within its
+   * `start_timeout_seconds`. A call starts it first, so the call's own timeouts count from its request.
+   */
+  async start(server: McpServerConfig): Promise<void> {
+    await this.connection(server);
+  }
+
+  /** The server's tools, every page, in the server's order, within MCP_LISTING_SECONDS once it started. */
   async listTools(server: McpServerConfig): Promise<McpToolListing[]> {
     const connection = await this.connection(server);
     const tools: McpToolListing[] = [];
+    const deadline = Date.now() + MCP_LISTING_SECONDS * 1000;
     let cursor: string | undefined;
     try {
       for (let pages = 1; ; pages += 1) {
         const page = await connection.client.listTools(cursor === undefined ? {} : { cursor }, {
-          timeout: LIST_TIMEOUT_MS,
+          timeout: Math.max(1, deadline - Date.now()),
         });
         tools.push(...page.tools);
         cursor = page.nextCursor;
@@ -173,11 +192,18 @@ export class McpServers {
     client.onclose = () => {
       connection.closed = true;
     };
+    // Spawning the process (or opening the session) and `initialize` answered, within the server's limit.
+    const limitMs = server.start_timeout_seconds * 1000;
     try {
-      await client.connect(transport, { timeout: LIST_TIMEOUT_MS });
+      await client.connect(transport, { timeout: limitMs, maxTotalTimeout: limitMs });
     } catch (error) {
       connection.closed = true;
+      // A stdio process is stopped (its stdin closed, then SIGTERM, then SIGKILL).
       await client.close().catch(() => undefined);
+      if (error instanceof McpError && error.code === ErrorCode.RequestTimeout)
+        throw new McpStartTimeout(
+          `MCP server '${server.name}' did not start within its start_timeout_seconds, ${server.start_timeout_seconds} s${stderrTail(connection)}`,
+        );
       throw new McpServerError(`MCP server '${server.name}' did not start: ${reason(error, connection)}`);
     }
     return connection;
@@ -243,7 +269,8 @@ export function exposedToolName(server: Pick<McpServerConfig, 'tool_prefix'>, to
 
 /**
  * The descriptors of a server's tools the agent offers (its allow-list), marked with the server; their
- * `timeout_seconds` is a call's longest run in all (`mcpCallLimits`), for the batch's timeout.
+ * `timeout_seconds` is a call's longest run in all (`mcpCallLimits`) after the longest start of its
+ * server (a call may have to start it), for the batch's timeout.
  */
 export function mcpDescriptors(
   server: McpServerConfig,
@@ -262,7 +289,7 @@ export function mcpDescriptors(
     description: tool.description ?? '',
     parameters: tool.inputSchema as JsonObject,
     best_practices: [],
-    timeout_seconds: totalSeconds,
+    timeout_seconds: server.start_timeout_seconds + totalSeconds,
     mcp: {
       server: server.name,
       tool: tool.name,
@@ -291,8 +318,12 @@ function sessionGone(error: unknown): boolean {
 
 function reason(error: unknown, connection: Connection): string {
   const message = error instanceof Error ? error.message : String(error);
-  const stderr = connection.stderr.length > 0 ? ` (stderr: ${connection.stderr.slice(-3).join(' | ')})` : '';
-  return `${message}${stderr}`;
+  return `${message}${stderrTail(connection)}`;
+}
+
+/** A stdio server's last lines on stderr (why it would not start, or died), for an error message. */
+function stderrTail(connection: Connection): string {
+  return connection.stderr.length > 0 ? ` (stderr: ${connection.stderr.slice(-STDERR_SHOWN).join(' | ')})` : '';
 }
 
 /**

@@ -4,6 +4,7 @@ import { sharedSchema } from '../context/shared-schema';
 import { ContextSettings } from './context-settings';
 import { BudgetSettings } from './budget';
 import { ProviderSelection } from './provider';
+import { MCP_MAX_START_TIMEOUT_SECONDS, MCP_START_TIMEOUT_SECONDS } from './mcp-call-limits';
 
 /** Timeouts and retry budgets of an agent's phases. Seconds, so agent files stay readable JSON. */
 export const AgentLimits = sharedSchema('runtime/agent#AgentLimits', () =>
@@ -82,6 +83,12 @@ const mcpCommon = () => ({
   timeout_seconds: z.number().positive().optional(),
   /** The longest a call may run in all, progress or not (default: ten times `timeout_seconds`). */
   max_call_seconds: z.number().positive().optional(),
+  /**
+   * How long the server may take to start: a stdio process spawned, or an HTTP session opened, and
+   * `initialize` answered. Past it the server is given up on (a stdio process is stopped) and the
+   * error names it, this limit and its stderr's last lines.
+   */
+  start_timeout_seconds: z.number().positive().max(MCP_MAX_START_TIMEOUT_SECONDS).default(MCP_START_TIMEOUT_SECONDS),
 });
 
 /**

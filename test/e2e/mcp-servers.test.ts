@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { RunFailedError } from '../../src/client/patchloop-client';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import {
@@ -9,10 +10,12 @@ import {
   listServerTools,
   offeredTools,
   pythonMcpScript,
+  pythonMcpServer,
   pythonWithMcp,
   toolMessages,
 } from '../support/mcp-servers';
 import { startWorld, type TestWorld } from '../support/temporal';
+import { eventually } from '../support/wait';
 
 function agent(servers: unknown[]): AgentDefinitionInput {
   return { name: 'mcp-user', instructions: 'Use the tools.', mcp_servers: servers } as AgentDefinitionInput;
@@ -205,4 +208,70 @@ describe('real MCP servers', () => {
     );
     expect(error.error).toMatch(/validation error/);
   }, 90_000);
+
+  it('a server that takes 12 s to start: the run waits for it (start_timeout_seconds, 60 s by default), heartbeating, and calls its tool', async () => {
+    world = await startWorld({
+      agents: [agent([pythonMcpServer({ tools: ['multiply'], env: { PY_MCP_START_DELAY: '12' } })])],
+      fake: {
+        script: [callTools([{ id: 'm1', name: 'multiply', arguments: '{"a": 6, "b": 7}' }]), reply('done')],
+      },
+    });
+    const started = Date.now();
+    const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
+    const result = await run.result();
+    expect(result.status).toBe('completed');
+    // The first model call came after the start: the listing waited for it.
+    expect(world.fake.requests[0]!.receivedAt - started).toBeGreaterThanOrEqual(12_000);
+    expect(offeredTools(world.fake.requests[0]!.body).map((tool) => tool.function.name)).toEqual(['multiply']);
+    expect(toolMessages(world.fake.requests[1]!.body)).toEqual([{ role: 'tool', tool_call_id: 'm1', content: '42.0' }]);
+    // One attempt of describeAgent did it (heartbeating meanwhile: its heartbeat timeout is 5 s).
+    expect(describeAgentAttempts(await run.workflow.fetchHistory())).toEqual([1]);
+  }, 90_000);
+
+  it('a server that does not start within its start_timeout_seconds fails the run at once, naming the server, the limit and its last stderr lines; its process is stopped', async () => {
+    world = await startWorld({
+      agents: [agent([pythonMcpServer({ start_timeout_seconds: 3, env: { PY_MCP_START_DELAY: '3600' } })])],
+      fake: { script: [reply('never')] },
+    });
+    const started = Date.now();
+    const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
+    const error = await run.result().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(RunFailedError);
+    expect((error as RunFailedError).type).toBe('McpServerUnavailable');
+    const message = (error as RunFailedError).causeMessage;
+    expect(message).toMatch(
+      /^resolving the agent failed: MCP server 'python' did not start within its start_timeout_seconds, 3 s \(stderr: python-tools: warming up for 3600 s \| python-tools: pid \d+\)$/,
+    );
+    // Not tried again: another attempt would wait as long, and fail the same way.
+    expect(describeAgentAttempts(await run.workflow.fetchHistory())).toEqual([1]);
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(world.fake.requests).toHaveLength(0);
+    // The process that did not start was stopped, not left waiting.
+    const pid = Number(/pid (\d+)/.exec(message)![1]);
+    await eventually(() => (alive(pid) ? undefined : true), 15_000, `server process ${pid} to exit`);
+  }, 90_000);
 });
+
+/** The attempts of describeAgent that history records as started (a retried activity records its last one). */
+function describeAgentAttempts(history: unknown): number[] {
+  const events = (history as { events?: Array<Record<string, unknown>> }).events ?? [];
+  const scheduled = new Map<string, string>();
+  const attempts: number[] = [];
+  for (const event of events) {
+    const schedule = event['activityTaskScheduledEventAttributes'] as { activityType?: { name?: string } } | undefined;
+    if (schedule) scheduled.set(String(event['eventId']), schedule.activityType?.name ?? '');
+    const start = event['activityTaskStartedEventAttributes'] as
+      { scheduledEventId?: unknown; attempt?: number } | undefined;
+    if (start && scheduled.get(String(start.scheduledEventId)) === 'describeAgent') attempts.push(start.attempt ?? 0);
+  }
+  return attempts;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

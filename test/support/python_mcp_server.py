@@ -9,10 +9,15 @@ same server lists its tools differently once the file changes.
 `pay` and `quote`, for the chaos run (test/chaos/chaos.ts), report each execution to the side-effect
 server at PY_MCP_EFFECTS_URL (test/support/side-effects.ts, `POST /effect`) as it begins and as it ends,
 with the worker that started this server (PY_MCP_WORKER), so executions are counted outside the workers.
+
+PY_MCP_START_DELAY (seconds) makes the server take that long to start: it writes a line to stderr and
+sleeps before it reads its first request (a slow start: a cold cache, a big import).
 """
 
 import json
 import os
+import sys
+import time
 import urllib.request
 from typing import TypedDict
 
@@ -149,4 +154,9 @@ async def quote(label: str, seconds: float) -> str:
 
 
 if __name__ == "__main__":
+    START_DELAY = float(os.environ.get("PY_MCP_START_DELAY", "0"))
+    if START_DELAY > 0:
+        print(f"python-tools: warming up for {START_DELAY:g} s", file=sys.stderr, flush=True)
+        print(f"python-tools: pid {os.getpid()}", file=sys.stderr, flush=True)
+        time.sleep(START_DELAY)
     server.run("stdio")

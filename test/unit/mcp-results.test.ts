@@ -57,8 +57,9 @@ describe('MCP tool names and descriptors', () => {
         description: 'B',
         parameters: { type: 'object', properties: { n: { type: 'number' } } },
         best_practices: [],
-        // Ten times the idle timeout: the longest a call may take in all, for the batch's timeout.
-        timeout_seconds: 50,
+        // Ten times the idle timeout (the longest a call may take in all) after the longest start of its
+        // server (60 s by default: a call may have to start it), for the batch's timeout.
+        timeout_seconds: 110,
         mcp: { server: 'srv', tool: 'b', repeatable: false, idle_seconds: 5, total_seconds: 50 },
       },
     ]);
