@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -327,31 +328,49 @@ function stderrTail(connection: Connection): string {
 }
 
 /**
- * What the model receives for a call's result: text parts joined, structured content as JSON text,
- * resources as readable text; images (if any) separately, for the multimodal path. `isError` marks a
- * result the model must see as the tool's error.
+ * What the model receives for a call's result: text parts joined, resources as readable text, and
+ * structured content as JSON text after them; images (if any) separately, for the multimodal path.
+ * A text part that is the structured content serialized (which the MCP spec asks servers to add for
+ * clients that read only text) is that content once, not twice. `isError` marks a result the model
+ * must see as the tool's error.
  */
 export function readMcpResult(result: McpCallResult): { text: string; images: string[]; isError: boolean } {
   const texts: string[] = [];
   const images: string[] = [];
+  const structured = result.structuredContent;
+  let structuredShown = false;
   for (const item of result.content ?? []) {
-    if (item.type === 'text') texts.push(item.text);
-    else if (item.type === 'image') images.push(`data:${item.mimeType};base64,${item.data}`);
-    else if (item.type === 'audio')
-      texts.push(`[audio (${item.mimeType}), ${Math.floor((item.data.length * 3) / 4)} bytes, not shown]`);
-    else if (item.type === 'resource_link')
-      texts.push(
-        `[resource link: ${item.name} <${item.uri}>${item.mimeType ? ` (${item.mimeType})` : ''}${item.description ? `: ${item.description}` : ''}]`,
-      );
-    else if (item.type === 'resource') {
-      const { uri, mimeType, text, blob } = item.resource;
-      texts.push(
-        text !== undefined
-          ? `[resource <${uri}>${mimeType ? ` (${mimeType})` : ''}]\n${text}`
-          : `[resource <${uri}>${mimeType ? ` (${mimeType})` : ''}: ${Math.floor(((blob ?? '').length * 3) / 4)} bytes of binary data, not shown]`,
-      );
-    } else texts.push(`[unsupported content: ${JSON.stringify(item).slice(0, 200)}]`);
+    if (item.type === 'text') {
+      const copy: boolean = structured !== undefined && !structuredShown && serializes(item.text, structured);
+      texts.push(copy ? JSON.stringify(structured) : item.text);
+      structuredShown ||= copy;
+    } else if (item.type === 'image') images.push(`data:${item.mimeType};base64,${item.data}`);
+    else texts.push(readableContent(item));
   }
-  const text = result.structuredContent !== undefined ? JSON.stringify(result.structuredContent) : texts.join('\n');
-  return { text, images, isError: result.isError === true };
+  if (structured !== undefined && !structuredShown) texts.push(JSON.stringify(structured));
+  return { text: texts.join('\n'), images, isError: result.isError === true };
+}
+
+/** A content part other than text and images, as readable text (binary left out, with its size). */
+function readableContent(item: Exclude<McpContent, { type: 'text' } | { type: 'image' }>): string {
+  if (item.type === 'audio')
+    return `[audio (${item.mimeType}), ${Math.floor((item.data.length * 3) / 4)} bytes, not shown]`;
+  if (item.type === 'resource_link')
+    return `[resource link: ${item.name} <${item.uri}>${item.mimeType ? ` (${item.mimeType})` : ''}${item.description ? `: ${item.description}` : ''}]`;
+  if (item.type === 'resource') {
+    const { uri, mimeType, text, blob } = item.resource;
+    return text !== undefined
+      ? `[resource <${uri}>${mimeType ? ` (${mimeType})` : ''}]\n${text}`
+      : `[resource <${uri}>${mimeType ? ` (${mimeType})` : ''}: ${Math.floor(((blob ?? '').length * 3) / 4)} bytes of binary data, not shown]`;
+  }
+  return `[unsupported content: ${JSON.stringify(item).slice(0, 200)}]`;
+}
+
+/** Whether a text part is the structured content serialized (any spacing, key order or number form). */
+function serializes(text: string, structured: unknown): boolean {
+  try {
+    return isDeepStrictEqual(JSON.parse(text), structured);
+  } catch {
+    return false;
+  }
 }

@@ -187,7 +187,11 @@ describe('MCP calls under failure', () => {
           name: 'write_file',
           arguments: JSON.stringify({ path: join(folder, 'note.txt'), content: 'written once' }),
         }),
-        result: (folder) => JSON.stringify({ content: `Successfully wrote to ${join(folder, 'note.txt')}` }),
+        // Its text, then its structured content (which says the same in another form).
+        result: (folder) => {
+          const text = `Successfully wrote to ${join(folder, 'note.txt')}`;
+          return `${text}\n${JSON.stringify({ content: text })}`;
+        },
         effect: (folder) => expect(readFileSync(join(folder, 'note.txt'), 'utf8')).toBe('written once'),
       },
     ];

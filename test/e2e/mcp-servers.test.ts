@@ -85,21 +85,19 @@ describe('real MCP servers', () => {
       required: ['path', 'content'],
     });
 
-    // The results the model receives: the server's structured content, as JSON text.
+    // The results the model receives: the server's text, then its structured content as JSON text (the
+    // server puts the same words in both: its text is not the structured content serialized).
+    const both = (text: string) => `${text}\n${JSON.stringify({ content: text })}`;
     expect(toolMessages(world.fake.requests[1]!.body)).toEqual([
-      {
-        role: 'tool',
-        tool_call_id: 'd1',
-        content: JSON.stringify({ content: `Successfully created directory ${dirname(file)}` }),
-      },
+      { role: 'tool', tool_call_id: 'd1', content: both(`Successfully created directory ${dirname(file)}`) },
     ]);
     expect(toolMessages(world.fake.requests[2]!.body)[1]).toEqual({
       role: 'tool',
       tool_call_id: 'w1',
-      content: JSON.stringify({ content: `Successfully wrote to ${file}` }),
+      content: both(`Successfully wrote to ${file}`),
     });
     const third = toolMessages(world.fake.requests[3]!.body).slice(2);
-    expect(third[0]).toEqual({ role: 'tool', tool_call_id: 'r1', content: JSON.stringify({ content }) });
+    expect(third[0]).toEqual({ role: 'tool', tool_call_id: 'r1', content: both(content) });
     // The refused paths: isError results, as the tool's error, naming the refusal.
     expect(third.slice(1)).toEqual([
       {
@@ -132,12 +130,13 @@ describe('real MCP servers', () => {
     expect(existsSync(outside)).toBe(false);
   }, 90_000);
 
-  it("a server written with Python's mcp package (FastMCP) over stdio: its tools and schemas offered, a number and structured content received", async () => {
+  it("a server written with Python's mcp package (FastMCP) over stdio: its tools and schemas offered, a number, structured content, and text with structured content received", async () => {
     const command = pythonWithMcp();
     const listing = await listServerTools(command, [pythonMcpScript]);
     expect(listing.map((tool) => tool.name)).toEqual([
       'multiply',
       'rectangle',
+      'forecast',
       'append_line',
       'count_lines',
       'wait_for',
@@ -146,7 +145,9 @@ describe('real MCP servers', () => {
     ]);
     world = await startWorld({
       // The allow-list: the other tools of the server are never offered.
-      agents: [agent([{ name: 'python', command, args: [pythonMcpScript], tools: ['multiply', 'rectangle'] }])],
+      agents: [
+        agent([{ name: 'python', command, args: [pythonMcpScript], tools: ['multiply', 'rectangle', 'forecast'] }]),
+      ],
       fake: {
         script: [
           callTools([
@@ -154,6 +155,7 @@ describe('real MCP servers', () => {
             { id: 'm2', name: 'multiply', arguments: '{"a": 2.5, "b": -0.5}' },
             { id: 's1', name: 'rectangle', arguments: '{"width": 3, "height": 4.5}' },
             { id: 'e1', name: 'multiply', arguments: '{"a": "six"}' },
+            { id: 'f1', name: 'forecast', arguments: '{"city": "Paris"}' },
           ]),
           reply('done'),
         ],
@@ -191,15 +193,34 @@ describe('real MCP servers', () => {
           },
         },
       },
+      {
+        type: 'function',
+        function: {
+          name: 'forecast',
+          description: 'A weather forecast: a sentence to read, and its figures as structured content.',
+          parameters: {
+            type: 'object',
+            properties: { city: { title: 'City', type: 'string' } },
+            required: ['city'],
+            title: 'forecastArguments',
+          },
+        },
+      },
     ]);
 
     const tools = toolMessages(world.fake.requests[1]!.body);
     expect(tools.slice(0, 3)).toEqual([
       { role: 'tool', tool_call_id: 'm1', content: '42.0' },
       { role: 'tool', tool_call_id: 'm2', content: '-1.25' },
-      // Structured content wins over the text part, as JSON text.
+      // Structured content as JSON text, once: FastMCP's text part is that content serialized.
       { role: 'tool', tool_call_id: 's1', content: '{"width":3,"height":4.5,"area":13.5}' },
     ]);
+    // A text part that says something else reaches the model too: the text, then the structured content.
+    expect(tools[4]).toEqual({
+      role: 'tool',
+      tool_call_id: 'f1',
+      content: 'Sunny in Paris all day, 21 °C.\n{"city":"Paris","sky":"sunny","celsius":21}',
+    });
     // Arguments the server's validation refuses: its isError result, as the tool's error.
     expect(tools[3]).toMatchObject({ role: 'tool', tool_call_id: 'e1' });
     const error = JSON.parse(String(tools[3]!.content)) as { error: string };

@@ -23,7 +23,7 @@ from typing import TypedDict
 
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 JOURNAL = os.environ.get("PY_MCP_JOURNAL", "")
 EFFECTS_URL = os.environ.get("PY_MCP_EFFECTS_URL", "")
@@ -80,6 +80,15 @@ class Rectangle(TypedDict):
 def rectangle(width: float, height: float) -> Rectangle:
     """Describes a rectangle: its sides and its area, as structured content."""
     return {"width": width, "height": height, "area": width * height}
+
+
+@server.tool()
+def forecast(city: str) -> CallToolResult:
+    """A weather forecast: a sentence to read, and its figures as structured content."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"Sunny in {city} all day, 21 °C.")],
+        structuredContent={"city": city, "sky": "sunny", "celsius": 21},
+    )
 
 
 @server.tool(
