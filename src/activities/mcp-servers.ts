@@ -135,7 +135,7 @@ export class McpServers {
           continue;
         }
         if (connection.closed) this.forget(server, connection);
-        throw new McpServerError(`MCP server '${server.name}' failed: ${reason(error, connection)}`);
+        throw new McpServerError(`MCP server '${server.name}' failed: ${reason(error, connection)}`, { cause: error });
       }
     }
   }

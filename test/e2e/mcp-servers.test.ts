@@ -142,6 +142,7 @@ describe('real MCP servers', () => {
       'wait_for',
       'pay',
       'quote',
+      'transfer',
     ]);
     world = await startWorld({
       // The allow-list: the other tools of the server are never offered.

@@ -9,6 +9,8 @@ same server lists its tools differently once the file changes.
 `pay` and `quote`, for the chaos run (test/chaos/chaos.ts), report each execution to the side-effect
 server at PY_MCP_EFFECTS_URL (test/support/side-effects.ts, `POST /effect`) as it begins and as it ends,
 with the worker that started this server (PY_MCP_WORKER), so executions are counted outside the workers.
+`transfer` reports the same way, but once begun it completes whatever it is told (it ignores
+notifications/cancelled), as a server that cannot take back what it started does.
 
 PY_MCP_START_DELAY (seconds) makes the server take that long to start: it writes a line to stderr and
 sleeps before it reads its first request (a slow start: a cold cache, a big import).
@@ -160,6 +162,19 @@ async def quote(label: str, seconds: float) -> str:
     await anyio.sleep(seconds)
     await effect("quote", label, "end")
     return f"quote for {label}: 42"
+
+
+@server.tool(
+    structured_output=False,
+    annotations=ToolAnnotations(readOnlyHint=False, idempotentHint=False, destructiveHint=False),
+)
+async def transfer(label: str, seconds: float) -> str:
+    """Transfers money (not idempotent): it takes `seconds`, and once begun it completes, even when cancelled."""
+    with anyio.CancelScope(shield=True):
+        await effect("transfer", label, "start")
+        await anyio.sleep(seconds)
+        await effect("transfer", label, "end")
+    return f"transferred {label}"
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ function textOf(listing: AgentListing): string {
       lines.push(`    ${tool.name}: ${tool.description.split('\n')[0]}`);
       lines.push(`      parameters: ${parametersOf(tool.parameters)}`);
       lines.push(
-        `      interrupted by a crash: ${tool.mcp?.repeatable ? 'sent again (read-only or idempotent)' : 'not sent again (the model is told it may or may not have run)'}`,
+        `      interrupted by a crash: ${tool.mcp?.repeatable ? 'sent again (read-only or idempotent)' : 'not sent again (the model is told it may or may not have taken effect)'}`,
       );
     }
   }
