@@ -4,7 +4,7 @@ import type { AgentRegistry } from '../agents/registry';
 import { carriedFailure, failure, FailureType, type SearchAttributesFact } from '../common';
 import type { AgentSpec, McpServerConfig, ToolDescriptor } from '../runtime';
 import { startHeartbeat } from './activity-context';
-import { mcpDescriptors, type McpServers } from './mcp-servers';
+import { mcpDescriptors, McpStartTimeout, type McpServers } from './mcp-servers';
 
 /** What the worker knows about its deployment that runs take along in their agent spec. */
 export interface DeploymentFacts {
@@ -73,7 +73,8 @@ const MCP_LIST_ATTEMPTS = 3;
 /**
  * The tools of the agent's MCP servers, listed now and recorded with the run's spec, so replays and
  * retries offer the same ones. A server that cannot list them fails this attempt; the last attempt
- * fails the run.
+ * fails the run, and so does the first one a server did not start in (its `start_timeout_seconds`
+ * passed: another attempt would wait as long again).
  */
 async function mcpTools(spec: AgentSpec, mcp: McpServers | undefined): Promise<ToolDescriptor[]> {
   if (spec.mcp_servers.length === 0) return [];
@@ -86,6 +87,7 @@ async function mcpTools(spec: AgentSpec, mcp: McpServers | undefined): Promise<T
     return lists.flat();
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
+    if (error instanceof McpStartTimeout) throw failure(FailureType.McpServerUnavailable, message);
     throw failure(FailureType.McpServerUnavailable, `${message} (attempt ${attempt} of ${MCP_LIST_ATTEMPTS})`, {
       retryable: attempt < MCP_LIST_ATTEMPTS,
     });

@@ -1,9 +1,11 @@
+import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JsonObject } from '../context';
-import { mcpCallLimits, type McpServerConfig, type ToolDescriptor } from '../runtime';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { MCP_LISTING_SECONDS, mcpCallLimits, type McpServerConfig, type ToolDescriptor } from '../runtime';
 
 /** What an MCP server says about one of its tools (the fields patchloop uses). */
 export interface McpToolListing {
@@ -16,7 +18,15 @@ export interface McpToolListing {
 
 /** An MCP server the worker could not reach, start or understand; the message names the server. */
 export class McpServerError extends Error {
-  override readonly name = 'McpServerError';
+  override readonly name: string = 'McpServerError';
+}
+
+/**
+ * A server that did not start within its `start_timeout_seconds`: trying again at once would wait as
+ * long again, so the run's start fails without more attempts.
+ */
+export class McpStartTimeout extends McpServerError {
+  override readonly name = 'McpStartTimeout';
 }
 
 interface Connection {
@@ -28,6 +38,8 @@ interface Connection {
 }
 
 const STDERR_LINES = 20;
+/** How many of them an error message quotes. */
+const STDERR_SHOWN = 3;
 /** `${VAR}`: a worker environment variable named in a server's `env` or `headers` value. */
 const VARIABLE_REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
@@ -39,7 +51,6 @@ export function mcpSecretVariables(server: McpServerConfig): string[] {
   const values = Object.values('command' in server ? server.env : server.headers);
   return [...new Set(values.flatMap((value) => [...value.matchAll(VARIABLE_REFERENCE)].map((match) => match[1]!)))];
 }
-const LIST_TIMEOUT_MS = 10_000;
 /** A listing is bounded: a server that pages on and on is refused, not followed (a run records its tools). */
 const MAX_LIST_PAGES = 50;
 const MAX_LISTED_TOOLS = 1000;
@@ -54,15 +65,24 @@ export class McpServers {
 
   constructor(private readonly environment: NodeJS.ProcessEnv = process.env) {}
 
-  /** The server's tools, every page, in the server's order. */
+  /**
+   * The server started (once per configuration; again after it died), within its
+   * `start_timeout_seconds`. A call starts it first, so the call's own timeouts count from its request.
+   */
+  async start(server: McpServerConfig): Promise<void> {
+    await this.connection(server);
+  }
+
+  /** The server's tools, every page, in the server's order, within MCP_LISTING_SECONDS once it started. */
   async listTools(server: McpServerConfig): Promise<McpToolListing[]> {
     const connection = await this.connection(server);
     const tools: McpToolListing[] = [];
+    const deadline = Date.now() + MCP_LISTING_SECONDS * 1000;
     let cursor: string | undefined;
     try {
       for (let pages = 1; ; pages += 1) {
         const page = await connection.client.listTools(cursor === undefined ? {} : { cursor }, {
-          timeout: LIST_TIMEOUT_MS,
+          timeout: Math.max(1, deadline - Date.now()),
         });
         tools.push(...page.tools);
         cursor = page.nextCursor;
@@ -115,7 +135,7 @@ export class McpServers {
           continue;
         }
         if (connection.closed) this.forget(server, connection);
-        throw new McpServerError(`MCP server '${server.name}' failed: ${reason(error, connection)}`);
+        throw new McpServerError(`MCP server '${server.name}' failed: ${reason(error, connection)}`, { cause: error });
       }
     }
   }
@@ -173,11 +193,18 @@ export class McpServers {
     client.onclose = () => {
       connection.closed = true;
     };
+    // Spawning the process (or opening the session) and `initialize` answered, within the server's limit.
+    const limitMs = server.start_timeout_seconds * 1000;
     try {
-      await client.connect(transport, { timeout: LIST_TIMEOUT_MS });
+      await client.connect(transport, { timeout: limitMs, maxTotalTimeout: limitMs });
     } catch (error) {
       connection.closed = true;
+      // A stdio process is stopped (its stdin closed, then SIGTERM, then SIGKILL).
       await client.close().catch(() => undefined);
+      if (error instanceof McpError && error.code === ErrorCode.RequestTimeout)
+        throw new McpStartTimeout(
+          `MCP server '${server.name}' did not start within its start_timeout_seconds, ${server.start_timeout_seconds} s${stderrTail(connection)}`,
+        );
       throw new McpServerError(`MCP server '${server.name}' did not start: ${reason(error, connection)}`);
     }
     return connection;
@@ -243,7 +270,8 @@ export function exposedToolName(server: Pick<McpServerConfig, 'tool_prefix'>, to
 
 /**
  * The descriptors of a server's tools the agent offers (its allow-list), marked with the server; their
- * `timeout_seconds` is a call's longest run in all (`mcpCallLimits`), for the batch's timeout.
+ * `timeout_seconds` is a call's longest run in all (`mcpCallLimits`) after the longest start of its
+ * server (a call may have to start it), for the batch's timeout.
  */
 export function mcpDescriptors(
   server: McpServerConfig,
@@ -262,7 +290,7 @@ export function mcpDescriptors(
     description: tool.description ?? '',
     parameters: tool.inputSchema as JsonObject,
     best_practices: [],
-    timeout_seconds: totalSeconds,
+    timeout_seconds: server.start_timeout_seconds + totalSeconds,
     mcp: {
       server: server.name,
       tool: tool.name,
@@ -291,36 +319,58 @@ function sessionGone(error: unknown): boolean {
 
 function reason(error: unknown, connection: Connection): string {
   const message = error instanceof Error ? error.message : String(error);
-  const stderr = connection.stderr.length > 0 ? ` (stderr: ${connection.stderr.slice(-3).join(' | ')})` : '';
-  return `${message}${stderr}`;
+  return `${message}${stderrTail(connection)}`;
+}
+
+/** A stdio server's last lines on stderr (why it would not start, or died), for an error message. */
+function stderrTail(connection: Connection): string {
+  return connection.stderr.length > 0 ? ` (stderr: ${connection.stderr.slice(-STDERR_SHOWN).join(' | ')})` : '';
 }
 
 /**
- * What the model receives for a call's result: text parts joined, structured content as JSON text,
- * resources as readable text; images (if any) separately, for the multimodal path. `isError` marks a
- * result the model must see as the tool's error.
+ * What the model receives for a call's result: text parts joined, resources as readable text, and
+ * structured content as JSON text after them; images (if any) separately, for the multimodal path.
+ * A text part that is the structured content serialized (which the MCP spec asks servers to add for
+ * clients that read only text) is that content once, not twice. `isError` marks a result the model
+ * must see as the tool's error.
  */
 export function readMcpResult(result: McpCallResult): { text: string; images: string[]; isError: boolean } {
   const texts: string[] = [];
   const images: string[] = [];
+  const structured = result.structuredContent;
+  let structuredShown = false;
   for (const item of result.content ?? []) {
-    if (item.type === 'text') texts.push(item.text);
-    else if (item.type === 'image') images.push(`data:${item.mimeType};base64,${item.data}`);
-    else if (item.type === 'audio')
-      texts.push(`[audio (${item.mimeType}), ${Math.floor((item.data.length * 3) / 4)} bytes, not shown]`);
-    else if (item.type === 'resource_link')
-      texts.push(
-        `[resource link: ${item.name} <${item.uri}>${item.mimeType ? ` (${item.mimeType})` : ''}${item.description ? `: ${item.description}` : ''}]`,
-      );
-    else if (item.type === 'resource') {
-      const { uri, mimeType, text, blob } = item.resource;
-      texts.push(
-        text !== undefined
-          ? `[resource <${uri}>${mimeType ? ` (${mimeType})` : ''}]\n${text}`
-          : `[resource <${uri}>${mimeType ? ` (${mimeType})` : ''}: ${Math.floor(((blob ?? '').length * 3) / 4)} bytes of binary data, not shown]`,
-      );
-    } else texts.push(`[unsupported content: ${JSON.stringify(item).slice(0, 200)}]`);
+    if (item.type === 'text') {
+      const copy: boolean = structured !== undefined && !structuredShown && serializes(item.text, structured);
+      texts.push(copy ? JSON.stringify(structured) : item.text);
+      structuredShown ||= copy;
+    } else if (item.type === 'image') images.push(`data:${item.mimeType};base64,${item.data}`);
+    else texts.push(readableContent(item));
   }
-  const text = result.structuredContent !== undefined ? JSON.stringify(result.structuredContent) : texts.join('\n');
-  return { text, images, isError: result.isError === true };
+  if (structured !== undefined && !structuredShown) texts.push(JSON.stringify(structured));
+  return { text: texts.join('\n'), images, isError: result.isError === true };
+}
+
+/** A content part other than text and images, as readable text (binary left out, with its size). */
+function readableContent(item: Exclude<McpContent, { type: 'text' } | { type: 'image' }>): string {
+  if (item.type === 'audio')
+    return `[audio (${item.mimeType}), ${Math.floor((item.data.length * 3) / 4)} bytes, not shown]`;
+  if (item.type === 'resource_link')
+    return `[resource link: ${item.name} <${item.uri}>${item.mimeType ? ` (${item.mimeType})` : ''}${item.description ? `: ${item.description}` : ''}]`;
+  if (item.type === 'resource') {
+    const { uri, mimeType, text, blob } = item.resource;
+    return text !== undefined
+      ? `[resource <${uri}>${mimeType ? ` (${mimeType})` : ''}]\n${text}`
+      : `[resource <${uri}>${mimeType ? ` (${mimeType})` : ''}: ${Math.floor(((blob ?? '').length * 3) / 4)} bytes of binary data, not shown]`;
+  }
+  return `[unsupported content: ${JSON.stringify(item).slice(0, 200)}]`;
+}
+
+/** Whether a text part is the structured content serialized (any spacing, key order or number form). */
+function serializes(text: string, structured: unknown): boolean {
+  try {
+    return isDeepStrictEqual(JSON.parse(text), structured);
+  } catch {
+    return false;
+  }
 }

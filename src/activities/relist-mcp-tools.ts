@@ -4,7 +4,7 @@ import { failure, FailureType } from '../common';
 import type { McpGrant } from '../runtime';
 import { startHeartbeat } from './activity-context';
 import { mcpServerTools } from './describe-agent';
-import { McpServerError, type McpServers } from './mcp-servers';
+import { McpServerError, McpStartTimeout, type McpServers } from './mcp-servers';
 import type { SecretRedactor } from './redact';
 
 /** Which agent's MCP tools to list again, and its own tools (MCP names must not clash with them). */
@@ -41,8 +41,9 @@ export function createRelistMcpTools(registry: AgentRegistry, mcp: McpServers, r
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       const problem = redactor?.redact(message) ?? message;
-      // A server that could not be reached or listed may be back in a moment; a bad list will not change.
-      if (error instanceof McpServerError && attempt < RELIST_ATTEMPTS)
+      // A server that could not be reached or listed may be back in a moment; a bad list will not change,
+      // nor will a server that did not start within its start_timeout_seconds be quicker at once.
+      if (error instanceof McpServerError && !(error instanceof McpStartTimeout) && attempt < RELIST_ATTEMPTS)
         throw failure(FailureType.McpServerUnavailable, `${problem} (attempt ${attempt} of ${RELIST_ATTEMPTS})`);
       return { problem };
     } finally {

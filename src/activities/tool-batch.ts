@@ -11,7 +11,9 @@ import {
   type MultimodalToolResultMutation,
 } from '../context';
 import { describedImages, imageUrl, isMultimodalResult } from '../tools/images';
-import { McpServerError, readMcpResult, type McpProgress, type McpServers } from './mcp-servers';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { McpServerError, readMcpResult, type McpCallResult, type McpProgress, type McpServers } from './mcp-servers';
+import { notRepeatable, uncertainEffect } from './uncertain-effect';
 import { describeImages, ImageError, multimodalMutation } from './multimodal-result';
 import {
   cancelledCallMutation,
@@ -66,6 +68,18 @@ interface Finished {
   multimodal?: MultimodalToolResultMutation;
 }
 
+/**
+ * A call an abort left running that is not known to be repeatable: cancelled like any unfinished call
+ * (the spec's marker), its marker and its error event saying it may still take effect (`note`).
+ */
+interface StillRunning {
+  note: string;
+  report: ToolCallReport;
+}
+
+/** What became of one call: finished, left running after an abort, or stopped by an abort (null). */
+type CallOutcome = Finished | StillRunning | null;
+
 type CustomEvent = NonNullable<ToolBatchResult['custom_events']>[number];
 
 /** After an abort's grace, how long a call that finished in it may take to become its result. */
@@ -90,6 +104,7 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
     };
     // Keyed by position: a provider may repeat a call id within one batch.
     const finished = new Map<number, Finished>();
+    const stillRunning = new Map<number, StillRunning>();
     const order: number[] = [];
     const customEvents: Array<{ index: number; event: CustomEvent }> = [];
     // A retried attempt keeps what the previous one finished (its last checkpoint) and runs the rest.
@@ -149,6 +164,10 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
           );
           progress.delete(call.id);
           if (outcome === null) return;
+          if ('note' in outcome) {
+            stillRunning.set(index, redacted(outcome));
+            return;
+          }
           finished.set(index, redacted(outcome));
           order.push(index);
           // Checkpointed at once (the SDK sends it as soon as its heartbeat throttle allows), so a crash
@@ -164,7 +183,7 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
     }
     if (signal.aborted && !isUserAbort(context)) throw cancellationError(context);
     const batch = {
-      ...batchResult(input.calls, finished, order, signal.aborted),
+      ...batchResult(input.calls, { finished, order, stillRunning }, signal.aborted),
       custom_events: customEvents.map(({ event }) => event),
     };
     const result =
@@ -265,9 +284,10 @@ function callResult(scope: CallScope, content: string, success = true, error?: s
 
 /**
  * One call (spec 7.6): unknown tools, arguments that do not parse or validate, and tools that throw
- * become error results the model sees. Null when the batch was aborted before it finished.
+ * become error results the model sees. Null when the batch was aborted before it finished (or
+ * StillRunning, when it may yet take effect).
  */
-async function runCall(scope: CallScope): Promise<Finished | null> {
+async function runCall(scope: CallScope): Promise<CallOutcome> {
   const { registry, input, call } = scope;
   const mcp = input.mcp_tools?.[call.name];
   if (mcp) return runMcpTool(scope, mcp);
@@ -308,9 +328,11 @@ function runSelfRef(scope: CallScope, args: JsonObject, argumentText: string): F
 
 /**
  * A registered tool, under its timeout and the batch's abort signal. A `RetryableToolError` runs it
- * again after its policy's backoff (the batch heartbeats meanwhile), each attempt under the timeout.
+ * again after its policy's backoff (the batch heartbeats meanwhile), each attempt under the timeout. A
+ * call still running when it stops being waited for (a timeout, or an abort's grace) may yet take
+ * effect: unless the tool is `idempotent`, the model is told so.
  */
-async function runTool(scope: CallScope, tool: Tool, args: unknown, argumentText: string): Promise<Finished | null> {
+async function runTool(scope: CallScope, tool: Tool, args: unknown, argumentText: string): Promise<CallOutcome> {
   const { call, input, workflowId, limits } = scope;
   const timeoutSeconds = tool.descriptor.timeout_seconds ?? limits.timeoutSeconds;
   const context = {
@@ -323,18 +345,14 @@ async function runTool(scope: CallScope, tool: Tool, args: unknown, argumentText
   for (let attempt = 1; ; attempt += 1) {
     const under = attemptSignal(scope.batchSignal, timeoutSeconds * 1000, undefined, scope.graceMs);
     const { signal } = under;
+    const running = watched(Promise.resolve().then(() => tool.execute(args, { ...context, signal })));
     try {
-      const value = await raceAbort(
-        Promise.resolve().then(() => tool.execute(args, { ...context, signal })),
-        under.waitUntil,
-      ).finally(under.release);
+      const value = await raceAbort(running.promise, under.waitUntil).finally(under.release);
       return await toolOutcome(scope, value, argumentText);
     } catch (error) {
-      if (scope.batchSignal.aborted) return null;
-      if (under.timedOut()) {
-        const message = `Tool '${call.name}' timed out after ${timeoutSeconds} s`;
-        return callResult(scope, toolStepErrorContent(message), false, message);
-      }
+      if (scope.batchSignal.aborted)
+        return running.settled() || tool.idempotent ? null : stillRunning(scope, abortedCallNote(call.name));
+      if (under.timedOut()) return timedOutTool(scope, tool, running, argumentText, timeoutSeconds);
       const message = error instanceof Error ? error.message : String(error);
       if (tool.retry && isRetryableToolError(error) && attempt < tool.retry.maxAttempts) {
         await delay(retryDelayMs(tool.retry, attempt), scope.batchSignal);
@@ -349,11 +367,75 @@ async function runTool(scope: CallScope, tool: Tool, args: unknown, argumentText
 }
 
 /**
- * A call of an MCP server's tool, under the timeout (the server's, else the agent's) and the batch's
- * abort, which cancels the request on the server. A server that is unknown to this worker, will not
- * start, dies, times out or answers garbage gives the call an error result naming the server.
+ * A registered tool's call past its timeout, given the abort's grace to stop: a value it returns then
+ * is its result (its side effect is done); an error says it stopped; still running, it may take effect.
  */
-async function runMcpTool(scope: CallScope, mcp: McpToolReference): Promise<Finished | null> {
+async function timedOutTool(
+  scope: CallScope,
+  tool: Tool,
+  running: Watched,
+  argumentText: string,
+  timeoutSeconds: number,
+): Promise<Finished> {
+  const late = await running.within(scope.graceMs);
+  if (late?.ok) return toolOutcome(scope, late.value, argumentText);
+  const timedOut = `Tool '${scope.call.name}' timed out after ${timeoutSeconds} s`;
+  const message =
+    late || tool.idempotent
+      ? timedOut
+      : uncertainEffect(`${timedOut} and was still running when told to stop, and ${notRepeatable('registered')}`);
+  return callResult(scope, toolStepErrorContent(message), false, message);
+}
+
+/** A promise whose settling can be asked about, or waited for a while. */
+interface Watched {
+  promise: Promise<unknown>;
+  settled(): boolean;
+  /** How it settled, if it does within `ms`; undefined if it is still pending then. */
+  within(ms: number): Promise<{ ok: true; value: unknown } | { ok: false } | undefined>;
+}
+
+function watched(promise: Promise<unknown>): Watched {
+  let outcome: { ok: true; value: unknown } | { ok: false } | undefined;
+  const done = promise.then(
+    (value) => (outcome = { ok: true, value }),
+    () => (outcome = { ok: false }),
+  );
+  return {
+    promise,
+    settled: () => outcome !== undefined,
+    within: async (ms) => {
+      await Promise.race([done, delay(ms)]);
+      return outcome;
+    },
+  };
+}
+
+/** A call an abort left running: cancelled, its marker and event saying why it may still take effect. */
+function stillRunning(scope: CallScope, note: string): StillRunning {
+  return { note, report: callResult(scope, '', false, note).report };
+}
+
+/**
+ * The note of a call an abort left running, not known to be repeatable (a registered tool's, or an MCP
+ * server's tool's): its cancellation marker and its `tool_call_error` event carry it.
+ */
+export function abortedCallNote(toolName: string, mcpServer?: string): string {
+  return uncertainEffect(
+    mcpServer === undefined
+      ? `Tool '${toolName}' was still running when the run was aborted (it did not stop when told to), and ${notRepeatable('registered')}`
+      : `Tool '${toolName}' (MCP server '${mcpServer}') was still running when the run was aborted (the server was told to cancel it), and ${notRepeatable('mcp')}`,
+  );
+}
+
+/**
+ * A call of an MCP server's tool, under the timeout (the server's, else the agent's) and the batch's
+ * abort, which cancels the request on the server. The server is started first (within its
+ * `start_timeout_seconds`), so the call's timeouts count from its request. A server that is unknown to
+ * this worker, will not start, dies, times out or answers garbage gives the call an error result naming
+ * the server; one that may have taken effect all the same says so, unless the tool is repeatable.
+ */
+async function runMcpTool(scope: CallScope, mcp: McpToolReference): Promise<CallOutcome> {
   const { call, registry, input, limits } = scope;
   const args = repairToolArguments(call.arguments);
   if (!args.ok)
@@ -365,12 +447,23 @@ async function runMcpTool(scope: CallScope, mcp: McpToolReference): Promise<Fini
       toolFailureContent(call.name, args.text, `MCP server '${mcp.server}' is not configured on this worker`),
     );
   if (scope.attempt > 1 && !mcp.repeatable) return interruptedMcpCall(scope, mcp);
+  const failed = (error: unknown, suffix = '') => {
+    const message = `${mcpErrorMessage(mcp.server, error)}${suffix}`;
+    return callResult(scope, toolFailureContent(call.name, args.text, scope.redactor?.redact(message) ?? message));
+  };
+  try {
+    await raceAbort(scope.mcp.start(server), scope.batchSignal);
+  } catch (error) {
+    // Not sent yet: an abort meanwhile simply cancels it.
+    return scope.batchSignal.aborted ? null : failed(error);
+  }
   // As recorded with the tool (the batch's own timeout was set from them); older specs: as configured here.
   const { idleSeconds, totalSeconds } =
     mcp.idle_seconds !== undefined && mcp.total_seconds !== undefined
       ? { idleSeconds: mcp.idle_seconds, totalSeconds: mcp.total_seconds }
       : mcpCallLimits(server, limits.timeoutSeconds);
   const under = attemptSignal(scope.batchSignal, totalSeconds * 1000, idleSeconds * 1000, scope.graceMs);
+  let sent = false;
   try {
     // The SDK's own timeouts stay above ours, so a timeout is always reported as ours.
     const result = await raceAbort(
@@ -380,8 +473,11 @@ async function runMcpTool(scope: CallScope, mcp: McpToolReference): Promise<Fini
         signal: under.waitUntil,
         timeoutMs: idleSeconds * 1000 + 5000,
         maxTotalTimeoutMs: totalSeconds * 1000 + 5000,
-        // Starting a stdio server or reopening a session is not the server's silence: idle counts from here.
-        onsent: () => under.progressed(),
+        // Reopening a session (or restarting a server that died) is not the server's silence: idle counts from here.
+        onsent: () => {
+          sent = true;
+          under.progressed();
+        },
         onprogress: ({ progress, total, message }) => {
           under.progressed();
           scope.progress({ progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) });
@@ -389,43 +485,71 @@ async function runMcpTool(scope: CallScope, mcp: McpToolReference): Promise<Fini
       }),
       under.waitUntil,
     );
-    const read = readMcpResult(result);
-    if (read.isError) return callResult(scope, toolFailureContent(call.name, args.text, read.text || 'error'));
-    if (read.images.length > 0) {
-      const images = read.images.map((url) => imageUrl(url));
-      return await toolOutcome(scope, read.text ? describedImages(read.text, images) : images, args.text);
-    }
-    // Text as the server wrote it (a defineTool string becomes a JSON literal; an MCP result is text already).
-    const bytes = utf8Bytes(read.text);
-    if (bytes > limits.maxResultBytes) {
-      const reason = `result is too large: ${bytes} bytes (limit ${limits.maxResultBytes})`;
-      return callResult(scope, toolFailureContent(call.name, args.text, reason));
-    }
-    return callResult(scope, read.text);
+    return await mcpResult(scope, result, args.text);
   } catch (error) {
-    if (scope.batchSignal.aborted) return null;
+    // Sent and unanswered (or lost with its server), a call of a tool not marked repeatable may have run.
+    const uncertain = sent && !mcp.repeatable && !answeredWithError(error);
+    const tool = `Tool '${call.name}' (MCP server '${mcp.server}')`;
+    if (scope.batchSignal.aborted)
+      return uncertain ? stillRunning(scope, abortedCallNote(call.name, mcp.server)) : null;
     const timedOut = under.timedOut();
     if (timedOut) {
-      const message =
+      const what =
         timedOut === 'idle'
-          ? `Tool '${call.name}' (MCP server '${mcp.server}') timed out: no answer and no progress for ${idleSeconds} s`
-          : `Tool '${call.name}' (MCP server '${mcp.server}') timed out after ${totalSeconds} s in all (max_call_seconds)`;
+          ? `${tool} timed out: no answer and no progress for ${idleSeconds} s`
+          : `${tool} timed out after ${totalSeconds} s in all (max_call_seconds)`;
+      const message = uncertain
+        ? uncertainEffect(`${what}. The server was told to cancel it, but ${notRepeatable('mcp')}`)
+        : what;
       return callResult(scope, toolStepErrorContent(message), false, message);
     }
-    const message =
-      error instanceof McpServerError
-        ? error.message
-        : `MCP server '${mcp.server}' failed: ${error instanceof Error ? error.message : String(error)}`;
-    return callResult(scope, toolFailureContent(call.name, args.text, scope.redactor?.redact(message) ?? message));
+    if (!uncertain) return failed(error);
+    return failed(error, `. ${uncertainEffect(`The call had been sent, and ${notRepeatable('mcp')}`)}`);
   } finally {
     under.release();
   }
 }
 
+/** An MCP call's error as the model reads it, naming the server. */
+function mcpErrorMessage(server: string, error: unknown): string {
+  return error instanceof McpServerError
+    ? error.message
+    : `MCP server '${server}' failed: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+/**
+ * Whether the server answered the call, with an error (a JSON-RPC error response, or an answer the SDK
+ * refused): the call ended there. A closed connection or a timeout is no answer.
+ */
+function answeredWithError(error: unknown): boolean {
+  const cause = error instanceof McpServerError && error.cause !== undefined ? error.cause : error;
+  return (
+    cause instanceof McpError && cause.code !== ErrorCode.ConnectionClosed && cause.code !== ErrorCode.RequestTimeout
+  );
+}
+
+/** An MCP call's result as the model receives it: text, images the multimodal way, `isError` as an error. */
+async function mcpResult(scope: CallScope, result: McpCallResult, argumentText: string): Promise<Finished> {
+  const { call, limits } = scope;
+  const read = readMcpResult(result);
+  if (read.isError) return callResult(scope, toolFailureContent(call.name, argumentText, read.text || 'error'));
+  if (read.images.length > 0) {
+    const images = read.images.map((url) => imageUrl(url));
+    return toolOutcome(scope, read.text ? describedImages(read.text, images) : images, argumentText);
+  }
+  // Text as the server wrote it (a defineTool string becomes a JSON literal; an MCP result is text already).
+  const bytes = utf8Bytes(read.text);
+  if (bytes > limits.maxResultBytes) {
+    const reason = `result is too large: ${bytes} bytes (limit ${limits.maxResultBytes})`;
+    return callResult(scope, toolFailureContent(call.name, argumentText, reason));
+  }
+  return callResult(scope, read.text);
+}
+
 /**
  * A call an earlier attempt of the batch started but did not finish (its worker crashed or shut down):
  * sent again only when the server marks the tool read-only or idempotent (`mcp.repeatable`). Otherwise
- * the model learns the truth, that the call may or may not have run, instead of a second side effect.
+ * the model learns the truth, that the call may or may not have taken effect, instead of a second one.
  */
 function interruptedMcpCall(scope: CallScope, mcp: McpToolReference): Finished {
   const message = interruptedMcpMessage(scope.call.name, mcp.server);
@@ -434,11 +558,10 @@ function interruptedMcpCall(scope: CallScope, mcp: McpToolReference): Finished {
 
 /** What the model is told about a non-repeatable MCP call a retried batch found unfinished. */
 export function interruptedMcpMessage(toolName: string, serverName: string): string {
-  return (
+  return uncertainEffect(
     `Tool '${toolName}' (MCP server '${serverName}') was interrupted: an earlier attempt of its batch ` +
-    'did not report a result for it (its worker stopped or lost contact). The server does not mark ' +
-    'the tool readOnlyHint or idempotentHint, so it was not sent again: it may or may not have run. Check ' +
-    'its effect before calling it again.'
+      `did not report a result for it (its worker stopped or lost contact), and ${notRepeatable('mcp')}, so it ` +
+      'was not sent again',
   );
 }
 
@@ -538,11 +661,17 @@ function withinBudget(result: ToolBatchResult, calls: readonly ToolCallRequest[]
   return current();
 }
 
-/** Declared order: plain results and cancellations, then multimodal results (spec 7.6 step 5). */
+/**
+ * Declared order: plain results and cancellations, then multimodal results (spec 7.6 step 5). Reports in
+ * completion order, then those of calls an abort left running (their cancellation says so).
+ */
 function batchResult(
   calls: readonly ToolCallRequest[],
-  finished: Map<number, Finished>,
-  order: number[],
+  {
+    finished,
+    order,
+    stillRunning,
+  }: { finished: Map<number, Finished>; order: number[]; stillRunning: Map<number, StillRunning> },
   wasAborted: boolean,
 ): ToolBatchResult {
   const mutations: Mutation[] = [];
@@ -558,13 +687,16 @@ function batchResult(
       if (done.intent) intents.push({ tool_call_id: call.id, intent: done.intent });
     } else {
       unfinished.push(call.id);
-      mutations.push(cancelledCallMutation(call));
+      mutations.push(cancelledCallMutation(call, stillRunning.get(index)?.note));
     }
   }
   return {
     outcome: wasAborted || unfinished.length > 0 ? 'aborted' : 'completed',
     mutations: [...mutations, ...multimodal],
-    reports: order.map((id) => finished.get(id)!.report),
+    reports: [
+      ...order.map((id) => finished.get(id)!.report),
+      ...[...stillRunning.values()].map((entry) => entry.report),
+    ],
     unfinished,
     intents,
   };

@@ -4,6 +4,7 @@ import { sharedSchema } from '../context/shared-schema';
 import { ContextSettings } from './context-settings';
 import { BudgetSettings, NO_BOUNDS } from './budget';
 import { ProviderSelection } from './provider';
+import { MCP_MAX_START_TIMEOUT_SECONDS, MCP_START_TIMEOUT_SECONDS } from './mcp-call-limits';
 
 /** The default of `llm_server_error_seconds`: five minutes of HTTP 500s without progress end a call. */
 export const DEFAULT_LLM_SERVER_ERROR_SECONDS = 300;
@@ -93,6 +94,12 @@ const mcpCommon = () => ({
   timeout_seconds: z.number().positive().optional(),
   /** The longest a call may run in all, progress or not (default: ten times `timeout_seconds`). */
   max_call_seconds: z.number().positive().optional(),
+  /**
+   * How long the server may take to start: a stdio process spawned, or an HTTP session opened, and
+   * `initialize` answered. Past it the server is given up on (a stdio process is stopped) and the
+   * error names it, this limit and its stderr's last lines.
+   */
+  start_timeout_seconds: z.number().positive().max(MCP_MAX_START_TIMEOUT_SECONDS).default(MCP_START_TIMEOUT_SECONDS),
 });
 
 /**

@@ -7,9 +7,10 @@ import { providerJsonSchema, type ToolDescriptor, ConfigurationError } from '../
 export interface ToolContext {
   /**
    * Aborted when the run is aborted, the tool's timeout passes, or the worker shuts down. Once it is
-   * aborted, throw unless the side effect is complete: a value returned within 0.2 s of a run's abort
-   * or a worker's shutdown is the call's result, kept (and not run again); a call that throws, or
-   * returns later, counts as unfinished.
+   * aborted, throw unless the side effect is complete: a value returned within 0.2 s is the call's
+   * result, kept (and not run again); a call that throws in that time is known to have stopped. One
+   * still running after it counts as unfinished, and unless the tool is `idempotent` the model is told
+   * it may or may not have taken effect.
    */
   signal: AbortSignal;
   /**
@@ -102,6 +103,14 @@ export interface ToolDefinition<Parameters extends z.ZodType> {
   needsApproval?: NeedsApproval<z.output<Parameters>>;
   /** Retries of calls that throw `RetryableToolError`; the timeout applies to each attempt. */
   retry?: ToolRetryPolicy;
+  /**
+   * Calling it again with the same arguments does no further harm (a read, a lookup, a write of the
+   * same value, a side effect deduplicated by `idempotencyKey`). A call of any other tool that outlives
+   * its timeout or its run's abort (it did not stop within 0.2 s of its `signal`) gets a result that
+   * says it may or may not have taken effect and to check before calling it again; an idempotent
+   * tool's call is simply reported as timed out or cancelled.
+   */
+  idempotent?: boolean;
   /** The task queue whose workers run this tool (`patchloop worker --tools-only --task-queue <queue>`). */
   taskQueue?: string;
   /**
@@ -129,6 +138,8 @@ export interface Tool {
   readonly needsApproval?: NeedsApproval<unknown>;
   readonly retry?: ResolvedRetryPolicy;
   readonly taskQueue?: string;
+  /** `defineTool({ idempotent })`: a call that outlived its timeout or an abort may simply be made again. */
+  readonly idempotent?: boolean;
 }
 
 /** The longest a policy waits between attempts, all waits added up. */
@@ -186,5 +197,6 @@ export function defineTool<Parameters extends z.ZodType>(definition: ToolDefinit
       : {}),
     ...(retry ? { retry } : {}),
     ...(definition.taskQueue ? { taskQueue: definition.taskQueue } : {}),
+    ...(definition.idempotent ? { idempotent: true } : {}),
   };
 }

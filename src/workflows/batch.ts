@@ -6,7 +6,7 @@ import { cancelledCallMutation, type ToolBatchResult, type ToolCallReport, type 
 export function cancelledBatch(calls: readonly ToolCallRequest[]): ToolBatchResult {
   return {
     outcome: 'aborted',
-    mutations: calls.map(cancelledCallMutation),
+    mutations: calls.map((call) => cancelledCallMutation(call)),
     reports: [],
     unfinished: calls.map((call) => call.id),
     intents: [],
@@ -83,7 +83,8 @@ export function mutationsByCallId(mutations: readonly Mutation[]): Map<string, M
 /**
  * Merges the activity's batch with calls the workflow ran itself, back into the declared order of the
  * whole batch: plain results and cancellations first, multimodal results last (spec 7.6, 10.c).
- * Calls without a result are cancelled. `reports` are already in completion order.
+ * Calls without a result are cancelled (with the activity's note, when it left one running that may
+ * still take effect). `reports` are already in completion order.
  */
 export function mergeBatches(
   calls: readonly ToolCallRequest[],
@@ -93,7 +94,10 @@ export function mergeBatches(
 ): ToolBatchResult {
   const byId = mutationsByCallId(
     activity.mutations.filter(
-      (mutation) => mutation.type === 'ToolResultMutation' || mutation.type === 'MultimodalToolResultMutation',
+      (mutation) =>
+        mutation.type === 'ToolResultMutation' ||
+        mutation.type === 'MultimodalToolResultMutation' ||
+        mutation.type === 'ToolCancelledMutation',
     ),
   );
   // The workflow's own results belong to the very call they answer (ids may repeat within a batch).

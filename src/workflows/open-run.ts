@@ -8,6 +8,7 @@ import {
   contextProblem,
   effectiveBudget,
   effectiveContext,
+  MCP_LISTING_ACTIVITY_SECONDS,
   ownToolNames,
   readableLimitBytes,
   withMcpGrant,
@@ -92,8 +93,9 @@ export function checkedSeed(
 
 export async function resolveAgent(name: string): Promise<AgentSpec> {
   const { describeAgent } = proxyActivities<Activities>({
-    startToCloseTimeout: '30s',
-    // It heartbeats while it lists MCP servers: a worker killed meanwhile costs seconds, not the 30.
+    // Long enough for the slowest MCP server's start (its start_timeout_seconds, bounded) and listing;
+    // the activity heartbeats meanwhile, so a worker killed during it costs seconds, not this.
+    startToCloseTimeout: `${MCP_LISTING_ACTIVITY_SECONDS}s`,
     heartbeatTimeout: '5s',
     summary: `resolve agent ${name}`,
     retry: { maximumAttempts: 5, nonRetryableErrorTypes: [FailureType.UnknownAgent] },
@@ -110,7 +112,8 @@ async function relistedAgent(run: Run, agent: AgentSpec): Promise<AgentSpec> {
   // Chains continued by older workers did not relist: their histories replay without the activity.
   if (agent.mcp_servers.length === 0 || !patched('mcp-relist-at-continue-as-new')) return agent;
   const { relistMcpTools } = proxyActivities<Activities>({
-    startToCloseTimeout: '60s',
+    // As for describeAgent: a server started anew at this boundary may take its start_timeout_seconds.
+    startToCloseTimeout: `${MCP_LISTING_ACTIVITY_SECONDS}s`,
     heartbeatTimeout: '5s',
     summary: `list MCP tools of ${agent.name} again`,
     retry: { initialInterval: '1s', maximumAttempts: 3 },

@@ -10,7 +10,7 @@ import {
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { interruptedMcpMessage } from '../../src/activities/tool-batch';
+import { abortedCallNote, interruptedMcpMessage } from '../../src/activities/tool-batch';
 import { PatchloopClient, type RunHandle } from '../../src/client/patchloop-client';
 import {
   serializeToolResult,
@@ -276,6 +276,11 @@ const CHILD_TASK = /chaos sub-agent task (run\d+\/call_\d+_s\d+)/;
 /** The result a non-idempotent MCP call gets when a batch retry finds it unfinished (tool-batch.ts). */
 export function interruptedMcpContent(tool: string): string {
   return toolStepErrorContent(interruptedMcpMessage(tool, MCP_SERVER));
+}
+
+/** The cancellation of a non-idempotent MCP call still running when its run was aborted (tool-batch.ts). */
+function abortedMcpContent(tool: string): string {
+  return toolCancelledContent(tool, `chaos abort. ${abortedCallNote(tool, MCP_SERVER)}`);
 }
 
 /**
@@ -1548,6 +1553,8 @@ function messageProblem(
     // against how the child really ended by checkSubagents).
     if (tool === SUBAGENT_TOOL && subagentError(sent, content) !== undefined) return null;
     if (aborted && content === toolCancelledContent(tool, 'chaos abort')) return null;
+    // A non-idempotent MCP call the abort left running: its cancellation says it may still take effect.
+    if (aborted && tool === MCP_PAY && content === abortedMcpContent(tool)) return null;
     return `tool ${id} answered ${content.slice(0, 80)}, not ${expected} for ${tool} ${sent.arguments}`;
   }
   if (role === 'user' || role === 'system') return null;
@@ -1618,7 +1625,7 @@ function table(report: Omit<ChaosReport, 'table'>): string {
     `provider faults: ${faults}`,
     `infrastructure faults: worker SIGKILL ${report.workerKills}, worker SIGTERM ${report.workerTerms}, dev-server restarts ${report.serverRestarts}`,
     `side effects (counted outside the workers): ${report.sideEffects.calls} calls, ${report.sideEffects.finished} finished calls repeated (besides ${report.sideEffects.finishedInWindow} that finished within ${CHECKPOINT_WINDOW_MS} ms of their worker's kill and ${report.sideEffects.finishedInOutage} that finished while the dev server was down, the documented at-least-once cases), ${report.sideEffects.started} calls in flight at a crash started again`,
-    `MCP tools (Python stdio server, executions counted outside the workers; children's calls included): ${mcp.pay + mcp.quote} calls; ${MCP_PAY} (not idempotent) ${mcp.pay} calls, ${mcp.executed} executed, ${mcp.interrupted} interrupted (the model was told it may or may not have run), ${mcp.duplicates} executed twice; ${MCP_QUOTE} (readOnlyHint) ${mcp.quote} calls, ${mcp.resent} sent again after a crash; ${mcp.workerStopsMidCall} worker stops during a ${MCP_PAY} call; ${mcp.serverProcesses} server processes, ${mcp.serverProcessesLeft} left running after their worker stopped`,
+    `MCP tools (Python stdio server, executions counted outside the workers; children's calls included): ${mcp.pay + mcp.quote} calls; ${MCP_PAY} (not idempotent) ${mcp.pay} calls, ${mcp.executed} executed, ${mcp.interrupted} interrupted (the model was told it may or may not have taken effect), ${mcp.duplicates} executed twice; ${MCP_QUOTE} (readOnlyHint) ${mcp.quote} calls, ${mcp.resent} sent again after a crash; ${mcp.workerStopsMidCall} worker stops during a ${MCP_PAY} call; ${mcp.serverProcesses} server processes, ${mcp.serverProcessesLeft} left running after their worker stopped`,
     '',
     '| runs | settled | valid | lost | duplicated | stuck | workflow task failures | MCP calls / interrupted / duplicated | abort-to-close p50 / p95, a worker up | with no worker up |',
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',

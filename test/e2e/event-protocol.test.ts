@@ -35,8 +35,8 @@ const explode = defineTool({
   timeoutSeconds: 0.3,
   execute: async (_args, { emit, signal }) => {
     emit('progress', { step: 1 });
-    await new Promise((resolve) => signal.addEventListener('abort', resolve));
-    return 'never';
+    // Told to stop at its timeout, it stops (a value returned then would be its result).
+    await new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('stopped'))));
   },
 });
 

@@ -133,7 +133,8 @@ describe('approval and routing of MCP tools', () => {
       {
         role: 'tool',
         tool_call_id: 'w1',
-        content: JSON.stringify({ content: `Successfully wrote to ${approvedFile}` }),
+        // The server's text, then its structured content.
+        content: `Successfully wrote to ${approvedFile}\n${JSON.stringify({ content: `Successfully wrote to ${approvedFile}` })}`,
       },
       { role: 'tool', tool_call_id: 's1', content: 'The sum of 2 and 3 is 5.' },
     ]);

@@ -64,7 +64,7 @@ function journaled(journal: string): string[] {
 }
 
 describe('MCP calls under failure', () => {
-  it('kill -9 of the worker mid-batch: the recorded tool list after restart; the read-only call runs again, the non-idempotent one does not and the model is told it may or may not have run', async () => {
+  it('kill -9 of the worker mid-batch: the recorded tool list after restart; the read-only call runs again, the non-idempotent one does not and the model is told it may or may not have taken effect', async () => {
     const { folder, journal } = scratch();
     const ledger = join(folder, 'ledger.txt');
     const release = join(folder, 'release');
@@ -121,8 +121,8 @@ describe('MCP calls under failure', () => {
     const [before, after] = fake.requests.map((request) => request.body);
     const interrupted =
       "Tool 'append_line' (MCP server 'python') was interrupted: an earlier attempt of its batch did not report a " +
-      'result for it (its worker stopped or lost contact). The server does not mark the tool readOnlyHint or ' +
-      'idempotentHint, so it was not sent again: it may or may not have run. Check its effect before calling it again.';
+      'result for it (its worker stopped or lost contact), and the server does not mark the tool readOnlyHint or ' +
+      'idempotentHint, so it was not sent again: it may or may not have taken effect. Check before calling it again.';
     const results = toolMessages(after!);
     expect(results.map((message) => message.tool_call_id)).toEqual(['a1', 'c1']);
     expect(JSON.parse(String(results[0]!.content))).toEqual({ error: interrupted });
@@ -187,7 +187,11 @@ describe('MCP calls under failure', () => {
           name: 'write_file',
           arguments: JSON.stringify({ path: join(folder, 'note.txt'), content: 'written once' }),
         }),
-        result: (folder) => JSON.stringify({ content: `Successfully wrote to ${join(folder, 'note.txt')}` }),
+        // Its text, then its structured content (which says the same in another form).
+        result: (folder) => {
+          const text = `Successfully wrote to ${join(folder, 'note.txt')}`;
+          return `${text}\n${JSON.stringify({ content: text })}`;
+        },
         effect: (folder) => expect(readFileSync(join(folder, 'note.txt'), 'utf8')).toBe('written once'),
       },
     ];
@@ -340,6 +344,61 @@ describe('MCP calls under failure', () => {
       await recordHistory(run, 'mcp-relisted-at-continue-as-new');
     });
 
+    it('a server that died mid-call: the call is reported as possibly done; continue-as-new starts the server again though it takes 12 s, and lists its tools', async () => {
+      const { folder, journal } = scratch();
+      world = await startWorld({
+        agents: [
+          {
+            name: 'restarter',
+            instructions: 'Wait.',
+            mcp_servers: [
+              pythonMcpServer({
+                tools: ['wait_for', 'multiply'],
+                env: { PY_MCP_JOURNAL: journal, PY_MCP_START_DELAY: '12' },
+              }),
+            ],
+          } as AgentDefinitionInput,
+        ],
+        fake: {
+          script: [
+            callTools([{ id: 'w1', name: 'wait_for', arguments: JSON.stringify({ release: join(folder, 'never') }) }]),
+            callTools([{ id: 'm1', name: 'multiply', arguments: '{"a": 6, "b": 7}' }]),
+            reply('done'),
+          ],
+        },
+      });
+      // Due at every iteration boundary: the run continues as new after each tool batch, and lists again.
+      const run = await world.client.start({
+        agent: 'restarter',
+        input: 'wait',
+        continue_as_new: { max_history_events: 10 },
+      });
+      await eventually(
+        () => (journaled(journal).includes('wait_for started') ? true : undefined),
+        60_000,
+        'the call on the server',
+      );
+      process.kill(journalEntries(journal)[0]!.pid, 'SIGKILL');
+      const result = await run.result();
+      expect(result.status).toBe('completed');
+      // The call the server died in had been sent, and wait_for is not marked read-only or idempotent.
+      const lost = (JSON.parse(String(toolMessages(world.fake.requests[1]!.body)[0]!.content)) as { error: string })
+        .error;
+      expect(lost).toMatch(
+        /^Tool 'wait_for' failed during execution or result parsing with arguments \{.*\}: MCP server 'python' failed: MCP error -32000: Connection closed.*\. The call had been sent, and the server does not mark the tool readOnlyHint or idempotentHint: it may or may not have taken effect\. Check before calling it again\.$/,
+      );
+      // The boundary after it started the server again, within its start_timeout_seconds, and listed it.
+      const relisted = (await run.status()).events.filter((event) => event.event_type === 'mcp_tools_relisted');
+      expect(relisted.length).toBeGreaterThanOrEqual(1);
+      for (const event of relisted) expect(event).not.toHaveProperty('problem');
+      expect(toolMessages(world.fake.requests[2]!.body)[1]).toEqual({
+        role: 'tool',
+        tool_call_id: 'm1',
+        content: '42.0',
+      });
+      expect(world.fake.requests).toHaveLength(3);
+    });
+
     it('timeouts: progress keeps a long call alive past its idle timeout; silence ends a call at it; max_call_seconds ends one that keeps reporting; each cancelled on its server', async () => {
       const { folder, journal } = scratch();
       const never = join(folder, 'never');
@@ -388,8 +447,12 @@ describe('MCP calls under failure', () => {
       expect(JSON.parse(String(results[1]!.content))).toEqual({
         error: "Tool 'count_lines' (MCP server 'python') timed out: no answer and no progress for 2 s",
       });
+      // wait_for is not marked read-only or idempotent: timed out, it may have done its work all the same.
       expect(JSON.parse(String(results[2]!.content))).toEqual({
-        error: "Tool 'wait_for' (MCP server 'python') timed out after 5 s in all (max_call_seconds)",
+        error:
+          "Tool 'wait_for' (MCP server 'python') timed out after 5 s in all (max_call_seconds). The server was told " +
+          'to cancel it, but the server does not mark the tool readOnlyHint or idempotentHint: it may or may not have ' +
+          'taken effect. Check before calling it again.',
       });
       // Both calls that timed out were cancelled on the server (notifications/cancelled), not left running.
       await eventually(

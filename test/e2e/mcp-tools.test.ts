@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
@@ -16,6 +16,7 @@ import {
   startEverythingHttp,
   toolMessages,
 } from '../support/mcp-servers';
+import { runCli } from '../support/cli';
 import { eventually } from '../support/wait';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
@@ -240,6 +241,66 @@ describe('MCP tools', () => {
     expect((error as RunFailedError).type).toBe('McpServerUnavailable');
     expect((error as RunFailedError).message).toMatch(/MCP server 'broken' did not start: .*attempt 3 of 3/);
     expect(world.fake.requests).toHaveLength(0);
+  });
+});
+
+describe('patchloop mcp tools', () => {
+  it("lists the MCP tools of agents that also use a worker's own tools, taken by name (the command does not load them)", async () => {
+    const agents = join(folder, 'agents-with-own-tools.json');
+    const server = { name: 'everything', command: process.execPath, args: [everythingEntry, 'stdio'] };
+    writeFileSync(
+      agents,
+      JSON.stringify([
+        {
+          name: 'payer',
+          instructions: 'Pay.',
+          // charge and refund come from a worker's --tools module; add is an example tool.
+          tools: ['charge', 'refund', 'add'],
+          mcp_servers: [{ ...server, tools: ['echo'] }],
+          needs_approval: ['charge', 'echo'],
+        },
+        // Its own tool is named like the server's: the names clash, as they would in a run.
+        { name: 'clashing', instructions: 'Echo.', tools: ['echo'], mcp_servers: [{ ...server, tools: ['echo'] }] },
+      ]),
+    );
+    const env = { TEMPORAL_ADDRESS: '127.0.0.1:9' };
+    const text = await runCli(['mcp', 'tools', '--agents', agents, 'payer'], env);
+    expect(text.stderr).toBe('');
+    expect(text.code).toBe(0);
+    const echo = schemaOf('echo');
+    expect(text.stdout).toBe(
+      'agent payer\n' +
+        "  its own tools (a worker's --tools, not checked here): charge, refund\n" +
+        '  server everything: 1 tool(s)\n' +
+        `    echo: ${echo.description}\n` +
+        '      parameters: message (string, required)\n' +
+        '      interrupted by a crash: sent again (read-only or idempotent)\n',
+    );
+    const json = await runCli(['mcp', 'tools', '--agents', agents, 'payer', '--json'], env);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({
+      agents: [
+        {
+          agent: 'payer',
+          servers: [
+            {
+              server: 'everything',
+              tools: [
+                {
+                  name: 'echo',
+                  description: echo.description,
+                  parameters: echo.inputSchema,
+                  mcp: { server: 'everything', tool: 'echo', repeatable: true, idle_seconds: 60, total_seconds: 600 },
+                },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+    const clash = await runCli(['mcp', 'tools', '--agents', agents, 'clashing'], env);
+    expect(clash.code).toBe(1);
+    expect(clash.stderr).toMatch(/^error: agent 'clashing'.*echo/);
   });
 });
 

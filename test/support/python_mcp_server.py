@@ -9,16 +9,23 @@ same server lists its tools differently once the file changes.
 `pay` and `quote`, for the chaos run (test/chaos/chaos.ts), report each execution to the side-effect
 server at PY_MCP_EFFECTS_URL (test/support/side-effects.ts, `POST /effect`) as it begins and as it ends,
 with the worker that started this server (PY_MCP_WORKER), so executions are counted outside the workers.
+`transfer` reports the same way, but once begun it completes whatever it is told (it ignores
+notifications/cancelled), as a server that cannot take back what it started does.
+
+PY_MCP_START_DELAY (seconds) makes the server take that long to start: it writes a line to stderr and
+sleeps before it reads its first request (a slow start: a cold cache, a big import).
 """
 
 import json
 import os
+import sys
+import time
 import urllib.request
 from typing import TypedDict
 
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 JOURNAL = os.environ.get("PY_MCP_JOURNAL", "")
 EFFECTS_URL = os.environ.get("PY_MCP_EFFECTS_URL", "")
@@ -75,6 +82,15 @@ class Rectangle(TypedDict):
 def rectangle(width: float, height: float) -> Rectangle:
     """Describes a rectangle: its sides and its area, as structured content."""
     return {"width": width, "height": height, "area": width * height}
+
+
+@server.tool()
+def forecast(city: str) -> CallToolResult:
+    """A weather forecast: a sentence to read, and its figures as structured content."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"Sunny in {city} all day, 21 °C.")],
+        structuredContent={"city": city, "sky": "sunny", "celsius": 21},
+    )
 
 
 @server.tool(
@@ -148,5 +164,23 @@ async def quote(label: str, seconds: float) -> str:
     return f"quote for {label}: 42"
 
 
+@server.tool(
+    structured_output=False,
+    annotations=ToolAnnotations(readOnlyHint=False, idempotentHint=False, destructiveHint=False),
+)
+async def transfer(label: str, seconds: float) -> str:
+    """Transfers money (not idempotent): it takes `seconds`, and once begun it completes, even when cancelled."""
+    with anyio.CancelScope(shield=True):
+        await effect("transfer", label, "start")
+        await anyio.sleep(seconds)
+        await effect("transfer", label, "end")
+    return f"transferred {label}"
+
+
 if __name__ == "__main__":
+    START_DELAY = float(os.environ.get("PY_MCP_START_DELAY", "0"))
+    if START_DELAY > 0:
+        print(f"python-tools: warming up for {START_DELAY:g} s", file=sys.stderr, flush=True)
+        print(f"python-tools: pid {os.getpid()}", file=sys.stderr, flush=True)
+        time.sleep(START_DELAY)
     server.run("stdio")

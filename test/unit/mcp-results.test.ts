@@ -28,10 +28,31 @@ describe('MCP results as the model reads them', () => {
     });
   });
 
-  it('gives structured content as JSON text, and keeps isError', () => {
+  it('gives structured content as JSON text, once when a text part is its serialized copy, and keeps isError', () => {
+    // The copy the MCP spec asks servers to add for clients that read text only: any spacing, key order, number form.
     expect(
-      readMcpResult({ content: [{ type: 'text', text: '{"t": 1}' }], structuredContent: { t: 1 }, isError: true }),
-    ).toEqual({ text: '{"t":1}', images: [], isError: true });
+      readMcpResult({
+        content: [{ type: 'text', text: '{\n  "b": 2.0,\n  "a": [1]\n}' }],
+        structuredContent: { a: [1], b: 2 },
+        isError: true,
+      }),
+    ).toEqual({ text: '{"a":[1],"b":2}', images: [], isError: true });
+    // Text that says something else: both, the text first.
+    expect(
+      readMcpResult({
+        content: [
+          { type: 'text', text: 'Sunny in Paris.' },
+          { type: 'text', text: '{"celsius": 21}' },
+        ],
+        structuredContent: { celsius: 21 },
+      }),
+    ).toEqual({ text: 'Sunny in Paris.\n{"celsius":21}', images: [], isError: false });
+    expect(readMcpResult({ content: [{ type: 'text', text: 'Sunny.' }], structuredContent: { celsius: 21 } })).toEqual({
+      text: 'Sunny.\n{"celsius":21}',
+      images: [],
+      isError: false,
+    });
+    expect(readMcpResult({ content: [], structuredContent: { celsius: 21 } }).text).toBe('{"celsius":21}');
   });
 });
 
@@ -57,8 +78,9 @@ describe('MCP tool names and descriptors', () => {
         description: 'B',
         parameters: { type: 'object', properties: { n: { type: 'number' } } },
         best_practices: [],
-        // Ten times the idle timeout: the longest a call may take in all, for the batch's timeout.
-        timeout_seconds: 50,
+        // Ten times the idle timeout (the longest a call may take in all) after the longest start of its
+        // server (60 s by default: a call may have to start it), for the batch's timeout.
+        timeout_seconds: 110,
         mcp: { server: 'srv', tool: 'b', repeatable: false, idle_seconds: 5, total_seconds: 50 },
       },
     ]);

@@ -1,6 +1,9 @@
+import { z } from 'zod';
 import { AgentRegistry } from '../../agents/registry';
 import { FailureType } from '../../common/failure-types';
 import { configFromEnvironment } from '../../config/environment';
+import { isSelfRefTool, type AgentDefinitionInput } from '../../runtime';
+import { defineTool, type Tool } from '../../tools/define-tool';
 import { exampleTools } from '../../tools/examples';
 import { parseCommand } from '../arguments';
 import { agentsFromFile } from '../agents-file';
@@ -17,14 +20,16 @@ export async function mcpCommand(args: string[], print: (line: string) => void):
   if (positionals['action'] !== 'tools')
     throw new UsageError(`unknown mcp action '${positionals['action']}'\nusage: ${MCP_SYNTAX.usage}`);
   const config = configFromEnvironment();
-  const registry = new AgentRegistry(exampleTools, await agentsFromFile(values.agents));
+  const agents = await agentsFromFile(values.agents);
+  const unloaded = unloadedToolNames(agents);
+  const registry = new AgentRegistry([...exampleTools, ...unloaded.map(unloadedTool)], agents);
   const known = registry.definitions.map((agent) => agent.name);
   const wanted = positionals['agent'];
   if (wanted !== undefined && !known.includes(wanted))
     throw new CliError(`unknown agent '${wanted}' (agents: ${known.join(', ')})`, FailureType.UnknownAgent);
   const listings = await listAgentsMcpTools(registry, wanted === undefined ? known : [wanted], config);
   if (values.json) print(JSON.stringify({ agents: listings }, null, 2));
-  else for (const listing of listings) print(textOf(listing));
+  else for (const listing of listings) print(textOf(listing, registry.definitions, unloaded));
   const failed = listings.flatMap((listing) => [
     ...listing.servers.flatMap((server) => ('error' in server ? [server.error] : [])),
     ...(listing.error ? [listing.error] : []),
@@ -34,8 +39,33 @@ export async function mcpCommand(args: string[], print: (line: string) => void):
   return undefined;
 }
 
-function textOf(listing: AgentListing): string {
+/**
+ * The tools the agents name that are neither the example tools nor SelfRef's: a worker's own, from its
+ * `--tools` modules, which this command does not load. Their names are taken as given (MCP names must
+ * still not clash with them, and `needs_approval` may name them); the worker checks them when it starts.
+ */
+function unloadedToolNames(agents: readonly AgentDefinitionInput[]): string[] {
+  const known = new Set(exampleTools.map((tool) => tool.name));
+  const named = agents.flatMap((agent) => agent.tools ?? []);
+  return [...new Set(named)].filter((name) => !known.has(name) && !isSelfRefTool(name));
+}
+
+/** A stand-in for a tool this command does not load: its name only (it never runs here). */
+function unloadedTool(name: string): Tool {
+  return defineTool({
+    name,
+    description: 'a tool of the worker, not loaded by patchloop mcp tools',
+    parameters: z.object({}),
+    execute: () => {
+      throw new Error(`tool '${name}' is not loaded by patchloop mcp tools`);
+    },
+  });
+}
+
+function textOf(listing: AgentListing, agents: readonly AgentDefinitionInput[], unloaded: readonly string[]): string {
   const lines = [`agent ${listing.agent}${listing.servers.length === 0 ? ': no MCP servers' : ''}`];
+  const own = agents.find((agent) => agent.name === listing.agent)?.tools?.filter((name) => unloaded.includes(name));
+  if (own && own.length > 0) lines.push(`  its own tools (a worker's --tools, not checked here): ${own.join(', ')}`);
   for (const server of listing.servers) {
     if ('error' in server) {
       lines.push(`  server ${server.server}: ${server.error.type}: ${server.error.message}`);
@@ -46,7 +76,7 @@ function textOf(listing: AgentListing): string {
       lines.push(`    ${tool.name}: ${tool.description.split('\n')[0]}`);
       lines.push(`      parameters: ${parametersOf(tool.parameters)}`);
       lines.push(
-        `      interrupted by a crash: ${tool.mcp?.repeatable ? 'sent again (read-only or idempotent)' : 'not sent again (the model is told it may or may not have run)'}`,
+        `      interrupted by a crash: ${tool.mcp?.repeatable ? 'sent again (read-only or idempotent)' : 'not sent again (the model is told it may or may not have taken effect)'}`,
       );
     }
   }
