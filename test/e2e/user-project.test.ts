@@ -23,6 +23,7 @@ const exec = promisify(execFile);
  */
 let project: string;
 let installedCli: string;
+let tarballName: string;
 const checkoutCli = join(repositoryRoot, 'bin', 'patchloop.js');
 const folder = mkdtempSync(join(tmpdir(), 'patchloop-user-project-'));
 const timings: string[] = [];
@@ -123,7 +124,8 @@ beforeAll(async () => {
   const packed = await timed('npm pack', () =>
     exec('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', folder], { cwd: repositoryRoot }),
   );
-  const tarball = join(folder, (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]!.filename);
+  tarballName = (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]!.filename;
+  const tarball = join(folder, tarballName);
   project = join(folder, 'weather-agent');
   cpSync(join(repositoryRoot, 'examples', 'weather-agent'), project, {
     recursive: true,
@@ -167,6 +169,13 @@ describe.concurrent('a project that installed patchloop from its tarball', () =>
     expect(existsSync(join(installed, 'dist', 'src', 'workflows', 'index.js'))).toBe(true);
     // One zod for the project and the package: the project's schemas are the package's kind.
     expect(existsSync(join(installed, 'node_modules', 'zod'))).toBe(false);
+  });
+
+  it('is packed to a tarball that git ignores where `npm pack` writes it, in the clone', async () => {
+    const ignored = await exec('git', ['check-ignore', '--no-index', '--verbose', tarballName], {
+      cwd: repositoryRoot,
+    });
+    expect(ignored.stdout.replace(/^\.gitignore:\d+:/, '')).toBe(`patchloop-*.tgz\t${tarballName}\n`);
   });
 
   it('typechecks against the installed types (npm run typecheck)', async () => {
