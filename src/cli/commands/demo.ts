@@ -98,7 +98,9 @@ export async function demoCommand(_args: string[], print: Print): Promise<undefi
       print(
         `\nServer, worker and UI stay up until Ctrl-C. In another terminal:\n` +
           `  TEMPORAL_ADDRESS=${server.address} PATCHLOOP_TASK_QUEUE=${config.taskQueue} npx patchloop run assistant add 4 and 5 --follow\n` +
-          `  TEMPORAL_ADDRESS=${server.address} npx patchloop list`,
+          `  TEMPORAL_ADDRESS=${server.address} npx patchloop list\n` +
+          `patchloop's console shows these runs (transcripts, approvals, live tokens) at http://127.0.0.1:8300:\n` +
+          `  TEMPORAL_ADDRESS=${server.address} PATCHLOOP_TASK_QUEUE=${config.taskQueue} npx patchloop console`,
       );
       await new Promise<void>((resolve) => {
         process.once('SIGINT', () => resolve());
