@@ -117,7 +117,20 @@ function writeVariants(): void {
   write('broken/needs-package.ts', "import 'date-fns-nobody-installed';\n");
   write('broken/not-tools.ts', "export const tools = [{ name: 'weather' }];\n");
   write('broken/typo.json', '[{"answer": "a", "expects": {}}]');
+  write('broken/agents-syntax.json', AGENTS_SYNTAX_ERROR);
+  write('broken/agents-schema.json', '[{"name": "forecaster", "tools": ["weather"]}]');
 }
+
+/** An agents file with a trailing comma: what JSON.parse says of it is Node's own text. */
+const AGENTS_SYNTAX_ERROR = '[{"name": "forecaster", "instructions": "Forecast.",}]';
+const syntaxMessage = (() => {
+  try {
+    JSON.parse(AGENTS_SYNTAX_ERROR);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  throw new Error('the broken agents file parses');
+})();
 
 beforeAll(async () => {
   // The tarball of this checkout: what `npm pack` makes (its `prepare` build is the one the set-up ran).
@@ -294,17 +307,28 @@ describe.concurrent('a project that installed patchloop from its tarball', () =>
         "broken/not-tools.ts must export 'tools': an array of defineTool(...) results (tools[0] is not one)",
       ],
       [
+        ['--fake-model', '--agents', 'broken/agents-syntax.json'],
+        `agents file broken/agents-syntax.json: not valid JSON: ${syntaxMessage}`,
+      ],
+      [
+        ['--fake-model', '--agents', 'broken/agents-schema.json'],
+        "agents file broken/agents-schema.json: agent 'forecaster': instructions: Invalid input: expected string, received undefined",
+      ],
+      [['--fake-model', '--agents', 'broken/no-agents.json'], 'agents file broken/no-agents.json: no such file'],
+      [
         ['--fake-model', 'broken/typo.json'],
         "cannot load the model script broken/typo.json: script 'broken/typo.json' step 1: unknown 'expects' (known: name, expect, callTools, answer)",
       ],
     ];
-    const results = await timed('7 failing workers', () =>
+    const results = await timed('10 failing workers', () =>
       Promise.all(failures.map(([args]) => run(process.execPath, [installedCli, 'worker', ...args], env))),
     );
     for (const [index, [args, message]] of failures.entries()) {
       expect([args, results[index]!.code], results[index]!.output).toEqual([args, 1]);
       expect(results[index]!.output, args.join(' ')).toContain(message);
       expect(results[index]!.output).not.toMatch(/\n\s+at /);
+      // An agents file is refused before anything else happens: the one line is all the worker says.
+      if (args.includes('--agents')) expect(results[index]!.output).toBe(`error: ${message}\n`);
     }
   });
 });
