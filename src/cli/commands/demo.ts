@@ -13,6 +13,7 @@ import { followRun, textOutput } from '../../client/follow';
 import { PatchloopClient } from '../../client/patchloop-client';
 import { printOutcome } from './runs';
 import { freePort } from '../../worker/free-port';
+import { temporalCli } from './server';
 
 type Print = (line: string) => void;
 const write = (text: string) => void process.stdout.write(text);
@@ -30,6 +31,7 @@ export async function demoCommand(_args: string[], print: Print): Promise<undefi
   const env = configFromEnvironment();
   const port = await freePort();
   const server = await startDevServer({
+    cli: await temporalCli(false, print),
     port,
     uiPort: await freePort(),
     headless: false,
