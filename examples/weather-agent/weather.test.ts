@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { configFromEnvironment, PatchloopClient } from 'patchloop';
 import { ScriptedModel } from 'patchloop/testing';
-import { script } from './weather.script.js';
+import { noForecast, script } from './weather.script.js';
 import { startWorker } from './worker.js';
 
 // The agent, its tool and a real worker, offline: the model is the scripted one. It needs a Temporal
@@ -13,7 +13,9 @@ let client: PatchloopClient;
 let stop: () => Promise<void>;
 
 before(async () => {
-  model = await ScriptedModel.start(script);
+  // One model for the file's tests: each test gives it the scripts it plays (model.use), and its
+  // assertDone() answers for those only.
+  model = await ScriptedModel.start();
   // A task queue of its own, so other workers on the same server never take this test's runs.
   const config = {
     ...configFromEnvironment(),
@@ -37,7 +39,7 @@ after(async () => {
 });
 
 test('the forecaster calls the weather tool and answers from its result', async () => {
-  model.reset();
+  model.use(script);
   const run = await client.start({ agent: 'forecaster', input: 'What is the weather in Paris?' });
   const result = await run.result();
   assert.equal(result.status, 'completed');
@@ -52,7 +54,7 @@ test('the forecaster calls the weather tool and answers from its result', async 
 });
 
 test('one script plays any number of runs at once', async () => {
-  model.reset();
+  model.use(script);
   const runs = await Promise.all(
     ['What is the weather in Paris?', 'Paris: will it be sunny?'].map((input) =>
       client.start({ agent: 'forecaster', input }),
@@ -63,5 +65,13 @@ test('one script plays any number of runs at once', async () => {
     results.map((result) => result.answer),
     ['It is sunny in Paris today, 24 °C.', 'It is sunny in Paris today, 24 °C.'],
   );
+  model.assertDone();
+});
+
+test('a city without a forecast: the model says so', async () => {
+  model.use(noForecast);
+  const run = await client.start({ agent: 'forecaster', input: 'What is the weather in Reykjavik?' });
+  const result = await run.result();
+  assert.equal(result.answer, 'I have no forecast for Reykjavik today.');
   model.assertDone();
 });

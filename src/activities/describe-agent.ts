@@ -15,6 +15,8 @@ export interface DeploymentFacts {
   searchAttributes: () => Promise<boolean>;
   /** PATCHLOOP_MODEL_WINDOWS: context windows the worker adds to the table of well-known models. */
   modelWindows?: Readonly<Record<string, number>>;
+  /** Other workers on this worker's task queue, for the failure of a run of an agent it does not serve. */
+  sharedQueue?: (agent: string) => Promise<string | undefined>;
 }
 
 /** Resolves an agent to data once per run; recorded in history, so a replay sees the same agent. */
@@ -30,11 +32,22 @@ export function createDescribeAgent(
     try {
       return await describe(name);
     } catch (error) {
-      throw await withSearchAttributesFact(error);
+      throw await withSearchAttributesFact(await withSharedQueue(error, name));
     } finally {
       stopHeartbeat();
     }
   };
+
+  /**
+   * An agent this worker does not serve, on a task queue other workers poll too: the run may be another
+   * project's, so the failure names them and the fix (a task queue per project).
+   */
+  async function withSharedQueue(error: unknown, name: string): Promise<unknown> {
+    if (!(error instanceof ApplicationFailure) || error.type !== FailureType.UnknownAgent || !facts.sharedQueue)
+      return error;
+    const note = await facts.sharedQueue(name).catch(() => undefined);
+    return note ? failure(FailureType.UnknownAgent, `${error.message}; ${note}`) : error;
+  }
 
   /**
    * A failure that may end the run before it has an agent (unknown agent, MCP servers that cannot list

@@ -30,6 +30,11 @@ export interface ActivitySettings {
   searchAttributes?: () => Promise<boolean>;
   /** PATCHLOOP_MODEL_WINDOWS, parsed. */
   modelWindows?: Readonly<Record<string, number>>;
+  /**
+   * What the failure of a run of an agent this worker does not serve adds about other workers on its
+   * task queue (which serve the agent, and the fix); undefined when no other worker shares it.
+   */
+  sharedQueue?: (agent: string) => Promise<string | undefined>;
   /** The worker's MCP connections (created here when absent; the worker closes them when it stops). */
   mcp?: McpServers;
 }
@@ -50,6 +55,7 @@ export function createActivities(settings: ActivitySettings) {
           : {}),
         searchAttributes: settings.searchAttributes ?? (async () => false),
         ...(settings.modelWindows ? { modelWindows: settings.modelWindows } : {}),
+        ...(settings.sharedQueue ? { sharedQueue: settings.sharedQueue } : {}),
       },
       mcp,
     ),

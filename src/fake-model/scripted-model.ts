@@ -28,12 +28,24 @@ export class ScriptPlayer {
   readonly problems: string[] = [];
   private readonly conversations = new Map<string, Conversation>();
   private readonly used = new Set<ModelScript>();
+  private playing: readonly ModelScript[];
 
   constructor(
-    readonly scripts: readonly ModelScript[],
+    scripts: readonly ModelScript[],
     private readonly onProblem: (message: string) => void = () => undefined,
   ) {
-    if (scripts.length === 0) throw new TypeError('a scripted model needs at least one script');
+    this.playing = [...scripts];
+  }
+
+  /** The scripts new conversations are played from. */
+  get scripts(): readonly ModelScript[] {
+    return this.playing;
+  }
+
+  /** Plays these scripts from now on, starting clean (`reset`): what one test means to use. */
+  play(scripts: readonly ModelScript[]): void {
+    this.reset();
+    this.playing = [...scripts];
   }
 
   respond(body: ChatRequestBody): FakeStep {
@@ -42,7 +54,7 @@ export class ScriptPlayer {
     const conversation = this.conversations.get(opening) ?? this.open(opening, request, label);
     if (!conversation)
       return this.refuse(
-        `no script plays the conversation ${label} (scripts: ${this.scripts.map((script) => `'${script.name}'${script.when ? ` when ${describeWhen(script)}` : ''}`).join(', ')})`,
+        `no script plays the conversation ${label} (scripts: ${this.scripts.map((script) => `'${script.name}'${script.when ? ` when ${describeWhen(script)}` : ''}`).join(', ') || "none: give the model the test's scripts with model.use(...)"})`,
       );
     const { script } = conversation;
     const step = script.steps[request.reply - 1];
@@ -128,8 +140,10 @@ export interface ScriptedModelOptions {
 /**
  * A real OpenAI-compatible HTTP server (the `FakeModelServer`: Chat Completions and the Responses API,
  * streamed or not) playing model scripts: point a worker's `OPENAI_BASE_URL` at `url`. One server can
- * serve any number of runs at once; `assertDone()` throws when a request did not fit its step, or a
- * conversation stopped before its script's last step.
+ * serve any number of runs at once; `assertDone()` throws when a request did not fit its step, a
+ * conversation stopped before its script's last step, or a script played nothing. Tests that share one
+ * model (and one worker) each say which scripts they play with `use(...)`, so a test answers only for
+ * its own scripts.
  */
 export class ScriptedModel {
   private constructor(
@@ -137,11 +151,12 @@ export class ScriptedModel {
     private readonly player: ScriptPlayer,
   ) {}
 
+  /** A model playing `scripts`, or none until a test gives it its own (`use`). */
   static async start(
-    scripts: ModelScript | readonly ModelScript[],
+    scripts: ModelScript | readonly ModelScript[] = [],
     options: ScriptedModelOptions = {},
   ): Promise<ScriptedModel> {
-    const player = new ScriptPlayer(Array.isArray(scripts) ? scripts : [scripts as ModelScript], options.onProblem);
+    const player = new ScriptPlayer(scriptList([scripts]), options.onProblem);
     const server = await FakeModelServer.start({
       responder: (body) => player.respond(body),
       ...(options.port !== undefined ? { port: options.port } : {}),
@@ -171,11 +186,29 @@ export class ScriptedModel {
     if (found.length > 0) throw new Error(found.join('\n'));
   }
 
+  /** Forgets conversations and problems; the scripts stay. */
   reset(): void {
     this.player.reset();
+  }
+
+  /**
+   * The scripts this test plays, in the order they are chosen (`use(paris)`, `use(clerk, manager)`):
+   * they replace the model's scripts, and conversations and problems start clean (`reset`), so
+   * `assertDone()` answers for these scripts only. One test at a time: tests that share a model take
+   * turns (node:test and Vitest run a file's tests one after another unless told otherwise).
+   */
+  use(...scripts: Array<ModelScript | readonly ModelScript[]>): void {
+    this.player.play(scriptList(scripts));
   }
 
   close(): Promise<void> {
     return this.server.close();
   }
+}
+
+/** Scripts given one by one, as lists, or both. */
+function scriptList(scripts: ReadonlyArray<ModelScript | readonly ModelScript[]>): ModelScript[] {
+  return scripts.flatMap((entry) =>
+    Array.isArray(entry) ? [...(entry as readonly ModelScript[])] : [entry as ModelScript],
+  );
 }

@@ -235,6 +235,11 @@ export const ToolDescriptor = sharedSchema('runtime/agent#ToolDescriptor', () =>
 );
 export type ToolDescriptor = z.infer<typeof ToolDescriptor>;
 
+/** The model an agent's runs use: its own `model`, else its provider's, else the worker's default. */
+export function agentModel(agent: Pick<AgentDefinition, 'model' | 'provider'>, defaultModel: string): string {
+  return agent.model ?? agent.provider?.model ?? defaultModel;
+}
+
 /** An agent resolved by a worker: the definition plus its tools' descriptors and the model in use. */
 export const AgentSpec = sharedSchema('runtime/agent#AgentSpec', () =>
   AgentDefinition.extend({

@@ -28,6 +28,7 @@ import { RedisChunkTransport } from '../streaming/redis-transport';
 import { startStreamServer } from '../streaming/stream-server';
 import { StreamTokens } from '../streaming/stream-token';
 import { ConfigurationError } from '../runtime';
+import { queuePeers, servedFingerprint, sharedQueueNote, sharedQueueWarning, workerIdentity } from './task-queue-peers';
 
 /**
  * Worker Versioning: the worker polls as this version of its deployment. Every workflow is pinned to the
@@ -188,6 +189,39 @@ export async function buildWorkflowBundle(tracing?: Tracing): Promise<{ code: st
   return { code };
 }
 
+/**
+ * The worker's identity, which says what it serves, and what it says of other workers polling its task
+ * queue for something else: a warning at start, and a note in the failure of a run of an agent it does
+ * not serve (`task-queue-peers.ts`). Asking Temporal may fail (a namespace role without
+ * DescribeTaskQueue): the worker then says nothing of it.
+ */
+function sharedTaskQueue(registry: AgentRegistry, options: PatchloopWorkerOptions, connection: NativeConnection) {
+  const { config } = options;
+  const identity =
+    options.workerOptions?.identity ??
+    workerIdentity({
+      fingerprint: servedFingerprint(registry.definitions, registry.functionNames),
+      folder: process.cwd(),
+      agents: registry.agentNames,
+    });
+  const self = { taskQueue: config.taskQueue, identity };
+  const peers = () =>
+    queuePeers(connection, {
+      namespace: options.workerOptions?.namespace ?? config.namespace,
+      taskQueue: config.taskQueue,
+      identity,
+      deployment: options.deployment ?? config.deployment,
+    });
+  return {
+    identity,
+    note: async (agent: string) => sharedQueueNote(await peers(), self, agent),
+    warnIfShared: async () => {
+      const warning = sharedQueueWarning(await peers().catch(() => []), self);
+      if (warning) Runtime.instance().logger.warn(warning);
+    },
+  };
+}
+
 /** A Temporal worker plus its token-stream endpoint; `run()` resolves after shutdown, with the endpoint closed. */
 export interface PatchloopWorker {
   readonly temporal: Worker;
@@ -264,6 +298,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     await closeConnection();
     throw error;
   });
+  const taskQueue = sharedTaskQueue(registry, options, connection);
   // Stdio MCP servers are the worker's child processes: they stop with it.
   const mcp = new McpServers();
   const activities = createActivities({
@@ -277,6 +312,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     payloadsByReference: config.payloadStorage.kind !== 'off',
     ...(config.payloadStorage.kind !== 'off' ? { payloadThresholdBytes: config.payloadStorage.thresholdBytes } : {}),
     searchAttributes: searchAttributesNow,
+    sharedQueue: taskQueue.note,
   });
   // Before the workflow threads start, though V8 reads it at every collection anyway.
   const growing = config.workerTuning?.heapGrowingPercent;
@@ -287,6 +323,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     // Payloads over the threshold go by reference; the worker's own client (activities' queries) too.
     dataConverter: patchloopDataConverter(config.payloadStorage, config.encryption),
     taskQueue: config.taskQueue,
+    identity: taskQueue.identity,
     ...workflows,
     activities: options.toolsOnly ? { toolBatch: activities.toolBatch } : activities,
     interceptors: {
@@ -318,6 +355,7 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     await closeConnection();
     throw error;
   });
+  if (!options.toolsOnly) await taskQueue.warnIfShared();
   return {
     temporal: worker,
     streamUrl: stream.url,

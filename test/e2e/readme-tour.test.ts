@@ -13,7 +13,7 @@ import { eventually } from '../support/wait';
  * The README's five-minute tour, run as the README writes it: each command of its bash blocks in a
  * pseudo-terminal (Python's pty), in the folder the tour is in at that point; the server and the worker
  * stay up as they would in their own terminals. Each text block lists lines the commands before it
- * print. Only the server gets ports of its own (`--port`, `--ui-port`), and every command the test's
+ * print. Only the server gets ports of its own (`--port`, `--ui-port`, `--http-port`), and every command the test's
  * address and task queue, so the tour never meets another test's server or worker.
  */
 
@@ -66,6 +66,7 @@ it('the five-minute tour works as the README writes it', { timeout: 300_000 }, a
 
   const port = await freePort();
   const uiPort = await freePort();
+  const httpPort = await freePort();
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     TEMPORAL_ADDRESS: `127.0.0.1:${port}`,
@@ -93,7 +94,8 @@ it('the five-minute tour works as the README writes it', { timeout: 300_000 }, a
         const argv = command.split(/\s+/);
         if (argv[0] === 'npx' && argv[1] === 'patchloop' && (argv[2] === 'server' || argv[2] === 'worker')) {
           // A terminal of its own, left running.
-          const full = argv[2] === 'server' ? `${command} --port ${port} --ui-port ${uiPort}` : command;
+          const full =
+            argv[2] === 'server' ? `${command} --port ${port} --ui-port ${uiPort} --http-port ${httpPort}` : command;
           const terminal = onTerminal(full, cwd, env);
           longRunning.push(terminal.child);
           const ready = argv[2] === 'server' ? 'Temporal dev server on' : 'worker polling';

@@ -27,24 +27,32 @@ export function runCli(
 
 /**
  * A long-running CLI command (`patchloop <args>`) as a process, ready once its output includes `ready`;
- * `stop()` sends SIGINT and waits for it to exit.
+ * `stop()` sends SIGINT and waits for it to exit (`exited`: its exit status). `launcher` runs it another way
+ * than node and the entry (`['npx', 'patchloop']`, as a user types it).
  */
 export async function startCliProcess(
   args: string[],
   env: Record<string, string>,
   ready: { text: string; what: string; timeoutMs: number },
-  where: { entry?: string; cwd?: string } = {},
-): Promise<{ output(): string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [where.entry ?? cliEntry(), ...args], {
+  where: { entry?: string; cwd?: string; launcher?: string[] } = {},
+): Promise<{ output(): string; stop(): Promise<void>; exited: Promise<number | null>; pid: number }> {
+  const [program, ...before] = where.launcher ?? [process.execPath, where.entry ?? cliEntry()];
+  // A launcher's processes (npx, its shell, the command) get SIGINT together, as Ctrl-C gives it to a
+  // terminal's foreground group: npx's shell would hold a signal sent to npx alone.
+  const child = spawn(program!, [...before, ...args], {
     cwd: where.cwd ?? repositoryRoot,
     env: { ...process.env, ...env },
+    detached: where.launcher !== undefined,
   });
   let output = '';
   child.stdout.on('data', (data: Buffer) => (output += data.toString()));
   child.stderr.on('data', (data: Buffer) => (output += data.toString()));
-  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   const stop = async () => {
-    if (child.exitCode === null) child.kill('SIGINT');
+    if (child.exitCode === null && child.signalCode === null) {
+      if (where.launcher) process.kill(-child.pid!, 'SIGINT');
+      else child.kill('SIGINT');
+    }
     await exited;
   };
   try {
@@ -60,7 +68,7 @@ export async function startCliProcess(
     await stop();
     throw new Error(`${(error as Error).message}\n${output}`);
   }
-  return { output: () => output, stop };
+  return { output: () => output, stop, exited, pid: child.pid! };
 }
 
 /**
@@ -72,7 +80,7 @@ export function startCliWorker(
   args: string[],
   env: Record<string, string>,
   options: { ownBundle?: boolean; entry?: string; cwd?: string } = {},
-): Promise<{ output(): string; stop(): Promise<void> }> {
+): Promise<{ output(): string; stop(): Promise<void>; exited: Promise<number | null>; pid: number }> {
   const bundle = options.ownBundle ? [] : sharedBundleArgs();
   return startCliProcess(
     ['worker', ...args, ...bundle],

@@ -234,4 +234,36 @@ describe('ScriptedModel over HTTP', () => {
     model.reset();
     expect(() => model!.assertDone()).toThrow('no request arrived');
   });
+
+  it('plays the scripts each test uses: assertDone answers for those only, whatever else the model played', async () => {
+    const clerk = modelScript([{ answer: 'Filed.' }], { name: 'clerk', when: { user: 'File the report.' } });
+    model = await ScriptedModel.start();
+    const client = new OpenAI({ baseURL: model.url, apiKey: 'offline', maxRetries: 0 });
+    const tools = [weatherTool] as OpenAI.ChatCompletionTool[];
+    const ask = (body: ChatRequestBody) =>
+      client.chat.completions.create({
+        model: 'm',
+        messages: body.messages as unknown as OpenAI.ChatCompletionMessageParam[],
+        tools,
+      });
+    const fileIt: ChatRequestBody = { model: 'm', messages: [{ role: 'user', content: 'File the report.' }] };
+    // No test has said what it plays yet.
+    await expect(ask(first())).rejects.toThrow(
+      'scripted model: no script plays the conversation "Weather in Paris?" (scripts: none: give the model the test\'s scripts with model.use(...))',
+    );
+    // A test of the forecaster: its script, played to the end.
+    model.use(script);
+    expect(model.problems).toEqual([]);
+    await ask(first());
+    expect((await ask(second('sunny'))).choices[0]!.message.content).toBe('Sunny in Paris.');
+    expect(() => model!.assertDone()).not.toThrow();
+    // A test of the clerk: the forecaster's script is no longer its business.
+    model.use(clerk);
+    expect((await ask(fileIt)).choices[0]!.message.content).toBe('Filed.');
+    expect(() => model!.assertDone()).not.toThrow();
+    // A test that means to play both, and plays one: that one script is the problem.
+    model.use([clerk], script);
+    await ask(fileIt);
+    expect(() => model!.assertDone()).toThrow(/^script 'weather' played no conversation$/);
+  });
 });

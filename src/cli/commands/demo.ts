@@ -13,6 +13,7 @@ import { followRun, textOutput } from '../../client/follow';
 import { PatchloopClient } from '../../client/patchloop-client';
 import { printOutcome } from './runs';
 import { freePort } from '../../worker/free-port';
+import { temporalCli } from './server';
 
 type Print = (line: string) => void;
 const write = (text: string) => void process.stdout.write(text);
@@ -30,6 +31,7 @@ export async function demoCommand(_args: string[], print: Print): Promise<undefi
   const env = configFromEnvironment();
   const port = await freePort();
   const server = await startDevServer({
+    cli: await temporalCli(false, print),
     port,
     uiPort: await freePort(),
     headless: false,
@@ -98,7 +100,9 @@ export async function demoCommand(_args: string[], print: Print): Promise<undefi
       print(
         `\nServer, worker and UI stay up until Ctrl-C. In another terminal:\n` +
           `  TEMPORAL_ADDRESS=${server.address} PATCHLOOP_TASK_QUEUE=${config.taskQueue} npx patchloop run assistant add 4 and 5 --follow\n` +
-          `  TEMPORAL_ADDRESS=${server.address} npx patchloop list`,
+          `  TEMPORAL_ADDRESS=${server.address} npx patchloop list\n` +
+          `patchloop's console shows these runs (transcripts, approvals, live tokens) at http://127.0.0.1:8300:\n` +
+          `  TEMPORAL_ADDRESS=${server.address} PATCHLOOP_TASK_QUEUE=${config.taskQueue} npx patchloop console`,
       );
       await new Promise<void>((resolve) => {
         process.once('SIGINT', () => resolve());

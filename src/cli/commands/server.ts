@@ -1,21 +1,27 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startDevServer } from '../../worker/temporal-cli';
+import { findTemporalCli, startDevServer, temporalCliMissing } from '../../worker/temporal-cli';
+import { installTemporalCli } from '../../worker/temporal-cli-install';
 import { parseCommand } from '../arguments';
 import { FailureType } from '../../common/failure-types';
 import { CliError, UsageError } from '../errors';
 import { portIsFree } from '../../worker/free-port';
 import { SERVER_SYNTAX } from '../syntax';
 
-/** The Temporal dev server with a SQLite file under .patchloop/ and its web UI, until Ctrl-C. */
+/**
+ * The Temporal dev server with a SQLite file under .patchloop/, its web UI and its HTTP API, until
+ * Ctrl-C. The ports default to 7233, and beside it 8233 (UI) and 7243 (HTTP API).
+ */
 export async function serverCommand(args: string[], print: (line: string) => void): Promise<undefined> {
   const { values } = parseCommand(args, SERVER_SYNTAX);
   const port = Number(values.port ?? 7233);
   const uiPort = Number(values['ui-port'] ?? port + 1000);
+  const httpPort = Number(values['http-port'] ?? port + 10);
   // The health check would reach whatever already listens there and report success: check first.
   for (const [flag, value] of [
     ['--port', port],
     ['--ui-port', uiPort],
+    ['--http-port', httpPort],
   ] as const) {
     if (!Number.isInteger(value) || value < 1 || value > 65535)
       throw new UsageError(`${flag} must be a port number\nusage: ${SERVER_SYNTAX.usage}`);
@@ -25,14 +31,18 @@ export async function serverCommand(args: string[], print: (line: string) => voi
         FailureType.PortInUse,
       );
   }
+  const cli = await temporalCli(values['install-cli'] === true, print);
   mkdirSync('.patchloop', { recursive: true });
   const server = await startDevServer({
+    cli,
     port,
     uiPort,
+    httpPort,
     headless: false,
     dbFile: values.db ?? join('.patchloop', 'temporal.db'),
   });
-  print(`Temporal dev server on ${server.address}; web UI: ${server.uiUrl}`);
+  print(`Temporal dev server on ${server.address}; web UI: ${server.uiUrl}; HTTP API: ${server.httpUrl}`);
+  print(`temporal CLI: ${cli}`);
   print('Ctrl-C stops it.');
   await new Promise<void>((resolve) => {
     const stop = () => void server.stop().then(resolve);
@@ -41,4 +51,16 @@ export async function serverCommand(args: string[], print: (line: string) => voi
     server.process.once('exit', () => resolve());
   });
   return undefined;
+}
+
+/** The `temporal` CLI the dev server runs: one found, else (asked to) one installed into the cache. */
+export async function temporalCli(install: boolean, print: (line: string) => void): Promise<string> {
+  const found = findTemporalCli();
+  if (found) return found;
+  if (!install) throw new CliError(temporalCliMissing(), FailureType.TemporalCliNotFound);
+  try {
+    return await installTemporalCli(print);
+  } catch (error) {
+    throw new CliError(`cannot install the Temporal CLI: ${(error as Error).message}`, FailureType.TemporalCliNotFound);
+  }
 }

@@ -1,6 +1,6 @@
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { readFile } from 'node:fs/promises';
-import { AgentDefinition, isConfigurationError } from '../../runtime';
+import { AgentDefinition, agentModel, isConfigurationError } from '../../runtime';
 import { FailureType } from '../../common/failure-types';
 import {
   configFromEnvironment,
@@ -65,9 +65,10 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   if (toolsOnly && !values['task-queue'])
     throw new CliError('--tools-only needs --task-queue: the queue its tools are routed to', FailureType.UsageError);
   const agents = await agentsFromFile(values.agents);
+  const definitions = agents.map((agent) => AgentDefinition.parse(agent));
   // Offline by choice, never by surprise: no provider and no --fake-model is an error, not api.openai.com.
   // Agents that all name their own server need none from the environment.
-  const everyAgentHasServer = agents.every((agent) => AgentDefinition.parse(agent).provider?.base_url !== undefined);
+  const everyAgentHasServer = definitions.every((agent) => agent.provider?.base_url !== undefined);
   // --fake-model alone: the demo's model; --fake-model FILE: the model scripts in FILE.
   const fakeModel = values['fake-model'];
   if (
@@ -86,13 +87,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   // included); INFO (webpack's bundle statistics among it) and whole failures with --verbose.
   const metricsAddress = values['metrics-address'] ?? process.env['PATCHLOOP_METRICS_ADDRESS'];
   const workerLog = new WorkerLog(
-    new RedactingLogger(
-      new DefaultLogger(values.verbose ? 'INFO' : 'WARN'),
-      workerRedactor(
-        environment,
-        agents.map((agent) => AgentDefinition.parse(agent)),
-      ),
-    ),
+    new RedactingLogger(new DefaultLogger(values.verbose ? 'INFO' : 'WARN'), workerRedactor(environment, definitions)),
     { address: environment.temporalAddress, verbose: values.verbose === true },
   );
   Runtime.install({
@@ -148,7 +143,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
           ? 'tools only (no workflows, no model calls)'
           : fake
             ? `model: ${fake.description}`
-            : `provider: ${config.openaiBaseUrl ?? 'api.openai.com'}, model ${config.model}`),
+            : providerNote(definitions, config)),
     );
     await worker.run();
     print('worker stopped');
@@ -160,6 +155,20 @@ export async function workerCommand(args: string[], print: (line: string) => voi
     await tracing?.shutdown();
   }
   return undefined;
+}
+
+/**
+ * What the start line says of the model servers: the worker's (every agent's default), and the agents
+ * that name their own; only theirs when every agent names one (the worker's is then used by none).
+ */
+function providerNote(definitions: readonly AgentDefinition[], config: PatchloopConfig): string {
+  const own = definitions.filter((agent) => agent.provider?.base_url !== undefined);
+  const listed = own
+    .map((agent) => `${agent.name}: ${agent.provider!.base_url}, model ${agentModel(agent, config.model)}`)
+    .join('; ');
+  if (own.length > 0 && own.length === definitions.length) return `providers: each agent's own (${listed})`;
+  const worker = `provider: ${config.openaiBaseUrl ?? 'api.openai.com'}, model ${config.model}`;
+  return own.length > 0 ? `${worker}; agents with their own: ${listed}` : worker;
 }
 
 /**
