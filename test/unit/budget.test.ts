@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
+  AgentDefinition,
+  AgentSpec,
+  DEFAULT_BUDGET_LIMITS,
+  exhaustedSummary,
+  NO_BOUNDS,
   BudgetExtension,
   BudgetOverride,
   effectiveBudget,
@@ -86,6 +91,47 @@ describe('budgets are checked before a step, with its estimate', () => {
       max_llm_calls: 50,
     });
     expect(budgetProblem(effectiveBudget(agent, BudgetOverride.parse({ max_cost_usd: 1 })))).toBeNull();
+  });
+});
+
+describe('every run is bounded by default', () => {
+  const spent = (calls: number, tokens: number) =>
+    Array.from({ length: calls }).reduce<ReturnType<typeof emptyUsageLedger>>(
+      (ledger) =>
+        recordCall(ledger, { prompt_tokens: tokens / calls, completion_tokens: 0, total_tokens: tokens / calls }, null),
+      emptyUsageLedger(),
+    );
+
+  it('an agent that sets no budget gets the default bounds: the call after the hundredth, or past a million tokens, is not made', () => {
+    const agent = AgentDefinition.parse({ name: 'a', instructions: '' });
+    expect(agent.budget).toMatchObject(DEFAULT_BUDGET_LIMITS);
+    expect(exceededLimits(agent.budget, spent(99, 1000), 0, call)).toEqual([]);
+    expect(exceededLimits(agent.budget, spent(100, 1000), 0, call)).toEqual(['max_llm_calls']);
+    expect(exceededLimits(agent.budget, spent(10, 999_000), 0, call)).toEqual(['max_total_tokens']);
+  });
+
+  it("null lifts a bound, in the agent or in a run's override; a spec recorded before budgets has none", () => {
+    const lifted = AgentDefinition.parse({ name: 'a', instructions: '', budget: NO_BOUNDS }).budget;
+    expect(exceededLimits(lifted, spent(5000, 50_000_000), 0, call)).toEqual([]);
+    const bounded = AgentDefinition.parse({ name: 'a', instructions: '' }).budget;
+    expect(exceededLimits(effectiveBudget(bounded, { max_llm_calls: null }), spent(500, 1000), 0, call)).toEqual([]);
+    expect(exceededLimits(effectiveBudget(bounded, { max_llm_calls: 3 }), spent(3, 1000), 0, call)).toEqual([
+      'max_llm_calls',
+    ]);
+    const recorded = AgentSpec.parse({ name: 'a', instructions: '', model: 'm', tool_descriptors: [] });
+    expect(recorded.budget).toMatchObject(NO_BOUNDS);
+  });
+
+  it('a run stopped by a bound says which, and whether it was the default', () => {
+    const report = (limit: number) => ({
+      limit: { max_llm_calls: limit, max_total_tokens: 1_000_000 },
+      spent: { max_llm_calls: limit, max_total_tokens: 1234 },
+      exceeded: ['max_llm_calls'],
+    });
+    expect(exhaustedSummary(report(100))).toBe(
+      'budget exhausted: max_llm_calls (100 of 100, the default bound) reached; spent {"max_llm_calls":100,"max_total_tokens":1234}. Raise a bound in the agent\'s "budget" or the run\'s input (null: none), see docs/budgets.md',
+    );
+    expect(exhaustedSummary(report(3))).toMatch(/^budget exhausted: max_llm_calls \(3 of 3\) reached;/);
   });
 });
 
