@@ -6,10 +6,17 @@ import type { RunHandle } from '../../src/client/patchloop-client';
 import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
 import type { PendingApproval, RunEvent, RunEventType } from '../../src/runtime';
 
+/**
+ * How long a wait for a condition may take before it fails: a bound on a hang, not on speed (a loaded
+ * machine took over 30 s for a local model's first 40 characters). A test that needs a time bound
+ * asserts it itself.
+ */
+export const CONDITION_TIMEOUT_MS = 120_000;
+
 /** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */
 export async function eventually<T>(
   check: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 30_000,
+  timeoutMs = CONDITION_TIMEOUT_MS,
   what = 'condition',
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -34,7 +41,7 @@ export function eventOf(
 ): Promise<RunEvent> {
   return eventually(
     async () => (await run.status()).events.find((event) => event.event_type === type && matches(event)),
-    30_000,
+    CONDITION_TIMEOUT_MS,
     `event ${type}`,
   );
 }
@@ -46,7 +53,7 @@ export function replyReceived(run: RunHandle, chars: number): Promise<true> {
       (await pendingHeartbeatDetails(run.workflow)).some((details) => Number(details['chars'] ?? -1) >= chars)
         ? true
         : undefined,
-    30_000,
+    CONDITION_TIMEOUT_MS,
     `${chars} characters received`,
   );
 }
@@ -58,7 +65,7 @@ export function callsFinished(run: RunHandle, count: number): Promise<true> {
       (await pendingHeartbeatDetails(run.workflow)).some((details) => Number(details['finished'] ?? -1) >= count)
         ? true
         : undefined,
-    30_000,
+    CONDITION_TIMEOUT_MS,
     `${count} finished call(s)`,
   );
 }
@@ -119,7 +126,7 @@ export function awaitingApproval(run: RunHandle, ids: string[]): Promise<Pending
         ? status.pending_approvals
         : undefined;
     },
-    30_000,
+    CONDITION_TIMEOUT_MS,
     `calls ${ids.join(', ')} awaiting approval`,
   );
 }
