@@ -16,6 +16,15 @@ function files(folder: string): string[] {
   });
 }
 
+/** What cites the spec: the README, ARCHITECTURE.md, the sources and the docs (the spec itself aside). */
+const citing = () =>
+  [
+    join(root, 'README.md'),
+    join(root, 'ARCHITECTURE.md'),
+    ...files(join(root, 'src')),
+    ...files(join(root, 'docs')),
+  ].filter((path) => !path.startsWith(join(root, 'docs', 'spec')));
+
 describe('the spec the docs and the code cite is in the repository', () => {
   it('has its numbered sections', () => {
     for (const section of ['1.2', '3.5', '6.6', '7', '7.5', '7.8', '8.3', '10', '10.a'])
@@ -23,32 +32,18 @@ describe('the spec the docs and the code cite is in the repository', () => {
   });
 
   it('every "spec N.N" or "spec section N" in src/, docs/, README.md and ARCHITECTURE.md names one of them', () => {
-    const cited = [
-      join(root, 'README.md'),
-      join(root, 'ARCHITECTURE.md'),
-      ...files(join(root, 'src')),
-      ...files(join(root, 'docs')),
-    ]
-      .filter((path) => !path.startsWith(join(root, 'docs', 'spec')))
-      .flatMap((path) =>
-        [...readFileSync(path, 'utf8').matchAll(/\bspec(?:'s)?(?: section)? (\d+(?:\.[0-9a-z]+)?)\b/g)].map(
-          (match) => ({
-            where: relative(root, path),
-            section: match[1]!,
-          }),
-        ),
-      );
+    const cited = citing().flatMap((path) =>
+      [...readFileSync(path, 'utf8').matchAll(/\bspec(?:'s)?(?: section)? (\d+(?:\.[0-9a-z]+)?)\b/g)].map((match) => ({
+        where: relative(root, path),
+        section: match[1]!,
+      })),
+    );
     expect(cited.length).toBeGreaterThan(50);
     expect(cited.filter(({ section }) => !sections.has(section))).toEqual([]);
   });
 
   it('nothing cites the spec where a clone cannot follow it (outside the repository)', () => {
-    const outside = [
-      join(root, 'README.md'),
-      join(root, 'ARCHITECTURE.md'),
-      ...files(join(root, 'src')),
-      ...files(join(root, 'docs')),
-    ]
+    const outside = citing()
       .filter((path) => readFileSync(path, 'utf8').includes('../shared'))
       .map((path) => relative(root, path));
     expect(outside).toEqual([]);
