@@ -50,7 +50,7 @@ export const APPROVALS_SYNTAX = {
 export const APPROVE_SYNTAX = {
   usage: 'patchloop approve <id> <call id> [--reason TEXT] [--run WORKFLOW_ID]',
   summary:
-    "Lets a waiting tool call run (update 'approve'). A sub-agent's call is decided on the top run; --run names the sub-agent run it belongs to when the call id alone does not.",
+    "Lets a waiting tool call run (update 'approve'). A sub-agent's call is decided on the top run; --run names the sub-agent run it belongs to when the call id alone does not. A run that has ended: exit 4.",
   options: { reason: { type: 'string' }, run: { type: 'string' } },
   positionals: ['id', 'call id'],
 } as const;
@@ -58,7 +58,7 @@ export const APPROVE_SYNTAX = {
 export const REJECT_SYNTAX = {
   usage: 'patchloop reject <id> <call id> --reason TEXT [--run WORKFLOW_ID]',
   summary:
-    "Refuses a waiting tool call (update 'approve'): the model gets the reason as the call's result. --run as for approve.",
+    "Refuses a waiting tool call (update 'approve'): the model gets the reason as the call's result. --run and exit 4 as for approve.",
   options: { reason: { type: 'string' }, run: { type: 'string' } },
   positionals: ['id', 'call id'],
 } as const;
@@ -66,7 +66,7 @@ export const REJECT_SYNTAX = {
 export const BUDGET_SYNTAX = {
   usage: 'patchloop budget extend <id> [--tokens N] [--calls N] [--cost USD] [--seconds N]',
   summary:
-    "Raises a run's or session's budget (update 'extend_budget'); a run waiting for it (awaiting_budget) goes on. Prints the new limits.",
+    "Raises a run's or session's budget (update 'extend_budget'); a run waiting for it (awaiting_budget) goes on. Prints the new limits. A run that has ended: exit 4.",
   options: {
     tokens: { type: 'string' },
     calls: { type: 'string' },

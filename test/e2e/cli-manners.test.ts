@@ -211,11 +211,42 @@ describe('commands on runs that have ended', () => {
     ]);
     const asJson = await cli(['abort', done.workflowId, '--json']);
     expect(JSON.parse(asJson.stderr)).toEqual({ error: { type: 'RunEnded', message: expect.any(String) } });
+    // Every command on an id follows the same rule: a decision or an extension for a run that has ended
+    // says how it ended (exit 4, as the help promises); the list of waiting calls is empty.
+    const closed = `${done.workflowId} has already ended: completed at ${await closeTime(done.workflowId)}`;
+    const see = `(see 'npx patchloop show ${done.workflowId}')`;
+    const ended: Array<[string[], string]> = [
+      [['approve', done.workflowId, 'call_1'], 'nothing of it waits for a decision'],
+      [['reject', done.workflowId, 'call_1', '--reason', 'no'], 'nothing of it waits for a decision'],
+      [['budget', 'extend', done.workflowId, '--calls', '2'], 'its budget takes no extension'],
+    ];
+    // Side by side: each is a process of its own.
+    const endedResults = await Promise.all(ended.map(([args]) => cli(args)));
+    expect(endedResults.map((result, at) => [ended[at]![0], result.code, result.stdout, result.stderr])).toEqual(
+      ended.map(([args, consequence]) => [args, 4, '', `error: ${closed}; ${consequence} ${see}\n`]),
+    );
+    const listed = await cli(['approvals', done.workflowId]);
+    expect([listed.code, JSON.parse(listed.stdout)]).toEqual([
+      0,
+      { workflow_id: done.workflowId, pending_approvals: [] },
+    ]);
     const missing = await cli(['abort', 'manners-no-such-run']);
     expect([missing.code, missing.stderr]).toEqual([
       1,
       "error: no run or session with id 'manners-no-such-run' (see 'npx patchloop list')\n",
     ]);
+    // An id that names nothing: every command says so in the same words, never a bare 'workflow not found'.
+    const unknown = [
+      ['follow', 'manners-no-such-run'],
+      ['approve', 'manners-no-such-run', 'call_1'],
+      ['approvals', 'manners-no-such-run'],
+      ['budget', 'extend', 'manners-no-such-run', '--calls', '1'],
+      ['send', 'manners-no-such-run', 'hello'],
+    ];
+    const unknownResults = await Promise.all(unknown.map((args) => cli(args)));
+    expect(unknownResults.map((result, at) => [unknown[at], result.code, result.stdout, result.stderr])).toEqual(
+      unknown.map((args) => [args, 1, '', missing.stderr]),
+    );
   });
 });
 

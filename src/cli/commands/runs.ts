@@ -47,7 +47,10 @@ export async function runCommand(client: PatchloopClient, args: string[], print:
 /** Follows a run that is already going (or finished): its events, then live tokens, then a summary. */
 export async function followCommand(client: PatchloopClient, args: string[], print: Print): Promise<unknown> {
   const { values, positionals } = parseCommand(args, FOLLOW_SYNTAX);
-  return follow(client.run(positionals['id']!), client, Boolean(values.json), print);
+  const run = client.run(positionals['id']!);
+  // An id that names no run says so, as every command on an id does (a run that has ended is followed to its outcome).
+  await run.workflow.describe().catch((error: unknown) => explainUnavailable(run, error));
+  return follow(run, client, Boolean(values.json), print);
 }
 
 /**
