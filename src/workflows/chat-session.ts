@@ -1,4 +1,12 @@
-import { allHandlersFinished, condition, ContinueAsNew, patched, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  ContinueAsNew,
+  patched,
+  setCurrentDetails,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { cloneJson, type Message } from '../context';
 import {
   ChatSessionInput,
@@ -187,6 +195,8 @@ async function openSession(session: Session): Promise<AgentSpec> {
  */
 async function nextMessage(session: Session): Promise<InboxEntry | undefined> {
   const { run } = session;
+  // Between turns the session does nothing but wait: its last step is no longer what it does now.
+  setCurrentDetails(`waiting for the next message (${session.turns} turns so far)`);
   for (;;) {
     await condition(() => run.inbox.length > 0 || session.closing);
     const entry = run.inbox.shift();
