@@ -86,7 +86,8 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     const agent = await openSession(session);
     for (let entry = await nextMessage(session); entry; entry = await nextMessage(session)) {
       await serveTurn(session, entry);
-      keepVisible(run);
+      // The list's counters follow each turn (sessions recorded before moved them every ten iterations).
+      keepVisible(run, run.iteration !== run.visibility.iteration && patched('session-visible-each-turn'));
       if (
         // Due, or (between turns) a new build is current: a session moves to it at its next idle boundary.
         (continueAsNewDue(input.continue_as_new) || (newBuildCurrent() && run.inbox.length === 0)) &&

@@ -303,6 +303,30 @@ describe('failed runs in the list', () => {
   });
 });
 
+describe('sessions in the list', () => {
+  it('count their iterations, tool calls and tokens after each turn, as runs do', async () => {
+    const session = await world.client.startSession({ agent: 'assistant' });
+    await session.send('add 2 and 3');
+    await session.send('hello');
+    const status = await session.status();
+    const row = await eventually(async () => {
+      const out = await cli(['list', '--json', '--limit', '100']);
+      const rows = JSON.parse(out.stdout) as Array<{ workflow_id: string; iterations: number | null }>;
+      const found = rows.find((entry) => entry.workflow_id === session.workflowId);
+      return found?.iterations === status.iteration ? found : undefined;
+    });
+    expect(row).toMatchObject({
+      type: 'chatSession',
+      status: 'running',
+      iterations: 3,
+      tool_calls: 1,
+      total_tokens: status.usage!.total_tokens,
+    });
+    expect(status.usage!.total_tokens).toBeGreaterThan(0);
+    await session.close();
+  });
+});
+
 describe('on a server of its own, with its web UI', () => {
   // Stopped and started again by the terminal's test; the UI's test reads what the UI reads.
   const port = freePort();
