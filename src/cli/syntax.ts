@@ -151,7 +151,7 @@ export const ABORT_SYNTAX = {
 export const SEND_SYNTAX = {
   usage: 'patchloop send <id> <text...> [--no-wait]',
   summary:
-    "To a run: signal 'user_message'. To a session: update 'send', printing the turn's reply (--no-wait only queues it).",
+    "To a run: signal 'user_message'. To a session: update 'send', printing the turn's reply (--no-wait only queues it); a failed turn prints its reply and, on stderr, its error, and exits 1 (its message stays in the session).",
   options: { 'no-wait': { type: 'boolean' } },
   positionals: ['id', 'text...'],
 } as const;
@@ -159,7 +159,7 @@ export const SEND_SYNTAX = {
 export const SHOW_SYNTAX = {
   usage: 'patchloop show <id> [--json]',
   summary:
-    'Status, failure, what runs now, its child runs (with links to the Temporal web UI: PATCHLOOP_WEB_UI_URL, or beside a local dev server), and the transcript of a run or session.',
+    "Status, failure, a session's failed latest turn, what runs now, its child runs (with links to the Temporal web UI: PATCHLOOP_WEB_UI_URL, or beside a local dev server), and the transcript of a run or session.",
   options: { json: { type: 'boolean' } },
   positionals: ['id'],
 } as const;

@@ -1,5 +1,5 @@
 import type { RunSummary } from '../client/patchloop-client';
-import { describeEvent } from '../client/follow';
+import { describeEvent, failedTurnText } from '../client/follow';
 import type { Message } from '../context';
 import type { AgentRunResult } from '../runtime';
 import { costOf, isClearedResult, isSummaryMessage, type RunEvent, type RunStatus, type TokenPrices } from '../runtime';
@@ -235,6 +235,12 @@ export function stateOf(view: Pick<RunView, 'execution' | 'status' | 'result' | 
   return view.status?.state ?? view.result?.status ?? view.summary.status;
 }
 
+/** A session whose latest turn failed: the error, and that the message stays. */
+function failedTurn(status: RunStatus | null): string {
+  const failure = status?.last_turn_failure;
+  return failure ? `<p class="failure turn-failed">The last turn failed: ${escape(failedTurnText(failure))}</p>` : '';
+}
+
 export function overview(view: RunView, now: number): string {
   const status = view.status;
   const ended = view.closed ? Date.parse(view.closed) : now;
@@ -260,7 +266,7 @@ export function overview(view: RunView, now: number): string {
     ['History', `${escape(view.history.events)} events, ${escape(view.history.bytes)} bytes`],
   ];
   return `<dl class="facts">${facts.map(([name, value]) => `<div><dt>${name}</dt><dd>${value}</dd></div>`).join('')}</dl>
-${view.failure ? `<p class="failure">Failed: ${escape(view.failure)}</p>` : ''}
+${view.failure ? `<p class="failure">Failed: ${escape(view.failure)}</p>` : ''}${failedTurn(status)}
 ${typeof abortReason === 'string' ? `<p class="sub">Abort requested${abortReason ? `: ${escape(abortReason)}` : ''}.</p>` : ''}
 ${gauges(status)}`;
 }

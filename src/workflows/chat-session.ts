@@ -7,13 +7,14 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import { cloneJson, type Message } from '../context';
+import { cloneJson, ContextError, type Message } from '../context';
 import {
   ChatSessionInput,
   SESSION_SCHEMA_VERSION,
   SESSION_SCHEMA_VERSIONS,
   type AgentSpec,
   fittedSessionResult,
+  lastTurnFailure,
   type ChatSessionResult,
   type TurnReply,
 } from '../runtime';
@@ -30,6 +31,7 @@ import { setOnceUpdateHandler } from './update-ledger';
 import { keepVisible } from './visibility';
 import {
   checkMessage,
+  commit,
   emit,
   enqueueMessage,
   newRun,
@@ -143,6 +145,7 @@ function registerSessionHandlers(session: Session): void {
     continued_as_new: session.continued,
     turn_active: session.turnActive,
     started_agent: session.input.agent,
+    last_turn_failure: lastTurnFailure(run.events),
   }));
   setHandler(abortSignal, (payload) => {
     if (session.turnActive) requestAbort(run, payload?.reason);
@@ -214,7 +217,7 @@ async function serveTurn(session: Session, entry: InboxEntry): Promise<void> {
   run.pending.push(userMessageMutation(entry.content));
   run.abort = { requested: false, reason: '' };
   session.turnActive = true;
-  const reply = await runTurn(run, session.loop!, checkpoint);
+  const reply = await runTurn(run, session.loop!, checkpoint, entry.content);
   session.turnActive = false;
   // An abort ends its turn only: the next messages are accepted as usual.
   run.abort = { requested: false, reason: '' };
@@ -246,10 +249,16 @@ function turnCheckpoint(run: Run, loop?: AgentLoop): TurnCheckpoint {
 
 /**
  * One turn. A turn that fails (the provider rejects the message, the context is too long, the retry
- * budget runs out) answers `failed` with the error, and its effects on the context are rolled back, so
- * the transcript stays valid and the session goes on with the next message.
+ * budget runs out) answers `failed` with the error, and what its model calls and tools added to the
+ * context is rolled back, so the transcript stays valid and the session goes on with the next message.
+ * The user's message stays: the conversation keeps what was said, and the next turn's request holds it.
  */
-async function runTurn(run: Run, loop: AgentLoop, checkpoint: TurnCheckpoint): Promise<Omit<TurnReply, 'turn'>> {
+async function runTurn(
+  run: Run,
+  loop: AgentLoop,
+  checkpoint: TurnCheckpoint,
+  content: string,
+): Promise<Omit<TurnReply, 'turn'>> {
   try {
     const turn = await loop.turn();
     return {
@@ -269,8 +278,26 @@ async function runTurn(run: Run, loop: AgentLoop, checkpoint: TurnCheckpoint): P
     run.selfrefQueue = checkpoint.selfrefQueue;
     if (checkpoint.agent) loop.useAgent(checkpoint.agent);
     run.request = null;
+    // Sessions recorded before the message stayed replay without it.
+    if (patched('session-failed-turn-keeps-message')) keepMessage(run, content);
     emit(run, { event_type: 'turn_failed', error_type: failure.type, message: failure.message });
     return { status: 'failed', reply: null, error: failure };
+  }
+}
+
+/**
+ * The failed turn's message, committed after the rolled-back context as the turn began (with what was
+ * pending before it). A commit that fails (the pending patches themselves broke the turn) keeps the
+ * rollback as it is.
+ */
+function keepMessage(run: Run, content: string): void {
+  const pending = run.pending;
+  try {
+    commit(run, [...pending, userMessageMutation(content)]);
+    run.pending = [];
+  } catch (error) {
+    if (!(error instanceof ContextError)) throw error;
+    run.pending = pending;
   }
 }
 

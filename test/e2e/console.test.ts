@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateToolLinkage } from '../../src/context';
 import { startConsole, type ConsoleServer } from '../../src/console/server';
-import { callTools, reply, toolCall as call } from '../../src/fake-model/steps';
+import { callTools, failWith, reply, toolCall as call } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { addTool, waitTool } from '../../src/tools/examples';
 import { LIST_STATUSES } from '../../src/cli/syntax';
@@ -29,6 +29,7 @@ const agents: AgentDefinitionInput[] = [
   { name: 'lead', instructions: 'You lead.', subagents: ['clerk'] },
   { name: 'clerk', instructions: 'You file.' },
   { name: 'reporter', instructions: 'You report.' },
+  { name: 'chatter', instructions: 'You chat along.' },
 ];
 const words = (count: number) => Array.from({ length: count }, (_, index) => `word${index} `);
 
@@ -60,6 +61,15 @@ const scripts = scriptsByAgent({
   },
   clerk: { instructions: 'You file.', steps: [reply('filed')] },
   reporter: { instructions: 'You report.', steps: [reply('the first report'), reply('the second report')] },
+  chatter: {
+    instructions: 'You chat along.',
+    steps: [
+      reply('hello!'),
+      failWith(400, { message: 'Your message was flagged by the content filter' }),
+      reply('still here'),
+      failWith(400, { message: 'This one was flagged too' }),
+    ],
+  },
 });
 
 let world: TestWorld;
@@ -94,6 +104,7 @@ afterAll(async () => {
   await world?.close();
 });
 
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const runUrl = (id: string) => `${consoleServer.url}/runs/${encodeURIComponent(id)}`;
 const transcriptText = () => page.locator('#transcript').innerText();
 /** A closed run's page reads its details after it is shown: until they are in (at once when kept). */
@@ -454,6 +465,55 @@ fetch(${JSON.stringify(`${consoleServer.url}${abortPath()}`)}, { method: 'POST',
         await open.close();
       }
     });
+  });
+
+  it("a failed chat turn shows its error in the console, show and chat, and keeps the user's message", async () => {
+    const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
+    const id = `console-chat-${randomUUID()}`;
+    const kept = "(the message stays in the session's transcript; send another to go on)";
+    const chat = await runCli(['chat', 'chatter', '--id', id], env, 'hello\nsomething flagged\n/quit\n');
+    expect(chat.code, chat.stderr).toBe(0);
+    expect(chat.stdout).toMatch(
+      new RegExp(
+        `assistant> \\(turn failed: ProviderRejected: [^\\n]*Your message was flagged by the content filter[^\\n]* ${escaped(kept)}\\)\n`,
+      ),
+    );
+    await page.goto(runUrl(id));
+    expect(await page.locator('#overview .turn-failed').innerText()).toMatch(
+      new RegExp(`^The last turn failed: ProviderRejected: .*flagged by the content filter.* ${escaped(kept)}$`),
+    );
+    expect(await page.locator('#timeline tr.type-turn_failed').innerText()).toMatch(
+      /turn failed: ProviderRejected: .*flagged by the content filter/,
+    );
+    expect(await transcriptText()).toContain('something flagged');
+    const shown = await runCli(['show', id], env);
+    expect(shown.stdout).toMatch(
+      new RegExp(`\nlast turn failed: ProviderRejected: .*flagged by the content filter.* ${escaped(kept)}\n`),
+    );
+    expect(shown.stdout).toContain('\nuser      something flagged\n');
+    // The next turn's request holds the message: the conversation as it was said, valid.
+    const next = await runCli(['send', id, 'are you there?'], env);
+    expect([next.code, JSON.parse(next.stdout).reply]).toEqual([0, 'still here']);
+    expect(scripts.requests('chatter').at(-1)!.messages.slice(1)).toEqual([
+      { role: 'user', content: 'hello' },
+      { role: 'assistant', content: 'hello!' },
+      { role: 'user', content: 'something flagged' },
+      { role: 'user', content: 'are you there?' },
+    ]);
+    // A turn that fails through send: its reply on stdout, its error on stderr, exit 1.
+    const failed = await runCli(['send', id, 'flag this too'], env);
+    expect(failed.code).toBe(1);
+    expect(JSON.parse(failed.stdout)).toMatchObject({
+      workflow_id: id,
+      status: 'failed',
+      reply: null,
+      turn: 4,
+      error: { type: 'ProviderRejected', message: expect.stringContaining('This one was flagged too') },
+    });
+    expect(failed.stderr).toMatch(
+      new RegExp(`^the turn failed: ProviderRejected: .*This one was flagged too.* ${escaped(kept)}\n$`),
+    );
+    await world.client.session(id).close();
   });
 
   it("shows an encrypted run in plaintext through the client's codec, with no key in the page", async () => {

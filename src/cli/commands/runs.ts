@@ -4,7 +4,7 @@ import type { Message } from '../../context';
 import type { AgentRunResult, RunEvent, RunStatus } from '../../runtime';
 import { askApproval, terminalAsker } from './approvals';
 import { parseCommand } from '../arguments';
-import { followRun, jsonOutput, textOutput } from '../../client/follow';
+import { failedTurnText, followRun, jsonOutput, textOutput } from '../../client/follow';
 import { retryingPhases, type PatchloopClient, type RunHandle } from '../../client/patchloop-client';
 import { EXIT, UsageError, WithStatus } from '../errors';
 import { detach, detachOnInterrupt } from '../interrupt';
@@ -102,7 +102,10 @@ export async function abortCommand(client: PatchloopClient, args: string[]): Pro
   return { workflow_id: id, signal: 'abort', reason: values.reason ?? '' };
 }
 
-/** To a run: signal `user_message`. To a session: update `send`, printing the turn's reply (or queue with --no-wait). */
+/**
+ * To a run: signal `user_message`. To a session: update `send`, printing the turn's reply (or queue with
+ * --no-wait); a failed turn exits 1.
+ */
 export async function sendCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
   const { values, positionals } = parseCommand(args, SEND_SYNTAX);
   const id = positionals['id']!;
@@ -110,7 +113,10 @@ export async function sendCommand(client: PatchloopClient, args: string[]): Prom
   const run = client.run(id);
   try {
     if ((await client.workflowType(id)) === 'chatSession' && !values['no-wait']) {
-      return { workflow_id: id, ...(await client.session(id).send(text)) };
+      const reply = await client.session(id).send(text);
+      if (reply.status !== 'failed') return { workflow_id: id, ...reply };
+      note(`the turn failed: ${failedTurnText(reply.error)}`);
+      return new WithStatus({ workflow_id: id, ...reply }, EXIT.failed);
     }
     await run.sendUserMessage(text);
   } catch (error) {
@@ -161,6 +167,7 @@ export async function showCommand(client: PatchloopClient, args: string[], print
       `budget: ${budgetLine(status.budget)}${status.budget.awaiting ? ` (waiting for an extension: ${status.budget.awaiting.join(', ')})` : ''}`,
     );
   if (failed) print(`failed: ${failed.type}: ${failed.message}`);
+  if (status?.last_turn_failure) print(`last turn failed: ${failedTurnText(status.last_turn_failure)}`);
   if (now) print(`now: ${now}`);
   for (const phase of retrying)
     print(
