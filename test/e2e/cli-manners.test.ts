@@ -147,6 +147,94 @@ describe('a run no worker takes', () => {
   });
 });
 
+describe('commands that wait for a worker', () => {
+  it('approvals, approve, send and show say within seconds that no worker serves the run; once one starts, each ends as it does with a worker', async () => {
+    const queue = `manners-unserved-${randomUUID()}`;
+    const first = await workerOn(queue);
+    const client = PatchloopClient.on(await Connection.connect({ address: world.config.temporalAddress }), {
+      ...world.config,
+      taskQueue: queue,
+    });
+    const onQueue = { PATCHLOOP_TASK_QUEUE: queue };
+    const waitingRun = async (text: string) => {
+      const run = await client.start({ agent: 'careful-assistant', input: `repeat '${text}' 2 times` });
+      const pending = await eventually(async () => {
+        const status = await run.status();
+        return status.state === 'awaiting_approval' ? status.pending_approvals : undefined;
+      });
+      return { run, call: pending[0]!.tool_call_id, pending };
+    };
+    try {
+      // What approve prints with a worker there.
+      const served = await waitingRun('served');
+      const withWorker = await cli(['approve', served.run.workflowId, served.call], '', onQueue);
+      expect([withWorker.code, withWorker.stderr]).toEqual([0, '']);
+      const decided = await waitingRun('decided');
+      const listed = await waitingRun('listed');
+      const session = await client.startSession({ agent: 'assistant' });
+      expect((await session.send('hello')).reply).toBe('You said: hello');
+      await first.kill('SIGKILL');
+
+      const since = Date.now();
+      const approve = startCli(['approve', decided.run.workflowId, decided.call], onQueue);
+      const approvals = startCli(['approvals', listed.run.workflowId], onQueue);
+      const send = startCli(['send', session.workflowId, 'hello again'], onQueue);
+      const taken = waitingFor(queue, 'next task');
+      const unanswered = new RegExp(
+        `waiting for a worker on task queue '${queue}' \\(no worker has answered a query of the run for \\d+ s; start one with \`npx patchloop worker\`\\)`,
+      );
+      await eventually(() => (taken.test(approve.stderr()) ? true : undefined), 60_000, 'approve to say it waits');
+      await eventually(
+        () => (unanswered.test(approvals.stderr()) ? true : undefined),
+        60_000,
+        'approvals to say it waits',
+      );
+      await eventually(() => (taken.test(send.stderr()) ? true : undefined), 60_000, 'send to say it waits');
+      // Said within seconds (5 s on a quiet machine; the bound is loose for a loaded one), not minutes.
+      expect(Date.now() - since).toBeLessThan(30_000);
+      expect(approve.stdout() + approvals.stdout() + send.stdout()).toBe('');
+      // Show does not wait: what needs no worker at once, and why the rest is missing.
+      const shown = await cli(['show', listed.run.workflowId], '', onQueue);
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(shown.stdout).toMatch(new RegExp(`^agentRun ${listed.run.workflowId}: awaiting_approval\n`));
+      expect(shown.stderr).toMatch(
+        new RegExp(
+          `^no worker serves the run on task queue '${queue}' \\(none has answered a query of the run for \\d+ s\\): shown without its status and transcript; start one with \`npx patchloop worker\`\n$`,
+        ),
+      );
+
+      await workerOn(queue);
+      expect(await approve.exited, approve.stderr()).toBe(0);
+      expect(approve.stderr()).toMatch(
+        new RegExp(`${taken.source}\n(.*\n)*a worker has taken the run's next task: the run goes on\n$`),
+      );
+      const shape = (stdout: string, id: string, call: string) =>
+        stdout.replaceAll(id, '<id>').replaceAll(`"${call}"`, '"<call>"');
+      expect(shape(approve.stdout(), decided.run.workflowId, decided.call)).toBe(
+        shape(withWorker.stdout, served.run.workflowId, served.call),
+      );
+      expect((await decided.run.result()).status).toBe('completed');
+      expect(await approvals.exited, approvals.stderr()).toBe(0);
+      expect(JSON.parse(approvals.stdout())).toEqual({
+        workflow_id: listed.run.workflowId,
+        pending_approvals: listed.pending,
+      });
+      expect(approvals.stderr()).toMatch(/a worker has answered: the run is served again\n$/);
+      expect(await send.exited, send.stderr()).toBe(0);
+      expect(JSON.parse(send.stdout())).toEqual({
+        workflow_id: session.workflowId,
+        status: 'completed',
+        reply: 'You said: hello again',
+        turn: 2,
+      });
+      await listed.run.abort('enough');
+      await session.close();
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe('Ctrl-C at an approval question', () => {
   it('leaves the call undecided and the run going, with the commands to follow or abort it', async () => {
     const id = `manners-ask-${randomUUID()}`;

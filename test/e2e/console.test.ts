@@ -14,7 +14,8 @@ import { scriptsByAgent } from '../support/agent-scripts';
 import { launchBrowser } from '../support/browser';
 import { runCli } from '../support/cli';
 import { occurrencesInDatabase } from '../support/database';
-import { startWorld, type TestWorld } from '../support/temporal';
+import { clientOn, startWorld, type TestWorld } from '../support/temporal';
+import { spawnWorker } from '../support/worker-process';
 import { awaitingApproval, eventOf, eventually } from '../support/wait';
 
 /**
@@ -29,6 +30,7 @@ const agents: AgentDefinitionInput[] = [
   { name: 'lead', instructions: 'You lead.', subagents: ['clerk'] },
   { name: 'clerk', instructions: 'You file.' },
   { name: 'reporter', instructions: 'You report.' },
+  { name: 'sentry', instructions: 'You guard the sums.', tools: ['add'], needs_approval: ['add'] },
   { name: 'chatter', instructions: 'You chat along.' },
 ];
 const words = (count: number) => Array.from({ length: count }, (_, index) => `word${index} `);
@@ -61,6 +63,10 @@ const scripts = scriptsByAgent({
   },
   clerk: { instructions: 'You file.', steps: [reply('filed')] },
   reporter: { instructions: 'You report.', steps: [reply('the first report'), reply('the second report')] },
+  sentry: {
+    instructions: 'You guard the sums.',
+    steps: [callTools([call('n1', 'add', { a: 6, b: 7 })]), reply('6 + 7 = 13')],
+  },
   chatter: {
     instructions: 'You chat along.',
     steps: [
@@ -465,6 +471,66 @@ fetch(${JSON.stringify(`${consoleServer.url}${abortPath()}`)}, { method: 'POST',
         await open.close();
       }
     });
+  });
+
+  it('a run no worker serves: its page comes at once, says so and what to start, and goes on once a worker does', async () => {
+    const queue = `console-unserved-${randomUUID()}`;
+    const sentry = agents.find((agent) => agent.name === 'sentry')!;
+    const worker = () =>
+      spawnWorker({
+        address: world.config.temporalAddress,
+        taskQueue: queue,
+        modelUrl: world.fake.url,
+        agents: [sentry],
+      });
+    const first = await worker();
+    const client = await clientOn(queue);
+    try {
+      const run = await client.start({ agent: 'sentry', input: 'add 6 and 7' });
+      await awaitingApproval(run, ['n1']);
+      await first.kill('SIGKILL');
+      const since = Date.now();
+      await page.goto(runUrl(run.workflowId));
+      // Within a few seconds (a query waits 3 s for a worker); the bound is loose for a loaded machine.
+      expect(Date.now() - since).toBeLessThan(20_000);
+      const notice = await page.locator('#overview .unserved').innerText();
+      expect(notice).toMatch(
+        new RegExp(
+          `^No worker serves this run now: none has answered a query of the run for \\d+ s on task queue ${queue}\\.`,
+        ),
+      );
+      expect(notice).toContain(
+        `Start one with npx patchloop worker --task-queue ${queue}; the page goes on once it answers.`,
+      );
+      // What needs no worker, and nothing that contradicts it.
+      expect(await page.locator('#state').innerText()).toBe('awaiting_approval');
+      expect(await page.locator('#approvals').innerText()).toBe(
+        'Waiting for approval\n\nThe run waits for a decision, but no worker answers for it now: the calls it waits for show here once one does.',
+      );
+      // A message from the page is an update a worker applies: the page says none has, and what to start.
+      await page.fill('#message-text', 'check it twice');
+      await page.click('form.message button[type=submit]');
+      await page.locator('#notice.waiting').waitFor({ timeout: 30_000 });
+      expect(await page.locator('#notice').innerText()).toBe(
+        `Sent, not applied yet: no worker has taken it within 5 s (task queue '${queue}'). It is applied once one does: start one with npx patchloop worker --task-queue ${queue}.`,
+      );
+      const second = await worker();
+      try {
+        const item = page.locator('#approvals li[data-tool-call-id="n1"]');
+        await item.waitFor({ timeout: 60_000 });
+        expect(await page.locator('#overview .unserved').count()).toBe(0);
+        await item.locator('button.approve').click();
+        expect((await run.result()).answer).toBe('6 + 7 = 13');
+        // The message was applied once the worker came: the model read it.
+        expect(scripts.requests('sentry').at(-1)!.messages.at(-1)).toEqual({ role: 'user', content: 'check it twice' });
+        await page.locator('main[data-ended="true"]').waitFor();
+        expect(await transcriptText()).toContain('6 + 7 = 13');
+      } finally {
+        await second.kill('SIGKILL');
+      }
+    } finally {
+      await client.close();
+    }
   });
 
   it("a failed chat turn shows its error in the console, show and chat, and keeps the user's message", async () => {

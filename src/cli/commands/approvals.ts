@@ -4,17 +4,24 @@ import type { PatchloopClient, RunHandle } from '../../client/patchloop-client';
 import { parseCommand } from '../arguments';
 import { UsageError } from '../errors';
 import { explainUnavailable } from '../preflight';
+import { answeredByWorker, appliedByWorker } from '../worker-watch';
 import { APPROVALS_SYNTAX, APPROVE_SYNTAX, REJECT_SYNTAX } from '../syntax';
 
 type Print = (line: string) => void;
 
-/** The gated tool calls of a run or session that wait for a decision (none for a run that has ended). */
+/**
+ * The gated tool calls of a run or session that wait for a decision (none for a run that has ended).
+ * A worker answers the query: while none does, the command says so and waits for one.
+ */
 export async function approvalsCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
   const id = parseCommand(args, APPROVALS_SYNTAX).positionals['id']!;
   const run = client.run(id);
   const description = await run.workflow.describe().catch((error: unknown) => explainUnavailable(run, error));
   if (description.status.name !== 'RUNNING') return { workflow_id: id, pending_approvals: [] };
-  return { workflow_id: id, pending_approvals: await run.pendingApprovals() };
+  return {
+    workflow_id: id,
+    pending_approvals: await answeredByWorker(run, client.taskQueue, () => run.pendingApprovals()),
+  };
 }
 
 export async function approveCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
@@ -32,14 +39,17 @@ export async function rejectCommand(client: PatchloopClient, args: string[]): Pr
   return decision(client, positionals['id']!, (run) => run.reject(call, reason, values.run));
 }
 
-/** A decision (update 'approve'); on a run that has ended or does not exist it says which (exit 4 or 1). */
+/**
+ * A decision (update 'approve'), applied by a worker: while none takes the run's task the command says
+ * so and waits; on a run that has ended or does not exist it says which (exit 4 or 1).
+ */
 async function decision(
   client: PatchloopClient,
   id: string,
   decide: (run: RunHandle) => Promise<ApprovalAccepted>,
 ): Promise<unknown> {
   const run = client.run(id);
-  const accepted = await decide(run).catch((error: unknown) =>
+  const accepted = await appliedByWorker(run, client.taskQueue, () => decide(run)).catch((error: unknown) =>
     explainUnavailable(run, error, 'nothing of it waits for a decision'),
   );
   return { workflow_id: id, ...accepted };

@@ -3,6 +3,7 @@ import type { BudgetExtension } from '../../runtime';
 import { parseCommand } from '../arguments';
 import { UsageError } from '../errors';
 import { explainUnavailable } from '../preflight';
+import { appliedByWorker } from '../worker-watch';
 import { BUDGET_SYNTAX } from '../syntax';
 
 /** `patchloop budget extend <id> --tokens N ...`: the `extend_budget` update, as the temporal CLI sends it too. */
@@ -28,8 +29,8 @@ export async function budgetCommand(client: PatchloopClient, args: string[]): Pr
     throw new UsageError(`name at least one of --tokens, --calls, --cost, --seconds\nusage: ${BUDGET_SYNTAX.usage}`);
   const id = positionals['id']!;
   const run = client.run(id);
-  const limit = await run
-    .extendBudget(extension)
-    .catch((error: unknown) => explainUnavailable(run, error, 'its budget takes no extension'));
+  const limit = await appliedByWorker(run, client.taskQueue, () => run.extendBudget(extension)).catch(
+    (error: unknown) => explainUnavailable(run, error, 'its budget takes no extension'),
+  );
   return { workflow_id: id, limit };
 }

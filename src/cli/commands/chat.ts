@@ -58,8 +58,8 @@ export async function chatCommand(
       ? (question: string) => new Promise<string>((resolve) => input.question(question, resolve))
       : undefined;
     // A turn that no worker takes says so while it waits.
-    const stopWatching = watchForWorker(session, client.taskQueue);
-    const { reply, streamed } = await sendFollowing(session, text, print, ask).finally(stopWatching);
+    const watch = watchForWorker(session, client.taskQueue);
+    const { reply, streamed } = await sendFollowing(session, text, print, ask).finally(() => watch.stop());
     turnRunning = false;
     // A reply whose tokens were shown live is not printed again.
     if (streamed) write('\n');
