@@ -1,9 +1,8 @@
 import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
 import { RunFailedError, type RunHandle } from '../client/patchloop-client';
-import { workerWaitOf, type WorkerWait } from '../client/worker-wait';
+import { workerWaitOf, WORKER_WAIT_NOTICE_MS, type WorkerWait } from '../client/worker-wait';
 import { FailureType } from '../common/failure-types';
 import { CliError } from './errors';
-import { WORKER_WAIT_NOTICE_MS } from './worker-watch';
 
 /**
  * Waits until the worker has resolved the run's agent (its `react_start` event), so an unknown agent

@@ -43,7 +43,7 @@ export const MCP_SYNTAX = {
 export const APPROVALS_SYNTAX = {
   usage: 'patchloop approvals <id>',
   summary:
-    "The tool calls of a run or session that wait for a decision, with their arguments; its sub-agents' too, at any depth (each with its run's workflow_id and agent).",
+    "The tool calls of a run or session that wait for a decision, with their arguments; its sub-agents' too, at any depth (each with its run's workflow_id and agent); none for a run that has ended. A worker answers: while none does, it says so on stderr (after 5 s) and waits.",
   options: {},
   positionals: ['id'],
 } as const;
@@ -51,7 +51,7 @@ export const APPROVALS_SYNTAX = {
 export const APPROVE_SYNTAX = {
   usage: 'patchloop approve <id> <call id> [--reason TEXT] [--run WORKFLOW_ID]',
   summary:
-    "Lets a waiting tool call run (update 'approve'). A sub-agent's call is decided on the top run; --run names the sub-agent run it belongs to when the call id alone does not.",
+    "Lets a waiting tool call run (update 'approve'). A sub-agent's call is decided on the top run; --run names the sub-agent run it belongs to when the call id alone does not. A worker applies it: while none takes the run's task, it says so on stderr (after 5 s) and waits. A run that has ended: exit 4.",
   options: { reason: { type: 'string' }, run: { type: 'string' } },
   positionals: ['id', 'call id'],
 } as const;
@@ -59,7 +59,7 @@ export const APPROVE_SYNTAX = {
 export const REJECT_SYNTAX = {
   usage: 'patchloop reject <id> <call id> --reason TEXT [--run WORKFLOW_ID]',
   summary:
-    "Refuses a waiting tool call (update 'approve'): the model gets the reason as the call's result. --run as for approve.",
+    "Refuses a waiting tool call (update 'approve'): the model gets the reason as the call's result. --run, the wait for a worker and exit 4 as for approve.",
   options: { reason: { type: 'string' }, run: { type: 'string' } },
   positionals: ['id', 'call id'],
 } as const;
@@ -67,7 +67,7 @@ export const REJECT_SYNTAX = {
 export const BUDGET_SYNTAX = {
   usage: 'patchloop budget extend <id> [--tokens N] [--calls N] [--cost USD] [--seconds N]',
   summary:
-    "Raises a run's or session's budget (update 'extend_budget'); a run waiting for it (awaiting_budget) goes on. Prints the new limits.",
+    "Raises a run's or session's budget (update 'extend_budget'); a run waiting for it (awaiting_budget) goes on. Prints the new limits. The wait for a worker and exit 4 as for approve.",
   options: {
     tokens: { type: 'string' },
     calls: { type: 'string' },
@@ -154,7 +154,7 @@ export const ABORT_SYNTAX = {
 export const SEND_SYNTAX = {
   usage: 'patchloop send <id> <text...> [--no-wait]',
   summary:
-    "To a run: signal 'user_message'. To a session: update 'send', printing the turn's reply (--no-wait only queues it).",
+    "To a run: signal 'user_message'. To a session: update 'send', printing the turn's reply (--no-wait only queues it); a failed turn prints its reply and, on stderr, its error, and exits 1 (its message stays in the session). While no worker takes the session's task it says so on stderr (after 5 s) and waits. A run that has ended: exit 4.",
   options: { 'no-wait': { type: 'boolean' } },
   positionals: ['id', 'text...'],
 } as const;
@@ -162,7 +162,7 @@ export const SEND_SYNTAX = {
 export const SHOW_SYNTAX = {
   usage: 'patchloop show <id> [--json]',
   summary:
-    'Status, failure, what runs now, its child runs (with links to the Temporal web UI: PATCHLOOP_WEB_UI_URL, or beside a local dev server), and the transcript of a run or session.',
+    "Status, failure, a session's failed latest turn, what runs now, its child runs (with links to the Temporal web UI: PATCHLOOP_WEB_UI_URL, or beside a local dev server), and the transcript of a run or session. It does not wait for a worker: each query gets 3 s, then it prints what needs none (the state the run last reported) and says on stderr what it left out.",
   options: { json: { type: 'boolean' } },
   positionals: ['id'],
 } as const;

@@ -75,11 +75,22 @@ export function describeEvent(event: LoggedRunEvent): string | null {
     }
     case 'agent_handoff':
       return `handoff: ${event.from} -> ${event.to}${event.reason ? ` (${preview(event.reason)})` : ''}`;
+    case 'turn_failed':
+      return `turn failed: ${failedTurnText({ type: event.error_type, message: event.message })}`;
     case 'react_end':
       return `run ${event.status} after ${event.total_llm_calls} model call(s) and ${event.total_tool_calls} tool call(s)`;
     default:
       return null;
   }
+}
+
+/**
+ * A session's failed turn in words, as `chat`, `send`, `show`, `follow` and the console say it: its
+ * error, and that its message stays.
+ */
+export function failedTurnText(error: { type: string; message: string } | undefined): string {
+  const { type, message } = error ?? { type: 'Error', message: 'unknown error' };
+  return `${type}: ${message} (the message stays in the session's transcript; send another to go on)`;
 }
 
 function compactionWork(event: Extract<LoggedRunEvent, { event_type: 'context_compaction_end' }>): string {

@@ -1,6 +1,7 @@
 import {
   Client,
   Connection,
+  ApplicationFailure,
   QueryNotRegisteredError,
   WorkflowFailedError,
   WorkflowUpdateFailedError,
@@ -9,6 +10,7 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
+import type { UpdateDefinition } from '@temporalio/common';
 import type { z } from 'zod';
 import type { LlmFunction } from '../functions/define-llm-function';
 import type { Message } from '../context';
@@ -305,7 +307,7 @@ export class RunHandle {
 
   /** Queues a user message (update): resolves once the run accepted it, rejects with the reason if not. */
   submitUserMessage(content: string): Promise<UserMessageAccepted> {
-    return this.workflow.executeUpdate(userMessageUpdate, { args: [{ content }] });
+    return this.executeUpdate(userMessageUpdate, [{ content }]);
   }
 
   /**
@@ -359,7 +361,7 @@ export class RunHandle {
    */
   async extendBudget(extension: BudgetExtension): Promise<Record<string, number | null>> {
     try {
-      return await this.workflow.executeUpdate(extendBudgetUpdate, { args: [extension] });
+      return await this.executeUpdate(extendBudgetUpdate, [extension]);
     } catch (error) {
       if (error instanceof WorkflowUpdateFailedError && error.cause) throw new Error(error.cause.message);
       throw error;
@@ -387,21 +389,43 @@ export class RunHandle {
     run: string | undefined,
   ): Promise<ApprovalAccepted> {
     try {
-      return await this.workflow.executeUpdate(approveUpdate, {
-        args: [
-          {
-            tool_call_id: toolCallId,
-            approved,
-            ...(reason !== undefined ? { reason } : {}),
-            ...(run !== undefined ? { workflow_id: run } : {}),
-          },
-        ],
-      });
+      return await this.executeUpdate(approveUpdate, [
+        {
+          tool_call_id: toolCallId,
+          approved,
+          ...(reason !== undefined ? { reason } : {}),
+          ...(run !== undefined ? { workflow_id: run } : {}),
+        },
+      ]);
     } catch (error) {
       // The validator's reason, not Temporal's generic "Workflow Update failed".
       if (error instanceof WorkflowUpdateFailedError && error.cause)
         throw new ApprovalRefusedError(error.cause.message);
       throw error;
+    }
+  }
+
+  /**
+   * Sends an update and waits for its result. An update the server rejected because no workflow code
+   * saw it (type `UnprocessedUpdate`, "rejected because it wasn't processed by worker": seen when a
+   * worker that has just started takes a run whose update waited for one) is sent again, at most
+   * `UNPROCESSED_UPDATE_ATTEMPTS` times in all: nothing of it was applied. A rejection by the run itself
+   * (its validator) is not.
+   */
+  protected async executeUpdate<Ret, Args extends [unknown, ...unknown[]]>(
+    definition: UpdateDefinition<Ret, Args>,
+    args: Args,
+  ): Promise<Ret> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.workflow.executeUpdate(definition, { args });
+      } catch (error) {
+        const unprocessed =
+          error instanceof WorkflowUpdateFailedError &&
+          error.cause instanceof ApplicationFailure &&
+          error.cause.type === UNPROCESSED_UPDATE;
+        if (!unprocessed || attempt >= UNPROCESSED_UPDATE_ATTEMPTS) throw error;
+      }
     }
   }
 
@@ -509,7 +533,7 @@ export class RunHandle {
 export class SessionHandle extends RunHandle {
   /** Sends a message and resolves with the assistant's reply when that turn ends. */
   send(content: string): Promise<TurnReply> {
-    return this.workflow.executeUpdate(sendUpdate, { args: [{ content }] });
+    return this.executeUpdate(sendUpdate, [{ content }]);
   }
 
   /** Queues a message without waiting (signal `user_message`). */
@@ -562,6 +586,22 @@ export class RunFailedError extends Error {
 export class ApprovalRefusedError extends Error {
   override readonly name = 'ApprovalRefusedError';
 }
+
+/**
+ * The transcript a closed run's (or session's) result records, when it does: a sub-agent's result
+ * leaves it to its caller, a long one to the `transcriptPage` query. The console and `show` read it
+ * without a worker.
+ */
+export function recordedTranscript(
+  result: Pick<AgentRunResult, 'transcript' | 'transcript_omitted'> | null,
+): Message[] | null {
+  return result && result.transcript_omitted !== true && Array.isArray(result.transcript) ? result.transcript : null;
+}
+
+/** How many times an update the server rejected unprocessed is sent in all (see `RunHandle.executeUpdate`). */
+const UNPROCESSED_UPDATE_ATTEMPTS = 3;
+/** The failure type of Temporal's own rejection of an update no workflow code processed. */
+const UNPROCESSED_UPDATE = 'UnprocessedUpdate';
 
 /** How many times a transcript read starts again because the run changed the transcript meanwhile. */
 const TRANSCRIPT_READ_RESTARTS = 20;

@@ -1,5 +1,6 @@
 import type { RunSummary } from '../client/patchloop-client';
-import { describeEvent } from '../client/follow';
+import { describeEvent, failedTurnText } from '../client/follow';
+import { unansweredTask, workerCommandFor, type WorkerWait } from '../client/worker-wait';
 import type { Message } from '../context';
 import type { AgentRunResult } from '../runtime';
 import { costOf, isClearedResult, isSummaryMessage, type RunEvent, type RunStatus, type TokenPrices } from '../runtime';
@@ -25,6 +26,8 @@ export interface PageContext {
   temporalLink(workflowId: string): string | null;
   /** Whether the browser may act (signed in with the token). */
   signedIn: boolean;
+  /** The task queue the console's settings name: the worker command a page suggests names another. */
+  taskQueue: string;
 }
 
 export const runPath = (workflowId: string) => `/runs/${encodeURIComponent(workflowId)}`;
@@ -151,6 +154,11 @@ export interface RunView {
   closed: string | null;
   parent: string | null;
   status: RunStatus | null;
+  /**
+   * No worker serves the run now: a task of it has waited for one, or its queries went unanswered (the
+   * page then shows what needs no worker: description, search attributes, a recorded result).
+   */
+  unserved: WorkerWait | null;
   events: RunEvent[];
   /** Events the run's log holds before the first of `events` (a closed run is read from its newest). */
   eventsBefore: number;
@@ -190,7 +198,7 @@ export function runPage(view: RunView, context: PageContext, now: number, allEve
 <h1><span class="agent">${escape(view.status?.agent ?? view.summary.agent ?? view.type)}</span> <code>${escape(view.workflowId)}</code> <span id="state">${stateBadge(view)}</span></h1>
 <p class="links">${view.type}${ui ? ` · <a href="${escape(ui)}" class="external" rel="noreferrer">open in the Temporal web UI</a>` : ''}</p>
 <p id="notice" role="status" aria-live="polite"></p>
-<section id="overview" class="panel">${overview(view, now)}</section>
+<section id="overview" class="panel">${overview(view, now, context)}</section>
 <section id="approvals" class="panel">${approvals(view, context)}</section>
 <section id="live" class="panel live" hidden><h2>The model is writing <span class="call"></span></h2><pre class="tokens" aria-live="off"></pre></section>
 ${controls(view, context)}
@@ -235,7 +243,24 @@ export function stateOf(view: Pick<RunView, 'execution' | 'status' | 'result' | 
   return view.status?.state ?? view.result?.status ?? view.summary.status;
 }
 
-export function overview(view: RunView, now: number): string {
+/**
+ * What a page of a run no worker serves says: which task queue, since when, what it shows without one
+ * and the command that starts one; the page goes on by itself once a worker answers.
+ */
+export function unservedNotice(view: RunView, context: PageContext): string {
+  const wait = view.unserved;
+  if (!wait) return '';
+  const seconds = Math.round(wait.waitedMs / 1000);
+  return `<p class="waiting unserved" role="status">No worker serves this run now: none has ${escape(unansweredTask(wait))} for ${escape(seconds)} s on task queue <code>${escape(wait.taskQueue)}</code>. Its status, timeline and transcript need one, so this page shows what the server keeps (its state as last reported, its counters). Start one with <code>${escape(workerCommandFor(wait, context.taskQueue))}</code>; the page goes on once it answers.</p>`;
+}
+
+/** A session whose latest turn failed: the error, and that the message stays. */
+function failedTurn(status: RunStatus | null): string {
+  const failure = status?.last_turn_failure;
+  return failure ? `<p class="failure turn-failed">The last turn failed: ${escape(failedTurnText(failure))}</p>` : '';
+}
+
+export function overview(view: RunView, now: number, context: PageContext): string {
   const status = view.status;
   const ended = view.closed ? Date.parse(view.closed) : now;
   // Without the status (a closed run read without replay): its result and the visibility store's figures.
@@ -259,8 +284,8 @@ export function overview(view: RunView, now: number): string {
     ['Duration', escape(duration(ended - Date.parse(view.started)))],
     ['History', `${escape(view.history.events)} events, ${escape(view.history.bytes)} bytes`],
   ];
-  return `<dl class="facts">${facts.map(([name, value]) => `<div><dt>${name}</dt><dd>${value}</dd></div>`).join('')}</dl>
-${view.failure ? `<p class="failure">Failed: ${escape(view.failure)}</p>` : ''}
+  return `${unservedNotice(view, context)}<dl class="facts">${facts.map(([name, value]) => `<div><dt>${name}</dt><dd>${value}</dd></div>`).join('')}</dl>
+${view.failure ? `<p class="failure">Failed: ${escape(view.failure)}</p>` : ''}${failedTurn(status)}
 ${typeof abortReason === 'string' ? `<p class="sub">Abort requested${abortReason ? `: ${escape(abortReason)}` : ''}.</p>` : ''}
 ${gauges(status)}`;
 }
@@ -302,6 +327,12 @@ function gauges(status: RunStatus | null): string {
 const round = (value: number) => (Number.isInteger(value) ? value : Number(value.toFixed(4)));
 
 export function approvals(view: RunView, context: PageContext): string {
+  // Without the status query (no worker answered) a running run's calls are unknown: its state as last
+  // reported says whether it waits for decisions, and the panel never says otherwise.
+  if (view.status === null && isRunning(view))
+    return stateOf(view) === 'awaiting_approval'
+      ? '<h2>Waiting for approval</h2><p class="sub unknown">The run waits for a decision, but no worker answers for it now: the calls it waits for show here once one does.</p>'
+      : '<h2>Approvals</h2><p class="sub unknown">Not known until a worker answers for the run.</p>';
   const pending = view.status?.pending_approvals ?? [];
   if (pending.length === 0 || !isRunning(view))
     return '<h2>Approvals</h2><p class="sub">Nothing waits for a decision.</p>';

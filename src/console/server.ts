@@ -4,7 +4,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import { followRunEvents } from '../client/follow';
-import { ApprovalRefusedError, type PatchloopClient } from '../client/patchloop-client';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  ApprovalRefusedError,
+  recordedTranscript,
+  type PatchloopClient,
+  type RunHandle,
+} from '../client/patchloop-client';
+import { askingWorker, workerCommandFor, workerWaitOf, WORKER_WAIT_NOTICE_MS } from '../client/worker-wait';
 import { BudgetExtension, type RunEvent, type TokenPrices } from '../runtime';
 import {
   AccessRefused,
@@ -43,7 +50,6 @@ import {
   failureOf,
   readRunView,
   readTranscript,
-  recordedTranscript,
   RunNotFound,
   withStartedChildren,
 } from './views';
@@ -185,6 +191,7 @@ async function handle(
   const context: PageContext = {
     temporalLink: options.temporalLink,
     signedIn: credentialOf(request, options.access) !== null,
+    taskQueue: options.client.taskQueue,
   };
   if (path === '/' || path === '/fragments/runs') {
     const filters: ListFilters = {
@@ -220,7 +227,7 @@ async function handle(
       if (run[2] === undefined) return html(response, 200, runPage(view, context, Date.now(), allEvents));
       return sendJson(response, 200, {
         state: stateBadge(view),
-        overview: overview(view, Date.now()),
+        overview: overview(view, Date.now(), context),
         // The page has a transcript its result records already: it is not sent twice.
         ...(recordedTranscript(view.result) ? {} : { transcript: transcript(view.transcript) }),
         timeline: timelinePanel(view, allEvents),
@@ -312,27 +319,27 @@ async function action(
       if (typeof value !== 'string') throw new ActionError(400, 'BadRequest', `'${name}' must be a string`);
       return value;
     };
+    // An update a worker applies: answered as it answers, or, with no worker after a few seconds, 202.
+    const applied = (update: () => Promise<unknown>) => untilApplied(response, run, update, options);
     switch (match[2]) {
       case 'approve':
-        return sendJson(response, 200, await run.approve(text('tool_call_id', true)!, text('reason'), text('run')));
+        return await applied(() => run.approve(text('tool_call_id', true)!, text('reason'), text('run')));
       case 'reject':
-        return sendJson(
-          response,
-          200,
-          await run.reject(text('tool_call_id', true)!, text('reason') ?? 'rejected in the console', text('run')),
+        return await applied(() =>
+          run.reject(text('tool_call_id', true)!, text('reason') ?? 'rejected in the console', text('run')),
         );
       case 'abort':
         await run.abort(text('reason') ?? 'aborted in the console');
         return sendJson(response, 200, { workflow_id: run.workflowId, signal: 'abort' });
       case 'message':
-        return sendJson(response, 200, await run.submitUserMessage(text('content', true)!));
+        return await applied(() => run.submitUserMessage(text('content', true)!));
       default: {
         const extension = BudgetExtension.safeParse(
           Object.fromEntries(Object.entries(body).filter(([, value]) => value !== null && value !== '')),
         );
         if (!extension.success)
           throw new ActionError(400, 'BadRequest', extension.error.issues.map((issue) => issue.message).join('; '));
-        return sendJson(response, 200, { limit: await run.extendBudget(extension.data) });
+        return await applied(async () => ({ limit: await run.extendBudget(extension.data) }));
       }
     }
   } catch (error) {
@@ -347,6 +354,42 @@ async function action(
       error: { type: refused ? 'Refused' : 'Failed', message: refused ? message : (error as Error).message },
     });
   }
+}
+
+/**
+ * Answers an action's update: with what the run answered, or, when no worker has applied it within
+ * `WORKER_WAIT_NOTICE_MS` (an update the console sends is applied in well under a second by a worker
+ * that takes it), with 202 and a message saying so and what to start. The update goes on meanwhile
+ * (the console keeps waiting for it, and logs how it ended), and the page shows its effect once a
+ * worker applies it. A failure within the wait is the action's failure.
+ */
+async function untilApplied(
+  response: ServerResponse,
+  run: RunHandle,
+  update: () => Promise<unknown>,
+  options: ConsoleOptions,
+): Promise<void> {
+  const pending = update();
+  const waited = Symbol('waited');
+  const first = await Promise.race([pending, sleep(WORKER_WAIT_NOTICE_MS).then(() => waited)]);
+  if (first !== waited) return sendJson(response, 200, first);
+  pending.then(
+    () => options.log?.(`console: an action on ${run.workflowId} was applied once a worker took it`),
+    (error: unknown) =>
+      options.log?.(
+        `console: an action on ${run.workflowId} failed once a worker took it: ${(error as Error).message}`,
+      ),
+  );
+  const description = await run.workflow.describe().catch(() => undefined);
+  const wait = (description && workerWaitOf(description)) ?? {
+    task: 'next task',
+    taskQueue: description?.taskQueue ?? options.client.taskQueue,
+  };
+  const command = workerCommandFor(wait, options.client.taskQueue);
+  return sendJson(response, 202, {
+    waiting_for_worker: { task_queue: wait.taskQueue, command },
+    message: `Sent, not applied yet: no worker has taken it within ${WORKER_WAIT_NOTICE_MS / 1000} s (task queue '${wait.taskQueue}'). It is applied once one does: start one with ${command}.`,
+  });
 }
 
 /**
@@ -442,21 +485,26 @@ async function readPanels(
   context: PageContext,
 ): Promise<{ view: RunView; digest: string | null; html: Record<string, string | boolean> }> {
   const run = options.client.run(workflowId);
-  const described = describedRun(workflowId, await run.workflow.describe());
+  const description = await run.workflow.describe();
+  const described = describedRun(workflowId, description);
   const { execution } = described;
+  // Each query waits a few seconds for a worker at most: the panels say when none answers.
+  const worker = askingWorker(run, description);
   const [status, version, children] = await Promise.all([
-    run.status(Number.MAX_SAFE_INTEGER).catch(() => null),
-    run.transcriptVersion().catch(() => null),
+    worker.ask(() => run.status(Number.MAX_SAFE_INTEGER)),
+    worker.ask(() => run.transcriptVersion()),
     childTree(options.client, workflowId, [], 4).catch(() => []),
   ]);
-  const changed = version === null || version.digest !== digest;
+  const changed = version === undefined || version.digest !== digest;
+  const transcriptRead = changed ? await readTranscript(run, execution, worker) : null;
   const view: RunView = {
     ...described,
-    status,
+    status: status ?? null,
+    unserved: worker.unserved() ?? null,
     events,
     eventsBefore: 0,
     eventsDropped: 0,
-    transcript: changed ? await readTranscript(run, execution) : null,
+    transcript: transcriptRead,
     children: withStartedChildren(children, events),
     failure: execution === 'failed' ? await failureOf(run) : null,
     result: null,
@@ -468,7 +516,7 @@ async function readPanels(
     html: {
       state: stateBadge(view),
       running: isRunning(view),
-      overview: overview(view, Date.now()),
+      overview: overview(view, Date.now(), context),
       approvals: approvals(view, context),
       children: childrenTree(view.children),
       extend: extendForm(view, context),

@@ -1,5 +1,12 @@
 import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
-import { runSummaryOf, type PatchloopClient, type RunHandle, type RunSummary } from '../client/patchloop-client';
+import {
+  recordedTranscript,
+  runSummaryOf,
+  type PatchloopClient,
+  type RunHandle,
+  type RunSummary,
+} from '../client/patchloop-client';
+import { askingWorker, WORKER_ANSWER_MS } from '../client/worker-wait';
 import type { Message } from '../context';
 import type { AgentRunResult, RunEvent } from '../runtime';
 import { TIMELINE_ROWS, type ChildNode, type RunView } from './pages';
@@ -94,6 +101,7 @@ export async function readRunView(
     return {
       ...described,
       status: null,
+      unserved: null,
       events: [],
       eventsBefore: 0,
       eventsDropped: 0,
@@ -103,7 +111,15 @@ export async function readRunView(
       result,
       detailsPending: true,
     };
-  const parts = { run, described, recorded, children, failure, result };
+  const parts = {
+    run,
+    described,
+    recorded,
+    children,
+    failure,
+    result,
+    worker: askingWorker(run, description, closed ? undefined : WORKER_ANSWER_MS),
+  };
   if (closed && closedRuns)
     return closedRuns.readOnce(key, () => queriedView(parts, options.allEvents, closedRuns, key));
   return queriedView(parts, options.allEvents);
@@ -118,21 +134,23 @@ async function queriedView(
     children: ChildNode[];
     failure: string | null;
     result: AgentRunResult | null;
+    worker: ReturnType<typeof askingWorker>;
   },
   allEvents = false,
   closedRuns?: ClosedRuns,
   key?: string,
 ): Promise<RunView> {
-  const { run, described, recorded, children, failure, result } = parts;
+  const { run, described, recorded, children, failure, result, worker } = parts;
   const { execution } = described;
   const closed = described.closed !== null;
-  // It is asked as little as possible: status and events in one answer (the newest, unless all are shown).
+  // It is asked as little as possible: status and events in one answer (the newest, unless all are
+  // shown); each query waits a few seconds for a worker at most, and the page shows what it has.
   const [status, events, transcript] = await Promise.all([
-    closed
-      ? run.status(0, 5000, allEvents ? undefined : TIMELINE_ROWS).catch(() => null)
-      : run.status(Number.MAX_SAFE_INTEGER).catch(() => null),
-    closed ? Promise.resolve(null) : run.allEvents().catch(() => null),
-    recorded ?? readTranscript(run, execution),
+    worker.ask(() =>
+      closed ? run.status(0, 5000, allEvents ? undefined : TIMELINE_ROWS) : run.status(Number.MAX_SAFE_INTEGER),
+    ),
+    closed ? Promise.resolve(undefined) : worker.ask(() => run.allEvents()),
+    recorded ?? readTranscript(run, execution, worker),
   ]);
   // The rest of a closed run's log, when the status page did not hold it all.
   const rest = events ?? {
@@ -151,7 +169,8 @@ async function queriedView(
   }
   const view: RunView = {
     ...described,
-    status,
+    status: status ?? null,
+    unserved: worker.unserved() ?? null,
     events: rest.events,
     // Events the log holds before the first one read (its seqs count from 1, the dropped ones first).
     eventsBefore: Math.max(0, (rest.events[0]?.seq ?? 1) - 1 - rest.events_dropped),
@@ -162,16 +181,8 @@ async function queriedView(
     result,
     detailsPending: false,
   };
-  if (closed && key && status !== null && transcript !== null) closedRuns?.set(key, view);
+  if (closed && key && view.status !== null && transcript !== null) closedRuns?.set(key, view);
   return view;
-}
-
-/**
- * The transcript a closed run's result records, when it does: a sub-agent's result leaves it to its
- * caller, a long one to the `transcriptPage` query, and a session's result has none.
- */
-export function recordedTranscript(result: AgentRunResult | null): Message[] | null {
-  return result && result.transcript_omitted !== true && Array.isArray(result.transcript) ? result.transcript : null;
 }
 
 /** A completed run's result as its history records it (from its close event: no replay); null if unreadable. */
@@ -184,13 +195,14 @@ async function recordedResult(run: RunHandle): Promise<AgentRunResult | null> {
 }
 
 /** The transcript by query; for a run that completed while no worker answers, from its result. */
-export async function readTranscript(run: RunHandle, execution: string): Promise<Message[] | null> {
-  try {
-    return await run.transcript();
-  } catch {
-    if (execution !== 'completed') return null;
-    return (await run.result().catch(() => null))?.transcript ?? null;
-  }
+export async function readTranscript(
+  run: RunHandle,
+  execution: string,
+  worker: ReturnType<typeof askingWorker>,
+): Promise<Message[] | null> {
+  const transcript = await worker.ask(() => run.transcript());
+  if (transcript !== undefined || execution !== 'completed') return transcript ?? null;
+  return recordedTranscript(await recordedResult(run));
 }
 
 export async function failureOf(run: RunHandle): Promise<string | null> {

@@ -379,6 +379,8 @@ export interface RunStatus {
   agent: string;
   /** The agent the run (or session) started with: `agent` differs from it after a handoff. */
   started_agent?: string;
+  /** A session's latest turn, when it failed: the error its `send` answered (its message stays in the transcript). */
+  last_turn_failure?: { type: string; message: string } | null;
   iteration: number;
   llm_calls: number;
   tool_calls: number;

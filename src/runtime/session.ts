@@ -5,6 +5,7 @@ import { TokenUsage } from './usage';
 import { ContextOverride } from './context-settings';
 import { BudgetOverride } from './budget';
 import { sharedSchema } from '../context/shared-schema';
+import type { LoggedRunEvent } from './events';
 
 export const SESSION_SCHEMA_VERSION = 4;
 export const SESSION_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4];
@@ -49,7 +50,10 @@ export const TurnReply = sharedSchema('runtime/session#TurnReply', () =>
     reply: z.string().nullable(),
     turn: z.number().int().positive(),
     abort_reason: z.string().optional(),
-    /** Why a failed turn failed; its effects on the context were rolled back and the session goes on. */
+    /**
+     * Why a failed turn failed: what its model calls and tools added to the context was rolled back, the
+     * user's message stays, and the session goes on.
+     */
     error: z.strictObject({ type: z.string(), message: z.string() }).optional(),
   }),
 );
@@ -71,3 +75,16 @@ export const ChatSessionResult = sharedSchema('runtime/session#ChatSessionResult
   }),
 );
 export type ChatSessionResult = z.infer<typeof ChatSessionResult>;
+
+/**
+ * A session's latest turn when it failed: its error, from the newest event that ended a turn in the log
+ * (`turn_failed`, or `react_end` for a turn that did not fail); null otherwise.
+ */
+export function lastTurnFailure(events: readonly LoggedRunEvent[]): { type: string; message: string } | null {
+  for (let at = events.length - 1; at >= 0; at -= 1) {
+    const event = events[at]!;
+    if (event.event_type === 'turn_failed') return { type: event.error_type, message: event.message };
+    if (event.event_type === 'react_end') return null;
+  }
+  return null;
+}

@@ -1,4 +1,4 @@
-import { workflowInfo } from '@temporalio/workflow';
+import { setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import {
   budgetReport,
   effectiveLimits,
@@ -38,8 +38,11 @@ export async function affordable(run: Run, step: StepEstimate): Promise<BudgetSt
     run.awaitingBudget = exceeded;
     emit(run, { event_type: 'budget_exhausted', exceeded, waiting: true, ...budgetFigures(run) });
     keepVisible(run);
+    const waiting = `waiting for a budget extension (${exceeded.join(', ')} reached)`;
+    // What the run does now (`show`'s "now:" line, the UI's current details) is this wait, not its last step.
+    setCurrentDetails(waiting);
     await waitForDecision(
-      `waiting for a budget extension (${exceeded.join(', ')} reached); npx patchloop budget extend ${workflowInfo().workflowId}`,
+      `${waiting}; npx patchloop budget extend ${workflowInfo().workflowId}`,
       () => run.abort.requested || run.budgetExtensions > extensions,
     );
     run.awaitingBudget = null;

@@ -1,11 +1,20 @@
-import { allHandlersFinished, condition, ContinueAsNew, patched, setHandler, workflowInfo } from '@temporalio/workflow';
-import { cloneJson, type Message } from '../context';
+import {
+  allHandlersFinished,
+  condition,
+  ContinueAsNew,
+  patched,
+  setCurrentDetails,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { cloneJson, ContextError, type Message } from '../context';
 import {
   ChatSessionInput,
   SESSION_SCHEMA_VERSION,
   SESSION_SCHEMA_VERSIONS,
   type AgentSpec,
   fittedSessionResult,
+  lastTurnFailure,
   type ChatSessionResult,
   type TurnReply,
 } from '../runtime';
@@ -23,6 +32,7 @@ import { refusal } from './update-refusal';
 import { keepVisible } from './visibility';
 import {
   checkMessage,
+  commit,
   emit,
   enqueueMessage,
   newRun,
@@ -79,7 +89,8 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     const agent = await openSession(session);
     for (let entry = await nextMessage(session); entry; entry = await nextMessage(session)) {
       await serveTurn(session, entry);
-      keepVisible(run);
+      // The list's counters follow each turn (sessions recorded before moved them every ten iterations).
+      keepVisible(run, run.iteration !== run.visibility.iteration && patched('session-visible-each-turn'));
       if (
         // Due, or (between turns) a new build is current: a session moves to it at its next idle boundary.
         (continueAsNewDue(input.continue_as_new) || (newBuildCurrent() && run.inbox.length === 0)) &&
@@ -135,6 +146,7 @@ function registerSessionHandlers(session: Session): void {
     continued_as_new: session.continued,
     turn_active: session.turnActive,
     started_agent: session.input.agent,
+    last_turn_failure: lastTurnFailure(run.events),
   }));
   setHandler(abortSignal, (payload) => {
     if (session.turnActive) requestAbort(run, payload?.reason);
@@ -188,6 +200,8 @@ async function openSession(session: Session): Promise<AgentSpec> {
  */
 async function nextMessage(session: Session): Promise<InboxEntry | undefined> {
   const { run } = session;
+  // Between turns the session does nothing but wait: its last step is no longer what it does now.
+  setCurrentDetails(`waiting for the next message (${session.turns} turns so far)`);
   for (;;) {
     await condition(() => run.inbox.length > 0 || session.closing);
     const entry = run.inbox.shift();
@@ -204,7 +218,7 @@ async function serveTurn(session: Session, entry: InboxEntry): Promise<void> {
   run.pending.push(userMessageMutation(entry.content));
   run.abort = { requested: false, reason: '' };
   session.turnActive = true;
-  const reply = await runTurn(run, session.loop!, checkpoint);
+  const reply = await runTurn(run, session.loop!, checkpoint, entry.content);
   session.turnActive = false;
   // An abort ends its turn only: the next messages are accepted as usual.
   run.abort = { requested: false, reason: '' };
@@ -236,10 +250,16 @@ function turnCheckpoint(run: Run, loop?: AgentLoop): TurnCheckpoint {
 
 /**
  * One turn. A turn that fails (the provider rejects the message, the context is too long, the retry
- * budget runs out) answers `failed` with the error, and its effects on the context are rolled back, so
- * the transcript stays valid and the session goes on with the next message.
+ * budget runs out) answers `failed` with the error, and what its model calls and tools added to the
+ * context is rolled back, so the transcript stays valid and the session goes on with the next message.
+ * The user's message stays: the conversation keeps what was said, and the next turn's request holds it.
  */
-async function runTurn(run: Run, loop: AgentLoop, checkpoint: TurnCheckpoint): Promise<Omit<TurnReply, 'turn'>> {
+async function runTurn(
+  run: Run,
+  loop: AgentLoop,
+  checkpoint: TurnCheckpoint,
+  content: string,
+): Promise<Omit<TurnReply, 'turn'>> {
   try {
     const turn = await loop.turn();
     return {
@@ -259,8 +279,26 @@ async function runTurn(run: Run, loop: AgentLoop, checkpoint: TurnCheckpoint): P
     run.selfrefQueue = checkpoint.selfrefQueue;
     if (checkpoint.agent) loop.useAgent(checkpoint.agent);
     run.request = null;
+    // Sessions recorded before the message stayed replay without it.
+    if (patched('session-failed-turn-keeps-message')) keepMessage(run, content);
     emit(run, { event_type: 'turn_failed', error_type: failure.type, message: failure.message });
     return { status: 'failed', reply: null, error: failure };
+  }
+}
+
+/**
+ * The failed turn's message, committed after the rolled-back context as the turn began (with what was
+ * pending before it). A commit that fails (the pending patches themselves broke the turn) keeps the
+ * rollback as it is.
+ */
+function keepMessage(run: Run, content: string): void {
+  const pending = run.pending;
+  try {
+    commit(run, [...pending, userMessageMutation(content)]);
+    run.pending = [];
+  } catch (error) {
+    if (!(error instanceof ContextError)) throw error;
+    run.pending = pending;
   }
 }
 

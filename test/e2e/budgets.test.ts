@@ -124,6 +124,8 @@ describe('budgets stop a run before a step it cannot afford', () => {
     expect(show.stdout).toMatch(
       /budget: total_tokens \d+ \/ 1000000, llm_calls 5 \/ 5 \(waiting for an extension: max_llm_calls\)/,
     );
+    // What it does now is the wait, not its last model call.
+    expect(show.stdout).toContain('\nnow: waiting for a budget extension (max_llm_calls reached)\n');
     const extended = await runCli(['budget', 'extend', handle.workflowId, '--calls', '2', '--json'], env);
     expect(JSON.parse(extended.stdout)).toMatchObject({ limit: { max_llm_calls: 7 } });
     await eventually(async () =>

@@ -147,6 +147,94 @@ describe('a run no worker takes', () => {
   });
 });
 
+describe('commands that wait for a worker', () => {
+  it('approvals, approve, send and show say within seconds that no worker serves the run; once one starts, each ends as it does with a worker', async () => {
+    const queue = `manners-unserved-${randomUUID()}`;
+    const first = await workerOn(queue);
+    const client = PatchloopClient.on(await Connection.connect({ address: world.config.temporalAddress }), {
+      ...world.config,
+      taskQueue: queue,
+    });
+    const onQueue = { PATCHLOOP_TASK_QUEUE: queue };
+    const waitingRun = async (text: string) => {
+      const run = await client.start({ agent: 'careful-assistant', input: `repeat '${text}' 2 times` });
+      const pending = await eventually(async () => {
+        const status = await run.status();
+        return status.state === 'awaiting_approval' ? status.pending_approvals : undefined;
+      });
+      return { run, call: pending[0]!.tool_call_id, pending };
+    };
+    try {
+      // What approve prints with a worker there.
+      const served = await waitingRun('served');
+      const withWorker = await cli(['approve', served.run.workflowId, served.call], '', onQueue);
+      expect([withWorker.code, withWorker.stderr]).toEqual([0, '']);
+      const decided = await waitingRun('decided');
+      const listed = await waitingRun('listed');
+      const session = await client.startSession({ agent: 'assistant' });
+      expect((await session.send('hello')).reply).toBe('You said: hello');
+      await first.kill('SIGKILL');
+
+      const since = Date.now();
+      const approve = startCli(['approve', decided.run.workflowId, decided.call], onQueue);
+      const approvals = startCli(['approvals', listed.run.workflowId], onQueue);
+      const send = startCli(['send', session.workflowId, 'hello again'], onQueue);
+      const taken = waitingFor(queue, 'next task');
+      const unanswered = new RegExp(
+        `waiting for a worker on task queue '${queue}' \\(no worker has answered a query of the run for \\d+ s; start one with \`npx patchloop worker\`\\)`,
+      );
+      await eventually(() => (taken.test(approve.stderr()) ? true : undefined), 60_000, 'approve to say it waits');
+      await eventually(
+        () => (unanswered.test(approvals.stderr()) ? true : undefined),
+        60_000,
+        'approvals to say it waits',
+      );
+      await eventually(() => (taken.test(send.stderr()) ? true : undefined), 60_000, 'send to say it waits');
+      // Said within seconds (5 s on a quiet machine; the bound is loose for a loaded one), not minutes.
+      expect(Date.now() - since).toBeLessThan(30_000);
+      expect(approve.stdout() + approvals.stdout() + send.stdout()).toBe('');
+      // Show does not wait: what needs no worker at once, and why the rest is missing.
+      const shown = await cli(['show', listed.run.workflowId], '', onQueue);
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(shown.stdout).toMatch(new RegExp(`^agentRun ${listed.run.workflowId}: awaiting_approval\n`));
+      expect(shown.stderr).toMatch(
+        new RegExp(
+          `^no worker serves the run on task queue '${queue}' \\(none has answered a query of the run for \\d+ s\\): shown without its status and transcript; start one with \`npx patchloop worker\`\n$`,
+        ),
+      );
+
+      await workerOn(queue);
+      expect(await approve.exited, approve.stderr()).toBe(0);
+      expect(approve.stderr()).toMatch(
+        new RegExp(`${taken.source}\n(.*\n)*a worker has taken the run's next task: the run goes on\n$`),
+      );
+      const shape = (stdout: string, id: string, call: string) =>
+        stdout.replaceAll(id, '<id>').replaceAll(`"${call}"`, '"<call>"');
+      expect(shape(approve.stdout(), decided.run.workflowId, decided.call)).toBe(
+        shape(withWorker.stdout, served.run.workflowId, served.call),
+      );
+      expect((await decided.run.result()).status).toBe('completed');
+      expect(await approvals.exited, approvals.stderr()).toBe(0);
+      expect(JSON.parse(approvals.stdout())).toEqual({
+        workflow_id: listed.run.workflowId,
+        pending_approvals: listed.pending,
+      });
+      expect(approvals.stderr()).toMatch(/a worker has answered: the run is served again\n$/);
+      expect(await send.exited, send.stderr()).toBe(0);
+      expect(JSON.parse(send.stdout())).toEqual({
+        workflow_id: session.workflowId,
+        status: 'completed',
+        reply: 'You said: hello again',
+        turn: 2,
+      });
+      await listed.run.abort('enough');
+      await session.close();
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe('Ctrl-C at an approval question', () => {
   it('leaves the call undecided and the run going, with the commands to follow or abort it', async () => {
     const id = `manners-ask-${randomUUID()}`;
@@ -211,11 +299,42 @@ describe('commands on runs that have ended', () => {
     ]);
     const asJson = await cli(['abort', done.workflowId, '--json']);
     expect(JSON.parse(asJson.stderr)).toEqual({ error: { type: 'RunEnded', message: expect.any(String) } });
+    // Every command on an id follows the same rule: a decision or an extension for a run that has ended
+    // says how it ended (exit 4, as the help promises); the list of waiting calls is empty.
+    const closed = `${done.workflowId} has already ended: completed at ${await closeTime(done.workflowId)}`;
+    const see = `(see 'npx patchloop show ${done.workflowId}')`;
+    const ended: Array<[string[], string]> = [
+      [['approve', done.workflowId, 'call_1'], 'nothing of it waits for a decision'],
+      [['reject', done.workflowId, 'call_1', '--reason', 'no'], 'nothing of it waits for a decision'],
+      [['budget', 'extend', done.workflowId, '--calls', '2'], 'its budget takes no extension'],
+    ];
+    // Side by side: each is a process of its own.
+    const endedResults = await Promise.all(ended.map(([args]) => cli(args)));
+    expect(endedResults.map((result, at) => [ended[at]![0], result.code, result.stdout, result.stderr])).toEqual(
+      ended.map(([args, consequence]) => [args, 4, '', `error: ${closed}; ${consequence} ${see}\n`]),
+    );
+    const listed = await cli(['approvals', done.workflowId]);
+    expect([listed.code, JSON.parse(listed.stdout)]).toEqual([
+      0,
+      { workflow_id: done.workflowId, pending_approvals: [] },
+    ]);
     const missing = await cli(['abort', 'manners-no-such-run']);
     expect([missing.code, missing.stderr]).toEqual([
       1,
       "error: no run or session with id 'manners-no-such-run' (see 'npx patchloop list')\n",
     ]);
+    // An id that names nothing: every command says so in the same words, never a bare 'workflow not found'.
+    const unknown = [
+      ['follow', 'manners-no-such-run'],
+      ['approve', 'manners-no-such-run', 'call_1'],
+      ['approvals', 'manners-no-such-run'],
+      ['budget', 'extend', 'manners-no-such-run', '--calls', '1'],
+      ['send', 'manners-no-such-run', 'hello'],
+    ];
+    const unknownResults = await Promise.all(unknown.map((args) => cli(args)));
+    expect(unknownResults.map((result, at) => [unknown[at], result.code, result.stdout, result.stderr])).toEqual(
+      unknown.map((args) => [args, 1, '', missing.stderr]),
+    );
   });
 });
 
@@ -269,6 +388,30 @@ describe('failed runs in the list', () => {
     // As an operator (or the UI's filter) asks for them: by patchloop's own attributes.
     const queried = await listedWorkflows(`PatchloopAgent = '${agent}' AND PatchloopStatus = 'failed'`);
     expect(queried.map((entry) => entry.execution.workflowId)).toEqual([`manners-unknown-${agent}`]);
+  });
+});
+
+describe('sessions in the list', () => {
+  it('count their iterations, tool calls and tokens after each turn, as runs do', async () => {
+    const session = await world.client.startSession({ agent: 'assistant' });
+    await session.send('add 2 and 3');
+    await session.send('hello');
+    const status = await session.status();
+    const row = await eventually(async () => {
+      const out = await cli(['list', '--json', '--limit', '100']);
+      const rows = JSON.parse(out.stdout) as Array<{ workflow_id: string; iterations: number | null }>;
+      const found = rows.find((entry) => entry.workflow_id === session.workflowId);
+      return found?.iterations === status.iteration ? found : undefined;
+    });
+    expect(row).toMatchObject({
+      type: 'chatSession',
+      status: 'running',
+      iterations: 3,
+      tool_calls: 1,
+      total_tokens: status.usage!.total_tokens,
+    });
+    expect(status.usage!.total_tokens).toBeGreaterThan(0);
+    await session.close();
   });
 });
 

@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateToolLinkage } from '../../src/context';
 import { startConsole, type ConsoleServer } from '../../src/console/server';
-import { callTools, reply, toolCall as call } from '../../src/fake-model/steps';
+import { callTools, failWith, reply, toolCall as call } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { addTool, waitTool } from '../../src/tools/examples';
 import { LIST_STATUSES } from '../../src/cli/syntax';
@@ -14,7 +14,8 @@ import { scriptsByAgent } from '../support/agent-scripts';
 import { launchBrowser } from '../support/browser';
 import { runCli } from '../support/cli';
 import { occurrencesInDatabase } from '../support/database';
-import { startWorld, type TestWorld } from '../support/temporal';
+import { clientOn, startWorld, type TestWorld } from '../support/temporal';
+import { spawnWorker } from '../support/worker-process';
 import { awaitingApproval, eventOf, eventually } from '../support/wait';
 
 /**
@@ -29,6 +30,8 @@ const agents: AgentDefinitionInput[] = [
   { name: 'lead', instructions: 'You lead.', subagents: ['clerk'] },
   { name: 'clerk', instructions: 'You file.' },
   { name: 'reporter', instructions: 'You report.' },
+  { name: 'sentry', instructions: 'You guard the sums.', tools: ['add'], needs_approval: ['add'] },
+  { name: 'chatter', instructions: 'You chat along.' },
 ];
 const words = (count: number) => Array.from({ length: count }, (_, index) => `word${index} `);
 
@@ -60,6 +63,19 @@ const scripts = scriptsByAgent({
   },
   clerk: { instructions: 'You file.', steps: [reply('filed')] },
   reporter: { instructions: 'You report.', steps: [reply('the first report'), reply('the second report')] },
+  sentry: {
+    instructions: 'You guard the sums.',
+    steps: [callTools([call('n1', 'add', { a: 6, b: 7 })]), reply('6 + 7 = 13')],
+  },
+  chatter: {
+    instructions: 'You chat along.',
+    steps: [
+      reply('hello!'),
+      failWith(400, { message: 'Your message was flagged by the content filter' }),
+      reply('still here'),
+      failWith(400, { message: 'This one was flagged too' }),
+    ],
+  },
 });
 
 let world: TestWorld;
@@ -94,6 +110,7 @@ afterAll(async () => {
   await world?.close();
 });
 
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const runUrl = (id: string) => `${consoleServer.url}/runs/${encodeURIComponent(id)}`;
 const transcriptText = () => page.locator('#transcript').innerText();
 /** A closed run's page reads its details after it is shown: until they are in (at once when kept). */
@@ -454,6 +471,115 @@ fetch(${JSON.stringify(`${consoleServer.url}${abortPath()}`)}, { method: 'POST',
         await open.close();
       }
     });
+  });
+
+  it('a run no worker serves: its page comes at once, says so and what to start, and goes on once a worker does', async () => {
+    const queue = `console-unserved-${randomUUID()}`;
+    const sentry = agents.find((agent) => agent.name === 'sentry')!;
+    const worker = () =>
+      spawnWorker({
+        address: world.config.temporalAddress,
+        taskQueue: queue,
+        modelUrl: world.fake.url,
+        agents: [sentry],
+      });
+    const first = await worker();
+    const client = await clientOn(queue);
+    try {
+      const run = await client.start({ agent: 'sentry', input: 'add 6 and 7' });
+      await awaitingApproval(run, ['n1']);
+      await first.kill('SIGKILL');
+      const since = Date.now();
+      await page.goto(runUrl(run.workflowId));
+      // Within a few seconds (a query waits 3 s for a worker); the bound is loose for a loaded machine.
+      expect(Date.now() - since).toBeLessThan(20_000);
+      const notice = await page.locator('#overview .unserved').innerText();
+      expect(notice).toMatch(
+        new RegExp(
+          `^No worker serves this run now: none has answered a query of the run for \\d+ s on task queue ${queue}\\.`,
+        ),
+      );
+      expect(notice).toContain(
+        `Start one with npx patchloop worker --task-queue ${queue}; the page goes on once it answers.`,
+      );
+      // What needs no worker, and nothing that contradicts it.
+      expect(await page.locator('#state').innerText()).toBe('awaiting_approval');
+      expect(await page.locator('#approvals').innerText()).toBe(
+        'Waiting for approval\n\nThe run waits for a decision, but no worker answers for it now: the calls it waits for show here once one does.',
+      );
+      // A message from the page is an update a worker applies: the page says none has, and what to start.
+      await page.fill('#message-text', 'check it twice');
+      await page.click('form.message button[type=submit]');
+      await page.locator('#notice.waiting').waitFor({ timeout: 30_000 });
+      expect(await page.locator('#notice').innerText()).toBe(
+        `Sent, not applied yet: no worker has taken it within 5 s (task queue '${queue}'). It is applied once one does: start one with npx patchloop worker --task-queue ${queue}.`,
+      );
+      const second = await worker();
+      try {
+        const item = page.locator('#approvals li[data-tool-call-id="n1"]');
+        await item.waitFor({ timeout: 60_000 });
+        expect(await page.locator('#overview .unserved').count()).toBe(0);
+        await item.locator('button.approve').click();
+        expect((await run.result()).answer).toBe('6 + 7 = 13');
+        // The message was applied once the worker came: the model read it.
+        expect(scripts.requests('sentry').at(-1)!.messages.at(-1)).toEqual({ role: 'user', content: 'check it twice' });
+        await page.locator('main[data-ended="true"]').waitFor();
+        expect(await transcriptText()).toContain('6 + 7 = 13');
+      } finally {
+        await second.kill('SIGKILL');
+      }
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("a failed chat turn shows its error in the console, show and chat, and keeps the user's message", async () => {
+    const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
+    const id = `console-chat-${randomUUID()}`;
+    const kept = "(the message stays in the session's transcript; send another to go on)";
+    const chat = await runCli(['chat', 'chatter', '--id', id], env, 'hello\nsomething flagged\n/quit\n');
+    expect(chat.code, chat.stderr).toBe(0);
+    expect(chat.stdout).toMatch(
+      new RegExp(
+        `assistant> \\(turn failed: ProviderRejected: [^\\n]*Your message was flagged by the content filter[^\\n]* ${escaped(kept)}\\)\n`,
+      ),
+    );
+    await page.goto(runUrl(id));
+    expect(await page.locator('#overview .turn-failed').innerText()).toMatch(
+      new RegExp(`^The last turn failed: ProviderRejected: .*flagged by the content filter.* ${escaped(kept)}$`),
+    );
+    expect(await page.locator('#timeline tr.type-turn_failed').innerText()).toMatch(
+      /turn failed: ProviderRejected: .*flagged by the content filter/,
+    );
+    expect(await transcriptText()).toContain('something flagged');
+    const shown = await runCli(['show', id], env);
+    expect(shown.stdout).toMatch(
+      new RegExp(`\nlast turn failed: ProviderRejected: .*flagged by the content filter.* ${escaped(kept)}\n`),
+    );
+    expect(shown.stdout).toContain('\nuser      something flagged\n');
+    // The next turn's request holds the message: the conversation as it was said, valid.
+    const next = await runCli(['send', id, 'are you there?'], env);
+    expect([next.code, JSON.parse(next.stdout).reply]).toEqual([0, 'still here']);
+    expect(scripts.requests('chatter').at(-1)!.messages.slice(1)).toEqual([
+      { role: 'user', content: 'hello' },
+      { role: 'assistant', content: 'hello!' },
+      { role: 'user', content: 'something flagged' },
+      { role: 'user', content: 'are you there?' },
+    ]);
+    // A turn that fails through send: its reply on stdout, its error on stderr, exit 1.
+    const failed = await runCli(['send', id, 'flag this too'], env);
+    expect(failed.code).toBe(1);
+    expect(JSON.parse(failed.stdout)).toMatchObject({
+      workflow_id: id,
+      status: 'failed',
+      reply: null,
+      turn: 4,
+      error: { type: 'ProviderRejected', message: expect.stringContaining('This one was flagged too') },
+    });
+    expect(failed.stderr).toMatch(
+      new RegExp(`^the turn failed: ProviderRejected: .*This one was flagged too.* ${escaped(kept)}\n$`),
+    );
+    await world.client.session(id).close();
   });
 
   it("shows an encrypted run in plaintext through the client's codec, with no key in the page", async () => {

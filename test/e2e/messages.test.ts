@@ -196,7 +196,7 @@ describe('idempotency keys', () => {
 });
 
 describe('sessions survive a bad turn', () => {
-  it('a turn the provider rejects answers failed, is rolled back, and the session goes on', async () => {
+  it('a turn the provider rejects answers failed, keeps its message, and the session goes on', async () => {
     world = await startWorld({
       fake: {
         script: [
@@ -221,14 +221,23 @@ describe('sessions survive a bad turn', () => {
     expect([tooLong.status, tooLong.error?.type]).toEqual(['failed', 'ContextTooLong']);
     expect(await session.send('are you there?')).toEqual({ status: 'completed', reply: 'still here', turn: 4 });
     expect(world.fake.requests[3]!.body.tools).toBeUndefined();
-    // The failed turns left nothing behind: the next request is the valid conversation without them.
+    // The failed turns' messages stay, each after the context as it was before its turn: the next
+    // request is the conversation as it was said, and valid.
     expect(world.fake.requests[4]!.body.messages.slice(1)).toEqual([
       { role: 'user', content: 'hi' },
       { role: 'assistant', content: 'hello!' },
+      { role: 'user', content: 'something flagged' },
+      { role: 'user', content: 'a very long paste' },
       { role: 'user', content: 'are you there?' },
+    ]);
+    expect(await session.transcript()).toEqual([
+      expect.objectContaining({ role: 'system' }),
+      ...world.fake.requests[4]!.body.messages.slice(1),
+      { role: 'assistant', content: 'still here' },
     ]);
     const status = await session.status();
     expect(status.state).toBe('running');
+    expect(status.last_turn_failure).toBeNull();
     expect(
       status.events
         .filter((event) => event.event_type === 'turn_failed')
@@ -237,6 +246,6 @@ describe('sessions survive a bad turn', () => {
     await session.close();
     await eventually(async () => ((await session.sessionResult()).turns === 4 ? true : undefined));
     world.fake.assertDone();
-    await recordHistory(session, 'session-failed-turn');
+    await recordHistory(session, 'session-failed-turn-keeps-message');
   });
 });

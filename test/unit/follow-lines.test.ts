@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { describeEvent } from '../../src/client/follow';
-import type { LoggedRunEvent } from '../../src/runtime';
+import { lastTurnFailure, type LoggedRunEvent } from '../../src/runtime';
 
 const at = { seq: 1, run_id: 'run-1', iteration: 3, timestamp: '2026-12-04T00:00:00.000Z' };
 
@@ -73,5 +73,31 @@ describe("what 'follow' prints about compactions and budgets", () => {
     expect(describeEvent({ ...handoff, reason: 'an invoice question' })).toBe(
       'handoff: triage -> billing (an invoice question)',
     );
+  });
+
+  it("says a session's failed turn with its error, and that its message stays", () => {
+    const failed: LoggedRunEvent = {
+      ...at,
+      event_type: 'turn_failed',
+      error_type: 'ProviderRejected',
+      message: 'the model call failed: 400 flagged by the content filter',
+    };
+    expect(describeEvent(failed)).toBe(
+      "turn failed: ProviderRejected: the model call failed: 400 flagged by the content filter (the message stays in the session's transcript; send another to go on)",
+    );
+    // The session's status names its latest turn's failure from the same events, until a turn ends well.
+    const ended: LoggedRunEvent = {
+      ...at,
+      event_type: 'react_end',
+      status: 'completed',
+      final_response: 'hi',
+      total_iterations: 1,
+      total_llm_calls: 1,
+      total_tool_calls: 0,
+      total_token_usage: null,
+    };
+    expect(lastTurnFailure([ended, failed])).toEqual({ type: 'ProviderRejected', message: failed.message });
+    expect(lastTurnFailure([failed, ended])).toBeNull();
+    expect(lastTurnFailure([])).toBeNull();
   });
 });

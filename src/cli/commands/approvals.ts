@@ -1,33 +1,58 @@
 import { createInterface, type Interface } from 'node:readline';
-import type { RunEvent } from '../../runtime';
+import type { ApprovalAccepted, RunEvent } from '../../runtime';
 import type { PatchloopClient, RunHandle } from '../../client/patchloop-client';
 import { parseCommand } from '../arguments';
 import { UsageError } from '../errors';
+import { explainUnavailable } from '../preflight';
+import { answeredByWorker, appliedByWorker } from '../worker-watch';
 import { APPROVALS_SYNTAX, APPROVE_SYNTAX, REJECT_SYNTAX } from '../syntax';
 
 type Print = (line: string) => void;
 
-/** The gated tool calls of a run or session that wait for a decision. */
+/**
+ * The gated tool calls of a run or session that wait for a decision (none for a run that has ended).
+ * A worker answers the query: while none does, the command says so and waits for one.
+ */
 export async function approvalsCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
   const id = parseCommand(args, APPROVALS_SYNTAX).positionals['id']!;
-  return { workflow_id: id, pending_approvals: await client.run(id).pendingApprovals() };
+  const run = client.run(id);
+  const description = await run.workflow.describe().catch((error: unknown) => explainUnavailable(run, error));
+  if (description.status.name !== 'RUNNING') return { workflow_id: id, pending_approvals: [] };
+  return {
+    workflow_id: id,
+    pending_approvals: await answeredByWorker(run, client.taskQueue, () => run.pendingApprovals()),
+  };
 }
 
 export async function approveCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
   const { values, positionals } = parseCommand(args, APPROVE_SYNTAX);
-  const id = positionals['id']!;
   const call = positionals['call id']!;
-  return { workflow_id: id, ...(await client.run(id).approve(call, values.reason, values.run)) };
+  return decision(client, positionals['id']!, (run) => run.approve(call, values.reason, values.run));
 }
 
 export async function rejectCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
   const { values, positionals } = parseCommand(args, REJECT_SYNTAX);
-  const id = positionals['id']!;
   const call = positionals['call id']!;
   // The model reads the reason: a rejection without one teaches it nothing.
-  if (!values.reason?.trim())
-    throw new UsageError(`--reason is required: the model sees it\nusage: ${REJECT_SYNTAX.usage}`);
-  return { workflow_id: id, ...(await client.run(id).reject(call, values.reason, values.run)) };
+  const reason = values.reason;
+  if (!reason?.trim()) throw new UsageError(`--reason is required: the model sees it\nusage: ${REJECT_SYNTAX.usage}`);
+  return decision(client, positionals['id']!, (run) => run.reject(call, reason, values.run));
+}
+
+/**
+ * A decision (update 'approve'), applied by a worker: while none takes the run's task the command says
+ * so and waits; on a run that has ended or does not exist it says which (exit 4 or 1).
+ */
+async function decision(
+  client: PatchloopClient,
+  id: string,
+  decide: (run: RunHandle) => Promise<ApprovalAccepted>,
+): Promise<unknown> {
+  const run = client.run(id);
+  const accepted = await appliedByWorker(run, client.taskQueue, () => decide(run)).catch((error: unknown) =>
+    explainUnavailable(run, error, 'nothing of it waits for a decision'),
+  );
+  return { workflow_id: id, ...accepted };
 }
 
 /** Asks a question on the terminal and resolves with the answer. */

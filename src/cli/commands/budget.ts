@@ -2,6 +2,8 @@ import type { PatchloopClient } from '../../client/patchloop-client';
 import type { BudgetExtension } from '../../runtime';
 import { parseCommand } from '../arguments';
 import { UsageError } from '../errors';
+import { explainUnavailable } from '../preflight';
+import { appliedByWorker } from '../worker-watch';
 import { BUDGET_SYNTAX } from '../syntax';
 
 /** `patchloop budget extend <id> --tokens N ...`: the `extend_budget` update, as the temporal CLI sends it too. */
@@ -26,5 +28,9 @@ export async function budgetCommand(client: PatchloopClient, args: string[]): Pr
   if (Object.keys(extension).length === 0)
     throw new UsageError(`name at least one of --tokens, --calls, --cost, --seconds\nusage: ${BUDGET_SYNTAX.usage}`);
   const id = positionals['id']!;
-  return { workflow_id: id, limit: await client.run(id).extendBudget(extension) };
+  const run = client.run(id);
+  const limit = await appliedByWorker(run, client.taskQueue, () => run.extendBudget(extension)).catch(
+    (error: unknown) => explainUnavailable(run, error, 'its budget takes no extension'),
+  );
+  return { workflow_id: id, limit };
 }

@@ -2,7 +2,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { parseCommand } from '../arguments';
-import { describeEvent, TokenFollower } from '../../client/follow';
+import { describeEvent, failedTurnText, TokenFollower } from '../../client/follow';
 import { askApproval, type Ask } from './approvals';
 import { agentResolved } from '../preflight';
 import { note, waitingLine, watchForWorker } from '../worker-watch';
@@ -58,8 +58,8 @@ export async function chatCommand(
       ? (question: string) => new Promise<string>((resolve) => input.question(question, resolve))
       : undefined;
     // A turn that no worker takes says so while it waits.
-    const stopWatching = watchForWorker(session, client.taskQueue);
-    const { reply, streamed } = await sendFollowing(session, text, print, ask).finally(stopWatching);
+    const watch = watchForWorker(session, client.taskQueue);
+    const { reply, streamed } = await sendFollowing(session, text, print, ask).finally(() => watch.stop());
     turnRunning = false;
     // A reply whose tokens were shown live is not printed again.
     if (streamed) write('\n');
@@ -72,8 +72,7 @@ export async function chatCommand(
 
 function replyLine(reply: TurnReply): string {
   if (reply.status === 'completed') return `assistant> ${reply.reply}`;
-  if (reply.status === 'failed')
-    return `assistant> (turn failed, nothing of it was kept: ${reply.error?.message ?? 'unknown error'})`;
+  if (reply.status === 'failed') return `assistant> (turn failed: ${failedTurnText(reply.error)})`;
   return `assistant> (turn aborted${reply.abort_reason ? `: ${reply.abort_reason}` : ''})`;
 }
 

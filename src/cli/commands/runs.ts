@@ -10,12 +10,20 @@ import {
 } from '../../runtime';
 import { askApproval, terminalAsker } from './approvals';
 import { parseCommand } from '../arguments';
-import { followRun, jsonOutput, textOutput } from '../../client/follow';
-import { retryingPhases, type PatchloopClient, type RunHandle } from '../../client/patchloop-client';
+import { failedTurnText, followRun, jsonOutput, textOutput } from '../../client/follow';
+import type { WorkflowExecutionDescription } from '@temporalio/client';
+import {
+  recordedTranscript,
+  retryingPhases,
+  runSummaryOf,
+  type PatchloopClient,
+  type RunHandle,
+} from '../../client/patchloop-client';
+import { askingWorker, WORKER_ANSWER_MS } from '../../client/worker-wait';
 import { EXIT, UsageError, WithStatus } from '../errors';
 import { detach, detachOnInterrupt } from '../interrupt';
 import { agentResolved, explainUnavailable, failureOf } from '../preflight';
-import { note, waitingLine, watchForWorker } from '../worker-watch';
+import { appliedByWorker, note, unservedLine, waitingLine, watchForWorker } from '../worker-watch';
 import { RUN_SYNTAX, FOLLOW_SYNTAX, ABORT_SYNTAX, SEND_SYNTAX, SHOW_SYNTAX } from '../syntax';
 
 type Print = (line: string) => void;
@@ -77,7 +85,10 @@ function budgetOptions(calls: string | undefined, tokens: string | undefined): B
 /** Follows a run that is already going (or finished): its events, then live tokens, then a summary. */
 export async function followCommand(client: PatchloopClient, args: string[], print: Print): Promise<unknown> {
   const { values, positionals } = parseCommand(args, FOLLOW_SYNTAX);
-  return follow(client.run(positionals['id']!), client, Boolean(values.json), print);
+  const run = client.run(positionals['id']!);
+  // An id that names no run says so, as every command on an id does (a run that has ended is followed to its outcome).
+  await run.workflow.describe().catch((error: unknown) => explainUnavailable(run, error));
+  return follow(run, client, Boolean(values.json), print);
 }
 
 /**
@@ -86,7 +97,7 @@ export async function followCommand(client: PatchloopClient, args: string[], pri
  */
 async function follow(run: RunHandle, client: PatchloopClient, json: boolean, print: Print): Promise<undefined> {
   const stopDetaching = detachOnInterrupt(run);
-  const stopWatching = watchForWorker(run, client.taskQueue);
+  const watch = watchForWorker(run, client.taskQueue);
   // At a terminal, calls that wait for approval are put to the person following the run.
   const terminal = json ? undefined : terminalAsker(() => detach(run.workflowId));
   try {
@@ -99,7 +110,7 @@ async function follow(run: RunHandle, client: PatchloopClient, json: boolean, pr
     printOutcome(await followRun(run, textOutput(write), onEvent ? { onEvent } : {}), print);
   } finally {
     terminal?.close();
-    stopWatching();
+    watch.stop();
     stopDetaching();
   }
   return undefined;
@@ -128,7 +139,10 @@ export async function abortCommand(client: PatchloopClient, args: string[]): Pro
   return { workflow_id: id, signal: 'abort', reason: values.reason ?? '' };
 }
 
-/** To a run: signal `user_message`. To a session: update `send`, printing the turn's reply (or queue with --no-wait). */
+/**
+ * To a run: signal `user_message`. To a session: update `send`, printing the turn's reply (or queue with
+ * --no-wait); while no worker takes the session's task it says so, and a failed turn exits 1.
+ */
 export async function sendCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
   const { values, positionals } = parseCommand(args, SEND_SYNTAX);
   const id = positionals['id']!;
@@ -136,7 +150,10 @@ export async function sendCommand(client: PatchloopClient, args: string[]): Prom
   const run = client.run(id);
   try {
     if ((await client.workflowType(id)) === 'chatSession' && !values['no-wait']) {
-      return { workflow_id: id, ...(await client.session(id).send(text)) };
+      const reply = await appliedByWorker(run, client.taskQueue, () => client.session(id).send(text));
+      if (reply.status !== 'failed') return { workflow_id: id, ...reply };
+      note(`the turn failed: ${failedTurnText(reply.error)}`);
+      return new WithStatus({ workflow_id: id, ...reply }, EXIT.failed);
     }
     await run.sendUserMessage(text);
   } catch (error) {
@@ -152,12 +169,11 @@ export async function showCommand(client: PatchloopClient, args: string[], print
   const description = await run.workflow.describe().catch((error: unknown) => explainUnavailable(run, error));
   const failure =
     description.status.name === 'FAILED' ? await failureOf(run).catch((error: Error) => error) : undefined;
-  const [status, transcript, now, children] = await Promise.all([
-    run.status().catch(() => undefined),
-    run.transcript().catch(() => undefined),
-    description.status.name === 'RUNNING' ? currentDetails(run) : Promise.resolve(undefined),
-    run.childRuns().catch(() => []),
-  ]);
+  const { status, transcript, now, unserved } = await readQueries(run, description);
+  const children = await run.childRuns().catch(() => []);
+  // What needs no worker is shown at once; what needs one is left out, and stderr says why.
+  const missing = [status ? '' : 'status', transcript ? '' : 'transcript'].filter(Boolean).join(' and ');
+  if (unserved) note(unservedLine(unserved, client.taskQueue, `shown without its ${missing || 'current step'}`));
   const failed = failure
     ? { type: (failure as { type?: string }).type ?? failure.name, message: failure.message }
     : undefined;
@@ -170,10 +186,12 @@ export async function showCommand(client: PatchloopClient, args: string[], print
       ...(retrying.length > 0 ? { retrying } : {}),
       ...(children.length > 0 ? { children } : {}),
       ...(buildOf(description) ? { build: buildOf(description) } : {}),
+      ...(unserved ? { waiting_for_worker: true } : {}),
       transcript,
     };
+  // Without the status query, the state the run last reported (its search attribute), else Temporal's.
   print(
-    `${description.type} ${id}: ${status?.state ?? description.status.name.toLowerCase()}` +
+    `${description.type} ${id}: ${status?.state ?? runSummaryOf(description).status}` +
       (status
         ? `, iteration ${status.iteration}, ${status.llm_calls} model call(s), ${status.tool_calls} tool call(s)`
         : ''),
@@ -187,6 +205,7 @@ export async function showCommand(client: PatchloopClient, args: string[], print
       `budget: ${budgetLine(status.budget)}${status.budget.awaiting ? ` (waiting for an extension: ${status.budget.awaiting.join(', ')})` : ''}`,
     );
   if (failed) print(`failed: ${failed.type}: ${failed.message}`);
+  if (status?.last_turn_failure) print(`last turn failed: ${failedTurnText(status.last_turn_failure)}`);
   if (now) print(`now: ${now}`);
   for (const phase of retrying)
     print(
@@ -224,11 +243,35 @@ function childLink(workflowId: string): string {
   return `${workflowId} (patchloop show ${workflowId}${page ? `, ${page}` : ''})`;
 }
 
+/**
+ * What `show` asks a worker for (status, transcript, what the run does now), each waited for a few
+ * seconds at most for a running run (`askingWorker`); `unserved` says what no worker did meanwhile. A
+ * run that completed gives its transcript from its result.
+ */
+async function readQueries(run: RunHandle, description: WorkflowExecutionDescription) {
+  // A closed run's queries replay its history on a worker: they wait as long as the server lets them.
+  const worker = askingWorker(run, description, description.closeTime ? undefined : WORKER_ANSWER_MS);
+  const [status, transcript, now] = await Promise.all([
+    worker.ask(() => run.status()),
+    worker.ask(() => run.transcript()),
+    description.status.name === 'RUNNING' ? worker.ask(() => currentDetails(run)) : undefined,
+  ]);
+  return {
+    status,
+    transcript: transcript ?? (description.status.name === 'COMPLETED' ? await recordedTranscriptOf(run) : undefined),
+    now,
+    unserved: worker.unserved(),
+  };
+}
+
+/** The transcript a completed run's result records (no worker needed); undefined when it left it out. */
+async function recordedTranscriptOf(run: RunHandle): Promise<Message[] | undefined> {
+  return recordedTranscript((await run.workflow.result().catch(() => null)) as AgentRunResult | null) ?? undefined;
+}
+
 /** The workflow's own account of what it is doing (Temporal's current details). */
 async function currentDetails(run: RunHandle): Promise<string | undefined> {
-  const metadata = await run.workflow
-    .query<{ currentDetails?: string }>('__temporal_workflow_metadata')
-    .catch(() => undefined);
+  const metadata = await run.workflow.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
   return metadata?.currentDetails || undefined;
 }
 

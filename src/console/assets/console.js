@@ -45,8 +45,9 @@ function runPage() {
     const body = { tool_call_id: item.dataset.toolCallId, reason, run: item.dataset.run };
     button.disabled = true;
     try {
-      await act(workflowId, button.dataset.action, body);
-      say(`${button.dataset.action === 'approve' ? 'Approved' : 'Rejected'} ${body.tool_call_id}.`);
+      const answer = await act(workflowId, button.dataset.action, body);
+      if (answer.waiting_for_worker) say(answer.message, 'waiting');
+      else say(`${button.dataset.action === 'approve' ? 'Approved' : 'Rejected'} ${body.tool_call_id}.`);
     } catch (error) {
       say(error.message, 'error');
       button.disabled = false;
@@ -69,11 +70,12 @@ function runPage() {
     const submit = form.querySelector('button[type=submit]');
     submit.disabled = true;
     try {
-      await act(workflowId, action, body);
-      if (action === 'message') {
-        form.reset();
-        say('Message sent: the run reads it at its next step.');
-      } else if (action === 'abort') say('Abort sent.');
+      const answer = await act(workflowId, action, body);
+      if (action === 'message') form.reset();
+      // No worker serves the run: the server says what happens and what to start.
+      if (answer.waiting_for_worker) say(answer.message, 'waiting');
+      else if (action === 'message') say('Message sent: the run reads it at its next step.');
+      else if (action === 'abort') say('Abort sent.');
       else say('Budget extended.');
     } catch (error) {
       say(error.message, 'error');
