@@ -31,12 +31,14 @@ describe('the spec the docs and the code cite is in the repository', () => {
       expect(sections).toContain(section);
   });
 
-  it('every "spec N.N" or "spec section N" in src/, docs/, README.md and ARCHITECTURE.md names one of them', () => {
+  it('every "spec N.N", "spec section N" or "deviation 10.x" in src/, docs/, README.md and ARCHITECTURE.md names one of them', () => {
     const cited = citing().flatMap((path) =>
-      [...readFileSync(path, 'utf8').matchAll(/\bspec(?:'s)?(?: section)? (\d+(?:\.[0-9a-z]+)?)\b/g)].map((match) => ({
-        where: relative(root, path),
-        section: match[1]!,
-      })),
+      [...readFileSync(path, 'utf8').matchAll(/\b(?:spec(?:'s)?(?: section)?|deviation) (\d+(?:\.[0-9a-z]+)?)\b/g)].map(
+        (match) => ({
+          where: relative(root, path),
+          section: match[1]!,
+        }),
+      ),
     );
     expect(cited.length).toBeGreaterThan(50);
     expect(cited.filter(({ section }) => !sections.has(section))).toEqual([]);
