@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { JsonObject, Message, Mutation } from '../context';
+import { cloneJson, JsonObject, Message, Mutation } from '../context';
 import { AgentSpec } from './agent';
 import { ApprovalRecord, PendingApproval } from './approvals';
 import { CompactionIntent, MemoryIntent, ToolBatchResult, ToolCallReport, ToolCallRequest } from './phases';
@@ -102,16 +102,15 @@ export type AwaitingBatch = z.infer<typeof AwaitingBatch>;
 export type RunningBatch = NonNullable<AwaitingBatch['running']>;
 
 /**
- * What every durable run carries across continue-as-new, runs and sessions alike, at a boundary: the
- * context state itself (transcript, pending patches, queued messages, the SelfRef queue), the counters
- * ids and keys depend on, usage, the tail of the event log, and a batch waiting for approval decisions.
- * `agentRun` and `chatSession` extend it with their own fields and a schema version each; one carry and
- * one restore (`workflows/carried-run.ts`) read and write it. Fields added after a version was recorded
- * have defaults, so every older state still loads (fixtures in test/fixtures/carried-state).
+ * The durable part of a run (`Run.durable` in the workflows): the context state itself (transcript,
+ * pending patches, queued messages, the SelfRef queue), the counters ids and keys depend on, usage and
+ * spending, the event log and what running sub-agents wait for. A run keeps it as this value and
+ * carries it across continue-as-new as it is; a restored run takes it back by the keys of this shape.
+ * Fields added after a version was recorded have defaults, so every older state still loads (fixtures
+ * in test/fixtures/carried-state).
  */
-export const CarriedRun = sharedSchema('runtime/carried-state#CarriedRun', () =>
+export const DurableRun = sharedSchema('runtime/carried-state#DurableRun', () =>
   z.strictObject({
-    agent: AgentSpec,
     transcript: z.array(Message),
     pending: z.array(Mutation),
     inbox: z.array(CarriedInboxEntry),
@@ -120,28 +119,77 @@ export const CarriedRun = sharedSchema('runtime/carried-state#CarriedRun', () =>
       .strictObject({ intents: z.array(MemoryIntent), compaction: CompactionIntent.nullable() })
       // A function: zod copies a default only shallowly, and restored runs push to this list.
       .default(() => ({ intents: [], compaction: null })),
+    /** Global across turns and continue-as-new: idempotency keys depend on it. */
     iteration: z.number().int().nonnegative(),
     llm_calls: z.number().int().nonnegative(),
     tool_calls: z.number().int().nonnegative(),
-    /** Tool calls of the turn so far: the tool budget counts them. */
-    turn_tool_calls: z.number().int().nonnegative().default(0),
     usage: TokenUsage.nullable(),
     fork_count: z.number().int().nonnegative(),
+    /** The last event's `seq`: it counts on across continue-as-new. */
     event_seq: z.number().int().nonnegative(),
+    /** Events that left the log's window (read them live with the `events` query, or not at all). */
     events_dropped: z.number().int().nonnegative().default(0),
-    /** The newest events, so `status` and `show` still tell the run's story. */
+    /**
+     * The newest events (a bounded window: the log lives in workflow memory); the newest of them travel
+     * across continue-as-new, so `status` and `show` still tell the run's story.
+     */
     recent_events: z.array(JsonObject).default([]),
     rejected_inputs: z.number().int().nonnegative().default(0),
     /** The latest updates applied, so a client's retry of one after continue-as-new is not applied again. */
     recent_updates: z.array(RecentUpdate).max(RECENT_UPDATES).default([]),
-    continued: z.number().int().nonnegative(),
+    /** How large the context is, as measured and estimated, and its compactions. */
     context: ContextLedger.default(emptyContextLedger),
     /** What the run has spent against its budget. */
     ledger: UsageLedger.default(emptyUsageLedger),
-    /** The batch that waited for approval decisions (or for sub-agents) at the boundary, if one did. */
-    awaiting_batch: AwaitingBatch.optional(),
     /** What the run's running sub-agents reported waiting for decisions, by child workflow id. */
     child_approvals: z.record(z.string(), z.array(PendingApproval)).optional(),
+  }),
+);
+export type DurableRun = z.infer<typeof DurableRun>;
+
+/**
+ * The context state of a run (part of its durable part): what a session's failed turn rolls back to,
+ * as it was before the turn's message.
+ */
+export const TurnContext = sharedSchema('runtime/carried-state#TurnContext', () =>
+  DurableRun.pick({ transcript: true, pending: true, selfref_queue: true }),
+);
+export type TurnContext = z.infer<typeof TurnContext>;
+
+/**
+ * The fields of a value that a schema of objects names, by the keys of its shape: a run's durable part
+ * out of its carried state, a turn's context out of a run's durable part. Arrays are copied and objects
+ * cloned, so the part does not change with the value (the messages themselves are shared: they are values).
+ */
+export function partOf<Shape extends z.ZodRawShape>(
+  schema: z.ZodObject<Shape>,
+  value: { [Key in keyof Shape]?: unknown },
+): z.infer<z.ZodObject<Shape>> {
+  return Object.fromEntries(
+    Object.keys(schema.shape).map((key) => {
+      const field = value[key];
+      return [
+        key,
+        Array.isArray(field) ? [...field] : field !== null && typeof field === 'object' ? cloneJson(field) : field,
+      ];
+    }),
+  ) as z.infer<z.ZodObject<Shape>>;
+}
+
+/**
+ * What every durable run carries across continue-as-new, runs and sessions alike, at a boundary: its
+ * durable part, and where its turn stands (the active agent, the turn's tool calls, a batch waiting for
+ * decisions or sub-agents). `agentRun` and `chatSession` extend it with their own fields and a schema
+ * version each; one carry and one restore (`workflows/run/carried-run.ts`) write and read it.
+ */
+export const CarriedRun = sharedSchema('runtime/carried-state#CarriedRun', () =>
+  DurableRun.extend({
+    agent: AgentSpec,
+    /** Tool calls of the turn so far: the tool budget counts them. */
+    turn_tool_calls: z.number().int().nonnegative().default(0),
+    continued: z.number().int().nonnegative(),
+    /** The batch that waited for approval decisions (or for sub-agents) at the boundary, if one did. */
+    awaiting_batch: AwaitingBatch.optional(),
   }),
 );
 export type CarriedRun = z.infer<typeof CarriedRun>;

@@ -85,7 +85,7 @@ export class AgentLoop {
         const { iteration, calls, llm_mutations, reply_content, approvals, running } = waiting;
         waiting = undefined;
         // The records restored with the run (decisions may have landed on them already).
-        if (run.approvals.length === 0) run.approvals = approvals;
+        if (run.live.approvals.length === 0) run.live.approvals = approvals;
         const ended = await this.runTools(
           iteration,
           calls,
@@ -102,8 +102,8 @@ export class AgentLoop {
       }
       if (!first && boundary) await boundary({ toolCalls });
       keepVisible(run);
-      const it = run.iteration;
-      commit(run, [...run.pending.splice(0), ...this.collectHooks()]);
+      const it = run.durable.iteration;
+      commit(run, [...run.durable.pending.splice(0), ...this.collectHooks()]);
       if (!first) emit(run, { event_type: 'react_iteration_start' });
       const llm = await llmStep(this.loop, this.mode(), it);
       if (llm.outcome === 'budget_exhausted') return this.budgetExhausted(llm, it);
@@ -165,13 +165,13 @@ export class AgentLoop {
     // for it is dropped, as the tool budget drops one (7.5), so the transcript stays valid.
     // A batch carried while its sub-agents ran has started already: it finishes (its children would be left).
     const stop = running ? undefined : await affordable(run, BATCH_ESTIMATE);
-    if (stop && !run.abort.requested) return this.budgetExhausted(stop, it);
+    if (stop && !run.live.abort.requested) return this.budgetExhausted(stop, it);
     const awaiting = (progress: Partial<AwaitingBatch> = {}): AwaitingBatch => ({
       iteration: it,
       calls,
       llm_mutations: llmMutations,
       reply_content: content,
-      approvals: run.approvals,
+      approvals: run.live.approvals,
       ...progress,
     });
     const onWait = boundary ? () => boundary({ toolCalls, awaiting: awaiting() }) : undefined;
@@ -192,8 +192,8 @@ export class AgentLoop {
       ...(running ? { running } : {}),
     });
     keepHandoffOf(this.loop, batch);
-    run.toolCalls += calls.length;
-    run.iteration = it + 1;
+    run.durable.tool_calls += calls.length;
+    run.durable.iteration = it + 1;
     if (batch.outcome === 'aborted')
       return this.finish([...llmMutations, ...batch.mutations], 'aborted', content, it + 1);
     commit(run, [...llmMutations, ...batch.mutations]);
@@ -213,7 +213,7 @@ export class AgentLoop {
     // Runs recorded before this ended here with the message unread: they replay as they ran.
     if (step.type === 'run_again' && patched('budget-call-goes-on-with-inbox')) {
       commit(run, last.mutations);
-      run.iteration = it + 2;
+      run.durable.iteration = it + 2;
       return undefined;
     }
     // An abort of the last call commits its partial text, but react_end carries no abort mark (8.4).
@@ -227,8 +227,8 @@ export class AgentLoop {
       outcome: llm.outcome,
       calls,
       maxToolCalls: this.loop.options.maxToolCalls,
-      messagesWaiting: this.loop.options.foldInbox && run.inbox.length > 0,
-      abortRequested: run.abort.requested,
+      messagesWaiting: this.loop.options.foldInbox && run.durable.inbox.length > 0,
+      abortRequested: run.live.abort.requested,
     };
   }
 
@@ -239,9 +239,9 @@ export class AgentLoop {
   /** Step 1 hooks, in registration order: the SelfRef queue (6.2), then queued user messages. */
   private collectHooks(): Mutation[] {
     const run = this.loop.run;
-    const selfref = collectSelfRefMutations(run.selfrefQueue);
+    const selfref = collectSelfRefMutations(run.durable.selfref_queue);
     const messages = this.loop.options.foldInbox
-      ? run.inbox.splice(0).map((entry) => userMessageMutation(entry.content))
+      ? run.durable.inbox.splice(0).map((entry) => userMessageMutation(entry.content))
       : [];
     return [...selfref, ...messages];
   }
@@ -264,7 +264,7 @@ export class AgentLoop {
     commit(run, mutations);
     // A handoff whose result the batch committed before an abort ended the turn still takes effect.
     settleHandoff(this.loop);
-    run.iteration = iteration + 1;
+    run.durable.iteration = iteration + 1;
     emit(run, events.reactEnd(run, status, finalResponse, iteration, markAborted), iteration);
     return { status, answer: status === 'completed' ? finalResponse : null, finalResponse };
   }

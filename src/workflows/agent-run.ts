@@ -42,11 +42,11 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const input = parseRunInput(rawInput);
   const run = newRun(input.agent, workflowInfo().workflowId);
   if (input.fork) {
-    run.origin = runOrigin(run.memoryKey, input.fork);
-    run.forkDepth = input.fork.depth;
-    run.forkId = input.fork.fork_id;
+    run.settings.origin = runOrigin(run.settings.memoryKey, input.fork);
+    run.settings.forkDepth = input.fork.depth;
+    run.settings.forkId = input.fork.fork_id;
   }
-  if (input.caller) run.agentDepth = input.caller.depth;
+  if (input.caller) run.settings.agentDepth = input.caller.depth;
   // Restore before any handler runs: signals and updates buffered for this run land in the carried inbox.
   const position = input.state ? restoreRun(run, input.state) : undefined;
   const chain = { continued: input.state?.continued ?? 0, skipped: false, stepsAtStart: steps(run) };
@@ -69,7 +69,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     setHandler(nextRequestQuery, () => loop.previewRequest());
     // The loop's agent is the active one (a handoff may have switched it): that is the one carried on.
     const turn = await loop.turn((progress) => continueIfDue(run, input, loop.agent, progress, chain), position);
-    run.state = turn.status;
+    run.live.state = turn.status;
     keepVisible(run);
     const unprocessed = unprocessedMessages(run);
     const child = input.fork !== undefined || input.caller !== undefined;
@@ -78,26 +78,35 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       answer: turn.answer,
       // A fork or sub-agent child returns only what its parent uses; its transcript stays its own (spec 6.6).
       ...(child
-        ? { transcript: [], transcript_length: run.transcript.length, transcript_omitted: true as const }
-        : { transcript: cloneJson(run.transcript) }),
-      usage: run.usage,
-      ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}),
+        ? { transcript: [], transcript_length: run.durable.transcript.length, transcript_omitted: true as const }
+        : { transcript: cloneJson(run.durable.transcript) }),
+      usage: run.durable.usage,
+      ...(turn.status === 'aborted' ? { abort_reason: run.live.abort.reason } : {}),
       ...(hasBudget(run) ? { budget: resultBudget(run, turn.exceeded ?? []) } : {}),
       ...(unprocessed.length > 0 ? { unprocessed_messages: unprocessed } : {}),
     } satisfies AgentRunResult;
     // Any client reads the result without patchloop's data converter: it stays under the store's
     // threshold, leaving out a transcript (and an answer) too large for it (`transcriptPage` reads them).
     // A child's result is read by its parent run, whose worker has the store: it stays whole.
-    const result = checkedResult(agent, child ? whole : fittedResult(whole, run.readableBytes), "run's result");
-    sinks.patchloop.runEnded({ status: turn.status, result, llmCalls: run.llmCalls, toolCalls: run.toolCalls });
+    const result = checkedResult(
+      agent,
+      child ? whole : fittedResult(whole, run.settings.readableBytes),
+      "run's result",
+    );
+    sinks.patchloop.runEnded({
+      status: turn.status,
+      result,
+      llmCalls: run.durable.llm_calls,
+      toolCalls: run.durable.tool_calls,
+    });
     return result;
   } catch (error) {
     if (error instanceof ContinueAsNew) throw error;
-    run.state = 'failed';
+    run.live.state = 'failed';
     keepVisible(run);
     const failed = asRunFailure(error);
     // Children still running are abandoned by Temporal when this run closes: they are aborted instead.
-    if (run.children.size > 0)
+    if (run.live.children.size > 0)
       await abortChildren(run, `the calling run failed: ${failed instanceof Error ? failed.message : String(failed)}`);
     // A sub-agent's caller charges what it spent before it failed.
     const charged = input.caller ? withSpending(failed, runSpending(run)) : failed;
@@ -123,14 +132,14 @@ async function continueIfDue(
   chain: { continued: number; skipped: boolean; stepsAtStart: number },
 ): Promise<void> {
   // A run continues only after a step of its own: a carried state larger than the policy cannot loop.
-  if (run.abort.requested || steps(run) === chain.stepsAtStart || !continueAsNewDue(input.continue_as_new)) return;
+  if (run.live.abort.requested || steps(run) === chain.stepsAtStart || !continueAsNewDue(input.continue_as_new)) return;
   // Runs started before runs could continue as new replay as they ran.
   if (!patched('agent-run-continue-as-new')) return;
   await condition(allHandlersFinished);
   // Signals to other runs (a sub-agent's report to its caller, an abort) still on their way are dropped
   // when the run closes.
   await deliverChildSignals(run);
-  if (run.abort.requested) return;
+  if (run.live.abort.requested) return;
   const info = workflowInfo();
   // How far the turn has come now: while sub-agents run, one may have finished during the waits above.
   const now = typeof progress === 'function' ? progress() : progress;
@@ -151,7 +160,7 @@ async function continueIfDue(
 
 /** Steps a run made: LLM calls and approval decisions (a wait for decisions may continue as new too). */
 function steps(run: Run): number {
-  return run.llmCalls + run.approvalDecisions;
+  return run.durable.llm_calls + run.live.approvalDecisions;
 }
 
 /** The input without what the carried transcript already holds (the seed history, a fork's context). */

@@ -46,7 +46,7 @@ export async function approvalGate(
     const reviews = await review(loop, candidates, eventIteration);
     const requestedAt = new Date(Date.now()).toISOString();
     // The review answers in the candidates' order.
-    run.approvals = reviews.flatMap((entry, at) =>
+    run.live.approvals = reviews.flatMap((entry, at) =>
       entry.needs_approval && candidates[at]
         ? [
             {
@@ -59,18 +59,18 @@ export async function approvalGate(
           ]
         : [],
     );
-    for (const record of run.approvals)
+    for (const record of run.live.approvals)
       emit(run, { event_type: 'approval_requested', ...pendingOf(record) }, eventIteration);
   }
   keepVisible(run);
-  while (!run.abort.requested && undecided(run).length > 0) {
+  while (!run.live.abort.requested && undecided(run).length > 0) {
     const waiting = `waiting for approval: ${undecided(run)
       .map((record) => `${record.tool_name} (${record.tool_call_id})`)
       .join(', ')}`;
     setCurrentDetails(waiting);
     await onWait?.();
-    const seen = run.approvalDecisions;
-    const woke = () => run.abort.requested || run.approvalDecisions !== seen;
+    const seen = run.live.approvalDecisions;
+    const woke = () => run.live.abort.requested || run.live.approvalDecisions !== seen;
     const remaining = remainingMs(run, loop.agent.limits.approval_timeout_seconds);
     const label = `${waiting}; decide with npx patchloop approve or reject (npx patchloop approvals ${workflowInfo().workflowId})`;
     // Only a wait with a deadline can time out.
@@ -82,7 +82,7 @@ export async function approvalGate(
       for (const record of undecided(run)) decide(run, record, false, APPROVAL_TIMED_OUT, 'timeout', eventIteration);
     }
   }
-  if (run.abort.requested) return { type: 'aborted' };
+  if (run.live.abort.requested) return { type: 'aborted' };
   return { type: 'decided', rejected: rejectedResults(run, calls) };
 }
 
@@ -112,7 +112,7 @@ async function review(
 }
 
 export function undecided(run: Run): ApprovalRecord[] {
-  return run.approvals.filter((record) => !record.decision);
+  return run.live.approvals.filter((record) => !record.decision);
 }
 
 export function pendingOf(record: ApprovalRecord) {
@@ -127,10 +127,10 @@ export function decide(
   approved: boolean,
   reason: string | undefined,
   by: 'update' | 'timeout',
-  iteration = run.iteration + 1,
+  iteration = run.durable.iteration + 1,
 ): void {
   record.decision = { approved, ...(reason !== undefined ? { reason } : {}), by };
-  run.approvalDecisions += 1;
+  run.live.approvalDecisions += 1;
   emit(
     run,
     {
@@ -154,7 +154,7 @@ function remainingMs(run: Run, timeoutSeconds: number | null): number | null {
 
 /** The results of the calls people rejected (their records say which). */
 export function rejectedResults(run: Run, calls: readonly ToolCallRequest[]): WorkflowCallResult[] {
-  return run.approvals
+  return run.live.approvals
     .filter((record) => record.decision && !record.decision.approved)
     .flatMap((record) => {
       const call =

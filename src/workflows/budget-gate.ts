@@ -29,13 +29,13 @@ export const BATCH_ESTIMATE: StepEstimate = { input_tokens: 0, output_tokens: 0,
  * an `extend_budget` update, then checks again, or for an abort (which then returns the limits too).
  */
 export async function affordable(run: Run, step: StepEstimate): Promise<BudgetStop | null> {
-  const settings = run.budget;
+  const settings = run.settings.budget;
   for (;;) {
-    const exceeded = exceededLimits(settings, run.ledger, Date.now(), step);
+    const exceeded = exceededLimits(settings, run.durable.ledger, Date.now(), step);
     if (exceeded.length === 0) return null;
-    if (settings.on_exhausted === 'stop' || run.abort.requested) return { outcome: 'budget_exhausted', exceeded };
-    const extensions = run.budgetExtensions;
-    run.awaitingBudget = exceeded;
+    if (settings.on_exhausted === 'stop' || run.live.abort.requested) return { outcome: 'budget_exhausted', exceeded };
+    const extensions = run.live.budgetExtensions;
+    run.live.awaitingBudget = exceeded;
     emit(run, { event_type: 'budget_exhausted', exceeded, waiting: true, ...budgetFigures(run) });
     keepVisible(run);
     const waiting = `waiting for a budget extension (${exceeded.join(', ')} reached)`;
@@ -43,11 +43,11 @@ export async function affordable(run: Run, step: StepEstimate): Promise<BudgetSt
     setCurrentDetails(waiting);
     await waitForDecision(
       `${waiting}; npx patchloop budget extend ${workflowInfo().workflowId}`,
-      () => run.abort.requested || run.budgetExtensions > extensions,
+      () => run.live.abort.requested || run.live.budgetExtensions > extensions,
     );
-    run.awaitingBudget = null;
+    run.live.awaitingBudget = null;
     keepVisible(run);
-    if (run.abort.requested) return { outcome: 'budget_exhausted', exceeded };
+    if (run.live.abort.requested) return { outcome: 'budget_exhausted', exceeded };
   }
 }
 
@@ -63,26 +63,26 @@ export function charge(run: Run, result: LlmPhaseResult, estimatedPromptTokens: 
     completion_tokens: 0,
     total_tokens: estimatedPromptTokens,
   };
-  run.ledger = recordCall(run.ledger, usage, run.budget.prices);
+  run.durable.ledger = recordCall(run.durable.ledger, usage, run.settings.budget.prices);
 }
 
 /** The budget's limits and what was spent, as events report them. */
 export function budgetFigures(run: Run): Pick<BudgetReport, 'limit' | 'spent'> {
-  const { limit, spent } = budgetReport(run.budget, run.ledger, Date.now(), []);
+  const { limit, spent } = budgetReport(run.settings.budget, run.durable.ledger, Date.now(), []);
   return { limit, spent };
 }
 
 /** The result's `budget` field. */
 export function resultBudget(run: Run, exceeded: BudgetLimit[]): BudgetReport {
-  return budgetReport(run.budget, run.ledger, Date.now(), exceeded);
+  return budgetReport(run.settings.budget, run.durable.ledger, Date.now(), exceeded);
 }
 
 /** What the run spent, as its caller charges it: a sub-agent's result reports it, its failure carries it. */
 export function runSpending(run: Run): RunSpending {
-  return { usage: run.usage, llm_calls: hasBudget(run) ? (budgetFigures(run).spent['max_llm_calls'] ?? 0) : 0 };
+  return { usage: run.durable.usage, llm_calls: hasBudget(run) ? (budgetFigures(run).spent['max_llm_calls'] ?? 0) : 0 };
 }
 
 /** Whether the run has any limit set (its result then reports the budget). */
 export function hasBudget(run: Run): boolean {
-  return Object.values(effectiveLimits(run.budget, run.ledger)).some((value) => value !== null);
+  return Object.values(effectiveLimits(run.settings.budget, run.durable.ledger)).some((value) => value !== null);
 }

@@ -1,12 +1,12 @@
-import type { AgentSpec, CarriedRun, LoggedRunEvent } from '../runtime';
+import { DurableRun, partOf, type AgentSpec, type CarriedRun } from '../runtime';
 import type { TurnProgress } from './agent-loop';
-import { recentEvents, restoreEvents } from './continue-as-new';
-import { commit, runningChildren, type Run } from './run-state';
+import { recentEvents } from './continue-as-new';
+import { eventLog, refreshDerived, runningChildren, type Run } from './run-state';
 
 /**
- * The core every run and session carries across continue-as-new (`CarriedRun`), taken from the run.
- * The one place that writes it: a field added to `Run` that must survive the boundary goes here and in
- * `restoreRun`, and both workflows carry it.
+ * What a run or session carries across continue-as-new (`CarriedRun`): its durable part as it is, and
+ * where its turn stands. Only what a boundary changes is computed here: the event log travels as its
+ * newest events, and only the running sub-agents' waits.
  */
 export function carryRun(
   run: Run,
@@ -16,61 +16,31 @@ export function carryRun(
   withEvents = true,
 ): CarriedRun {
   const recent = withEvents ? recentEvents(run) : [];
+  const running = runningChildren(run);
   return {
-    agent,
-    transcript: run.transcript,
-    pending: run.pending,
-    inbox: run.inbox,
-    next_inbox_id: run.nextInboxId,
-    selfref_queue: run.selfrefQueue,
-    iteration: run.iteration,
-    llm_calls: run.llmCalls,
-    tool_calls: run.toolCalls,
-    turn_tool_calls: progress.toolCalls,
-    usage: run.usage,
-    fork_count: run.forkCount,
-    event_seq: run.eventSeq,
+    ...run.durable,
     // The events of the window that do not travel count as dropped too.
-    events_dropped: run.eventsDropped + run.events.length - recent.length,
     recent_events: recent,
-    rejected_inputs: run.rejectedInputs,
-    recent_updates: run.recentUpdates,
-    context: run.context,
-    ledger: run.ledger,
+    events_dropped: run.durable.events_dropped + eventLog(run).length - recent.length,
+    child_approvals: running.size > 0 ? Object.fromEntries(running) : undefined,
+    agent,
     continued,
-    // Of the children still running only (a batch carried while they run has every one started).
-    ...(runningChildren(run).size > 0 ? { child_approvals: Object.fromEntries(runningChildren(run)) } : {}),
-    ...(progress.awaiting ? { awaiting_batch: progress.awaiting } : {}),
+    turn_tool_calls: progress.toolCalls,
+    awaiting_batch: progress.awaiting,
   };
 }
 
 /**
- * Puts a carried core back into a new run, and says where its turn resumes. Call it before any handler is registered: signals and
+ * Puts a carried state back into a new run, and says where its turn resumes. Call it before any handler is registered: signals and
  * updates buffered for the new run land in the carried inbox, and a decision buffered for a waiting
  * batch is validated against its carried approval records.
  */
 export function restoreRun(run: Run, state: CarriedRun): TurnProgress {
+  run.durable = partOf(DurableRun, state);
   // The active agent (a handoff may have made it another than the input's).
-  run.agent = state.agent.name;
-  run.selfref = state.agent.selfref;
-  run.transcript = state.transcript;
-  run.pending = state.pending;
-  run.inbox = state.inbox;
-  run.nextInboxId = state.next_inbox_id;
-  run.selfrefQueue = state.selfref_queue;
-  run.iteration = state.iteration;
-  run.llmCalls = state.llm_calls;
-  run.toolCalls = state.tool_calls;
-  run.usage = state.usage;
-  run.forkCount = state.fork_count;
-  run.rejectedInputs = state.rejected_inputs;
-  run.recentUpdates = state.recent_updates;
-  run.context = state.context;
-  run.ledger = state.ledger;
-  run.approvals = state.awaiting_batch?.approvals ?? [];
-  run.childApprovals = new Map(Object.entries(state.child_approvals ?? {}));
-  restoreEvents(run, state.recent_events as LoggedRunEvent[], state.event_seq, state.events_dropped);
-  // The snapshot is derived from the transcript: recompute it rather than carry it.
-  commit(run, []);
+  run.settings.agent = state.agent.name;
+  run.settings.selfref = state.agent.selfref;
+  run.live.approvals = state.awaiting_batch?.approvals ?? [];
+  refreshDerived(run);
   return { toolCalls: state.turn_tool_calls, ...(state.awaiting_batch ? { awaiting: state.awaiting_batch } : {}) };
 }

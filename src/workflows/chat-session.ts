@@ -14,6 +14,8 @@ import {
   SESSION_SCHEMA_VERSIONS,
   type AgentSpec,
   fittedSessionResult,
+  partOf,
+  TurnContext,
   lastTurnFailure,
   type ChatSessionResult,
   type TurnReply,
@@ -35,7 +37,9 @@ import {
   commit,
   emit,
   enqueueMessage,
+  eventLog,
   newRun,
+  refreshDerived,
   requestAbort,
   type InboxEntry,
   type Run,
@@ -90,10 +94,10 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     for (let entry = await nextMessage(session); entry; entry = await nextMessage(session)) {
       await serveTurn(session, entry);
       // The list's counters follow each turn (sessions recorded before moved them every ten iterations).
-      keepVisible(run, run.iteration !== run.visibility.iteration && patched('session-visible-each-turn'));
+      keepVisible(run, run.durable.iteration !== run.live.visibility.iteration && patched('session-visible-each-turn'));
       if (
         // Due, or (between turns) a new build is current: a session moves to it at its next idle boundary.
-        (continueAsNewDue(input.continue_as_new) || (newBuildCurrent() && run.inbox.length === 0)) &&
+        (continueAsNewDue(input.continue_as_new) || (newBuildCurrent() && run.durable.inbox.length === 0)) &&
         (await readyToContinue(run, session.waiting)) &&
         // A close that came during the turn ends this run (sessions recorded before continued past it).
         !(session.closing && patched('session-close-is-not-carried-over'))
@@ -117,22 +121,27 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
       }
     }
     await condition(allHandlersFinished);
-    run.state = 'completed';
+    run.live.state = 'completed';
     keepVisible(run);
     // Readable without patchloop's data converter, like a run's result (a long transcript is left out).
     const result: ChatSessionResult = checkedResult(
       agent,
       fittedSessionResult(
-        { turns: session.turns, transcript: cloneJson(run.transcript), usage: run.usage },
-        run.readableBytes,
+        { turns: session.turns, transcript: cloneJson(run.durable.transcript), usage: run.durable.usage },
+        run.settings.readableBytes,
       ),
       "session's result",
     );
-    sinks.patchloop.runEnded({ status: 'completed', result, llmCalls: run.llmCalls, toolCalls: run.toolCalls });
+    sinks.patchloop.runEnded({
+      status: 'completed',
+      result,
+      llmCalls: run.durable.llm_calls,
+      toolCalls: run.durable.tool_calls,
+    });
     return result;
   } catch (error) {
     if (error instanceof ContinueAsNew) throw error;
-    run.state = 'failed';
+    run.live.state = 'failed';
     keepVisible(run);
     throw withUnprocessedMessages(asRunFailure(error), unprocessedMessages(run));
   }
@@ -146,7 +155,7 @@ function registerSessionHandlers(session: Session): void {
     continued_as_new: session.continued,
     turn_active: session.turnActive,
     started_agent: session.input.agent,
-    last_turn_failure: lastTurnFailure(run.events),
+    last_turn_failure: lastTurnFailure(eventLog(run)),
   }));
   setHandler(abortSignal, (payload) => {
     if (session.turnActive) requestAbort(run, payload?.reason);
@@ -203,11 +212,11 @@ async function nextMessage(session: Session): Promise<InboxEntry | undefined> {
   // Between turns the session does nothing but wait: its last step is no longer what it does now.
   setCurrentDetails(`waiting for the next message (${session.turns} turns so far)`);
   for (;;) {
-    await condition(() => run.inbox.length > 0 || session.closing);
-    const entry = run.inbox.shift();
+    await condition(() => run.durable.inbox.length > 0 || session.closing);
+    const entry = run.durable.inbox.shift();
     if (entry) return entry;
-    await condition(() => allHandlersFinished() || run.inbox.length > 0);
-    if (run.inbox.length === 0) return undefined;
+    await condition(() => allHandlersFinished() || run.durable.inbox.length > 0);
+    if (run.durable.inbox.length === 0) return undefined;
   }
 }
 
@@ -215,37 +224,26 @@ async function nextMessage(session: Session): Promise<InboxEntry | undefined> {
 async function serveTurn(session: Session, entry: InboxEntry): Promise<void> {
   const { run } = session;
   const checkpoint = turnCheckpoint(run, session.loop);
-  run.pending.push(userMessageMutation(entry.content));
-  run.abort = { requested: false, reason: '' };
+  run.durable.pending.push(userMessageMutation(entry.content));
+  run.live.abort = { requested: false, reason: '' };
   session.turnActive = true;
   const reply = await runTurn(run, session.loop!, checkpoint, entry.content);
   session.turnActive = false;
   // An abort ends its turn only: the next messages are accepted as usual.
-  run.abort = { requested: false, reason: '' };
+  run.live.abort = { requested: false, reason: '' };
   session.turns += 1;
   // Only a `send` waits for its reply; messages queued by signal or by `user_message` do not.
   if (session.waiting.has(entry.id)) session.replies.set(entry.id, { ...reply, turn: session.turns });
 }
 
-/** The context state a failed turn rolls back to: as it was before the turn's message. */
+/** The context state a failed turn rolls back to, and the active agent (a handoff is rolled back with it). */
 interface TurnCheckpoint {
-  transcript: Run['transcript'];
-  snapshot: Run['snapshot'];
-  pending: Run['pending'];
-  selfrefQueue: Run['selfrefQueue'];
-  /** The active agent: a handoff during a failed turn is rolled back with the transcript. */
+  context: TurnContext;
   agent?: AgentSpec;
 }
 
 function turnCheckpoint(run: Run, loop?: AgentLoop): TurnCheckpoint {
-  // Commits replace the transcript and snapshot instead of editing them, so references suffice.
-  return {
-    transcript: run.transcript,
-    snapshot: run.snapshot,
-    pending: [...run.pending],
-    selfrefQueue: cloneJson(run.selfrefQueue),
-    ...(loop ? { agent: loop.agent } : {}),
-  };
+  return { context: partOf(TurnContext, run.durable), ...(loop ? { agent: loop.agent } : {}) };
 }
 
 /**
@@ -265,20 +263,17 @@ async function runTurn(
     return {
       status: turn.status,
       reply: turn.answer,
-      ...(turn.status === 'aborted' ? { abort_reason: run.abort.reason } : {}),
+      ...(turn.status === 'aborted' ? { abort_reason: run.live.abort.reason } : {}),
     };
   } catch (error) {
     const failure = turnFailure(error);
     // Sessions recorded before failed turns were answered failed with the whole session: replay them so.
     if (!failure || !patched('session-failed-turn-rolls-back')) throw error;
-    run.transcript = checkpoint.transcript;
-    // The failed turn's transcript goes (the next commit checks the restored one whole).
-    run.checkedTranscript = null;
-    run.snapshot = checkpoint.snapshot;
-    run.pending = checkpoint.pending;
-    run.selfrefQueue = checkpoint.selfrefQueue;
+    // The failed turn's context goes (the next commit checks the restored transcript whole).
+    Object.assign(run.durable, checkpoint.context);
+    refreshDerived(run);
     if (checkpoint.agent) loop.useAgent(checkpoint.agent);
-    run.request = null;
+    run.live.request = null;
     // Sessions recorded before the message stayed replay without it.
     if (patched('session-failed-turn-keeps-message')) keepMessage(run, content);
     emit(run, { event_type: 'turn_failed', error_type: failure.type, message: failure.message });
@@ -292,13 +287,13 @@ async function runTurn(
  * rollback as it is.
  */
 function keepMessage(run: Run, content: string): void {
-  const pending = run.pending;
+  const pending = run.durable.pending;
   try {
     commit(run, [...pending, userMessageMutation(content)]);
-    run.pending = [];
+    run.durable.pending = [];
   } catch (error) {
     if (!(error instanceof ContextError)) throw error;
-    run.pending = pending;
+    run.durable.pending = pending;
   }
 }
 
@@ -318,9 +313,9 @@ function seedWithoutInput(seed: Message[]): Message[] {
  * `send` are answered first, because an update cannot be carried over.
  */
 async function readyToContinue(run: Run, waiting: Set<number>): Promise<boolean> {
-  const hasUpdateMessages = run.inbox.some((entry) => waiting.has(entry.id));
+  const hasUpdateMessages = run.durable.inbox.some((entry) => waiting.has(entry.id));
   if (hasUpdateMessages) return false;
-  await condition(() => allHandlersFinished() || run.inbox.some((entry) => waiting.has(entry.id)));
+  await condition(() => allHandlersFinished() || run.durable.inbox.some((entry) => waiting.has(entry.id)));
   return allHandlersFinished();
 }
 

@@ -38,11 +38,11 @@ const SUMMARY_CALL_OVERHEAD_TOKENS = 600;
  * since) would pass `compact_at` of a known window. Records the estimate either way.
  */
 export function proactiveCompaction(run: Run, requestChars: number, reservedOutput = 0): CompactionTrigger | null {
-  const tokens = estimateRequestTokens(requestChars, run.context.measure);
-  run.context.tokens = tokens;
+  const tokens = estimateRequestTokens(requestChars, run.durable.context.measure);
+  run.durable.context.tokens = tokens;
   const window = contextWindow(run);
   // The completion the request reserves (max_tokens) has to fit the window beside it.
-  if (window === null || tokens + reservedOutput <= window * run.contextSettings.compact_at) return null;
+  if (window === null || tokens + reservedOutput <= window * run.settings.contextSettings.compact_at) return null;
   return { reason: 'proactive', tokens, window };
 }
 
@@ -64,15 +64,15 @@ export function contextOverflowIn(error: unknown): ContextOverflow | null {
  */
 export function reactiveCompaction(run: Run, overflow: ContextOverflow, requestChars: number): CompactionTrigger {
   if (overflow.request_tokens !== undefined)
-    run.context.measure = { request_chars: requestChars, prompt_tokens: overflow.request_tokens };
-  const tokens = overflow.request_tokens ?? estimateRequestTokens(requestChars, run.context.measure);
+    run.durable.context.measure = { request_chars: requestChars, prompt_tokens: overflow.request_tokens };
+  const tokens = overflow.request_tokens ?? estimateRequestTokens(requestChars, run.durable.context.measure);
   if (overflow.window_tokens !== undefined)
-    run.context.learned_window_tokens = Math.min(
+    run.durable.context.learned_window_tokens = Math.min(
       overflow.window_tokens,
-      run.context.learned_window_tokens ?? overflow.window_tokens,
+      run.durable.context.learned_window_tokens ?? overflow.window_tokens,
     );
   const window = contextWindow(run) ?? Math.max(1, Math.floor(tokens * 0.75));
-  run.context.tokens = tokens;
+  run.durable.context.tokens = tokens;
   return { reason: 'reactive', tokens, window: Math.min(window, overflow.window_tokens ?? window) };
 }
 
@@ -91,17 +91,17 @@ export async function compactContext(
   iteration: number,
 ): Promise<BudgetStop | null> {
   const run = loop.run;
-  const settings = run.contextSettings;
-  const rate = tokenRate(run.context.measure);
+  const settings = run.settings.contextSettings;
+  const rate = tokenRate(run.durable.context.measure);
   // What the request holds beside the transcript (the prompt contract, tool definitions, options).
-  const overhead = Math.max(0, trigger.tokens - messagesTokens(run.transcript, rate));
+  const overhead = Math.max(0, trigger.tokens - messagesTokens(run.durable.transcript, rate));
   const limit = Math.floor(trigger.window * settings.compact_at);
   const target = Math.max(64, compactionTarget(trigger.window, settings) - overhead);
   // No message is cut below this unless the whole would pass it: what fits under compact_at stays whole.
   const fitLimit = Math.max(target, limit - overhead);
   const base = { reason: trigger.reason, tokens_before: trigger.tokens, window_tokens: trigger.window };
   emit(run, { event_type: 'context_compaction_start', ...base, target_tokens: target + overhead }, iteration);
-  const plan = planCompaction(run.transcript, {
+  const plan = planCompaction(run.durable.transcript, {
     target,
     limit: fitLimit,
     keepRecent: keepRecentTokens(settings, trigger.window),
@@ -122,16 +122,16 @@ export async function compactContext(
         llm_calls: 1,
       };
       const stop = await affordable(run, estimate);
-      if (stop && !run.abort.requested) {
+      if (stop && !run.live.abort.requested) {
         emit(run, compactionEnd(base, trigger.tokens, plan.stats, calls, usage, 'budget'), iteration);
         return stop;
       }
       const reply = await summaryCall(loop, messages, iteration);
       calls += 1;
       usage = addUsage(usage, reply.usage);
-      run.usage = addUsage(run.usage, reply.usage);
+      run.durable.usage = addUsage(run.durable.usage, reply.usage);
       charge(run, reply, estimate.input_tokens);
-      if (reply.outcome === 'aborted' || run.abort.requested) {
+      if (reply.outcome === 'aborted' || run.live.abort.requested) {
         emit(run, compactionEnd(base, trigger.tokens, plan.stats, calls, usage, 'abort'), iteration);
         return null;
       }
@@ -143,8 +143,8 @@ export async function compactContext(
   if (after >= trigger.tokens || after > limit)
     throw failure(FailureType.ContextTooLong, cannotFit(trigger, limit, after, overhead, plan.stats, calls));
   commit(run, [{ type: 'ContextReplaceMutation', messages }]);
-  run.context.compactions += 1;
-  run.context.tokens = after;
+  run.durable.context.compactions += 1;
+  run.durable.context.tokens = after;
   emit(run, compactionEnd(base, after, plan.stats, calls, usage), iteration);
   return null;
 }
@@ -199,6 +199,6 @@ async function summaryCall(loop: LoopContext, messages: Message[], iteration: nu
     ...options
   } = loop.agent.llm_options as JsonObject;
   const request = { ...options, model: loop.agent.model, messages, stream: false };
-  const written = loop.run.requestWriter.write(request);
+  const written = loop.run.live.requestWriter.write(request);
   return callLlmPhase(loop, request, written, { iteration, purpose: 'compaction' }, 'context compaction');
 }

@@ -1,7 +1,7 @@
 import { makeContinueAsNewFunc, workflowInfo, type Workflow } from '@temporalio/workflow';
 import type { AgentSpec, ContinueAsNewPolicy, LoggedRunEvent } from '../runtime';
 import { INLINE_PAYLOAD_BUDGET, payloadFits } from './payload-budget';
-import { emit, EVENT_WINDOW, type Run } from './run-state';
+import { emit, eventLog, type Run } from './run-state';
 
 /** Temporal suggests it, or the history passed the policy's size. */
 export function continueAsNewDue(policy: ContinueAsNewPolicy): boolean {
@@ -61,18 +61,11 @@ export function carriedInputFits(
 export function recentEvents(run: Run, most = 200, maxChars = 256 * 1024): LoggedRunEvent[] {
   const kept: LoggedRunEvent[] = [];
   let chars = 0;
-  for (let index = run.events.length - 1; index >= 0 && kept.length < most; index -= 1) {
-    chars += JSON.stringify(run.events[index]).length;
+  const events = eventLog(run);
+  for (let index = events.length - 1; index >= 0 && kept.length < most; index -= 1) {
+    chars += JSON.stringify(events[index]).length;
     if (chars > maxChars) break;
-    kept.unshift(run.events[index]!);
+    kept.unshift(events[index]!);
   }
   return kept;
-}
-
-/** Puts carried events back in the window. */
-export function restoreEvents(run: Run, events: LoggedRunEvent[], seq: number, dropped: number): void {
-  run.events = events.slice(-EVENT_WINDOW.maxEvents);
-  run.eventChars = run.events.reduce((total, event) => total + JSON.stringify(event).length, 0);
-  run.eventSeq = seq;
-  run.eventsDropped = dropped + (events.length - run.events.length);
 }

@@ -56,10 +56,10 @@ export async function runFork(
   } catch (error) {
     return fail((error as Error).message);
   }
-  const depth = run.forkDepth + 1;
+  const depth = run.settings.forkDepth + 1;
   if (depth > agent.limits.max_fork_depth) return fail(`fork depth limit ${agent.limits.max_fork_depth} reached`);
 
-  const context = inheritedContext(run.transcript);
+  const context = inheritedContext(run.durable.transcript);
   // Without payloads by reference, the child's input (the parent's context) must fit a payload.
   const size = payloadFits(agent, context);
   if (!size.fits && patched('fork-context-budget')) {
@@ -76,9 +76,9 @@ export async function runFork(
   try {
     const result = (await child.result()) as AgentRunResult;
     // What the child spent counts against the parent's budget too.
-    run.ledger = recordChildUsage(run.ledger, result.usage, run.budget.prices);
+    run.durable.ledger = recordChildUsage(run.durable.ledger, result.usage, run.settings.budget.prices);
     // An abort of the parent cancels its unfinished fork calls (6.6 step 9); the child ends on its own.
-    if (run.abort.requested && result.status === 'aborted') throw new ForkCancelled();
+    if (run.live.abort.requested && result.status === 'aborted') throw new ForkCancelled();
     custom('selfref_fork_end', { ...meta, status: result.status });
     return finish({
       ...meta,
@@ -89,7 +89,7 @@ export async function runFork(
       history_included: false,
     });
   } catch (error) {
-    if (error instanceof ForkCancelled || isCancellation(error) || run.abort.requested) throw error;
+    if (error instanceof ForkCancelled || isCancellation(error) || run.live.abort.requested) throw error;
     const cause = (error as { cause?: { type?: string; message?: string } }).cause;
     const errorType = cause?.type ?? (error as Error).name;
     const errorMessage = cause?.message ?? (error as Error).message;
@@ -105,7 +105,7 @@ export async function runFork(
       error_message: errorMessage,
     });
   } finally {
-    run.children.delete(meta.memory_key);
+    run.live.children.delete(meta.memory_key);
   }
 }
 
@@ -124,21 +124,21 @@ function inheritedContext(transcript: readonly Message[]): Message[] {
 async function startForkChild(run: Run, agent: AgentSpec, message: string, context: Message[], depth: number) {
   // n counts from 1 and skips keys that already exist (6.6 step 4).
   for (;;) {
-    run.forkCount += 1;
+    run.durable.fork_count += 1;
     const meta = {
-      fork_id: `fork_${run.forkCount}`,
-      parent_fork_id: run.forkId,
+      fork_id: `fork_${run.durable.fork_count}`,
+      parent_fork_id: run.settings.forkId,
       depth,
-      source_memory_key: run.memoryKey,
-      memory_key: `${run.memoryKey}::fork::${run.forkCount}`,
+      source_memory_key: run.settings.memoryKey,
+      memory_key: `${run.settings.memoryKey}::fork::${run.durable.fork_count}`,
     };
     const input: AgentRunInputWire = {
       agent: agent.name,
       input: message,
       fork: { ...meta, context: [...context, { role: 'user', content: forkTaskContent(message) }] },
       // A child spends from what its parent has left, and keeps inside the same window.
-      ...(hasBudget(run) ? { budget: remainingBudget(run.budget, run.ledger, Date.now()) } : {}),
-      ...(run.contextSettings.window_tokens !== null ? { context: run.contextSettings } : {}),
+      ...(hasBudget(run) ? { budget: remainingBudget(run.settings.budget, run.durable.ledger, Date.now()) } : {}),
+      ...(run.settings.contextSettings.window_tokens !== null ? { context: run.settings.contextSettings } : {}),
     };
     try {
       const child = await startChild('agentRun', {
@@ -147,8 +147,8 @@ async function startForkChild(run: Run, agent: AgentSpec, message: string, conte
         parentClosePolicy: ParentClosePolicy.ABANDON,
         cancellationType: ChildWorkflowCancellationType.ABANDON,
       });
-      run.children.set(meta.memory_key, child);
-      if (run.abort.requested) abortChild(run, child);
+      run.live.children.set(meta.memory_key, child);
+      if (run.live.abort.requested) abortChild(run, child);
       return { child, meta };
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;

@@ -38,6 +38,7 @@ import {
   contextWindow,
   emit,
   enqueueMessage,
+  eventLog,
   rejectInput,
   reportedState,
   requestAbort,
@@ -64,7 +65,7 @@ function eventPage(
   const events: RunEvent[] = [];
   let chars = 0;
   // From the end backwards for the newest, from the start for the oldest; the same bounds either way.
-  const order = newest ? [...run.events].reverse() : run.events;
+  const order = newest ? [...eventLog(run)].reverse() : eventLog(run);
   for (const logged of order) {
     if (logged.seq <= after) {
       if (newest) break;
@@ -77,21 +78,21 @@ function eventPage(
     events.push(event);
   }
   if (newest) events.reverse();
-  return { events, next_after: events.at(-1)?.seq ?? after, events_dropped: run.eventsDropped };
+  return { events, next_after: events.at(-1)?.seq ?? after, events_dropped: run.durable.events_dropped };
 }
 
 function budgetStatus(run: Run): RunStatus['budget'] {
   if (!hasBudget(run)) return null;
-  return { ...budgetFigures(run), awaiting: run.awaitingBudget };
+  return { ...budgetFigures(run), awaiting: run.live.awaitingBudget };
 }
 
 function contextStatus(run: Run): RunStatus['context'] {
   const window = contextWindow(run);
   return {
-    tokens: run.context.tokens,
+    tokens: run.durable.context.tokens,
     window_tokens: window,
-    compact_at_tokens: window === null ? null : Math.floor(window * run.contextSettings.compact_at),
-    compactions: run.context.compactions,
+    compact_at_tokens: window === null ? null : Math.floor(window * run.settings.contextSettings.compact_at),
+    compactions: run.durable.context.compactions,
   };
 }
 
@@ -106,11 +107,11 @@ function pendingApprovals(run: Run): PendingApproval[] {
  */
 function transcriptPage(run: Run, input: unknown): TranscriptPage {
   const options = input !== null && typeof input === 'object' ? (input as Record<string, unknown>) : {};
-  if (run.transcriptText?.of !== run.transcript) {
-    const text = JSON.stringify(run.transcript);
-    run.transcriptText = { of: run.transcript, text, digest: digestText(text) };
+  if (run.derived.transcriptText?.of !== run.durable.transcript) {
+    const text = JSON.stringify(run.durable.transcript);
+    run.derived.transcriptText = { of: run.durable.transcript, text, digest: digestText(text) };
   }
-  const { text, digest } = run.transcriptText;
+  const { text, digest } = run.derived.transcriptText;
   const offset = options['offset'] ?? 0;
   if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0)
     throw new Error(`offset ${JSON.stringify(offset)} is not a whole number from 0`);
@@ -123,17 +124,17 @@ function transcriptPage(run: Run, input: unknown): TranscriptPage {
       next_offset: 0,
       total_chars: text.length,
       done: false,
-      messages: run.transcript.length,
+      messages: run.durable.transcript.length,
       digest,
     };
-  const end = transcriptPageEnd(text, offset, transcriptPageBytes(options['max_bytes'], run.readableBytes));
+  const end = transcriptPageEnd(text, offset, transcriptPageBytes(options['max_bytes'], run.settings.readableBytes));
   return {
     text: text.slice(offset, end),
     offset,
     next_offset: end,
     total_chars: text.length,
     done: end >= text.length,
-    messages: run.transcript.length,
+    messages: run.durable.transcript.length,
     digest,
   };
 }
@@ -147,25 +148,25 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
     (options) => ({
       state: reportedState(run),
       pending_approvals: pendingApprovals(run),
-      agent: run.agent,
-      iteration: run.iteration,
-      llm_calls: run.llmCalls,
-      tool_calls: run.toolCalls,
-      usage: run.usage,
+      agent: run.settings.agent,
+      iteration: run.durable.iteration,
+      llm_calls: run.durable.llm_calls,
+      tool_calls: run.durable.tool_calls,
+      usage: run.durable.usage,
       context: contextStatus(run),
       budget: budgetStatus(run),
-      prices: run.budget.prices,
-      abort_requested: run.abort.requested,
-      abort_reason: run.abort.reason,
-      queued_user_messages: run.inbox.length,
-      rejected_inputs: run.rejectedInputs,
+      prices: run.settings.budget.prices,
+      abort_requested: run.live.abort.requested,
+      abort_reason: run.live.abort.reason,
+      queued_user_messages: run.durable.inbox.length,
+      rejected_inputs: run.durable.rejected_inputs,
       history: { events: workflowInfo().historyLength, bytes: workflowInfo().historySize },
       ...eventPage(run, options?.after, options?.limit ?? 500, options?.last),
       ...extraStatus(),
     }),
     { description: 'How the run stands: state, pending approvals, counters, history size and a page of events.' },
   );
-  setHandler(transcriptQuery, () => run.transcript, {
+  setHandler(transcriptQuery, () => run.durable.transcript, {
     description: 'The base transcript so far (OpenAI chat messages); a large one travels by reference.',
   });
   setHandler(transcriptPageQuery, (input) => transcriptPage(run, input), {
@@ -179,7 +180,7 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
   });
   // A signal cannot be refused to its sender: a bad one is recorded as an event instead of vanishing.
   setHandler(userMessageSignal, (payload) => {
-    if (run.state !== 'running') return rejectInput(run, 'user_message', 'signal', `the run is ${run.state}`);
+    if (run.live.state !== 'running') return rejectInput(run, 'user_message', 'signal', `the run is ${run.live.state}`);
     const check = checkMessage(run, payload);
     if (!check.ok) return rejectInput(run, 'user_message', 'signal', check.reason);
     enqueueMessage(run, check.content);
@@ -190,12 +191,12 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
     userMessageUpdate,
     (payload) => {
       const entry = enqueueMessage(run, (payload as { content: string }).content);
-      return { accepted: true as const, queued: run.inbox.length, message_id: entry.id };
+      return { accepted: true as const, queued: run.durable.inbox.length, message_id: entry.id };
     },
     {
       validator: (payload) => {
-        if (run.state !== 'running') throw refusal(`the run is ${run.state}`);
-        if (run.abort.requested) throw refusal('the run is being aborted');
+        if (run.live.state !== 'running') throw refusal(`the run is ${run.live.state}`);
+        if (run.live.abort.requested) throw refusal('the run is being aborted');
         const check = checkMessage(run, payload);
         if (!check.ok) throw refusal(check.reason);
       },
@@ -203,9 +204,9 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
   );
   setOnceUpdateHandler(run, approveUpdate, (payload) => applyDecision(run, payload, 'update'), {
     validator: (payload) => {
-      if (run.state !== 'running') throw refusal(`the run is ${run.state}`);
-      if (run.abort.requested) throw refusal('the run is being aborted');
-      const routed = routeDecision(workflowInfo().workflowId, run.approvals, runningChildren(run), payload);
+      if (run.live.state !== 'running') throw refusal(`the run is ${run.live.state}`);
+      if (run.live.abort.requested) throw refusal('the run is being aborted');
+      const routed = routeDecision(workflowInfo().workflowId, run.live.approvals, runningChildren(run), payload);
       if ('refusal' in routed) throw refusal(routed.refusal);
     },
   });
@@ -214,15 +215,15 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
     extendBudgetUpdate,
     (payload) => {
       const extension = BudgetExtension.parse(payload);
-      run.ledger = extendLedger(run.ledger, extension);
-      run.budgetExtensions += 1;
-      const limit = effectiveLimits(run.budget, run.ledger);
+      run.durable.ledger = extendLedger(run.durable.ledger, extension);
+      run.live.budgetExtensions += 1;
+      const limit = effectiveLimits(run.settings.budget, run.durable.ledger);
       emit(run, { event_type: 'budget_extended', extension, limit });
       return limit;
     },
     {
       validator: (payload) => {
-        if (run.state !== 'running') throw refusal(`the run is ${run.state}`);
+        if (run.live.state !== 'running') throw refusal(`the run is ${run.live.state}`);
         const parsed = BudgetExtension.safeParse(payload);
         if (!parsed.success)
           throw refusal(`not a budget extension: ${parsed.error.issues.map((issue) => issue.message).join('; ')}`);
@@ -247,7 +248,7 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
   setHandler(
     compiledRequestQuery,
     (digest, page, llmCall, from = 0) => {
-      const request = run.request;
+      const request = run.live.request;
       // The same call recompiled by a newer build answers too: its own digest guards the text.
       if (!request || (request.digest !== digest && (llmCall === undefined || request.llmCall !== llmCall))) {
         throw new Error(

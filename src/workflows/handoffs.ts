@@ -75,7 +75,7 @@ export async function runHandoffs(
         report: { tool_call_id: first.id, tool_name: first.name, success: true, duration_ms: Date.now() - started },
       });
     } catch (error) {
-      if (isCancellation(error) || loop.run.abort.requested) {
+      if (isCancellation(error) || loop.run.live.abort.requested) {
         reports.push(...results.map((result) => result.report));
         return results;
       }
@@ -108,7 +108,7 @@ export function settleHandoff(loop: LoopContext): void {
   const run = loop.run;
   const from = loop.agent.name;
   useAgent(loop, handedOffSpec(loop.agent, pending.spec));
-  commit(run, [handoffMutation(run.transcript, loop.agent.instructions)]);
+  commit(run, [handoffMutation(run.durable.transcript, loop.agent.instructions)]);
   emit(run, {
     event_type: 'agent_handoff',
     from,
@@ -129,7 +129,7 @@ export function useAgent(loop: LoopContext, agent: AgentSpec): void {
   if (!loop.options.contract) loop.contract = promptContractFor(agent);
   loop.tools = providerTools(agent);
   loop.activities = phaseActivities(agent);
-  loop.run.agent = agent.name;
-  loop.run.selfref = agent.selfref;
+  loop.run.settings.agent = agent.name;
+  loop.run.settings.selfref = agent.selfref;
   applyAgentLimits(loop.run, agent.limits);
 }

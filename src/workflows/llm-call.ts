@@ -16,9 +16,9 @@ export async function callLlmPhase(
 ): Promise<LlmPhaseResult> {
   const run = loop.run;
   const serverErrorSeconds = loop.agent.limits.llm_server_error_seconds;
-  run.request = { ...written, llmCall: input.llm_call ?? 0 };
+  run.live.request = { ...written, llmCall: input.llm_call ?? 0 };
   try {
-    if (run.abort.requested) return abortedPhase();
+    if (run.live.abort.requested) return abortedPhase();
     return await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, () =>
       loop.activities.llmPhase(
         {
@@ -27,17 +27,17 @@ export async function callLlmPhase(
           // Specs recorded before this limit have none: the activity then uses its default.
           ...(serverErrorSeconds !== undefined ? { server_error_seconds: serverErrorSeconds } : {}),
           ...input,
-          digest: run.request!.digest,
+          digest: run.live.request!.digest,
           ...(loop.options.transport === 'inline' ? { request: request as LlmPhaseInput['request'] } : {}),
         },
         summary,
       ),
     );
   } catch (error) {
-    if (!run.abort.requested) throw error;
+    if (!run.live.abort.requested) throw error;
     return abortedPhase();
   } finally {
-    run.request = null;
+    run.live.request = null;
   }
 }
 

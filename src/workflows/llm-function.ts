@@ -18,7 +18,7 @@ import { sinks } from './sinks';
 export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
   const input = parseWorkflowInput(LlmFunctionInput, rawInput, 'llmFunction');
   const run = newRun(input.function, workflowInfo().workflowId);
-  run.acceptsMessages = false;
+  run.settings.acceptsMessages = false;
   registerRunHandlers(run);
   try {
     const prepared = await prepare(input);
@@ -42,16 +42,16 @@ export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
       if (turn.status === 'aborted')
         throw failure(
           FailureType.FunctionAborted,
-          `function '${input.function}' was aborted${run.abort.reason ? `: ${run.abort.reason}` : ''}`,
+          `function '${input.function}' was aborted${run.live.abort.reason ? `: ${run.live.abort.reason}` : ''}`,
         );
       const check = turn.outputCheck ?? { ok: false as const, error: 'no output check ran' };
       if (check.ok) {
-        run.state = 'completed';
+        run.live.state = 'completed';
         sinks.patchloop.runEnded({
           status: 'completed',
           result: check.value,
-          llmCalls: run.llmCalls,
-          toolCalls: run.toolCalls,
+          llmCalls: run.durable.llm_calls,
+          toolCalls: run.durable.tool_calls,
         });
         return check.value;
       }
@@ -61,14 +61,14 @@ export async function llmFunction(rawInput: unknown): Promise<JsonValue> {
           `function '${input.function}' returned invalid output ${attempt} time(s): ${check.error}. Last raw output: ${JSON.stringify(turn.finalResponse)}`,
         );
       }
-      run.pending.push(
+      run.durable.pending.push(
         userMessageMutation(
           `Your reply was rejected: ${check.error}. Reply again with only a JSON value that matches the output schema.`,
         ),
       );
     }
   } catch (error) {
-    run.state = 'failed';
+    run.live.state = 'failed';
     throw asRunFailure(error);
   }
 }

@@ -13,8 +13,8 @@ import { emit, transcriptChecked } from './run-state';
 export function buildRequest(loop: LoopContext, mode: LlmMode) {
   const messages = compileRequestMessages(
     loop.contract,
-    loop.run.transcript,
-    loop.run.snapshot,
+    loop.run.durable.transcript,
+    loop.run.derived.snapshot,
     transcriptChecked(loop.run),
   );
   const options: JsonObject = { ...loop.agent.llm_options };
@@ -45,22 +45,26 @@ export async function llmStep(
   const run = loop.run;
   let request = buildRequest(loop, mode);
   // Written once per request, from where the previous one's messages ended: its length measures it.
-  let written = run.requestWriter.write(request);
+  let written = run.live.requestWriter.write(request);
   // The completion the options reserve (max_tokens) must fit the window beside the request.
   const reserved = reservedOutputTokens(loop.agent.llm_options);
-  const due = run.abort.requested ? null : proactiveCompaction(run, written.text.length, reserved);
+  const due = run.live.abort.requested ? null : proactiveCompaction(run, written.text.length, reserved);
   if (due) {
     const stopped = await compactContext(loop, due, eventIteration);
     if (stopped) return stopped;
     request = buildRequest(loop, mode);
-    written = run.requestWriter.write(request);
+    written = run.live.requestWriter.write(request);
     proactiveCompaction(run, written.text.length, reserved);
   }
   for (let compacted = false; ; compacted = true) {
-    const stop = await affordable(run, { input_tokens: run.context.tokens, output_tokens: reserved, llm_calls: 1 });
-    if (stop && !run.abort.requested) return stop;
-    run.llmCalls += 1;
-    const llmCall = run.llmCalls;
+    const stop = await affordable(run, {
+      input_tokens: run.durable.context.tokens,
+      output_tokens: reserved,
+      llm_calls: 1,
+    });
+    if (stop && !run.live.abort.requested) return stop;
+    run.durable.llm_calls += 1;
+    const llmCall = run.durable.llm_calls;
     emit(run, events.llmCallStart(llmCall, mode, request.messages.length), eventIteration);
     setCurrentDetails(`iteration ${eventIteration}: model call ${llmCall}`);
     let raw: LlmPhaseResult;
@@ -83,7 +87,7 @@ export async function llmStep(
       if (compacted)
         throw failure(
           FailureType.ContextTooLong,
-          `the provider still refused the request as longer than the model's context after a compaction brought it to about ${run.context.tokens} tokens: ${causeMessage(error)}`,
+          `the provider still refused the request as longer than the model's context after a compaction brought it to about ${run.durable.context.tokens} tokens: ${causeMessage(error)}`,
         );
       // The refused call ends in the log too (its start is there): then the compaction, then the call again.
       emit(run, refusedCallEnd(llmCall), eventIteration);
@@ -94,16 +98,16 @@ export async function llmStep(
       );
       if (stopped) return stopped;
       request = buildRequest(loop, mode);
-      written = run.requestWriter.write(request);
+      written = run.live.requestWriter.write(request);
       continue;
     }
-    const result = { ...raw, mutations: withAbortReason(raw.mutations, run.abort.reason) };
+    const result = { ...raw, mutations: withAbortReason(raw.mutations, run.live.abort.reason) };
     // Only the provider's own count measures the context: an estimate from characters would overwrite
     // the rate it showed (or the size a refusal stated) with the floor rate.
     if (result.usage && result.usage.prompt_tokens > 0 && !result.usage.estimated)
-      run.context.measure = { request_chars: written.text.length, prompt_tokens: result.usage.prompt_tokens };
-    run.usage = addUsage(run.usage, result.usage);
-    charge(run, result, run.context.tokens);
+      run.durable.context.measure = { request_chars: written.text.length, prompt_tokens: result.usage.prompt_tokens };
+    run.durable.usage = addUsage(run.durable.usage, result.usage);
+    charge(run, result, run.durable.context.tokens);
     emit(run, events.llmCallEnd(llmCall, result), eventIteration);
     return result;
   }

@@ -49,25 +49,26 @@ export async function openRun(
         visibleWhenFailing(run, searchAttributesIn(error));
         throw error;
       });
-  run.selfref = agent.selfref;
-  run.contextSettings = effectiveContext(agent.context, input.context);
-  run.budget = effectiveBudget(agent.budget, input.budget);
+  run.settings.selfref = agent.selfref;
+  run.settings.contextSettings = effectiveContext(agent.context, input.context);
+  run.settings.budget = effectiveBudget(agent.budget, input.budget);
   // The agent's own settings were checked when its worker started; a run's override is checked here.
-  const problem = (input.context ? contextProblem(run.contextSettings) : null) ?? budgetProblem(run.budget);
+  const problem =
+    (input.context ? contextProblem(run.settings.contextSettings) : null) ?? budgetProblem(run.settings.budget);
   if (problem) {
     visibleWhenFailing(run, agent.search_attributes === true);
     throw failure(FailureType.InvalidRunInput, `invalid input: ${problem}`);
   }
   // Wall time counts from the chain's start (workflow time: the same on replay).
-  run.ledger.started_at_ms ??= Date.now();
+  run.durable.ledger.started_at_ms ??= Date.now();
   applyAgentLimits(run, agent.limits);
-  run.readableBytes = readableLimitBytes(agent);
-  run.visibility.enabled = agent.search_attributes === true;
+  run.settings.readableBytes = readableLimitBytes(agent);
+  run.live.visibility.enabled = agent.search_attributes === true;
   keepVisible(run, true);
   if (!input.state) {
     const { context, prompt, pending } = seed(agent);
     const replace = { type: 'ContextReplaceMutation' as const, messages: context };
-    if (pending) run.pending = [replace];
+    if (pending) run.durable.pending = [replace];
     else commit(run, [replace]);
     emit(run, { event_type: 'react_start', agent: agent.name, user_task_prompt: prompt, available_tools: agent.tools });
     return agent;

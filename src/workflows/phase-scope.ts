@@ -9,10 +9,10 @@ import { failure, FailureType } from '../common';
 export async function inPhaseScope<T>(run: Run, abortWaitSeconds: number, start: () => Promise<T>): Promise<T> {
   const scope = new CancellationScope();
   const deadlineScope = new CancellationScope();
-  run.phase = scope;
+  run.live.phase = scope;
   const phase = scope.run(start);
   const deadline = deadlineScope.run(async (): Promise<never> => {
-    await condition(() => run.abort.requested);
+    await condition(() => run.live.abort.requested);
     await sleep(`${abortWaitSeconds}s`, {
       summary: `abort: waits up to ${abortWaitSeconds} s for the phase to hand back its partial results`,
     });
@@ -26,7 +26,7 @@ export async function inPhaseScope<T>(run: Run, abortWaitSeconds: number, start:
     scope.cancel();
     return result;
   } finally {
-    run.phase = null;
+    run.live.phase = null;
     deadlineScope.cancel();
     deadline.catch(() => undefined);
     phase.catch(() => undefined);

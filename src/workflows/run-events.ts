@@ -146,10 +146,10 @@ export function reactEnd(
     status,
     final_response: finalResponse,
     total_iterations: iteration,
-    total_llm_calls: run.llmCalls,
-    total_tool_calls: run.toolCalls,
-    total_token_usage: run.usage,
-    ...(status === 'aborted' && markAborted ? { aborted: true as const, abort_reason: run.abort.reason } : {}),
+    total_llm_calls: run.durable.llm_calls,
+    total_tool_calls: run.durable.tool_calls,
+    total_token_usage: run.durable.usage,
+    ...(status === 'aborted' && markAborted ? { aborted: true as const, abort_reason: run.live.abort.reason } : {}),
   };
 }
 

@@ -32,7 +32,7 @@ import {
 } from '../runtime';
 import { failedCall, succeededCall, type WorkflowCallResult } from './batch';
 import { hasBudget } from './budget-gate';
-import { abortChild, childPending, emit, type Run } from './run-state';
+import { abortChild, childPending, emit, forgetChildApprovals, type Run } from './run-state';
 import { keepVisible } from './visibility';
 
 /** How a sub-agent call ended, as its `subagent_finished` event says. */
@@ -61,17 +61,19 @@ export async function runSubagent(
   if (!args.ok) return fail('Tool arguments are not a valid JSON object');
   const task = subagentTask(args.value);
   if ('problem' in task) return fail(task.problem);
-  const depth = run.agentDepth + 1;
+  const depth = run.settings.agentDepth + 1;
   if (depth > agent.limits.max_agent_depth)
     return fail(`agent depth limit ${agent.limits.max_agent_depth} reached: the ${target} agent was not called`);
 
   const input: AgentRunInputWire = {
     agent: target,
     input: subagentPrompt(task),
-    caller: { workflow_id: workflowInfo().workflowId, agent: run.agent, tool_call_id: call.id, depth },
+    caller: { workflow_id: workflowInfo().workflowId, agent: run.settings.agent, tool_call_id: call.id, depth },
     // A child spends from what its caller has left; what it spent is charged back below.
     // Children started together share it: the tree never spends more than the caller had left.
-    ...(hasBudget(run) ? { budget: remainingBudget(run.budget, run.ledger, Date.now(), child.share) } : {}),
+    ...(hasBudget(run)
+      ? { budget: remainingBudget(run.settings.budget, run.durable.ledger, Date.now(), child.share) }
+      : {}),
   };
   const about = { tool_name: call.name, tool_call_id: call.id, agent: target, child_workflow_id: workflowId };
   // A batch an earlier run of the chain carried said so already.
@@ -94,7 +96,7 @@ export async function runSubagent(
           : null;
     if (spent) chargeChild(run, spent);
     // An abort of this run cancels its unfinished calls (the child ended aborted with it).
-    if (outcome.status === 'closed' && run.abort.requested && outcome.result.status === 'aborted')
+    if (outcome.status === 'closed' && run.live.abort.requested && outcome.result.status === 'aborted')
       throw new SubagentCancelled();
     finished(ended.status, spent?.usage ?? null, ended.error);
     if (ended.answer === undefined) return fail(ended.error ?? '');
@@ -109,10 +111,10 @@ export async function runSubagent(
       finished('cancelled', null);
       throw error;
     }
-    if (isCancellation(error) || run.abort.requested) {
+    if (isCancellation(error) || run.live.abort.requested) {
       // Aborted with this run: the child was told to stop too. What it spent until then still counts, if
       // it ends within the abort's wait.
-      const ended = run.children.has(workflowId) ? await spentAfterAbort(workflowId, agent) : undefined;
+      const ended = run.live.children.has(workflowId) ? await spentAfterAbort(workflowId, agent) : undefined;
       if (ended) chargeChild(run, resultSpending(ended));
       finished('cancelled', ended?.usage ?? null);
       throw error;
@@ -122,8 +124,8 @@ export async function runSubagent(
     finished('failed', null, message);
     return fail(message);
   } finally {
-    run.children.delete(workflowId);
-    run.childApprovals.delete(workflowId);
+    run.live.children.delete(workflowId);
+    forgetChildApprovals(run, workflowId);
   }
 }
 
@@ -155,8 +157,8 @@ function resultSpending(result: AgentRunResult): RunSpending {
 
 /** What a child spent counts against its caller's budget (tokens, cost and model calls), and in its usage. */
 function chargeChild(run: Run, spent: RunSpending): void {
-  run.ledger = recordChildUsage(run.ledger, spent.usage, run.budget.prices, spent.llm_calls);
-  run.usage = addUsage(run.usage, spent.usage);
+  run.durable.ledger = recordChildUsage(run.durable.ledger, spent.usage, run.settings.budget.prices, spent.llm_calls);
+  run.durable.usage = addUsage(run.durable.usage, spent.usage);
 }
 
 /**
@@ -230,14 +232,14 @@ async function childOutcome(
       parentClosePolicy: ParentClosePolicy.ABANDON,
       cancellationType: ChildWorkflowCancellationType.ABANDON,
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      staticSummary: `sub-agent ${input.agent} of ${run.agent}`,
+      staticSummary: `sub-agent ${input.agent} of ${run.settings.agent}`,
     });
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     return reattach(run, workflowId, agent);
   }
-  run.children.set(workflowId, child);
-  if (run.abort.requested) abortChild(run, child);
+  run.live.children.set(workflowId, child);
+  if (run.live.abort.requested) abortChild(run, child);
   try {
     return { status: 'closed', result: (await child.result()) as AgentRunResult };
   } catch (error) {
@@ -254,11 +256,11 @@ async function reattach(
   agent: AgentSpec,
 ): Promise<Exclude<AgentRunOutcome, { status: 'running' }>> {
   const handle = getExternalWorkflowHandle(workflowId);
-  run.children.set(workflowId, handle);
+  run.live.children.set(workflowId, handle);
   // Calls the child reported waiting before this run continued as new count again now that it is
   // running here: the run's search attribute says so (runs recorded before this left it 'running').
   if (childPending(run).length > 0 && patched('reattached-child-approvals-visible')) keepVisible(run);
-  if (run.abort.requested) abortChild(run, handle);
+  if (run.live.abort.requested) abortChild(run, handle);
   const { awaitAgentRun } = childRunActivity(agent, 300);
   for (;;) {
     const outcome = await awaitAgentRun({ workflow_id: workflowId, wait_seconds: 300 });

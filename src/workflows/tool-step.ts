@@ -67,12 +67,12 @@ export async function toolStep(
   // reaches its sub-agents once they are found again).
   const gate: GateOutcome = options.running
     ? { type: 'decided', rejected: rejectedResults(run, calls) }
-    : run.abort.requested
+    : run.live.abort.requested
       ? { type: 'aborted' }
       : await approvalGate(loop, calls, eventIteration, options.resumed, options.onWait);
   // Calls start once the batch may run: after every gated call is decided. Calls that will not run
   // (rejected, or the whole batch aborted while it waited) do not start.
-  const waited = run.approvals.length > 0;
+  const waited = run.live.approvals.length > 0;
   callStarts.forEach((event, index) => {
     const call = calls[index]!;
     const skipped = gate.type === 'aborted' ? waited : gate.rejected.some((result) => result.call === call);
@@ -85,12 +85,12 @@ export async function toolStep(
     gate.type === 'aborted'
       ? cancelledBatch(calls)
       : await runBatch(loop, calls, eventIteration, gate.rejected, options);
-  run.approvals = [];
-  const batch = { ...raw, mutations: withAbortReason(raw.mutations, run.abort.reason) };
+  run.live.approvals = [];
+  const batch = { ...raw, mutations: withAbortReason(raw.mutations, run.live.abort.reason) };
   for (const event of events.batchOutcome(calls, batch, Date.now() - startedAt)) emit(run, event, eventIteration);
   // Intents of finished calls queue in declared order; cancelled calls queue nothing (6.2).
   for (const record of batch.intents) {
-    if (!batch.unfinished.includes(record.tool_call_id)) queueIntent(run.selfrefQueue, record.intent);
+    if (!batch.unfinished.includes(record.tool_call_id)) queueIntent(run.durable.selfref_queue, record.intent);
   }
   return batch;
 }
@@ -166,7 +166,7 @@ async function runBatch(
       const subagentsOnly = children.every((child) => child !== undefined);
       if (options.onChildWait && handoffs.length === 0 && subagentsOnly && children.length > 0) {
         const childrenStarted = () =>
-          own.every((call, index) => !call?.child || finished.has(index) || run.children.has(call.child));
+          own.every((call, index) => !call?.child || finished.has(index) || run.live.children.has(call.child));
         await offerBoundary(run, all, activity, finished, reports, childrenStarted, options.onChildWait);
       }
       return all;
@@ -175,7 +175,7 @@ async function runBatch(
     return mergeBatches(calls, batch, [...rejected, ...handed, ...finished.values()], reports);
   } catch (error) {
     await deliverChildSignals(run);
-    if (run.abort.requested) return cancelledBatch(calls);
+    if (run.live.abort.requested) return cancelledBatch(calls);
     throw error;
   }
 }
@@ -203,11 +203,11 @@ async function offerBoundary(
   try {
     const activityResult = await activity;
     let offeredAt = -1;
-    while (!settled && !run.abort.requested) {
+    while (!settled && !run.live.abort.requested) {
       await condition(
-        () => settled || run.abort.requested || (finished.size !== offeredAt && started() && childWait.due()),
+        () => settled || run.live.abort.requested || (finished.size !== offeredAt && started() && childWait.due()),
       );
-      if (settled || run.abort.requested) return;
+      if (settled || run.live.abort.requested) return;
       offeredAt = finished.size;
       // Read when the run continues, after its handlers finished: a child may end meanwhile.
       await childWait.offer(() => ({
@@ -325,7 +325,7 @@ async function activityBatch(
     if (local) await letSignalsIn(result);
     return result;
   } catch (error) {
-    if (loop.run.abort.requested) return cancelledBatch(calls);
+    if (loop.run.live.abort.requested) return cancelledBatch(calls);
     const unserved =
       taskQueue !== undefined &&
       error instanceof ActivityFailure &&

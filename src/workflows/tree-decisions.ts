@@ -9,7 +9,14 @@ import {
   type PendingApproval,
 } from '../runtime';
 import { decide, pendingOf, undecided } from './approval-gate';
-import { childPending, rejectInput, runningChildren, type Run } from './run-state';
+import {
+  childPending,
+  forgetChildApprovals,
+  rejectInput,
+  runningChildren,
+  setChildApprovals,
+  type Run,
+} from './run-state';
 import { keepVisible } from './visibility';
 
 /**
@@ -25,7 +32,7 @@ import { keepVisible } from './visibility';
 function subtreePending(run: Run): PendingApproval[] {
   const self = workflowInfo().workflowId;
   return relayedPending([
-    ...undecided(run).map((record) => ({ ...pendingOf(record), workflow_id: self, agent: run.agent })),
+    ...undecided(run).map((record) => ({ ...pendingOf(record), workflow_id: self, agent: run.settings.agent })),
     ...childPending(run),
   ]);
 }
@@ -42,7 +49,7 @@ export function relayDecisionsUp(run: Run, caller: CallerOrigin): void {
       sent = current();
       const pending = JSON.parse(sent) as PendingApproval[];
       // Its caller may have ended meanwhile: nobody is left to tell.
-      run.childSignals.push(
+      run.live.childSignals.push(
         parent.signal(childApprovalsSignal, { child_workflow_id: self, pending }).catch(() => undefined),
       );
     }
@@ -52,7 +59,7 @@ export function relayDecisionsUp(run: Run, caller: CallerOrigin): void {
 
 /** Records a decision where it belongs: on one of the run's own calls, or sent down to a sub-agent run. */
 export async function applyDecision(run: Run, payload: unknown, via: 'update' | 'signal'): Promise<ApprovalAccepted> {
-  const routed = routeDecision(workflowInfo().workflowId, run.approvals, runningChildren(run), payload);
+  const routed = routeDecision(workflowInfo().workflowId, run.live.approvals, runningChildren(run), payload);
   if ('refusal' in routed) {
     // An ApplicationFailure fails the update; any other error would fail the workflow task.
     if (via === 'update') throw failure(FailureType.ApprovalRefused, routed.refusal);
@@ -61,7 +68,7 @@ export async function applyDecision(run: Run, payload: unknown, via: 'update' | 
   }
   if ('own' in routed) {
     const { own } = routed;
-    for (const record of run.approvals)
+    for (const record of run.live.approvals)
       if (record.tool_call_id === own.tool_call_id && !record.decision)
         decide(run, record, own.approved, own.reason, 'update');
     return { tool_call_id: own.tool_call_id, approved: own.approved };
@@ -71,7 +78,7 @@ export async function applyDecision(run: Run, payload: unknown, via: 'update' | 
     await getExternalWorkflowHandle(child).signal(decideApprovalSignal, decision);
   } catch {
     // The child ended since it last reported (its calls wait no more): nothing is decided.
-    run.childApprovals.delete(child);
+    forgetChildApprovals(run, child);
     keepVisible(run);
     const message = `the sub-agent run ${child} has ended: tool call '${decision.tool_call_id}' waits no more`;
     if (via === 'update') throw failure(FailureType.ApprovalRefused, message);
@@ -79,10 +86,10 @@ export async function applyDecision(run: Run, payload: unknown, via: 'update' | 
     return { tool_call_id: decision.tool_call_id, approved: false };
   }
   // Listed no more: the child reports its new list once it has recorded the decision.
-  const left = (run.childApprovals.get(child) ?? []).filter(
+  const left = (run.durable.child_approvals?.[child] ?? []).filter(
     (entry) => entry.tool_call_id !== decision.tool_call_id || entry.workflow_id !== decision.workflow_id,
   );
-  run.childApprovals.set(child, left);
+  setChildApprovals(run, child, left);
   keepVisible(run);
   return { tool_call_id: decision.tool_call_id, approved: decision.approved, workflow_id: decision.workflow_id! };
 }
@@ -102,12 +109,13 @@ export function registerTreeHandlers(run: Run): void {
         `${parsed.data.child_workflow_id} is no sub-agent of this run`,
       );
     // Bounded here too: a child of another build may send more.
-    run.childApprovals.set(parsed.data.child_workflow_id, relayedPending(parsed.data.pending));
+    setChildApprovals(run, parsed.data.child_workflow_id, relayedPending(parsed.data.pending));
     keepVisible(run);
   });
   setHandler(decideApprovalSignal, async (payload) => {
-    if (run.state !== 'running') return rejectInput(run, 'decide_approval', 'signal', `the run is ${run.state}`);
-    if (run.abort.requested) return rejectInput(run, 'decide_approval', 'signal', 'the run is being aborted');
+    if (run.live.state !== 'running')
+      return rejectInput(run, 'decide_approval', 'signal', `the run is ${run.live.state}`);
+    if (run.live.abort.requested) return rejectInput(run, 'decide_approval', 'signal', 'the run is being aborted');
     await applyDecision(run, payload, 'signal');
   });
 }

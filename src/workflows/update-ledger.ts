@@ -14,7 +14,7 @@ import type { Run } from './run-state';
 
 function recorded(run: Run): RecentUpdate | undefined {
   const id = currentUpdateInfo()?.id;
-  return id === undefined ? undefined : run.recentUpdates.find((entry) => entry.id === id);
+  return id === undefined ? undefined : run.durable.recent_updates.find((entry) => entry.id === id);
 }
 
 /**
@@ -27,7 +27,7 @@ function record(run: Run, result: unknown): void {
   const text = JSON.stringify(result ?? null);
   const entry: RecentUpdate =
     text.length <= RECENT_UPDATE_RESULT_CHARS ? { id, result: JSON.parse(text) } : { id, result_dropped: true };
-  const kept = [...run.recentUpdates, entry].slice(-RECENT_UPDATES);
+  const kept = [...run.durable.recent_updates, entry].slice(-RECENT_UPDATES);
   let chars = 0;
   for (let index = kept.length - 1; index >= 0; index -= 1) {
     const update = kept[index]!;
@@ -35,7 +35,7 @@ function record(run: Run, result: unknown): void {
     chars += JSON.stringify(update.result ?? null).length;
     if (chars > RECENT_UPDATES_RESULT_CHARS) kept[index] = { id: update.id, result_dropped: true };
   }
-  run.recentUpdates = kept;
+  run.durable.recent_updates = kept;
 }
 
 /**

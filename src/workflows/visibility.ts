@@ -11,20 +11,20 @@ const ITERATIONS_PER_UPSERT = 10;
  * not one per iteration. `force` at the start of every run of a chain.
  */
 export function keepVisible(run: Run, force = false): void {
-  const visibility = run.visibility;
+  const visibility = run.live.visibility;
   if (!visibility.enabled) return;
   const state = reportedState(run);
-  const stale = run.iteration - visibility.iteration >= ITERATIONS_PER_UPSERT;
+  const stale = run.durable.iteration - visibility.iteration >= ITERATIONS_PER_UPSERT;
   if (!force && state === visibility.state && !stale) return;
   upsertSearchAttributes([
-    { key: keys.agent, value: run.agent },
+    { key: keys.agent, value: run.settings.agent },
     { key: keys.status, value: state },
-    { key: keys.iterations, value: run.iteration },
-    { key: keys.toolCalls, value: run.toolCalls },
-    { key: keys.totalTokens, value: run.usage?.total_tokens ?? 0 },
+    { key: keys.iterations, value: run.durable.iteration },
+    { key: keys.toolCalls, value: run.durable.tool_calls },
+    { key: keys.totalTokens, value: run.durable.usage?.total_tokens ?? 0 },
   ]);
   visibility.state = state;
-  visibility.iteration = run.iteration;
+  visibility.iteration = run.durable.iteration;
 }
 
 /**
@@ -34,7 +34,7 @@ export function keepVisible(run: Run, force = false): void {
  * run's own `keepVisible` on failing writes them. Runs recorded before this failed without them.
  */
 export function visibleWhenFailing(run: Run, searchAttributes: boolean): void {
-  if (run.visibility.enabled || !searchAttributes) return;
+  if (run.live.visibility.enabled || !searchAttributes) return;
   if (!patched('failed-before-open-is-visible')) return;
-  run.visibility.enabled = true;
+  run.live.visibility.enabled = true;
 }
