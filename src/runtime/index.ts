@@ -26,3 +26,4 @@ export * from './result-size';
 export * from './transcript-pages';
 export * from './agent-calls';
 export * from './handoffs';
+export * from './batch-plan';

@@ -31,6 +31,12 @@ export type { LoopOptions, TurnResult } from './loop-context';
  */
 export type Boundary = (progress: TurnProgress | (() => TurnProgress)) => Promise<void>;
 
+/**
+ * A tool batch the loop runs: as the model's reply asked for it (with the reply's patches, committed with
+ * its results), or resumed as an earlier run of the chain carried it (`running`: its calls had started).
+ */
+type PendingBatch = Omit<AwaitingBatch, 'approvals'> & { resumed: boolean };
+
 /** How far a turn has come, at an iteration boundary or while a batch waits for approval decisions. */
 export interface TurnProgress {
   /** Tool calls of this turn so far (the tool budget counts them), the waiting batch's not included. */
@@ -82,22 +88,13 @@ export class AgentLoop {
       // there carries the new agent and the transcript that already names it.
       settleHandoff(this.loop);
       if (waiting) {
-        const { iteration, calls, llm_mutations, reply_content, approvals, running } = waiting;
+        const { approvals, ...batch } = waiting;
         waiting = undefined;
         // The records restored with the run (decisions may have landed on them already).
         if (run.live.approvals.length === 0) run.live.approvals = approvals;
-        const ended = await this.runTools(
-          iteration,
-          calls,
-          llm_mutations,
-          reply_content,
-          toolCalls,
-          true,
-          boundary,
-          running,
-        );
+        const ended = await this.runTools({ ...batch, resumed: true }, toolCalls, boundary);
         if (ended) return ended;
-        toolCalls += calls.length;
+        toolCalls += batch.calls.length;
         continue;
       }
       if (!first && boundary) await boundary({ toolCalls });
@@ -124,15 +121,14 @@ export class AgentLoop {
           continue;
         }
         case 'run_tools': {
-          const ended = await this.runTools(
-            it,
-            step.calls,
-            llm.mutations,
-            replyContent(llm),
-            toolCalls,
-            false,
-            boundary,
-          );
+          const batch = {
+            iteration: it,
+            calls: step.calls,
+            llm_mutations: llm.mutations,
+            reply_content: replyContent(llm),
+            resumed: false,
+          };
+          const ended = await this.runTools(batch, toolCalls, boundary);
           if (ended) return ended;
           toolCalls += step.calls.length;
           continue;
@@ -150,20 +146,12 @@ export class AgentLoop {
    * `boundary` is offered the waiting batch (a run may continue as new there). Returns the turn's
    * result when the batch was aborted.
    */
-  private async runTools(
-    it: number,
-    calls: ToolCallRequest[],
-    llmMutations: Mutation[],
-    content: string,
-    toolCalls: number,
-    resumed: boolean,
-    boundary?: Boundary,
-    running?: RunningBatch,
-  ): Promise<TurnResult | undefined> {
+  private async runTools(batch: PendingBatch, toolCalls: number, boundary?: Boundary): Promise<TurnResult | undefined> {
     const run = this.loop.run;
     // A batch costs no tokens, but a limit already reached (wall time) stops it: the reply that asked
     // for it is dropped, as the tool budget drops one (7.5), so the transcript stays valid.
     // A batch carried while its sub-agents ran has started already: it finishes (its children would be left).
+    const { iteration: it, calls, llm_mutations: llmMutations, reply_content: content, resumed, running } = batch;
     const stop = running ? undefined : await affordable(run, BATCH_ESTIMATE);
     if (stop && !run.live.abort.requested) return this.budgetExhausted(stop, it);
     const awaiting = (progress: Partial<AwaitingBatch> = {}): AwaitingBatch => ({
@@ -185,18 +173,18 @@ export class AgentLoop {
               boundary(() => ({ toolCalls, awaiting: awaiting({ running: batch() }) })),
           }
         : undefined;
-    const batch = await toolStep(this.loop, calls, it + 1, {
+    const result = await toolStep(this.loop, calls, it + 1, {
       resumed,
       ...(onWait ? { onWait } : {}),
       ...(onChildWait ? { onChildWait } : {}),
       ...(running ? { running } : {}),
     });
-    keepHandoffOf(this.loop, batch);
+    keepHandoffOf(this.loop, result);
     run.durable.tool_calls += calls.length;
     run.durable.iteration = it + 1;
-    if (batch.outcome === 'aborted')
-      return this.finish([...llmMutations, ...batch.mutations], 'aborted', content, it + 1);
-    commit(run, [...llmMutations, ...batch.mutations]);
+    if (result.outcome === 'aborted')
+      return this.finish([...llmMutations, ...result.mutations], 'aborted', content, it + 1);
+    commit(run, [...llmMutations, ...result.mutations]);
     emit(run, { event_type: 'react_iteration_end', tool_calls_count: calls.length });
     return undefined;
   }

@@ -6,8 +6,8 @@ import {
   type ApprovalRecord,
   type ToolCallRequest,
   type ToolReview,
+  type WorkflowCallResult,
 } from '../runtime';
-import type { WorkflowCallResult } from './batch';
 import type { LoopContext } from './loop-context';
 import { waitForDecision } from './decision-wait';
 import { emit, type Run } from './run-state';

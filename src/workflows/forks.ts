@@ -23,8 +23,8 @@ import {
   type AgentRunResult,
   type AgentSpec,
   type ToolCallRequest,
+  type WorkflowCallResult,
 } from '../runtime';
-import type { WorkflowCallResult } from './batch';
 import { payloadFits } from './payload-budget';
 import { abortChild, emit, type Run } from './run-state';
 import { hasBudget } from './budget-gate';

@@ -13,8 +13,9 @@ import {
   type ToolBatchResult,
   type ToolCallReport,
   type ToolCallRequest,
+  failedCall as failed,
+  type WorkflowCallResult,
 } from '../runtime';
-import { failedCall as failed, type WorkflowCallResult } from './batch';
 import type { LoopContext } from './loop-context';
 import { resolveAgent } from './open-run';
 import { phaseActivities } from './phase-activities';
@@ -38,11 +39,6 @@ export interface PendingHandoff {
   tool_name: string;
   tool_call_id: string;
   reason?: string;
-}
-
-/** The calls of a batch that are handoffs of the active agent. */
-export function handoffCalls(loop: LoopContext, calls: readonly ToolCallRequest[]): ToolCallRequest[] {
-  return calls.filter((call) => handoffTarget(loop.agent.tool_descriptors, call.name) !== undefined);
 }
 
 /**

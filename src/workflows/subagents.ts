@@ -29,8 +29,10 @@ import {
   type TokenUsage,
   type ToolCallRequest,
   utf8Bytes,
+  failedCall,
+  succeededCall,
+  type WorkflowCallResult,
 } from '../runtime';
-import { failedCall, succeededCall, type WorkflowCallResult } from './batch';
 import { hasBudget } from './budget-gate';
 import { abortChild, childPending, emit, forgetChildApprovals, type Run } from './run-state';
 import { keepVisible } from './visibility';

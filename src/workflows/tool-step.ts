@@ -8,26 +8,24 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import {
+  cancelledBatch,
+  EMPTY_BATCH,
+  mergeInDeclaredOrder,
+  planBatch,
   queueIntent,
-  SELFREF_FORK,
   withAbortReason,
-  type ToolBatchInput,
+  type ActivityGroup,
+  type BatchPlan,
+  type WorkflowCallResult,
   type ToolBatchResult,
   type RunningBatch,
   type ToolCallReport,
   type ToolCallRequest,
 } from '../runtime';
-import {
-  cancelledBatch,
-  EMPTY_BATCH,
-  failedBatch,
-  mergeBatches,
-  mutationsByCallId,
-  type WorkflowCallResult,
-} from './batch';
+import { failedBatch } from './batch';
 import { approvalGate, rejectedResults, type ApprovalWaitHook, type GateOutcome } from './approval-gate';
 import { runFork } from './forks';
-import { handoffCalls, runHandoffs } from './handoffs';
+import { runHandoffs } from './handoffs';
 import { runSubagent, subagentWorkflowId } from './subagents';
 import type { LoopContext } from './loop-context';
 import { inPhaseScope } from './phase-scope';
@@ -95,9 +93,22 @@ export async function toolStep(
   return batch;
 }
 
+/** A call the workflow carries out itself (a fork, a sub-agent call): how to start it, and a sub-agent's child id. */
+interface OwnCall {
+  start: () => Promise<WorkflowCallResult>;
+  child?: string;
+}
+
+/** What a batch's calls share while they run: results so far, and reports in completion order. */
+interface BatchProgress {
+  /** Workflow calls that finished (an earlier run of the chain's too), by position. */
+  finished: Map<number, WorkflowCallResult>;
+  reports: ToolCallReport[];
+}
+
 /**
- * The activity runs the tools; the workflow runs forks and sub-agent calls as child workflows, and
- * handoffs, concurrently with it.
+ * Carries out a batch's plan: the activities run the tools, the workflow runs forks, sub-agent calls and
+ * handoffs, all concurrently; the results merge back into the declared order.
  */
 async function runBatch(
   loop: LoopContext,
@@ -108,76 +119,74 @@ async function runBatch(
 ): Promise<ToolBatchResult> {
   const run = loop.run;
   const carried = options.running;
-  // Workflow calls an earlier run of the chain finished, by position.
-  const finished = new Map(
-    (carried?.finished ?? []).map((entry) => [
-      entry.call_index,
-      { call: calls[entry.call_index]!, content: entry.content, report: entry.report },
-    ]),
-  );
-  // By the call itself, not its id: a provider may repeat an id within one batch.
-  const runs = (call: ToolCallRequest) => !rejected.some((result) => result.call === call);
-  // Sub-agent calls of the batch share what the run has left of its budget.
-  const share = calls.filter((call) => runs(call) && agentCallOf(loop, call)?.kind === 'subagent').length;
-  const own = calls.map((call, index) =>
-    runs(call)
-      ? workflowCall(loop, calls, index, eventIteration, { resumed: carried !== undefined, share })
-      : undefined,
-  );
-  // Reports in completion order, across the activity and the workflow's calls; rejected calls are done already.
-  const reports: ToolCallReport[] = carried ? [...carried.reports] : rejected.map((result) => result.report);
-  // Handoffs are the workflow's too (workflows/handoffs.ts).
-  const handoffs = handoffCalls(loop, calls.filter(runs));
-  // Everything starts inside the phase's scope, in this order (replays depend on it): the activities,
-  // the handoffs, the workflow's own calls.
-  const started = () => {
-    const activity: Promise<ToolBatchResult> = carried
-      ? Promise.resolve(carried.activity)
-      : routedBatches(
-          loop,
-          calls.filter((call, index) => runs(call) && !own[index] && !handoffs.includes(call)),
-          eventIteration,
-          reports,
-        );
-    const handedOff = runHandoffs(loop, handoffs, reports);
-    const pending = own.map((call, index) =>
-      call && !finished.has(index)
-        ? call.start().then(
-            (result) => {
-              reports.push(result.report);
-              finished.set(index, result);
-              return result;
-            },
-            // Cancelled with the run (an abort): the call gets a cancellation.
-            () => null,
-          )
-        : undefined,
-    );
-    return { activity, handedOff, pending };
+  const plan = planBatch(loop.agent, calls, (call) => rejected.some((result) => result.call === call));
+  const progress: BatchProgress = {
+    finished: new Map(
+      (carried?.finished ?? []).map((entry) => [
+        entry.call_index,
+        { call: calls[entry.call_index]!, content: entry.content, report: entry.report },
+      ]),
+    ),
+    // Rejected calls are done already.
+    reports: carried ? [...carried.reports] : rejected.map((result) => result.report),
   };
+  const own = ownCalls(loop, calls, plan, { eventIteration, resumed: carried !== undefined });
   try {
-    const [batch, handed] = await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, async () => {
-      const { activity, handedOff, pending } = started();
-      const all = Promise.all([activity, handedOff, ...pending]);
+    const [activity, handed] = await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, async () => {
+      const started = startBatch(loop, plan, own, progress, { eventIteration, carried });
+      const all = Promise.all([started.activity, started.handedOff, ...started.pending]);
       // Only sub-agents may be left running across continue-as-new (a fork or a handoff is not carried),
       // and only once each has started: a child whose start is still in flight when its parent's run
       // closes is never started.
-      const children = own.flatMap((call, index) => (call && !finished.has(index) ? [call.child] : []));
+      const children = own.flatMap((call, index) => (call && !progress.finished.has(index) ? [call.child] : []));
       const subagentsOnly = children.every((child) => child !== undefined);
-      if (options.onChildWait && handoffs.length === 0 && subagentsOnly && children.length > 0) {
+      if (options.onChildWait && plan.handoffs.length === 0 && subagentsOnly && children.length > 0) {
         const childrenStarted = () =>
-          own.every((call, index) => !call?.child || finished.has(index) || run.live.children.has(call.child));
-        await offerBoundary(run, all, activity, finished, reports, childrenStarted, options.onChildWait);
+          own.every((call, index) => !call?.child || progress.finished.has(index) || run.live.children.has(call.child));
+        await offerBoundary(run, { all, activity: started.activity, progress, childrenStarted }, options.onChildWait);
       }
       return all;
     });
     await deliverChildSignals(run);
-    return mergeBatches(calls, batch, [...rejected, ...handed, ...finished.values()], reports);
+    const ownResults = [...rejected, ...handed, ...progress.finished.values()];
+    return mergeInDeclaredOrder(calls, [{ calls: plan.activityCalls, result: activity }], ownResults, progress.reports);
   } catch (error) {
     await deliverChildSignals(run);
     if (run.live.abort.requested) return cancelledBatch(calls);
     throw error;
   }
+}
+
+/**
+ * Starts everything inside the phase's scope, in this order (replays depend on it): the activities, the
+ * handoffs, the workflow's own calls. A batch an earlier run of the chain carried has its activities'
+ * result, and starts only the calls that did not finish.
+ */
+function startBatch(
+  loop: LoopContext,
+  plan: BatchPlan,
+  own: ReadonlyArray<OwnCall | undefined>,
+  progress: BatchProgress,
+  batch: { eventIteration: number; carried: RunningBatch | undefined },
+) {
+  const activity: Promise<ToolBatchResult> = batch.carried
+    ? Promise.resolve(batch.carried.activity)
+    : routedBatches(loop, plan, batch.eventIteration, progress.reports);
+  const handedOff = runHandoffs(loop, plan.handoffs, progress.reports);
+  const pending = own.map((call, index) =>
+    call && !progress.finished.has(index)
+      ? call.start().then(
+          (result) => {
+            progress.reports.push(result.report);
+            progress.finished.set(index, result);
+            return result;
+          },
+          // Cancelled with the run (an abort): the call gets a cancellation.
+          () => null,
+        )
+      : undefined,
+  );
+  return { activity, handedOff, pending };
 }
 
 /**
@@ -188,24 +197,29 @@ async function runBatch(
  */
 async function offerBoundary(
   run: Run,
-  all: Promise<unknown>,
-  activity: Promise<ToolBatchResult>,
-  finished: ReadonlyMap<number, WorkflowCallResult>,
-  reports: readonly ToolCallReport[],
-  started: () => boolean,
+  batch: {
+    all: Promise<unknown>;
+    activity: Promise<ToolBatchResult>;
+    progress: BatchProgress;
+    childrenStarted: () => boolean;
+  },
   childWait: NonNullable<BatchOptions['onChildWait']>,
 ): Promise<void> {
+  const { finished, reports } = batch.progress;
   let settled = false;
-  all.then(
+  batch.all.then(
     () => (settled = true),
     () => (settled = true),
   );
   try {
-    const activityResult = await activity;
+    const activityResult = await batch.activity;
     let offeredAt = -1;
     while (!settled && !run.live.abort.requested) {
       await condition(
-        () => settled || run.live.abort.requested || (finished.size !== offeredAt && started() && childWait.due()),
+        () =>
+          settled ||
+          run.live.abort.requested ||
+          (finished.size !== offeredAt && batch.childrenStarted() && childWait.due()),
       );
       if (settled || run.live.abort.requested) return;
       offeredAt = finished.size;
@@ -226,103 +240,63 @@ async function offerBoundary(
   }
 }
 
-/**
- * A call the workflow carries out itself (a fork, a sub-agent call): how to start it, and a sub-agent's
- * child workflow id; else undefined.
- */
-function workflowCall(
+/** The calls of the plan the workflow carries out itself, by position (undefined for the others). */
+function ownCalls(
   loop: LoopContext,
   calls: readonly ToolCallRequest[],
-  index: number,
-  eventIteration: number,
-  batch: { resumed: boolean; share: number },
-): { start: () => Promise<WorkflowCallResult>; child?: string } | undefined {
-  const call = calls[index]!;
-  if (loop.agent.selfref && call.name === SELFREF_FORK)
-    return { start: () => runFork(loop.run, loop.agent, call, eventIteration) };
-  const target = agentCallOf(loop, call);
-  if (target?.kind === 'subagent') {
-    const child = subagentWorkflowId(calls, index, target.agent, eventIteration);
-    return {
-      start: () =>
-        runSubagent(loop.run, loop.agent, call, target.agent, eventIteration, { workflowId: child, ...batch }),
-      child,
-    };
-  }
-  return undefined;
-}
-
-/** The agent a call reaches, when its tool is a sub-agent or handoff tool. */
-function agentCallOf(loop: LoopContext, call: ToolCallRequest) {
-  return loop.agent.tool_descriptors.find((tool) => tool.name === call.name)?.agent_call;
+  plan: BatchPlan,
+  batch: { eventIteration: number; resumed: boolean },
+): Array<OwnCall | undefined> {
+  return calls.map((call, index): OwnCall | undefined => {
+    const route = plan.routes[index]!;
+    if (route.kind === 'fork') return { start: () => runFork(loop.run, loop.agent, call, batch.eventIteration) };
+    if (route.kind !== 'subagent') return undefined;
+    const child = subagentWorkflowId(calls, index, route.agent, batch.eventIteration);
+    const options = { workflowId: child, resumed: batch.resumed, share: plan.subagents };
+    return { start: () => runSubagent(loop.run, loop.agent, call, route.agent, batch.eventIteration, options), child };
+  });
 }
 
 /**
- * The activity calls of a batch: one batch activity on the workflow's own queue, plus one per task queue
- * that tools are routed to, all at once. Their results merge back into the batch's declared order.
+ * The activity calls of a batch: one batch activity per task queue of the plan (the run's own, and those
+ * tools are routed to), all at once; their results merge back into the calls' declared order.
  */
 async function routedBatches(
   loop: LoopContext,
-  calls: ToolCallRequest[],
+  plan: BatchPlan,
   eventIteration: number,
   reports: ToolCallReport[],
 ): Promise<ToolBatchResult> {
-  const routes = loop.agent.tool_task_queues ?? {};
-  const groups = new Map<string | undefined, ToolCallRequest[]>();
-  for (const call of calls) {
-    const queue = routes[call.name];
-    groups.set(queue, [...(groups.get(queue) ?? []), call]);
-  }
-  if (groups.size <= 1) return activityBatch(loop, calls, eventIteration, reports, [...groups.keys()][0]);
-  const entries = [...groups];
-  const batches = await Promise.all(
-    entries.map(([queue, group]) => activityBatch(loop, group, eventIteration, reports, queue)),
-  );
-  // Each call takes the next result for its id from its own queue's batch: a provider may repeat an id
-  // within one batch, even across queues.
-  const resultsByQueue = new Map(
-    entries.map(([queue], index) => [queue, mutationsByCallId(batches[index]!.mutations)]),
-  );
-  const declared = calls.flatMap((call) => resultsByQueue.get(routes[call.name])?.get(call.id)?.shift() ?? []);
-  const position = new Map(calls.map((call, index) => [call.id, index]));
-  const order = (id: string) => position.get(id) ?? 0;
-  return {
-    outcome: batches.some((batch) => batch.outcome === 'aborted') ? 'aborted' : 'completed',
-    // In declared order (mergeBatches then puts multimodal results last); intents too.
-    mutations: declared,
-    reports: [],
-    unfinished: batches.flatMap((batch) => batch.unfinished),
-    intents: batches
-      .flatMap((batch) => batch.intents ?? [])
-      .sort((a, b) => order(a.tool_call_id) - order(b.tool_call_id)),
-    custom_events: batches.flatMap((batch) => batch.custom_events ?? []),
-  };
+  if (plan.groups.length === 0) return EMPTY_BATCH;
+  const results = await Promise.all(plan.groups.map((group) => activityBatch(loop, group, eventIteration, reports)));
+  if (results.length === 1) return results[0]!;
+  const parts = plan.groups.map((group, index) => ({ calls: group.calls, result: results[index]! }));
+  // The batch's reports are the ones gathered in completion order.
+  return mergeInDeclaredOrder(plan.activityCalls, parts, [], []);
 }
 
 /** A failed batch (all attempts) becomes error results the model sees, unless the run was aborted. */
 async function activityBatch(
   loop: LoopContext,
-  calls: ToolCallRequest[],
+  group: ActivityGroup,
   eventIteration: number,
   reports: ToolCallReport[],
-  taskQueue?: string,
 ): Promise<ToolBatchResult> {
-  if (calls.length === 0) return EMPTY_BATCH;
+  const { calls, queue: taskQueue } = group;
   const input = {
     agent: loop.agent.name,
     iteration: eventIteration,
     calls,
     run_chain_id: workflowInfo().firstExecutionRunId,
-    ...mcpTools(loop, calls),
+    ...(group.mcp_tools ? { mcp_tools: group.mcp_tools } : {}),
   };
-  const local = allFast(loop, calls, taskQueue);
   try {
     const summary = `tools: ${toolNames(calls)}${taskQueue ? ` on ${taskQueue}` : ''}`;
-    const result = local
+    const result = group.local
       ? await loop.activities.localToolBatch(input, summary)
       : await loop.activities.toolBatch(input, summary, taskQueue);
     reports.push(...result.reports);
-    if (local) await letSignalsIn(result);
+    if (group.local) await letSignalsIn(result);
     return result;
   } catch (error) {
     if (loop.run.live.abort.requested) return cancelledBatch(calls);
@@ -336,24 +310,6 @@ async function activityBatch(
       unserved ? new Error(`no worker took these tools from task queue '${taskQueue}' in time`) : error,
     );
   }
-}
-
-/** Which MCP server serves each call's tool, from the spec the run recorded (absent: no MCP calls). */
-function mcpTools(loop: LoopContext, calls: readonly ToolCallRequest[]): { mcp_tools?: ToolBatchInput['mcp_tools'] } {
-  const tools: NonNullable<ToolBatchInput['mcp_tools']> = {};
-  for (const tool of loop.agent.tool_descriptors)
-    if (tool.mcp && calls.some((call) => call.name === tool.name)) tools[tool.name] = tool.mcp;
-  return Object.keys(tools).length > 0 ? { mcp_tools: tools } : {};
-}
-
-/**
- * Calls of fast tools only, on the workflow's own queue, run as one local activity: no dispatch of their
- * own. Decided from the spec the run recorded, so a replay takes the same path.
- */
-function allFast(loop: LoopContext, calls: readonly ToolCallRequest[], taskQueue: string | undefined): boolean {
-  if (taskQueue !== undefined) return false;
-  const fast = new Set(loop.agent.tool_descriptors.filter((tool) => tool.fast).map((tool) => tool.name));
-  return calls.every((call) => fast.has(call.name));
 }
 
 /**
