@@ -8,16 +8,21 @@ import {
   type AgentRunResult,
   type AgentSpec,
 } from '../runtime';
-import { AgentLoop, type TurnProgress } from './agent-loop';
-import { carryRun, restoreRun } from './carried-run';
-import { carriedInputFits, continueAsNewDue, continueAsNewOnCurrentBuild, newBuildCurrent } from './continue-as-new';
+import { AgentLoop, type TurnProgress } from './loop/agent-loop';
+import { carryRun, restoreRun } from './run/carried-run';
+import {
+  carriedInputFits,
+  continueAsNewDue,
+  continueAsNewOnCurrentBuild,
+  newBuildCurrent,
+} from './run/continue-as-new';
 import { nextRequestQuery } from '../common';
-import { parseVersionedInput } from './input';
-import { asRunFailure, withSpending, withUnprocessedMessages } from './failures';
-import { checkedSeed, openRun } from './open-run';
-import { checkedResult } from './payload-budget';
-import { registerRunHandlers } from './handlers';
-import { relayDecisionsUp } from './tree-decisions';
+import { parseVersionedInput } from './run/input';
+import { asRunFailure, withSpending, withUnprocessedMessages } from './run/failures';
+import { checkedSeed, openRun } from './run/open-run';
+import { checkedResult } from './run/payload-budget';
+import { registerRunHandlers } from './handlers/run-handlers';
+import { relayDecisionsUp } from './handlers/tree-decisions';
 import {
   abortChildren,
   deliverChildSignals,
@@ -26,10 +31,10 @@ import {
   runOrigin,
   unprocessedMessages,
   type Run,
-} from './run-state';
+} from './run/run-state';
 import { sinks } from './sinks';
-import { keepVisible } from './visibility';
-import { hasBudget, resultBudget, runSpending } from './budget-gate';
+import { keepVisible } from './run/visibility';
+import { hasBudget, resultBudget, runSpending } from './loop/budget-gate';
 
 /**
  * A durable ReAct run (spec section 7). Each iteration commits pending patches, compiles the request

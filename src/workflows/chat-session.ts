@@ -20,18 +20,23 @@ import {
   type ChatSessionResult,
   type TurnReply,
 } from '../runtime';
-import { AgentLoop } from './agent-loop';
-import { carriedInputFits, continueAsNewDue, continueAsNewOnCurrentBuild, newBuildCurrent } from './continue-as-new';
-import { checkedResult } from './payload-budget';
-import { carryRun, restoreRun } from './carried-run';
-import { checkedSeed, openRun } from './open-run';
+import { AgentLoop } from './loop/agent-loop';
+import {
+  carriedInputFits,
+  continueAsNewDue,
+  continueAsNewOnCurrentBuild,
+  newBuildCurrent,
+} from './run/continue-as-new';
+import { checkedResult } from './run/payload-budget';
+import { carryRun, restoreRun } from './run/carried-run';
+import { checkedSeed, openRun } from './run/open-run';
 import { abortSignal, closeSignal, nextRequestQuery, sendUpdate } from '../common';
-import { parseVersionedInput } from './input';
-import { asRunFailure, turnFailure, withUnprocessedMessages } from './failures';
-import { registerRunHandlers } from './handlers';
-import { setOnceUpdateHandler } from './update-ledger';
-import { refusal } from './update-refusal';
-import { keepVisible } from './visibility';
+import { parseVersionedInput } from './run/input';
+import { asRunFailure, turnFailure, withUnprocessedMessages } from './run/failures';
+import { registerRunHandlers } from './handlers/run-handlers';
+import { setOnceUpdateHandler } from './handlers/update-ledger';
+import { refusal } from './handlers/update-refusal';
+import { keepVisible } from './run/visibility';
 import {
   checkMessage,
   commit,
@@ -45,7 +50,7 @@ import {
   type Run,
   unprocessedMessages,
   userMessageMutation,
-} from './run-state';
+} from './run/run-state';
 import { sinks } from './sinks';
 
 /** A session's own state beside its durable run. */

@@ -2,12 +2,12 @@ import { proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow'
 import type { Activities } from '../activities';
 import type { JsonValue } from '../context';
 import { LlmFunctionInput, PreparedFunction } from '../runtime';
-import { AgentLoop } from './agent-loop';
+import { AgentLoop } from './loop/agent-loop';
 import { nextRequestQuery, failure, FailureType } from '../common';
-import { parseWorkflowInput } from './input';
-import { asRunFailure } from './failures';
-import { registerRunHandlers } from './handlers';
-import { commit, newRun, userMessageMutation } from './run-state';
+import { parseWorkflowInput } from './run/input';
+import { asRunFailure } from './run/failures';
+import { registerRunHandlers } from './handlers/run-handlers';
+import { commit, newRun, userMessageMutation } from './run/run-state';
 import { sinks } from './sinks';
 
 /**

@@ -1,6 +1,6 @@
 import { ActivityFailure, ApplicationFailure, RetryState, TimeoutFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { asRunFailure } from '../../src/workflows/failures';
+import { asRunFailure } from '../../src/workflows/run/failures';
 
 /** The failure a workflow sees when the model call's activity gave up. */
 function llmPhaseFailure(cause: Error, retryState: RetryState = RetryState.TIMEOUT): ActivityFailure {

@@ -1,5 +1,5 @@
 import type { ApplicationFailure } from '@temporalio/workflow';
-import { failure, FailureType } from '../common';
+import { failure, FailureType } from '../../common';
 
 /**
  * Why an update validator refuses an update: a non-retryable `UpdateRefused` failure with the reason and

@@ -1,5 +1,5 @@
 import { patched, upsertSearchAttributes } from '@temporalio/workflow';
-import { PATCHLOOP_SEARCH_ATTRIBUTES as keys } from '../common';
+import { PATCHLOOP_SEARCH_ATTRIBUTES as keys } from '../../common';
 import { reportedState, type Run } from './run-state';
 
 /** Counters go out with every change of state, and otherwise every this many iterations. */

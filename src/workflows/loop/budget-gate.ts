@@ -9,10 +9,10 @@ import {
   type RunSpending,
   type StepEstimate,
   type LlmPhaseResult,
-} from '../runtime';
-import { waitForDecision } from './decision-wait';
-import { emit, type Run } from './run-state';
-import { keepVisible } from './visibility';
+} from '../../runtime';
+import { waitForDecision } from '../batch/decision-wait';
+import { emit, type Run } from '../run/run-state';
+import { keepVisible } from '../run/visibility';
 
 /** Why a step was not taken: the limits it would have passed. */
 export interface BudgetStop {

@@ -1,6 +1,6 @@
 import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
-import { failure, FailureType } from '../common';
-import type { JsonObject, Message } from '../context';
+import { failure, FailureType } from '../../common';
+import type { JsonObject, Message } from '../../context';
 import {
   addUsage,
   compactionTarget,
@@ -17,11 +17,11 @@ import {
   type ContextOverflow,
   type LlmPhaseResult,
   type TokenUsage,
-} from '../runtime';
+} from '../../runtime';
 import type { LoopContext } from './loop-context';
 import { affordable, charge, type BudgetStop } from './budget-gate';
 import { callLlmPhase } from './llm-call';
-import { commit, contextWindow, emit, type Run } from './run-state';
+import { commit, contextWindow, emit, type Run } from '../run/run-state';
 
 /** Why and from where a compaction starts: the request's size and the window it must fit. */
 export interface CompactionTrigger {

@@ -1,8 +1,13 @@
 import type { UpdateDefinition } from '@temporalio/common';
 import { currentUpdateInfo, setHandler } from '@temporalio/workflow';
-import { failure, FailureType } from '../common';
-import { RECENT_UPDATES, RECENT_UPDATE_RESULT_CHARS, RECENT_UPDATES_RESULT_CHARS, type RecentUpdate } from '../runtime';
-import type { Run } from './run-state';
+import { failure, FailureType } from '../../common';
+import {
+  RECENT_UPDATES,
+  RECENT_UPDATE_RESULT_CHARS,
+  RECENT_UPDATES_RESULT_CHARS,
+  type RecentUpdate,
+} from '../../runtime';
+import type { Run } from '../run/run-state';
 
 /**
  * Updates applied once across continue-as-new. The server deduplicates an update id within one run

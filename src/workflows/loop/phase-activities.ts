@@ -5,9 +5,9 @@ import {
   type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import { NON_RETRYABLE_PROVIDER_ERRORS } from '../common';
-import type { AgentSpec } from '../runtime';
+import type { Activities } from '../../activities';
+import { NON_RETRYABLE_PROVIDER_ERRORS } from '../../common';
+import type { AgentSpec } from '../../runtime';
 
 type Activity<Name extends keyof Activities> = (
   input: Parameters<Activities[Name]>[0],

@@ -1,5 +1,5 @@
-import { INLINE_PAYLOAD_BUDGET, utf8Bytes, type AgentSpec } from '../runtime';
-import { failure, FailureType } from '../common';
+import { INLINE_PAYLOAD_BUDGET, utf8Bytes, type AgentSpec } from '../../runtime';
+import { failure, FailureType } from '../../common';
 
 export { INLINE_PAYLOAD_BUDGET };
 

@@ -14,7 +14,7 @@ import {
   toolFailureContent,
   type JsonObject,
   type Message,
-} from '../context';
+} from '../../context';
 import {
   forkMessage,
   recordChildUsage,
@@ -24,10 +24,10 @@ import {
   type AgentSpec,
   type ToolCallRequest,
   type WorkflowCallResult,
-} from '../runtime';
-import { payloadFits } from './payload-budget';
-import { abortChild, emit, type Run } from './run-state';
-import { hasBudget } from './budget-gate';
+} from '../../runtime';
+import { payloadFits } from '../run/payload-budget';
+import { abortChild, emit, type Run } from '../run/run-state';
+import { hasBudget } from '../loop/budget-gate';
 
 /**
  * `selfref_fork` (spec 6.6): a child workflow of the same agent, seeded with the parent's context plus

@@ -1,5 +1,5 @@
 import { condition, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
-import { childApprovalsSignal, decideApprovalSignal, failure, FailureType } from '../common';
+import { childApprovalsSignal, decideApprovalSignal, failure, FailureType } from '../../common';
 import {
   ChildApprovals,
   relayedPending,
@@ -7,8 +7,8 @@ import {
   type ApprovalAccepted,
   type CallerOrigin,
   type PendingApproval,
-} from '../runtime';
-import { decide, pendingOf, undecided } from './approval-gate';
+} from '../../runtime';
+import { decide, pendingOf, undecided } from '../batch/approval-gate';
 import {
   childPending,
   forgetChildApprovals,
@@ -16,8 +16,8 @@ import {
   runningChildren,
   setChildApprovals,
   type Run,
-} from './run-state';
-import { keepVisible } from './visibility';
+} from '../run/run-state';
+import { keepVisible } from '../run/visibility';
 
 /**
  * Decisions that reach the top of a call tree: each sub-agent run tells its caller which calls of its

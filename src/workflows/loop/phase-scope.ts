@@ -1,6 +1,6 @@
 import { CancellationScope, condition, sleep } from '@temporalio/workflow';
-import type { Run } from './run-state';
-import { failure, FailureType } from '../common';
+import type { Run } from '../run/run-state';
+import { failure, FailureType } from '../../common';
 
 /**
  * Runs one phase in its own cancellation scope, so an abort cancels exactly this phase. After an abort

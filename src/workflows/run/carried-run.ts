@@ -1,5 +1,5 @@
-import { DurableRun, partOf, type AgentSpec, type CarriedRun } from '../runtime';
-import type { TurnProgress } from './agent-loop';
+import { DurableRun, partOf, type AgentSpec, type CarriedRun } from '../../runtime';
+import type { TurnProgress } from '../loop/agent-loop';
 import { recentEvents } from './continue-as-new';
 import { eventLog, refreshDerived, runningChildren, type Run } from './run-state';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { failure, FailureType } from '../common';
+import { failure, FailureType } from '../../common';
 
 /**
  * A workflow's input, checked with its schema. Invalid input fails the run at once (non-retryable, a

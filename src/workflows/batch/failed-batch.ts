@@ -1,6 +1,6 @@
 import { ActivityFailure } from '@temporalio/workflow';
-import { toolStepErrorContent } from '../context';
-import type { ToolBatchResult, ToolCallRequest } from '../runtime';
+import { toolStepErrorContent } from '../../context';
+import type { ToolBatchResult, ToolCallRequest } from '../../runtime';
 
 /** Spec 7.6, failure of the step itself: the model sees the error and the run goes on. */
 export function failedBatch(calls: readonly ToolCallRequest[], error: unknown): ToolBatchResult {

@@ -1,5 +1,5 @@
 import { setCurrentDetails, workflowInfo } from '@temporalio/workflow';
-import { argumentsForEvents } from '../context';
+import { argumentsForEvents } from '../../context';
 import {
   APPROVAL_TIMED_OUT,
   rejectedCallContent,
@@ -7,11 +7,11 @@ import {
   type ToolCallRequest,
   type ToolReview,
   type WorkflowCallResult,
-} from '../runtime';
-import type { LoopContext } from './loop-context';
+} from '../../runtime';
+import type { LoopContext } from '../loop/loop-context';
 import { waitForDecision } from './decision-wait';
-import { emit, type Run } from './run-state';
-import { keepVisible } from './visibility';
+import { emit, type Run } from '../run/run-state';
+import { keepVisible } from '../run/visibility';
 
 /** The gate's outcome: the calls people rejected (their results), or an abort while waiting. */
 export type GateOutcome = { type: 'decided'; rejected: WorkflowCallResult[] } | { type: 'aborted' };

@@ -1,5 +1,5 @@
 import { makeContinueAsNewFunc, workflowInfo, type Workflow } from '@temporalio/workflow';
-import type { AgentSpec, ContinueAsNewPolicy, LoggedRunEvent } from '../runtime';
+import type { AgentSpec, ContinueAsNewPolicy, LoggedRunEvent } from '../../runtime';
 import { INLINE_PAYLOAD_BUDGET, payloadFits } from './payload-budget';
 import { emit, eventLog, type Run } from './run-state';
 

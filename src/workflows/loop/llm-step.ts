@@ -1,13 +1,13 @@
 import { patched, setCurrentDetails } from '@temporalio/workflow';
-import { failure, FailureType } from '../common';
-import { compileRequestMessages, type JsonObject } from '../context';
-import { addUsage, reservedOutputTokens, withAbortReason, type LlmPhaseResult } from '../runtime';
+import { failure, FailureType } from '../../common';
+import { compileRequestMessages, type JsonObject } from '../../context';
+import { addUsage, reservedOutputTokens, withAbortReason, type LlmPhaseResult } from '../../runtime';
 import { affordable, charge, type BudgetStop } from './budget-gate';
 import { compactContext, contextOverflowIn, proactiveCompaction, reactiveCompaction } from './context-step';
 import { callLlmPhase } from './llm-call';
 import type { LlmMode, LoopContext } from './loop-context';
-import * as events from './run-events';
-import { emit, transcriptChecked } from './run-state';
+import * as events from '../run/run-events';
+import { emit, transcriptChecked } from '../run/run-state';
 
 /** The provider request the workflow compiles from the current context (spec 7.3 step 2). */
 export function buildRequest(loop: LoopContext, mode: LlmMode) {

@@ -1,7 +1,7 @@
 import { isCancellation, log, patched, proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import { asMessages, validateToolLinkage, type Message } from '../context';
-import { failure, FailureType, searchAttributesIn } from '../common';
+import type { Activities } from '../../activities';
+import { asMessages, validateToolLinkage, type Message } from '../../context';
+import { failure, FailureType, searchAttributesIn } from '../../common';
 import {
   AgentSpec,
   budgetProblem,
@@ -16,7 +16,7 @@ import {
   type AgentRunInput,
   type BudgetOverride,
   type ContextOverride,
-} from '../runtime';
+} from '../../runtime';
 import { applyAgentLimits, commit, emit, type Run } from './run-state';
 import { keepVisible, visibleWhenFailing } from './visibility';
 

@@ -12,7 +12,7 @@ import {
   type PendingApproval,
   type RunEvent,
   type RunStatus,
-} from '../runtime';
+} from '../../runtime';
 import {
   abortSignal,
   approveUpdate,
@@ -25,10 +25,10 @@ import {
   transcriptQuery,
   userMessageSignal,
   userMessageUpdate,
-} from '../common';
-import { pendingOf, undecided } from './approval-gate';
+} from '../../common';
+import { pendingOf, undecided } from '../batch/approval-gate';
 import { applyDecision, registerTreeHandlers } from './tree-decisions';
-import { budgetFigures, hasBudget } from './budget-gate';
+import { budgetFigures, hasBudget } from '../loop/budget-gate';
 import { setOnceUpdateHandler } from './update-ledger';
 import { refusal } from './update-refusal';
 import {
@@ -44,7 +44,7 @@ import {
   requestAbort,
   withOrigin,
   type Run,
-} from './run-state';
+} from '../run/run-state';
 
 /** Query answers stay far below the 4 MB gRPC limit whatever the events hold. */
 const PAGE_CHARS = 1_000_000;
@@ -139,10 +139,20 @@ function transcriptPage(run: Run, input: unknown): TranscriptPage {
   };
 }
 
-/** Signals, updates and queries every run and session answers. */
+/**
+ * Signals, updates and queries every run and session answers. The order is kept: queries a person can
+ * call without arguments come first (the UI lists them in this order), and a signal buffered before the
+ * run started reaches its handler as that handler is registered.
+ */
 export function registerRunHandlers(run: Run, extraStatus: () => Record<string, unknown> = () => ({})): void {
   registerTreeHandlers(run);
-  // Queries a person can call without arguments come first: the UI lists them in this order.
+  registerStatusQueries(run, extraStatus);
+  registerInputHandlers(run);
+  registerReadingQueries(run);
+}
+
+/** What a person reads first: the status, the transcript and its pages. */
+function registerStatusQueries(run: Run, extraStatus: () => Record<string, unknown>): void {
   setHandler(
     statusQuery,
     (options) => ({
@@ -173,6 +183,10 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
     description:
       'The transcript as pages of its JSON text, each small enough to travel inline: {"offset": 0}, then next_offset until done; join the texts.',
   });
+}
+
+/** What other parties send a run: an abort, user messages, decisions and budget extensions. */
+function registerInputHandlers(run: Run): void {
   setHandler(abortSignal, (payload) => {
     if (payload !== undefined && (payload === null || typeof payload !== 'object'))
       rejectInput(run, 'abort', 'signal', 'expected {"reason": string}: aborting without a reason');
@@ -231,6 +245,10 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
       description: 'Raise the budget: {"tokens": N, "llm_calls": N, "cost_usd": X, "wall_seconds": N} (any of them).',
     },
   );
+}
+
+/** What followers, approvers and the LLM activity read: pending calls, events by page, the compiled request. */
+function registerReadingQueries(run: Run): void {
   setHandler(pendingApprovalsQuery, () => pendingApprovals(run), {
     description: 'Tool calls waiting for a decision (decide with the approve update).',
   });
@@ -247,31 +265,36 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
   );
   setHandler(
     compiledRequestQuery,
-    (digest, page, llmCall, from = 0) => {
-      const request = run.live.request;
-      // The same call recompiled by a newer build answers too: its own digest guards the text.
-      if (!request || (request.digest !== digest && (llmCall === undefined || request.llmCall !== llmCall))) {
-        throw new Error(
-          `no compiled request with digest ${digest}${llmCall !== undefined ? ` for LLM call ${llmCall}` : ''}`,
-        );
-      }
-      // A reader asking from past the end holds some other prefix: it gets the whole text.
-      const start = Number.isInteger(from) && from > 0 && from <= request.text.length ? from : 0;
-      const pages = Math.max(1, Math.ceil((request.text.length - start) / REQUEST_PAGE_CHARS));
-      if (!Number.isInteger(page) || page < 0 || page >= pages)
-        throw new Error(`page ${page} out of range (0..${pages - 1})`);
-      const offset = start + page * REQUEST_PAGE_CHARS;
-      const text = request.text.slice(offset, offset + REQUEST_PAGE_CHARS);
-      return {
-        digest: request.digest,
-        page,
-        pages,
-        text,
-        from: start,
-        stable: request.stable,
-        messages_at: request.messagesAt,
-      };
+    (digest, page, llmCall, from = 0) => compiledRequestPage(run, digest, page, llmCall, from),
+    {
+      description: 'Internal: the LLM activity reads the compiled request here by digest and page.',
     },
-    { description: 'Internal: the LLM activity reads the compiled request here by digest and page.' },
   );
+}
+
+/** A page of the compiled request in flight, from `from` (a reader that holds the text before it). */
+function compiledRequestPage(run: Run, digest: string, page: number, llmCall: number | undefined, from: number) {
+  const request = run.live.request;
+  // The same call recompiled by a newer build answers too: its own digest guards the text.
+  if (!request || (request.digest !== digest && (llmCall === undefined || request.llmCall !== llmCall))) {
+    throw new Error(
+      `no compiled request with digest ${digest}${llmCall !== undefined ? ` for LLM call ${llmCall}` : ''}`,
+    );
+  }
+  // A reader asking from past the end holds some other prefix: it gets the whole text.
+  const start = Number.isInteger(from) && from > 0 && from <= request.text.length ? from : 0;
+  const pages = Math.max(1, Math.ceil((request.text.length - start) / REQUEST_PAGE_CHARS));
+  if (!Number.isInteger(page) || page < 0 || page >= pages)
+    throw new Error(`page ${page} out of range (0..${pages - 1})`);
+  const offset = start + page * REQUEST_PAGE_CHARS;
+  const text = request.text.slice(offset, offset + REQUEST_PAGE_CHARS);
+  return {
+    digest: request.digest,
+    page,
+    pages,
+    text,
+    from: start,
+    stable: request.stable,
+    messages_at: request.messagesAt,
+  };
 }

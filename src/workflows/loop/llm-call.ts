@@ -1,4 +1,4 @@
-import { truncatedReplyMutation, type LlmPhaseInput, type LlmPhaseResult, type RequestText } from '../runtime';
+import { truncatedReplyMutation, type LlmPhaseInput, type LlmPhaseResult, type RequestText } from '../../runtime';
 import type { LoopContext } from './loop-context';
 import { inPhaseScope } from './phase-scope';
 

@@ -1,5 +1,5 @@
 import { isCancellation } from '@temporalio/workflow';
-import { repairToolArguments } from '../context';
+import { repairToolArguments } from '../../context';
 import {
   extraHandoffMessage,
   handedOffSpec,
@@ -15,11 +15,11 @@ import {
   type ToolCallRequest,
   failedCall as failed,
   type WorkflowCallResult,
-} from '../runtime';
+} from '../../runtime';
 import type { LoopContext } from './loop-context';
-import { resolveAgent } from './open-run';
+import { resolveAgent } from '../run/open-run';
 import { phaseActivities } from './phase-activities';
-import { applyAgentLimits, commit, emit } from './run-state';
+import { applyAgentLimits, commit, emit } from '../run/run-state';
 
 /**
  * Handoffs carried out by the workflow (`transfer_to_<agent>` tools, `agent_call.kind` `handoff`): the

@@ -11,8 +11,8 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import { repairToolArguments, serializeToolResult } from '../context';
+import type { Activities } from '../../activities';
+import { repairToolArguments, serializeToolResult } from '../../context';
 import {
   addUsage,
   digestText,
@@ -32,10 +32,10 @@ import {
   failedCall,
   succeededCall,
   type WorkflowCallResult,
-} from '../runtime';
-import { hasBudget } from './budget-gate';
-import { abortChild, childPending, emit, forgetChildApprovals, type Run } from './run-state';
-import { keepVisible } from './visibility';
+} from '../../runtime';
+import { hasBudget } from '../loop/budget-gate';
+import { abortChild, childPending, emit, forgetChildApprovals, type Run } from '../run/run-state';
+import { keepVisible } from '../run/visibility';
 
 /** How a sub-agent call ended, as its `subagent_finished` event says. */
 type SubagentStatus = 'completed' | 'failed' | 'aborted' | 'budget_exhausted';
@@ -48,16 +48,9 @@ type SubagentStatus = 'completed' | 'failed' | 'aborted' | 'budget_exhausted';
  * abandoned, not cancelled, when a run closes (Temporal applies a parent-close policy at continue-as-new
  * too): an abort reaches them as an `abort` signal, so each ends with a valid transcript of its own.
  */
-export async function runSubagent(
-  run: Run,
-  agent: AgentSpec,
-  call: ToolCallRequest,
-  target: string,
-  eventIteration: number,
-  child: { workflowId: string; resumed: boolean; share: number },
-): Promise<WorkflowCallResult> {
+export async function runSubagent(run: Run, agent: AgentSpec, child: SubagentCall): Promise<WorkflowCallResult> {
+  const { call, target, eventIteration, workflowId } = child;
   const started = Date.now();
-  const workflowId = child.workflowId;
   const args = repairToolArguments(call.arguments);
   const fail = (message: string) => failedCall(call, message, Date.now() - started, args.text);
   if (!args.ok) return fail('Tool arguments are not a valid JSON object');
@@ -71,11 +64,7 @@ export async function runSubagent(
     agent: target,
     input: subagentPrompt(task),
     caller: { workflow_id: workflowInfo().workflowId, agent: run.settings.agent, tool_call_id: call.id, depth },
-    // A child spends from what its caller has left; what it spent is charged back below.
-    // Children started together share it: the tree never spends more than the caller had left.
-    ...(hasBudget(run)
-      ? { budget: remainingBudget(run.settings.budget, run.durable.ledger, Date.now(), child.share) }
-      : {}),
+    ...childBudget(run, child.share),
   };
   const about = { tool_name: call.name, tool_call_id: call.id, agent: target, child_workflow_id: workflowId };
   // A batch an earlier run of the chain carried said so already.
@@ -89,13 +78,7 @@ export async function runSubagent(
   try {
     const outcome = await childOutcome(run, workflowId, input, agent);
     const ended = endOf(outcome, target);
-    // A failed child spent all the same (runs recorded before its failure said what are charged nothing).
-    const spent =
-      outcome.status === 'closed'
-        ? resultSpending(outcome.result)
-        : outcome.spent && patched('subagent-failure-charged')
-          ? outcome.spent
-          : null;
+    const spent = spentBy(outcome);
     if (spent) chargeChild(run, spent);
     // An abort of this run cancels its unfinished calls (the child ended aborted with it).
     if (outcome.status === 'closed' && run.live.abort.requested && outcome.result.status === 'aborted')
@@ -129,6 +112,32 @@ export async function runSubagent(
     run.live.children.delete(workflowId);
     forgetChildApprovals(run, workflowId);
   }
+}
+
+/** A sub-agent call of a batch: the call, the agent it reaches, and its child run. */
+export interface SubagentCall {
+  call: ToolCallRequest;
+  target: string;
+  eventIteration: number;
+  workflowId: string;
+  /** Started by an earlier run of the chain (its start event was emitted then). */
+  resumed: boolean;
+  /** How many sub-agent calls of the batch share what the run has left of its budget. */
+  share: number;
+}
+
+/**
+ * A child spends from what its caller has left; what it spent is charged back when it ends. Children
+ * started together share it: the tree never spends more than the caller had left.
+ */
+function childBudget(run: Run, share: number): Pick<AgentRunInputWire, 'budget'> {
+  return hasBudget(run) ? { budget: remainingBudget(run.settings.budget, run.durable.ledger, Date.now(), share) } : {};
+}
+
+/** What a child spent: a failed child spent all the same (runs recorded before its failure said what are charged nothing). */
+function spentBy(outcome: Awaited<ReturnType<typeof childOutcome>>): ReturnType<typeof resultSpending> | null {
+  if (outcome.status === 'closed') return resultSpending(outcome.result);
+  return outcome.spent && patched('subagent-failure-charged') ? outcome.spent : null;
 }
 
 /**

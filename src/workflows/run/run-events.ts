@@ -1,4 +1,4 @@
-import { argumentsForEvents, resultForEvents, type JsonValue } from '../context';
+import { argumentsForEvents, resultForEvents, type JsonValue } from '../../context';
 import {
   replyContent,
   replyToolCalls,
@@ -6,9 +6,9 @@ import {
   type RunEventBody,
   type ToolBatchResult,
   type ToolCallRequest,
-} from '../runtime';
+} from '../../runtime';
 import type { Run } from './run-state';
-import { FailureType } from '../common';
+import { FailureType } from '../../common';
 
 /**
  * Every event the loop logs is built here (spec 7.8 vocabulary, compact fields). The event log lives in

@@ -1,8 +1,8 @@
-import type { JsonObject, PromptContract } from '../context';
-import type { AgentSpec, BudgetLimit, LlmPhaseResult } from '../runtime';
+import type { JsonObject, PromptContract } from '../../context';
+import type { AgentSpec, BudgetLimit, LlmPhaseResult } from '../../runtime';
 import type { PendingHandoff } from './handoffs';
 import type { PhaseActivities } from './phase-activities';
-import type { Run } from './run-state';
+import type { Run } from '../run/run-state';
 
 export interface LoopOptions {
   transport: 'query' | 'inline';

@@ -1,7 +1,7 @@
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
-import { ContextError } from '../context';
-import { attemptFailureIn, type RunSpending, type UnprocessedMessage } from '../runtime';
-import { carriedFailure, failure, FailureType } from '../common';
+import { ContextError } from '../../context';
+import { attemptFailureIn, type RunSpending, type UnprocessedMessage } from '../../runtime';
+import { carriedFailure, failure, FailureType } from '../../common';
 
 /** Failures that end a run: readable, typed and non-retryable, so nothing is left stuck. */
 export function asRunFailure(error: unknown): unknown {

@@ -21,17 +21,17 @@ import {
   type RunningBatch,
   type ToolCallReport,
   type ToolCallRequest,
-} from '../runtime';
-import { failedBatch } from './batch';
+} from '../../runtime';
+import { failedBatch } from './failed-batch';
 import { approvalGate, rejectedResults, type ApprovalWaitHook, type GateOutcome } from './approval-gate';
 import { runFork } from './forks';
-import { runHandoffs } from './handoffs';
+import { runHandoffs } from '../loop/handoffs';
 import { runSubagent, subagentWorkflowId } from './subagents';
-import type { LoopContext } from './loop-context';
-import { inPhaseScope } from './phase-scope';
-import * as events from './run-events';
-import { deliverChildSignals, emit, type Run } from './run-state';
-import { keepVisible } from './visibility';
+import type { LoopContext } from '../loop/loop-context';
+import { inPhaseScope } from '../loop/phase-scope';
+import * as events from '../run/run-events';
+import { deliverChildSignals, emit, type Run } from '../run/run-state';
+import { keepVisible } from '../run/visibility';
 
 /** How a batch begins: anew, or resumed by a new run of the chain (waiting for decisions, or running). */
 export interface BatchOptions {
@@ -252,8 +252,9 @@ function ownCalls(
     if (route.kind === 'fork') return { start: () => runFork(loop.run, loop.agent, call, batch.eventIteration) };
     if (route.kind !== 'subagent') return undefined;
     const child = subagentWorkflowId(calls, index, route.agent, batch.eventIteration);
-    const options = { workflowId: child, resumed: batch.resumed, share: plan.subagents };
-    return { start: () => runSubagent(loop.run, loop.agent, call, route.agent, batch.eventIteration, options), child };
+    const subagent = { call, target: route.agent, eventIteration: batch.eventIteration, workflowId: child };
+    const options = { ...subagent, resumed: batch.resumed, share: plan.subagents };
+    return { start: () => runSubagent(loop.run, loop.agent, options), child };
   });
 }
 

@@ -1,5 +1,5 @@
 import { patched, workflowInfo, type CancellationScope, type ExternalWorkflowHandle } from '@temporalio/workflow';
-import { compileContext, type Message, type Mutation, type SelfRefSnapshot } from '../context';
+import { compileContext, type Message, type Mutation, type SelfRefSnapshot } from '../../context';
 import {
   checkUserMessage,
   DEFAULT_MESSAGE_LIMITS,
@@ -22,7 +22,7 @@ import {
   type RunState,
   type UnprocessedMessage,
   DurableRun,
-} from '../runtime';
+} from '../../runtime';
 
 /** A message waiting for its turn; `id` lets a `send` update wait for the reply to exactly its message. */
 export type InboxEntry = DurableRun['inbox'][number];

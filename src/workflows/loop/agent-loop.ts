@@ -1,5 +1,5 @@
 import { patched } from '@temporalio/workflow';
-import type { Mutation } from '../context';
+import type { Mutation } from '../../context';
 import {
   collectSelfRefMutations,
   decideNext,
@@ -12,16 +12,16 @@ import {
   type RunningBatch,
   type LlmPhaseResult,
   type ToolCallRequest,
-} from '../runtime';
+} from '../../runtime';
 import { affordable, BATCH_ESTIMATE, budgetFigures, type BudgetStop } from './budget-gate';
 import { keepHandoffOf, settleHandoff, useAgent } from './handoffs';
 import { buildRequest, llmStep } from './llm-step';
 import type { LlmMode, LoopContext, LoopOptions, TurnResult } from './loop-context';
 import { phaseActivities } from './phase-activities';
-import * as events from './run-events';
-import { commit, emit, userMessageMutation, type Run } from './run-state';
-import { toolStep } from './tool-step';
-import { keepVisible } from './visibility';
+import * as events from '../run/run-events';
+import { commit, emit, userMessageMutation, type Run } from '../run/run-state';
+import { toolStep } from '../batch/tool-step';
+import { keepVisible } from '../run/visibility';
 
 export type { LoopOptions, TurnResult } from './loop-context';
 
