@@ -1,7 +1,7 @@
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { FailureType } from '../common/failure-types';
+import { CliErrorType } from '../common/cli-error-types';
 
 /** JSON form of a payload in Temporal's remote codec protocol: base64 metadata values and data. */
 interface JsonPayload {
@@ -42,7 +42,7 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
 /** The codec server would let in whoever reaches it; the CLI reports it as `InsecureCodecServer`. */
 export class InsecureCodecServerError extends Error {
-  override readonly name = FailureType.InsecureCodecServer;
+  override readonly name = CliErrorType.InsecureCodecServer;
 }
 
 /**
