@@ -43,7 +43,7 @@ export const PendingApproval = sharedSchema('runtime/approvals#PendingApproval',
 export type PendingApproval = z.infer<typeof PendingApproval>;
 
 /** The most entries, and argument bytes per entry, a run passes up to its caller (a signal stays small). */
-export const RELAYED_PENDING = { maxEntries: 100, maxArgumentBytes: 4096 };
+const RELAYED_PENDING = { maxEntries: 100, maxArgumentBytes: 4096 };
 
 /**
  * The waiting calls a sub-agent run reports to its caller, bounded: at most `maxEntries`, and arguments

@@ -43,7 +43,7 @@ export function emptyContextLedger(): ContextLedger {
   return { measure: null, learned_window_tokens: null, tokens: 0, compactions: 0 };
 }
 
-export const CarriedInboxEntry = sharedSchema('runtime/carried-state#CarriedInboxEntry', () =>
+const CarriedInboxEntry = sharedSchema('runtime/carried-state#CarriedInboxEntry', () =>
   z.strictObject({ id: z.number().int(), content: z.string() }),
 );
 
