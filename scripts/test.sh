@@ -10,11 +10,13 @@ rm -f .test-results/*.json .test-results/phases.tsv
 phase() { echo -e "$1\t$2" >> .test-results/phases.tsv; }
 started=$SECONDS
 
-# Static checks and unit tests at once: two processes for two cores.
+# Static checks (typecheck, format, lint, knip: no file, export or dependency nobody uses) and unit
+# tests at once: two processes for two cores.
 (
   npx tsc -p tsconfig.json --noEmit &&
     { npx prettier --check . > /dev/null || { npx prettier --check .; exit 1; }; } &&
-    npx eslint .
+    npx eslint . &&
+    npx knip --no-progress
 ) > .test-results/static.log 2>&1 &
 static=$!
 npx vitest run --project unit --reporter=default --reporter=json --outputFile.json=.test-results/unit.json
@@ -24,7 +26,7 @@ checks=$?
 phase 'static checks and unit tests' $((SECONDS - started))
 if [ $checks -ne 0 ]; then
   cat .test-results/static.log
-  echo 'npm test: typecheck, format or lint FAILED (above)'
+  echo 'npm test: typecheck, format, lint or knip FAILED (above)'
   exit 1
 fi
 [ $unit -eq 0 ] || { node scripts/test-summary.mjs unit; exit 1; }

@@ -79,5 +79,6 @@ export {
   type RunStatus,
   type TokenUsage,
 } from './runtime';
+export { CliErrorType } from './common/cli-error-types';
 export type { Message, Mutation } from './context';
 export type { ChunkEvent, ChunkStreamEnd, ChunkTransport } from './streaming/chunk';

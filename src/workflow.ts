@@ -4,7 +4,40 @@
  * Node, I/O or a clock.
  */
 export { agentRun, chatSession, llmFunction } from './workflows';
-export * from './common';
+export {
+  abortSignal,
+  approveUpdate,
+  carriedFailure,
+  childApprovalsSignal,
+  closeSignal,
+  compiledRequestQuery,
+  decideApprovalSignal,
+  eventsQuery,
+  extendBudgetUpdate,
+  failure,
+  FailureType,
+  nextRequestQuery,
+  NON_RETRYABLE_PROVIDER_ERRORS,
+  PATCHLOOP_SEARCH_ATTRIBUTES,
+  pendingApprovalsQuery,
+  searchAttributesIn,
+  sendUpdate,
+  statusQuery,
+  transcriptPageQuery,
+  transcriptQuery,
+  userMessageSignal,
+  userMessageUpdate,
+} from './common';
+export type {
+  AbortSignalInput,
+  EventsQueryInput,
+  PatchloopSinks,
+  RunEndedSummary,
+  SearchAttributesFact,
+  StatusQueryInput,
+  UserMessageAccepted,
+  UserMessageInput,
+} from './common';
 export type {
   AgentRunInputWire,
   AgentRunResult,

@@ -84,5 +84,4 @@ export function createActivities(settings: ActivitySettings) {
 
 export type Activities = ReturnType<typeof createActivities>;
 export type { ProviderSettings } from './llm-phase';
-export { SecretRedactor } from './redact';
-export { McpServers, mcpSecretVariables } from './mcp-servers';
+export { McpServers } from './mcp-servers';

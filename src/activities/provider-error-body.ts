@@ -40,7 +40,7 @@ export interface ErrorReading {
 }
 
 /** The longest message kept from a body: a failure message, not a copy of the server's page. */
-export const MAX_MESSAGE_CHARS = 2000;
+const MAX_MESSAGE_CHARS = 2000;
 
 /**
  * Validation errors in words: pydantic's (`1 validation error for X`, llama-cpp-python's `7 validation

@@ -63,7 +63,7 @@ export function emptyReply(finishReason: string | null = null): ApplicationFailu
  * three (a server that cannot answer at all answers nothing at once). Answers count as the same when
  * they differ only in their volatile parts (`withoutVolatileParts`).
  */
-export const SAME_FAILURE_LIMITS = { serverError: 5, emptyReply: 3 } as const;
+const SAME_FAILURE_LIMITS = { serverError: 5, emptyReply: 3 } as const;
 
 /** What `classifyAttempt` needs beside the error. */
 export interface AttemptContext {

@@ -169,7 +169,7 @@ function counted(context: Context, source: RequestSource, loaded: LoadedRequest)
   return { ...loaded, source };
 }
 
-export type RequestSource = 'inline' | 'cache' | 'predicted' | 'query';
+type RequestSource = 'inline' | 'cache' | 'predicted' | 'query';
 
 /**
  * The digest proves this is the workflow's own request: no schema walk over a long transcript, and the

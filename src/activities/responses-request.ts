@@ -62,7 +62,7 @@ export function responsesBody(request: LlmRequest): JsonObject {
 }
 
 /** Chat Completions options the Responses API does not take. */
-export const CHAT_ONLY_OPTIONS = [
+const CHAT_ONLY_OPTIONS = [
   'n',
   'stop',
   'seed',

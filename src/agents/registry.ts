@@ -23,7 +23,7 @@ import type { Tool } from '../tools/define-tool';
 import { failure, FailureType } from '../common';
 
 /** The most an agent's MCP tool list may take in its spec (JSON bytes). */
-export const MAX_MCP_TOOLS_BYTES = 512 * 1024;
+const MAX_MCP_TOOLS_BYTES = 512 * 1024;
 
 /** The agents and tools a worker serves. Checked once, when the worker starts. */
 export class AgentRegistry {

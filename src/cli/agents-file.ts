@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { assistantAgent, carefulAssistantAgent } from '../agents/assistant';
 import { parseAgentDefinition } from '../agents/registry';
-import { FailureType } from '../common/failure-types';
+import { CliErrorType } from '../common/cli-error-types';
 import type { AgentDefinitionInput } from '../runtime';
 import { CliError } from './errors';
 
@@ -12,7 +12,7 @@ import { CliError } from './errors';
  */
 export async function agentsFromFile(file: string | undefined): Promise<AgentDefinitionInput[]> {
   if (!file) return [assistantAgent, carefulAssistantAgent];
-  const refuse = (problem: string) => new CliError(`agents file ${file}: ${problem}`, FailureType.BadConfiguration);
+  const refuse = (problem: string) => new CliError(`agents file ${file}: ${problem}`, CliErrorType.BadConfiguration);
   let text: string;
   try {
     text = await readFile(file, 'utf8');

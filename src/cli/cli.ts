@@ -51,6 +51,7 @@ const commands: Record<string, Entry> = {
   list: clientCommand(syntax.LIST_SYNTAX, async () => (await import('./commands/list.js')).listCommand),
   show: clientCommand(syntax.SHOW_SYNTAX, async () => (await import('./commands/runs.js')).showCommand),
   abort: clientCommand(syntax.ABORT_SYNTAX, async () => (await import('./commands/runs.js')).abortCommand),
+  post: clientCommand(syntax.POST_SYNTAX, async () => (await import('./commands/runs.js')).postCommand),
   send: clientCommand(syntax.SEND_SYNTAX, async () => (await import('./commands/runs.js')).sendCommand),
   chat: clientCommand(syntax.CHAT_SYNTAX, async () => (await import('./commands/chat.js')).chatCommand),
   approvals: clientCommand(

@@ -1,28 +1,25 @@
 import { z } from 'zod';
-import { FailureType } from '../common/failure-types';
-import { ContextError, type ContextErrorKind } from '../context';
+import { CliErrorType } from '../common/cli-error-types';
+import type { FailureType } from '../common/failure-types';
+import { ContextError, ContextErrorType } from '../context';
 
 /** The error shape the CLI prints with --json: `{"error": {"type", "message"}}`; never a stack trace. */
 export interface ErrorReport {
   error: { type: string; message: string };
 }
 
-const CONTEXT_ERROR_TYPES: Record<ContextErrorKind, FailureType> = {
-  linkage: FailureType.LinkageError,
-  experience: FailureType.ExperienceError,
-  summary: FailureType.SummaryError,
-  invalid_input: FailureType.InvalidInput,
-};
-
 export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
-/** A failure the CLI explains itself (a connection, a missing worker, an unknown agent): no stack trace. */
+/**
+ * A failure the CLI explains itself (a connection, a missing worker, an unknown agent): no stack trace.
+ * Its type is the CLI's own, or the failure type of the run it reports.
+ */
 export class CliError extends Error {
   constructor(
     message: string,
-    readonly type: FailureType,
+    readonly type: CliErrorType | FailureType,
   ) {
     super(message);
     this.name = type;
@@ -55,22 +52,21 @@ export class WithStatus {
 
 /** 2 for usage errors, 4 for a run that had already ended, 1 for everything else that failed. */
 export function exitCodeOf(error: unknown): number {
-  if (error instanceof UsageError || (error instanceof CliError && error.type === FailureType.UsageError))
+  if (error instanceof UsageError || (error instanceof CliError && error.type === CliErrorType.UsageError))
     return EXIT.usage;
-  return error instanceof CliError && error.type === FailureType.RunEnded ? EXIT.ended : EXIT.failed;
+  return error instanceof CliError && error.type === CliErrorType.RunEnded ? EXIT.ended : EXIT.failed;
 }
 
 export function toErrorReport(error: unknown): ErrorReport {
-  if (error instanceof ContextError)
-    return { error: { type: CONTEXT_ERROR_TYPES[error.kind], message: error.message } };
+  if (error instanceof ContextError) return { error: { type: ContextErrorType[error.kind], message: error.message } };
   if (error instanceof z.ZodError)
-    return { error: { type: FailureType.InvalidInput, message: z.prettifyError(error) } };
-  if (error instanceof SyntaxError) return { error: { type: FailureType.InvalidJson, message: error.message } };
-  if (error instanceof UsageError) return { error: { type: FailureType.UsageError, message: error.message } };
+    return { error: { type: CliErrorType.InvalidInput, message: z.prettifyError(error) } };
+  if (error instanceof SyntaxError) return { error: { type: CliErrorType.InvalidJson, message: error.message } };
+  if (error instanceof UsageError) return { error: { type: CliErrorType.UsageError, message: error.message } };
   if (error instanceof CliError) return { error: { type: error.type, message: error.message } };
   const message = error instanceof Error ? error.message : String(error);
   const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && code.startsWith('E')) return { error: { type: FailureType.ReadError, message } };
+  if (typeof code === 'string' && code.startsWith('E')) return { error: { type: CliErrorType.ReadError, message } };
   return { error: { type: error instanceof Error ? error.name : 'Error', message } };
 }
 
@@ -78,6 +74,6 @@ export function toErrorReport(error: unknown): ErrorReport {
 export function temporalUnreachable(address: string, error: unknown): CliError {
   return new CliError(
     `cannot reach Temporal at ${address} (${(error as Error).message}). Start a dev server with 'npx patchloop server', or set TEMPORAL_ADDRESS.`,
-    FailureType.ConnectionError,
+    CliErrorType.ConnectionError,
   );
 }

@@ -7,7 +7,7 @@ import { note } from './worker-watch';
  * commands to follow it again or to abort it. Ctrl-C never aborts a run: `chat` aborts a turn, which a
  * session survives; a run is aborted by its own command only.
  */
-export function detachedLines(workflowId: string): string[] {
+function detachedLines(workflowId: string): string[] {
   return [
     `detached: ${workflowId} goes on without this command`,
     `  follow it again: npx patchloop follow ${workflowId}`,

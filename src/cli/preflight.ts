@@ -1,7 +1,8 @@
 import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
 import { RunFailedError, type RunHandle } from '../client/patchloop-client';
 import { workerWaitOf, WORKER_WAIT_NOTICE_MS, type WorkerWait } from '../client/worker-wait';
-import { FailureType } from '../common/failure-types';
+import { CliErrorType } from '../common/cli-error-types';
+import type { FailureType } from '../common/failure-types';
 import { CliError } from './errors';
 
 /**
@@ -36,7 +37,7 @@ export async function failureOf(run: RunHandle): Promise<never> {
     await run.result();
   } catch (error) {
     if (error instanceof RunFailedError)
-      throw new CliError(error.causeMessage, (error.type ?? FailureType.RunFailed) as FailureType);
+      throw new CliError(error.causeMessage, (error.type as FailureType | undefined) ?? CliErrorType.RunFailed);
     throw error;
   }
   throw new Error(`run ${run.workflowId} is not failed`);
@@ -59,14 +60,14 @@ export async function explainUnavailable(
     if (describeError instanceof WorkflowNotFoundError)
       throw new CliError(
         `no run or session with id '${run.workflowId}' (see 'npx patchloop list')`,
-        FailureType.NotFound,
+        CliErrorType.NotFound,
       );
     throw error;
   }
   if (description.status.name === 'RUNNING') throw error;
   throw new CliError(
     `${run.workflowId} has already ended: ${await howItEnded(run, description)}; ${consequence} (see 'npx patchloop show ${run.workflowId}')`,
-    FailureType.RunEnded,
+    CliErrorType.RunEnded,
   );
 }
 

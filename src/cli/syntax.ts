@@ -151,10 +151,18 @@ export const ABORT_SYNTAX = {
   positionals: ['id'],
 } as const;
 
-export const SEND_SYNTAX = {
-  usage: 'patchloop send <id> <text...> [--no-wait]',
+export const POST_SYNTAX = {
+  usage: 'patchloop post <id> <text...>',
   summary:
-    "To a run: signal 'user_message'. To a session: update 'send', printing the turn's reply (--no-wait only queues it); a failed turn prints its reply and, on stderr, its error, and exits 1 (its message stays in the session). While no worker takes the session's task it says so on stderr (after 5 s) and waits. A run that has ended: exit 4.",
+    "Posts a message to a run or session without waiting (signal 'user_message'): a run reads it at its next step, a session takes it as a turn after those queued. Prints the workflow id and the signal. A run that has ended: exit 4.",
+  options: {},
+  positionals: ['id', 'text...'],
+} as const;
+
+export const SEND_SYNTAX = {
+  usage: 'patchloop send <id> <text...>',
+  summary:
+    "Sends a message to a session (update 'send') and prints the turn's reply; a failed turn prints its reply and, on stderr, its error, and exits 1 (its message stays in the session). While no worker takes the session's task it says so on stderr (after 5 s) and waits. A run that has ended: exit 4. Deprecated, for one release: to a run, or with --no-wait, it posts the message as 'post' does.",
   options: { 'no-wait': { type: 'boolean' } },
   positionals: ['id', 'text...'],
 } as const;

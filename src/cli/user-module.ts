@@ -4,7 +4,7 @@ import { dirname, extname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /** The modules `--tools` and `--fake-model` load: TypeScript through tsx, JavaScript as Node loads it. */
-export const USER_MODULE_EXTENSIONS = ['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs'];
+const USER_MODULE_EXTENSIONS = ['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs'];
 const TYPESCRIPT = ['.ts', '.mts', '.cts'];
 
 let tsxRegistered: Promise<void> | undefined;

@@ -300,14 +300,30 @@ export class RunHandle {
     return this.workflow.signal(abortSignal, { reason });
   }
 
-  /** Queues a user message (signal): fire-and-forget; a refused one shows as an `input_rejected` event. */
-  sendUserMessage(content: string): Promise<void> {
+  /**
+   * Posts a user message (signal `user_message`): queues it without waiting. A run reads it at its next
+   * step, a session as a turn after those queued; a refused one shows as an `input_rejected` event.
+   */
+  post(content: string): Promise<void> {
     return this.workflow.signal(userMessageSignal, { content });
   }
 
-  /** Queues a user message (update): resolves once the run accepted it, rejects with the reason if not. */
-  submitUserMessage(content: string): Promise<UserMessageAccepted> {
+  /**
+   * Submits a user message (update `user_message`): queues it and resolves once the run accepted it,
+   * rejects with the reason if not.
+   */
+  submit(content: string): Promise<UserMessageAccepted> {
     return this.executeUpdate(userMessageUpdate, [{ content }]);
+  }
+
+  /** @deprecated use `post` (the same signal); this name goes in the next release. */
+  sendUserMessage(content: string): Promise<void> {
+    return this.post(content);
+  }
+
+  /** @deprecated use `submit` (the same update); this name goes in the next release. */
+  submitUserMessage(content: string): Promise<UserMessageAccepted> {
+    return this.submit(content);
   }
 
   /**
@@ -531,14 +547,12 @@ export class RunHandle {
 
 /** A long-lived chat session (workflow `chatSession`). */
 export class SessionHandle extends RunHandle {
-  /** Sends a message and resolves with the assistant's reply when that turn ends. */
+  /**
+   * Sends a message (update `send`) and resolves with the assistant's reply when that turn ends. `post`
+   * queues one without waiting.
+   */
   send(content: string): Promise<TurnReply> {
     return this.executeUpdate(sendUpdate, [{ content }]);
-  }
-
-  /** Queues a message without waiting (signal `user_message`). */
-  post(content: string): Promise<void> {
-    return this.sendUserMessage(content);
   }
 
   /** Ends the session after the turns already queued. */

@@ -124,7 +124,7 @@ export function askingWorker(
  * queue, or the one that polled has died; undefined: the server's own limit): readers that show what
  * they can without it (a console page, `show`) wait that long at most. Other failures throw.
  */
-export async function answeredWithin<T>(
+async function answeredWithin<T>(
   run: { workflow: { client: { connection: ConnectionLike } } },
   ms: number | undefined,
   query: () => Promise<T>,

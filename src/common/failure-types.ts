@@ -1,11 +1,15 @@
 import { ApplicationFailure } from '@temporalio/common';
 
 /**
- * Every failure type patchloop gives a failure, in one place: activities throw them, workflows decide
- * on them (`nonRetryableErrorTypes`), clients branch on them (`RunFailedError.type`, the CLI's
- * `{"error": {"type"}}`). A type is a contract: never rename one that runs or clients may have seen.
- * Workflow-safe (`ApplicationFailure` is the SDK's, in the sandbox too). Build failures with
- * `failure()`, never with a loose string.
+ * What a run fails with, in one place: the failure types activities throw, workflows decide on
+ * (`nonRetryableErrorTypes`) and end runs with, updates are refused with, and events report; clients
+ * catch them (`RunFailedError.type`, the CLI's `{"error": {"type"}}` of a failed run). A type is a
+ * contract: never rename one that runs or clients may have seen. Workflow-safe (`ApplicationFailure` is
+ * the SDK's, in the sandbox too). Build failures with `failure()`, never with a loose string.
+ *
+ * Beside them, for other audiences: what the CLI reports of its own (`CliErrorType`,
+ * `common/cli-error-types.ts`) and the context core's errors by kind (`ContextErrorType`,
+ * `context/errors.ts`).
  */
 export const FailureType = {
   // The provider could not answer, or answered incompletely: retried within the LLM retry budget.
@@ -57,27 +61,6 @@ export const FailureType = {
   // A tool call's error, as its events report it (the model gets the error as the call's result).
   ToolError: 'ToolError',
   ToolTimeout: 'ToolTimeout',
-  // What the CLI reports with --json (and in its text), beside the run failures above.
-  UsageError: 'UsageError',
-  ConnectionError: 'ConnectionError',
-  NoProvider: 'NoProvider',
-  NoEncryptionKey: 'NoEncryptionKey',
-  // The codec server would let in whoever reaches it: no token (or a short one), or no token off loopback.
-  InsecureCodecServer: 'InsecureCodecServer',
-  PortInUse: 'PortInUse',
-  // `patchloop server` (or the demo) found no Temporal CLI, or could not install it (--install-cli).
-  TemporalCliNotFound: 'TemporalCliNotFound',
-  BadConfiguration: 'BadConfiguration',
-  ToolsNotLoaded: 'ToolsNotLoaded',
-  NotFound: 'NotFound',
-  RunEnded: 'RunEnded',
-  RunFailed: 'RunFailed',
-  InvalidInput: 'InvalidInput',
-  InvalidJson: 'InvalidJson',
-  ReadError: 'ReadError',
-  LinkageError: 'LinkageError',
-  ExperienceError: 'ExperienceError',
-  SummaryError: 'SummaryError',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 

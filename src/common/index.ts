@@ -4,7 +4,32 @@
  * the sinks workflows report to. Workflow-safe: it imports only `@temporalio/workflow` definitions,
  * `ApplicationFailure` from `@temporalio/common`, and the pure runtime model.
  */
-export * from './definitions';
-export * from './failure-types';
-export type * from './sinks';
-export * from './search-attributes';
+export {
+  abortSignal,
+  approveUpdate,
+  childApprovalsSignal,
+  closeSignal,
+  compiledRequestQuery,
+  decideApprovalSignal,
+  eventsQuery,
+  extendBudgetUpdate,
+  nextRequestQuery,
+  pendingApprovalsQuery,
+  sendUpdate,
+  statusQuery,
+  transcriptPageQuery,
+  transcriptQuery,
+  userMessageSignal,
+  userMessageUpdate,
+} from './definitions';
+export type {
+  AbortSignalInput,
+  EventsQueryInput,
+  StatusQueryInput,
+  UserMessageAccepted,
+  UserMessageInput,
+} from './definitions';
+export { carriedFailure, failure, FailureType, NON_RETRYABLE_PROVIDER_ERRORS } from './failure-types';
+export type { PatchloopSinks, RunEndedSummary } from './sinks';
+export { PATCHLOOP_SEARCH_ATTRIBUTES, searchAttributesIn } from './search-attributes';
+export type { SearchAttributesFact } from './search-attributes';

@@ -27,7 +27,7 @@ export interface RedisChunkSettings {
 }
 
 /** How to reach Temporal: address, TLS and API key, as Temporal's own environment configuration gives them. */
-export interface TemporalConnectionSettings {
+interface TemporalConnectionSettings {
   address: string;
   tls?: ClientConnectConfig['connectionOptions']['tls'];
   apiKey?: string;
@@ -333,7 +333,7 @@ export function parseModelWindows(text: string): Record<string, number> {
  * Where the Temporal web UI is, for links the CLI prints: `PATCHLOOP_WEB_UI_URL`, else the dev server's
  * UI beside a local server on its default port (`patchloop server`: port + 1000); null when unknown.
  */
-export function webUiUrl(
+function webUiUrl(
   config: Pick<PatchloopConfig, 'temporalAddress'>,
   env: NodeJS.ProcessEnv = process.env,
 ): string | null {

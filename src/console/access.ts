@@ -28,7 +28,7 @@ export class AccessRefused extends Error {
   }
 }
 
-export function isLoopbackAddress(address: string | undefined): boolean {
+function isLoopbackAddress(address: string | undefined): boolean {
   if (!address) return false;
   const plain = address.startsWith('::ffff:') ? address.slice(7) : address;
   return plain === '::1' || (isIP(plain) === 4 && plain.startsWith('127.'));
@@ -52,7 +52,7 @@ function same(a: string, b: string): boolean {
   return left.length === right.length && timingSafeEqual(left, right);
 }
 
-export function cookieOf(request: IncomingMessage, name: string): string | undefined {
+function cookieOf(request: IncomingMessage, name: string): string | undefined {
   for (const part of (request.headers.cookie ?? '').split(';')) {
     const at = part.indexOf('=');
     if (at > 0 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim();

@@ -11,7 +11,7 @@ import { costOf, isClearedResult, isSummaryMessage, type RunEvent, type RunStatu
  * functions. Every value from a run goes through `escape`; no page holds a token or key.
  */
 
-export function escape(value: unknown): string {
+function escape(value: unknown): string {
   return String(value ?? '')
     .replaceAll('&', '&amp;')
     .replaceAll('<', '&lt;')
@@ -30,9 +30,9 @@ export interface PageContext {
   taskQueue: string;
 }
 
-export const runPath = (workflowId: string) => `/runs/${encodeURIComponent(workflowId)}`;
+const runPath = (workflowId: string) => `/runs/${encodeURIComponent(workflowId)}`;
 
-export function layout(title: string, body: string, main: Record<string, string> = {}): string {
+function layout(title: string, body: string, main: Record<string, string> = {}): string {
   const data = Object.entries(main)
     .map(([name, value]) => ` data-${name}="${escape(value)}"`)
     .join('');
@@ -60,7 +60,7 @@ function time(iso: string | null | undefined): string {
   return `<time datetime="${escape(iso)}">${escape(iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z'))}</time>`;
 }
 
-export function duration(ms: number): string {
+function duration(ms: number): string {
   if (!Number.isFinite(ms) || ms < 0) return '';
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
@@ -238,7 +238,7 @@ export function stateBadge(view: Pick<RunView, 'execution' | 'status' | 'result'
   return badge(stateOf(view));
 }
 
-export function stateOf(view: Pick<RunView, 'execution' | 'status' | 'result' | 'summary'>): string {
+function stateOf(view: Pick<RunView, 'execution' | 'status' | 'result' | 'summary'>): string {
   if (view.execution !== 'running' && view.execution !== 'completed') return view.execution;
   return view.status?.state ?? view.result?.status ?? view.summary.status;
 }
@@ -247,7 +247,7 @@ export function stateOf(view: Pick<RunView, 'execution' | 'status' | 'result' | 
  * What a page of a run no worker serves says: which task queue, since when, what it shows without one
  * and the command that starts one; the page goes on by itself once a worker answers.
  */
-export function unservedNotice(view: RunView, context: PageContext): string {
+function unservedNotice(view: RunView, context: PageContext): string {
   const wait = view.unserved;
   if (!wait) return '';
   const seconds = Math.round(wait.waitedMs / 1000);

@@ -332,7 +332,7 @@ async function action(
         await run.abort(text('reason') ?? 'aborted in the console');
         return sendJson(response, 200, { workflow_id: run.workflowId, signal: 'abort' });
       case 'message':
-        return await applied(() => run.submitUserMessage(text('content', true)!));
+        return await applied(() => run.submit(text('content', true)!));
       default: {
         const extension = BudgetExtension.safeParse(
           Object.fromEntries(Object.entries(body).filter(([, value]) => value !== null && value !== '')),

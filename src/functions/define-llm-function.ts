@@ -16,7 +16,7 @@ export interface LlmFunctionDefinition<Input extends z.ZodObject, Output extends
   maxRepairs?: number;
 }
 
-export type OutputCheck = { ok: true; value: unknown } | { ok: false; error: string };
+type OutputCheck = { ok: true; value: unknown } | { ok: false; error: string };
 
 /** A typed LLM function: a prompt plus typed inputs and a typed, validated return value (the reference's `llm_function`). */
 export interface LlmFunction<Input extends z.ZodObject = z.ZodObject, Output extends z.ZodType = z.ZodType> {

@@ -12,9 +12,9 @@ import { providerJsonSchema } from './json-schemas';
  */
 
 /** The most a caller's `context` note may hold (characters): a short hint, not a transcript. */
-export const MAX_SUBAGENT_CONTEXT_CHARS = 4000;
+const MAX_SUBAGENT_CONTEXT_CHARS = 4000;
 
-export const SubagentArguments = sharedSchema('runtime/agent-calls#SubagentArguments', () =>
+const SubagentArguments = sharedSchema('runtime/agent-calls#SubagentArguments', () =>
   z.strictObject({
     input: z.string().describe('The task for the agent, self-contained: it does not see this conversation.'),
     context: z
@@ -24,7 +24,6 @@ export const SubagentArguments = sharedSchema('runtime/agent-calls#SubagentArgum
       .describe('Optional: a short note of what the agent should know from this conversation.'),
   }),
 );
-export type SubagentArguments = z.infer<typeof SubagentArguments>;
 
 export const HandoffArguments = sharedSchema('runtime/agent-calls#HandoffArguments', () =>
   z.strictObject({
@@ -34,14 +33,14 @@ export const HandoffArguments = sharedSchema('runtime/agent-calls#HandoffArgumen
 export type HandoffArguments = z.infer<typeof HandoffArguments>;
 
 /** A reference in its full form: the agent, and the name and description of the tool that reaches it. */
-export interface ResolvedAgentReference {
+interface ResolvedAgentReference {
   agent: string;
   tool_name: string;
   description: string;
 }
 
 /** Letters, digits, `_` and `-`, at most 64: what every provider accepts as a tool name. */
-export function providerSafeName(name: string): string {
+function providerSafeName(name: string): string {
   return name.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 64);
 }
 
@@ -51,7 +50,7 @@ function summaryOf(instructions: string): string {
   return first.length > 200 ? `${first.slice(0, 197)}...` : first;
 }
 
-export function resolveReference(
+function resolveReference(
   reference: AgentReference,
   kind: 'subagent' | 'handoff',
   instructionsOf: (agent: string) => string | undefined,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { JsonObject } from '../context';
 import { sharedSchema } from '../context/shared-schema';
+import { ToolCallRequest } from './phases';
 
 /** Input of the `approve` update: one decision on one gated tool call. */
 export const ApprovalDecision = sharedSchema('runtime/approvals#ApprovalDecision', () =>
@@ -42,7 +43,7 @@ export const PendingApproval = sharedSchema('runtime/approvals#PendingApproval',
 export type PendingApproval = z.infer<typeof PendingApproval>;
 
 /** The most entries, and argument bytes per entry, a run passes up to its caller (a signal stays small). */
-export const RELAYED_PENDING = { maxEntries: 100, maxArgumentBytes: 4096 };
+const RELAYED_PENDING = { maxEntries: 100, maxArgumentBytes: 4096 };
 
 /**
  * The waiting calls a sub-agent run reports to its caller, bounded: at most `maxEntries`, and arguments
@@ -84,12 +85,15 @@ export const ApprovalRecord = sharedSchema('runtime/approvals#ApprovalRecord', (
 );
 export type ApprovalRecord = z.infer<typeof ApprovalRecord>;
 
-/** Input of the `reviewToolCalls` activity: the calls of a batch whose tool may need approval. */
+/**
+ * Input of the `reviewToolCalls` activity: the calls of a batch whose tool may need approval, each the
+ * batch's own `ToolCallRequest`.
+ */
 export const ToolReviewInput = sharedSchema('runtime/approvals#ToolReviewInput', () =>
   z.strictObject({
     agent: z.string(),
     iteration: z.number().int().nonnegative(),
-    calls: z.array(z.strictObject({ id: z.string(), name: z.string(), arguments: z.string() })),
+    calls: z.array(ToolCallRequest),
     run_chain_id: z.string(),
   }),
 );
@@ -107,6 +111,16 @@ export const ToolReview = sharedSchema('runtime/approvals#ToolReview', () =>
   }),
 );
 export type ToolReview = z.infer<typeof ToolReview>;
+
+/** Whether a gated call still waits for a person: the one test of an undecided approval. */
+export function isUndecided(record: ApprovalRecord): boolean {
+  return !record.decision;
+}
+
+/** The gated calls that still wait for a person, in their batch's order. */
+export function undecidedRecords(records: readonly ApprovalRecord[]): ApprovalRecord[] {
+  return records.filter(isUndecided);
+}
 
 export const APPROVAL_TIMED_OUT = 'approval timed out';
 
@@ -139,7 +153,7 @@ export function routeDecision(
     return 'refusal' in checked ? checked : { own: checked.decision };
   };
   // An own call that waits; a decided one does not hide a sub-agent's call with the same id.
-  const ownCall = records.some((record) => record.tool_call_id === decision.tool_call_id && !record.decision);
+  const ownCall = records.some((record) => record.tool_call_id === decision.tool_call_id && isUndecided(record));
   if (target === self || (target === undefined && ownCall)) return own();
   const below = [...children].flatMap(([child, pending]) =>
     pending
@@ -164,10 +178,7 @@ export function routeDecision(
     waitingBelow.length > 0 &&
     !records.some((record) => record.tool_call_id === decision.tool_call_id)
   ) {
-    const waiting = [
-      ...records.filter((record) => !record.decision).map((record) => record.tool_call_id),
-      ...waitingBelow,
-    ];
+    const waiting = [...undecidedRecords(records).map((record) => record.tool_call_id), ...waitingBelow];
     return { refusal: `no tool call '${decision.tool_call_id}' awaits approval (waiting: ${waiting.join(', ')})` };
   }
   return checked;
@@ -186,9 +197,9 @@ export function decisionRefusal(
   const decision = parsed.data;
   // A repeated id is decided as one: every gated call that carries it.
   const matching = records.filter((entry) => entry.tool_call_id === decision.tool_call_id);
-  const record = matching.find((entry) => !entry.decision) ?? matching[0];
+  const record = matching.find(isUndecided) ?? matching[0];
   if (!record) {
-    const waiting = records.filter((entry) => !entry.decision).map((entry) => entry.tool_call_id);
+    const waiting = undecidedRecords(records).map((entry) => entry.tool_call_id);
     return {
       refusal: `no tool call '${decision.tool_call_id}' awaits approval${waiting.length > 0 ? ` (waiting: ${waiting.join(', ')})` : ' (none waits)'}`,
     };

@@ -9,7 +9,7 @@ import { SELFREF_FORK } from './selfref-tools';
  * ready), as a child run of this context (`selfref_fork`), as a sub-agent's run, as a handoff the
  * workflow resolves itself, or in a batch activity on a task queue (undefined: the run's own).
  */
-export type CallRoute =
+type CallRoute =
   | { kind: 'rejected' }
   | { kind: 'fork' }
   | { kind: 'subagent'; agent: string }
@@ -182,7 +182,7 @@ function resultMutations(result: ToolBatchResult): Mutation[] {
 }
 
 /** A batch's mutations for each call id, in order: a provider may repeat an id within one batch. */
-export function mutationsByCallId(mutations: readonly Mutation[]): Map<string, Mutation[]> {
+function mutationsByCallId(mutations: readonly Mutation[]): Map<string, Mutation[]> {
   const byId = new Map<string, Mutation[]>();
   for (const mutation of mutations) {
     if (!('tool_call_id' in mutation)) continue;

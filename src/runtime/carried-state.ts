@@ -39,11 +39,11 @@ export const ContextLedger = sharedSchema('runtime/carried-state#ContextLedger',
 );
 export type ContextLedger = z.infer<typeof ContextLedger>;
 
-export function emptyContextLedger(): ContextLedger {
+function emptyContextLedger(): ContextLedger {
   return { measure: null, learned_window_tokens: null, tokens: 0, compactions: 0 };
 }
 
-export const CarriedInboxEntry = sharedSchema('runtime/carried-state#CarriedInboxEntry', () =>
+const CarriedInboxEntry = sharedSchema('runtime/carried-state#CarriedInboxEntry', () =>
   z.strictObject({ id: z.number().int(), content: z.string() }),
 );
 

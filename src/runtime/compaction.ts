@@ -37,7 +37,7 @@ export function estimateRequestTokens(chars: number, measure: ContextMeasure | n
   return Math.ceil(chars * rate);
 }
 
-export function messageTokens(message: Message, rate = 1 / CHARS_PER_TOKEN): number {
+function messageTokens(message: Message, rate = 1 / CHARS_PER_TOKEN): number {
   return Math.ceil(JSON.stringify(message).length * rate) + MESSAGE_OVERHEAD_TOKENS;
 }
 
@@ -99,7 +99,7 @@ function shortenText(text: string, maxChars: number): string {
  * A message whose text is cut to about `maxTokens`, its head and tail kept around a visible marker.
  * Only string contents are cut; a message with nothing to cut comes back as it was.
  */
-export function shortenMessage(message: Message, maxTokens: number, rate = 1 / CHARS_PER_TOKEN): Message {
+function shortenMessage(message: Message, maxTokens: number, rate = 1 / CHARS_PER_TOKEN): Message {
   const content = message['content'];
   if (typeof content !== 'string') return message;
   const others = JSON.stringify({ ...message, content: '' }).length;

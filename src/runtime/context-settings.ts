@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { sharedSchema } from '../context/shared-schema';
 
 /** What a compaction may do to a context, in the order it tries them. */
-export const COMPACTION_STEPS = ['clear_tool_results', 'summarize'] as const;
+const COMPACTION_STEPS = ['clear_tool_results', 'summarize'] as const;
 
 const windowTokens = () => z.number().int().positive();
 const compactAt = () => z.number().gt(0).lt(1);

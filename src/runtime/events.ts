@@ -44,10 +44,9 @@ export type EventOrigin = z.infer<typeof EventOrigin>;
 /** The origin fields one run shares across its events. */
 export type RunOrigin = Omit<EventOrigin, 'event_seq' | 'tool_name' | 'tool_call_id'>;
 
-export const ToolCallRef = sharedSchema('runtime/events#ToolCallRef', () =>
+const ToolCallRef = sharedSchema('runtime/events#ToolCallRef', () =>
   z.strictObject({ id: z.string(), name: z.string() }),
 );
-export type ToolCallRef = z.infer<typeof ToolCallRef>;
 
 /**
  * The fields of each event type (spec 7.8 vocabulary, compact fields: no message lists), as shapes:
@@ -316,7 +315,7 @@ export type ChunkEvent = z.infer<typeof ChunkEvent>;
  * Spec 7.4: an argument of a streamed tool call grew. `chunk_index` is the event's position in the
  * call's stream (text chunks and argument deltas share one sequence), so offsets stay gapless.
  */
-export const ArgumentsDeltaEvent = sharedSchema('runtime/events#ArgumentsDeltaEvent', () =>
+const ArgumentsDeltaEvent = sharedSchema('runtime/events#ArgumentsDeltaEvent', () =>
   z.strictObject({
     event_type: z.literal('tool_call_arguments_delta'),
     protocol_version: z.literal(PROTOCOL_VERSION),
@@ -332,7 +331,6 @@ export const ArgumentsDeltaEvent = sharedSchema('runtime/events#ArgumentsDeltaEv
     timestamp: z.string(),
   }),
 );
-export type ArgumentsDeltaEvent = z.infer<typeof ArgumentsDeltaEvent>;
 
 /**
  * Marks the end of one attempt's stream. `completed` and `aborted` end the call; `failed` means the

@@ -1,29 +1,179 @@
-export * from './agent';
-export * from './digest';
-export * from './events';
-export * from './phases';
-export * from './run-input';
-export * from './usage';
-export * from './mcp-call-limits';
-export * from './mcp-grant';
-export * from './carried-state';
-export * from './agent-prompt';
-export * from './selfref-tools';
-export * from './session';
-export * from './user-message';
-export * from './next-step';
-export * from './abort-mutations';
-export * from './approvals';
+export {
+  AgentDefinition,
+  AgentLimits,
+  agentModel,
+  AgentSpec,
+  DEFAULT_LLM_SERVER_ERROR_SECONDS,
+  McpServerConfig,
+  McpToolReference,
+  ToolDescriptor,
+} from './agent';
+export type { AgentDefinitionInput } from './agent';
+export { digestText, REQUEST_PAGE_CHARS, requestFields, RequestWriter } from './digest';
+export type { RequestText } from './digest';
+export { ChunkEvent, ChunkStreamEnd, EventOrigin, PROTOCOL_VERSION, RunEvent, StreamEvent } from './events';
+export type {
+  EventPage,
+  LoggedRunEvent,
+  ReportedState,
+  RunEventBody,
+  RunEventType,
+  RunOrigin,
+  RunState,
+  RunStatus,
+} from './events';
+export {
+  AttemptFailure,
+  attemptFailureIn,
+  LlmFunctionInput,
+  LlmPhaseInput,
+  LlmPhaseResult,
+  LlmRequest,
+  PreparedFunction,
+  replyContent,
+  replyToolCalls,
+  RequestPage,
+  SelfRefIntentRecord,
+  ToolBatchCheckpoint,
+  ToolBatchInput,
+  ToolBatchResult,
+  ToolCallReport,
+  ToolCallRequest,
+} from './phases';
+export { AgentRunInput, AgentRunResult, CallerOrigin, failedRunOutcome, UnprocessedMessage } from './run-input';
+export type { AgentRunInputWire, AgentRunOutcome, RunSpending } from './run-input';
+export { addUsage, estimatedUsage, providerUsage, responsesUsage, TokenUsage } from './usage';
+export { MCP_LISTING_ACTIVITY_SECONDS, MCP_LISTING_SECONDS, mcpCallLimits } from './mcp-call-limits';
+export { ownToolNames, withMcpGrant, withoutMcpTools } from './mcp-grant';
+export type { McpGrant } from './mcp-grant';
+export {
+  AwaitingBatch,
+  CarriedRun,
+  ContinueAsNewPolicy,
+  DurableRun,
+  partOf,
+  RECENT_UPDATE_RESULT_CHARS,
+  RECENT_UPDATES,
+  RECENT_UPDATES_RESULT_CHARS,
+  RecentUpdate,
+  RUN_STATE_SCHEMA_VERSION,
+  RUN_STATE_SCHEMA_VERSIONS,
+  TurnContext,
+} from './carried-state';
+export type { RunningBatch } from './carried-state';
+export { promptContractFor, providerTools, seedTranscript } from './agent-prompt';
+export {
+  collectSelfRefMutations,
+  forkMessage,
+  isSelfRefTool,
+  queueIntent,
+  runSelfRefTool,
+  SELFREF_FORK,
+  selfRefToolDescriptors,
+} from './selfref-tools';
+export type { SelfRefIntent } from './selfref-tools';
+export {
+  ChatSessionInput,
+  ChatSessionResult,
+  lastTurnFailure,
+  SESSION_SCHEMA_VERSION,
+  SESSION_SCHEMA_VERSIONS,
+  TurnReply,
+} from './session';
+export type { ChatSessionInputWire } from './session';
+export { checkUserMessage, DEFAULT_MESSAGE_LIMITS, utf8Bytes } from './user-message';
+export type { MessageLimits } from './user-message';
+export { decideNext } from './next-step';
+export type { NextStep, TurnFacts } from './next-step';
+export { cancelledCallMutation, truncatedReplyMutation, withAbortReason } from './abort-mutations';
+export {
+  APPROVAL_TIMED_OUT,
+  ApprovalDecision,
+  ApprovalRecord,
+  ChildApprovals,
+  decisionRefusal,
+  isUndecided,
+  PendingApproval,
+  rejectedCallContent,
+  relayedPending,
+  routeDecision,
+  ToolReview,
+  ToolReviewInput,
+  undecidedRecords,
+} from './approvals';
+export type { ApprovalAccepted } from './approvals';
 export { providerJsonSchema } from './json-schemas';
-export * from './configuration-error';
-export * from './context-settings';
-export * from './context-overflow';
-export * from './compaction';
-export * from './model-windows';
-export * from './budget';
-export * from './provider';
-export * from './result-size';
-export * from './transcript-pages';
-export * from './agent-calls';
-export * from './handoffs';
-export * from './batch-plan';
+export { ConfigurationError, isConfigurationError } from './configuration-error';
+export {
+  ContextOverride,
+  contextProblem,
+  ContextSettings,
+  effectiveContext,
+  keepRecentTokens,
+} from './context-settings';
+export { parseContextOverflow, saysContextTooLong } from './context-overflow';
+export type { ContextOverflow } from './context-overflow';
+export {
+  CHARS_PER_TOKEN,
+  compactionTarget,
+  estimateRequestTokens,
+  isClearedResult,
+  isSummaryMessage,
+  messagesTokens,
+  planCompaction,
+  summarizedTranscript,
+  summaryChunks,
+  summaryMessage,
+  summaryRequestMessages,
+  tokenRate,
+} from './compaction';
+export type { CompactionBudget, CompactionStats } from './compaction';
+export { MODEL_WINDOWS, modelWindow } from './model-windows';
+export {
+  BudgetExtension,
+  BudgetOverride,
+  budgetProblem,
+  budgetReport,
+  BudgetReport,
+  BudgetSettings,
+  costOf,
+  DEFAULT_BUDGET_LIMITS,
+  effectiveBudget,
+  effectiveLimits,
+  emptyUsageLedger,
+  exceededLimits,
+  exhaustedSummary,
+  extendLedger,
+  NO_BOUNDS,
+  recordCall,
+  recordChildUsage,
+  remainingBudget,
+  reservedOutputTokens,
+  spentOf,
+  TokenPrices,
+} from './budget';
+export type { BudgetLimit, StepEstimate } from './budget';
+export {
+  adaptRequest,
+  missingProviderKeys,
+  PROVIDER_PROFILES,
+  ProviderApi,
+  providerKeyProblem,
+  ProviderProfileName,
+  resolveProvider,
+} from './provider';
+export type { ProviderProfile, ResolvedProvider } from './provider';
+export { fittedResult, fittedSessionResult, INLINE_PAYLOAD_BUDGET, readableLimitBytes } from './result-size';
+export { transcriptPageBytes, transcriptPageEnd } from './transcript-pages';
+export type { TranscriptPage, TranscriptPageInput } from './transcript-pages';
+export { agentCallDescriptors, subagentPrompt, subagentTask } from './agent-calls';
+export {
+  extraHandoffMessage,
+  handedOffSpec,
+  handoffMutation,
+  handoffReason,
+  handoffResultContent,
+  handoffTarget,
+} from './handoffs';
+export { cancelledBatch, EMPTY_BATCH, failedCall, mergeInDeclaredOrder, planBatch, succeededCall } from './batch-plan';
+export type { ActivityGroup, BatchPlan, WorkflowCallResult } from './batch-plan';

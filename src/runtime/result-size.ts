@@ -5,11 +5,11 @@ import type { ChatSessionResult } from './session';
 import { utf8Bytes } from './user-message';
 
 /** Temporal External Storage's default threshold: what specs recorded before the worker's own say. */
-export const DEFAULT_PAYLOAD_THRESHOLD_BYTES = 256 * 1024;
+const DEFAULT_PAYLOAD_THRESHOLD_BYTES = 256 * 1024;
 /** Without a store, what a workflow sends inline stays well under Temporal's 2 MB payload limit. */
 export const INLINE_PAYLOAD_BUDGET = 1_500_000;
 /** What a payload adds around its JSON: metadata, and with encryption its nonce, tag and key id. */
-export const PAYLOAD_OVERHEAD_BYTES = 1024;
+const PAYLOAD_OVERHEAD_BYTES = 1024;
 
 /**
  * The most JSON a payload a run hands to clients (its result, a transcript page) may hold and still

@@ -7,7 +7,7 @@ import { BudgetOverride, BudgetReport } from './budget';
 import { sharedSchema } from '../context/shared-schema';
 
 /** Where a fork child comes from (spec 6.6): its ids and the parent's context it starts from. */
-export const ForkOrigin = sharedSchema('runtime/run-input#ForkOrigin', () =>
+const ForkOrigin = sharedSchema('runtime/run-input#ForkOrigin', () =>
   z.strictObject({
     fork_id: z.string(),
     parent_fork_id: z.string().nullable(),
@@ -17,7 +17,6 @@ export const ForkOrigin = sharedSchema('runtime/run-input#ForkOrigin', () =>
     context: z.array(Message),
   }),
 );
-export type ForkOrigin = z.infer<typeof ForkOrigin>;
 
 /** The run that called this one as a sub-agent: where its answer goes and where its decisions are asked. */
 export const CallerOrigin = sharedSchema('runtime/run-input#CallerOrigin', () =>

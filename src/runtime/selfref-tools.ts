@@ -19,11 +19,11 @@ import { providerJsonSchema } from './json-schemas';
  * runs them like any tool, and workflows collect their intents.
  */
 
-export const SELFREF_REMEMBER = 'selfref_remember';
-export const SELFREF_FORGET = 'selfref_forget';
-export const SELFREF_COMPACT = 'selfref_compact';
+const SELFREF_REMEMBER = 'selfref_remember';
+const SELFREF_FORGET = 'selfref_forget';
+const SELFREF_COMPACT = 'selfref_compact';
 export const SELFREF_FORK = 'selfref_fork';
-export const SELFREF_TOOL_NAMES: readonly string[] = [SELFREF_REMEMBER, SELFREF_FORGET, SELFREF_COMPACT, SELFREF_FORK];
+const SELFREF_TOOL_NAMES: readonly string[] = [SELFREF_REMEMBER, SELFREF_FORGET, SELFREF_COMPACT, SELFREF_FORK];
 
 export type SelfRefIntent =
   | { kind: 'remember'; text: string }
@@ -34,10 +34,6 @@ export type SelfRefIntent =
 export interface SelfRefQueue {
   intents: Array<Extract<SelfRefIntent, { kind: 'remember' | 'forget' }>>;
   compaction: Extract<SelfRefIntent, { kind: 'compact' }> | null;
-}
-
-export function emptySelfRefQueue(): SelfRefQueue {
-  return { intents: [], compaction: null };
 }
 
 export function queueIntent(queue: SelfRefQueue, intent: SelfRefIntent): void {

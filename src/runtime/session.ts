@@ -16,13 +16,12 @@ export const SESSION_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4];
  * SelfRef queue, the rejected-input count and the event window), version 3 adds the context ledger,
  * version 4 the latest updates applied (`recent_updates`); older states still load (version 1's events counted as dropped).
  */
-export const SessionState = sharedSchema('runtime/session#SessionState', () =>
+const SessionState = sharedSchema('runtime/session#SessionState', () =>
   CarriedRun.extend({
     schema_version: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)]),
     turns: z.number().int().nonnegative(),
   }).transform((state) => (state.schema_version === 1 ? { ...state, events_dropped: state.event_seq } : state)),
 );
-export type SessionState = z.infer<typeof SessionState>;
 
 /** Input of workflow `chatSession` (schemas/chat-session-input.schema.json). */
 export const ChatSessionInput = sharedSchema('runtime/session#ChatSessionInput', () =>

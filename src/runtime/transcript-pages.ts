@@ -25,7 +25,7 @@ export interface TranscriptPage {
   digest: string;
 }
 
-export const MIN_TRANSCRIPT_PAGE_BYTES = 4096;
+const MIN_TRANSCRIPT_PAGE_BYTES = 4096;
 /** What a page adds to its text: the other fields and their names. */
 const PAGE_FIELDS_BYTES = 512;
 

@@ -1,7 +1,7 @@
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { FailureType } from '../common/failure-types';
+import { CliErrorType } from '../common/cli-error-types';
 
 /** JSON form of a payload in Temporal's remote codec protocol: base64 metadata values and data. */
 interface JsonPayload {
@@ -36,20 +36,20 @@ function toJson(payload: Payload): JsonPayload {
 export type CodecServerAccess = { token: string } | { unauthenticated: true };
 
 /** Shorter tokens are refused: `openssl rand -hex 32` gives 64 characters. */
-export const MIN_CODEC_TOKEN_LENGTH = 32;
+const MIN_CODEC_TOKEN_LENGTH = 32;
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
 /** The codec server would let in whoever reaches it; the CLI reports it as `InsecureCodecServer`. */
 export class InsecureCodecServerError extends Error {
-  override readonly name = FailureType.InsecureCodecServer;
+  override readonly name = CliErrorType.InsecureCodecServer;
 }
 
 /**
  * The one rule for starting a codec server: a token of at least MIN_CODEC_TOKEN_LENGTH characters, or
  * an explicit `unauthenticated` that only a loopback host may have.
  */
-export function checkCodecServerAccess(access: CodecServerAccess, host: string): void {
+function checkCodecServerAccess(access: CodecServerAccess, host: string): void {
   if ('token' in access) {
     // What a header can carry: a token with a space or a newline in it (a file's second line) could never match.
     if (!/^[\x21-\x7e]*$/.test(access.token))

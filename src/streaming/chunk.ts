@@ -2,7 +2,7 @@
  * The side channel's messages are part of the event protocol (docs/event-protocol.md): their schemas
  * live beside the run's events in `runtime/events.ts`.
  */
-export type { ArgumentsDeltaEvent, ChunkEvent, ChunkStreamEnd, StreamEvent } from '../runtime';
+export type { ChunkEvent, ChunkStreamEnd, StreamEvent } from '../runtime';
 import type { StreamEvent } from '../runtime';
 
 /**

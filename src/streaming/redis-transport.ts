@@ -225,7 +225,7 @@ function latestAttempts(events: StreamEvent[]): Map<number, number> {
  * newer attempt of the call restarts it from chunk 0; a later call moves the cursor on (the offset's
  * call was trimmed away or never streamed).
  */
-export class OffsetCursor {
+class OffsetCursor {
   private call: number;
   private attempt: number | undefined;
   private position: number;

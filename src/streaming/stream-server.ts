@@ -165,14 +165,14 @@ function queryOffset(params: URLSearchParams): StreamOffset {
  * `<llm_call>:<attempt>:end` when the call ended (completed or aborted), `<llm_call>:<attempt>:failed`
  * when that attempt broke and a later one streams the call again.
  */
-export function eventId(event: StreamEvent): string {
+function eventId(event: StreamEvent): string {
   if (event.event_type === 'llm_stream_end')
     return `${event.llm_call}:${event.attempt}:${event.outcome === 'failed' ? 'failed' : 'end'}`;
   return `${event.llm_call}:${event.attempt}:${event.chunk_index}`;
 }
 
 /** Where to resume after the event with this id (the two-part ids of earlier versions too). */
-export function offsetAfter(id: string): StreamOffset {
+function offsetAfter(id: string): StreamOffset {
   const parts = id.split(':');
   const n = (text: string | undefined) => {
     if (text === undefined || !/^\d{1,9}$/.test(text))

@@ -47,7 +47,7 @@ export const imageUrl = (url: string, detail?: string) => new ImageUrl(url, deta
 export const imageFile = (path: string, detail?: string) => new ImageFile(path, detail);
 export const describedImages = (text: string, images: ImageValue | ImageValue[]) => new DescribedImages(text, images);
 
-export function isImageValue(value: unknown): value is ImageValue {
+function isImageValue(value: unknown): value is ImageValue {
   return isImageUrl(value) || isImageFile(value);
 }
 

@@ -17,7 +17,7 @@ export interface BundleIdentity {
   tracing: boolean;
 }
 
-export function patchloopVersion(): string {
+function patchloopVersion(): string {
   return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 }
 

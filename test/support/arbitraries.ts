@@ -35,7 +35,7 @@ const words = [
 ];
 
 export const whitespace = fc.constantFrom(' ', ' ', '  ', '\n', '\n\n', ...odd);
-export const word = fc.constantFrom(...words);
+const word = fc.constantFrom(...words);
 export const phrase = fc
   .array(fc.tuple(word, whitespace), { minLength: 1, maxLength: 5 })
   .map((parts) => parts.map(([w, s]) => w + s).join(''));
@@ -47,7 +47,7 @@ export const experienceId = fc.oneof(
   fc.integer({ min: 1, max: 12 }).map((n) => `exp_${n}`),
   fc.constantFrom('custom', 'exp_ 4', 'exp_1_0', 'exp_-2', 'exp_99999999999999999999', 'exp_x', ' exp_2 '),
 );
-export const experience: fc.Arbitrary<Experience> = fc.record({ id: experienceId, text: textWithEdges });
+const experience: fc.Arbitrary<Experience> = fc.record({ id: experienceId, text: textWithEdges });
 
 const blockTags = fc.constantFrom(
   '<must_principles>\nstale rule\n</must_principles>',
@@ -64,7 +64,7 @@ function experienceBlock(items: Experience[], variant: number): string {
   return block;
 }
 
-export const systemContent = fc
+const systemContent = fc
   .record({
     base: fc.option(textWithEdges, { nil: '' }),
     experiences: fc.array(experience, { maxLength: 4 }),
@@ -80,7 +80,7 @@ export const systemContent = fc
     return parts.join('\n\n');
   });
 
-export const summaryPayload: fc.Arbitrary<SummaryPayload> = fc.record({
+const summaryPayload: fc.Arbitrary<SummaryPayload> = fc.record({
   goal: phrase,
   instruction: phrase,
   discoveries: fc.array(phrase, { maxLength: 3 }),
@@ -90,7 +90,7 @@ export const summaryPayload: fc.Arbitrary<SummaryPayload> = fc.record({
   relevant_files_directories: fc.array(fc.constantFrom('src/a.ts', 'docs/', '  '), { maxLength: 2 }),
 });
 
-export const summaryContent = fc.tuple(summaryPayload, fc.integer({ min: 0, max: 4 })).map(([payload, variant]) => {
+const summaryContent = fc.tuple(summaryPayload, fc.integer({ min: 0, max: 4 })).map(([payload, variant]) => {
   const safe = {
     ...payload,
     goal: payload.goal.trim() || 'goal',
@@ -118,7 +118,7 @@ export const summaryContent = fc.tuple(summaryPayload, fc.integer({ min: 0, max:
 const callId = fc.integer({ min: 1, max: 6 }).map((n) => `call_${n}`);
 const toolName = fc.constantFrom('lookup', 'plot', 'grep', 'execute_code');
 const argumentsText = fc.constantFrom('{}', '{"q": "x"}', '{"n": 1}', '{"a": [1, 2]}');
-export const toolCall = fc.record({ id: callId, name: toolName, args: argumentsText }).map(({ id, name, args }) => ({
+const toolCall = fc.record({ id: callId, name: toolName, args: argumentsText }).map(({ id, name, args }) => ({
   id,
   type: 'function',
   function: { name, arguments: args },
@@ -170,7 +170,7 @@ const segment = fc.oneof(
 ) as fc.Arbitrary<Message[]>;
 
 /** A base transcript, optionally ending with an assistant tool-call message whose calls wait for results. */
-export const transcriptWithPending = fc
+const transcriptWithPending = fc
   .record({
     leadingSystem: fc.option(systemContent, { nil: undefined }),
     segments: fc.array(segment, { maxLength: 6 }),
@@ -349,7 +349,7 @@ export const runtimeCase = fc
   }));
 
 /** Any mutation at all, including ones that break linkage or carry ill-typed experience texts. */
-export const anyMutation: fc.Arbitrary<Mutation> = fc.oneof(
+const anyMutation: fc.Arbitrary<Mutation> = fc.oneof(
   experienceMutation,
   fc.constantFrom(42, '   ', '').map((text) => ({ type: 'ExperienceRememberMutation' as const, text })),
   fc
@@ -387,7 +387,7 @@ export const mixedCase = fc.oneof(
   },
 );
 
-export const toolPromptSpec = fc.record(
+const toolPromptSpec = fc.record(
   {
     name: fc.oneof(fc.constantFrom('lookup', '  grep ', '', 'zeta', 'Alpha', '😀tool'), fc.constant(7)),
     description: fc.oneof(phrase, fc.constant(''), fc.constant(3)),
@@ -403,14 +403,14 @@ export const toolPromptSpec = fc.record(
   { requiredKeys: [] },
 );
 
-export const promptContract: fc.Arbitrary<PromptContract> = fc.record({
+const promptContract: fc.Arbitrary<PromptContract> = fc.record({
   base_instruction: fc.oneof(fc.constant(''), textWithEdges),
   system_prompt: fc.oneof(fc.constant(null), fc.constant(''), systemContent),
   tool_prompt_specs: fc.array(toolPromptSpec, { maxLength: 3 }),
   include_must_principles: fc.boolean(),
 }) as fc.Arbitrary<PromptContract>;
 
-export const snapshot = fc.oneof(
+const snapshot = fc.oneof(
   { weight: 2, arbitrary: fc.constant(null) },
   {
     weight: 2,

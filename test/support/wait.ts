@@ -11,7 +11,7 @@ import type { PendingApproval, RunEvent, RunEventType } from '../../src/runtime'
  * machine took over 30 s for a local model's first 40 characters). A test that needs a time bound
  * asserts it itself.
  */
-export const CONDITION_TIMEOUT_MS = 120_000;
+const CONDITION_TIMEOUT_MS = 120_000;
 
 /** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */
 export async function eventually<T>(

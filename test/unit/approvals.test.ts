@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AgentRegistry } from '../../src/agents/registry';
-import { decisionRefusal, rejectedCallContent, type ApprovalRecord } from '../../src/runtime';
+import {
+  decisionRefusal,
+  isUndecided,
+  rejectedCallContent,
+  ToolCallRequest,
+  ToolReviewInput,
+  undecidedRecords,
+  type ApprovalRecord,
+} from '../../src/runtime';
 import { defineTool } from '../../src/tools/define-tool';
 import { addTool } from '../../src/tools/examples';
 
@@ -69,10 +77,23 @@ describe('deciding', () => {
     expect('refusal' in outcome && outcome.refusal).toContain(refusal);
   });
 
+  it('has one test of an undecided approval: a record without a decision', () => {
+    expect(records.map(isUndecided)).toEqual([true, false]);
+    expect(undecidedRecords(records)).toEqual([records[0]]);
+  });
+
   it('tells the model who rejected the call and why', () => {
     expect(rejectedCallContent('pay', 'too much')).toBe(
       '<Tool call rejected by the approver. Tool: pay. Reason: too much>',
     );
     expect(rejectedCallContent('pay', undefined)).toBe('<Tool call rejected by the approver. Tool: pay.>');
+  });
+});
+
+describe('the review of gated calls', () => {
+  it('takes the calls as the batch has them: one call type, ToolCallRequest', () => {
+    expect(ToolReviewInput.shape.calls.element).toBe(ToolCallRequest);
+    const call = { id: 'c1', name: 'pay', arguments: '{"amount": 5}' };
+    expect(ToolReviewInput.parse({ agent: 'a', iteration: 0, calls: [call], run_chain_id: 'r' }).calls).toEqual([call]);
   });
 });

@@ -3,7 +3,7 @@ import { configFromEnvironment } from '../../config/environment';
 import { startCodecServer, type CodecServerAccess } from '../../storage/codec-server';
 import { EncryptionCodec } from '../../storage/encryption-codec';
 import { parseCommand } from '../arguments';
-import { FailureType } from '../../common/failure-types';
+import { CliErrorType } from '../../common/cli-error-types';
 import { CliError, UsageError } from '../errors';
 import { CODEC_SERVER_SYNTAX } from '../syntax';
 
@@ -23,7 +23,7 @@ function accessFrom(values: { 'token-file'?: string; 'allow-unauthenticated'?: b
       file !== undefined
         ? `${file} is empty: put the codec token in it (openssl rand -hex 32 > ${file})`
         : 'the codec server needs a token: set PATCHLOOP_CODEC_TOKEN (openssl rand -hex 32) or --token-file FILE; clients send it as Authorization: Bearer TOKEN',
-      FailureType.InsecureCodecServer,
+      CliErrorType.InsecureCodecServer,
     );
   return { token };
 }
@@ -36,7 +36,7 @@ export async function codecServerCommand(args: string[], print: (line: string) =
   const access = accessFrom(values);
   const encryption = configFromEnvironment().encryption;
   if (!encryption)
-    throw new CliError('PATCHLOOP_ENCRYPTION_KEY is not set: there is nothing to decode', FailureType.NoEncryptionKey);
+    throw new CliError('PATCHLOOP_ENCRYPTION_KEY is not set: there is nothing to decode', CliErrorType.NoEncryptionKey);
   const server = await startCodecServer(new EncryptionCodec(encryption), {
     port,
     host: values.host ?? '127.0.0.1',

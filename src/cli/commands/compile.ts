@@ -9,7 +9,7 @@ export async function compileCommand(path: string | undefined): Promise<Compiled
   return compileText(text);
 }
 
-export function compileText(text: string): CompiledTurn {
+function compileText(text: string): CompiledTurn {
   const request = CompileRequest.parse(JSON.parse(text));
   const compiled = compileInvocationTurn(
     request.prompt_contract,

@@ -24,7 +24,7 @@ import { EXIT, UsageError, WithStatus } from '../errors';
 import { detach, detachOnInterrupt } from '../interrupt';
 import { agentResolved, explainUnavailable, failureOf } from '../preflight';
 import { appliedByWorker, note, unservedLine, waitingLine, watchForWorker } from '../worker-watch';
-import { RUN_SYNTAX, FOLLOW_SYNTAX, ABORT_SYNTAX, SEND_SYNTAX, SHOW_SYNTAX } from '../syntax';
+import { RUN_SYNTAX, FOLLOW_SYNTAX, ABORT_SYNTAX, POST_SYNTAX, SEND_SYNTAX, SHOW_SYNTAX } from '../syntax';
 
 type Print = (line: string) => void;
 
@@ -139,9 +139,20 @@ export async function abortCommand(client: PatchloopClient, args: string[]): Pro
   return { workflow_id: id, signal: 'abort', reason: values.reason ?? '' };
 }
 
+/** Posts a message to a run or session without waiting (signal `user_message`). */
+export async function postCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
+  const { positionals } = parseCommand(args, POST_SYNTAX);
+  return postMessage(client.run(positionals['id']!), positionals['text']!);
+}
+
+async function postMessage(run: RunHandle, text: string): Promise<unknown> {
+  await run.post(text).catch((error: unknown) => explainUnavailable(run, error, 'it takes no more messages'));
+  return { workflow_id: run.workflowId, signal: 'user_message' };
+}
+
 /**
- * To a run: signal `user_message`. To a session: update `send`, printing the turn's reply (or queue with
- * --no-wait); while no worker takes the session's task it says so, and a failed turn exits 1.
+ * To a session: update `send`, printing the turn's reply; while no worker takes the session's task it
+ * says so, and a failed turn exits 1. To a run, or with --no-wait (both deprecated: `post`), it posts.
  */
 export async function sendCommand(client: PatchloopClient, args: string[]): Promise<unknown> {
   const { values, positionals } = parseCommand(args, SEND_SYNTAX);
@@ -155,11 +166,10 @@ export async function sendCommand(client: PatchloopClient, args: string[]): Prom
       note(`the turn failed: ${failedTurnText(reply.error)}`);
       return new WithStatus({ workflow_id: id, ...reply }, EXIT.failed);
     }
-    await run.sendUserMessage(text);
   } catch (error) {
     return explainUnavailable(run, error, 'it takes no more messages');
   }
-  return { workflow_id: id, signal: 'user_message' };
+  return postMessage(run, text);
 }
 
 export async function showCommand(client: PatchloopClient, args: string[], print: Print): Promise<unknown> {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { findTemporalCli, startDevServer, temporalCliMissing } from '../../worker/temporal-cli';
 import { installTemporalCli } from '../../worker/temporal-cli-install';
 import { parseCommand } from '../arguments';
-import { FailureType } from '../../common/failure-types';
+import { CliErrorType } from '../../common/cli-error-types';
 import { CliError, UsageError } from '../errors';
 import { portIsFree } from '../../worker/free-port';
 import { SERVER_SYNTAX } from '../syntax';
@@ -28,7 +28,7 @@ export async function serverCommand(args: string[], print: (line: string) => voi
     if (!(await portIsFree(value)))
       throw new CliError(
         `port ${value} is in use (another Temporal server?): choose another with ${flag}`,
-        FailureType.PortInUse,
+        CliErrorType.PortInUse,
       );
   }
   const cli = await temporalCli(values['install-cli'] === true, print);
@@ -57,10 +57,13 @@ export async function serverCommand(args: string[], print: (line: string) => voi
 export async function temporalCli(install: boolean, print: (line: string) => void): Promise<string> {
   const found = findTemporalCli();
   if (found) return found;
-  if (!install) throw new CliError(temporalCliMissing(), FailureType.TemporalCliNotFound);
+  if (!install) throw new CliError(temporalCliMissing(), CliErrorType.TemporalCliNotFound);
   try {
     return await installTemporalCli(print);
   } catch (error) {
-    throw new CliError(`cannot install the Temporal CLI: ${(error as Error).message}`, FailureType.TemporalCliNotFound);
+    throw new CliError(
+      `cannot install the Temporal CLI: ${(error as Error).message}`,
+      CliErrorType.TemporalCliNotFound,
+    );
   }
 }

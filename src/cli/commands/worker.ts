@@ -1,7 +1,7 @@
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { readFile } from 'node:fs/promises';
 import { AgentDefinition, agentModel, isConfigurationError } from '../../runtime';
-import { FailureType } from '../../common/failure-types';
+import { CliErrorType } from '../../common/cli-error-types';
 import {
   configFromEnvironment,
   withOfflineModel,
@@ -63,7 +63,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   };
   const toolsOnly = values['tools-only'] === true;
   if (toolsOnly && !values['task-queue'])
-    throw new CliError('--tools-only needs --task-queue: the queue its tools are routed to', FailureType.UsageError);
+    throw new CliError('--tools-only needs --task-queue: the queue its tools are routed to', CliErrorType.UsageError);
   const agents = await agentsFromFile(values.agents);
   const definitions = agents.map((agent) => AgentDefinition.parse(agent));
   // Offline by choice, never by surprise: no provider and no --fake-model is an error, not api.openai.com.
@@ -80,7 +80,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   )
     throw new CliError(
       "no model provider configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for another OpenAI-compatible provider), name a provider.base_url in every agent, or start 'npx patchloop worker --fake-model' for the offline scripted model the demo uses",
-      FailureType.NoProvider,
+      CliErrorType.NoProvider,
     );
   // Worker log lines (activity failures among them) pass through the same redaction as failures, the keys
   // the agents' providers read among them. Quiet by default: one line per problem (Core's lines
@@ -189,7 +189,7 @@ function stopWithWrapper(print: (line: string) => void): () => void {
 
 /** A configuration the worker refuses (an agent's tools, routing, a bundle file) is the user's to fix: no stack. */
 function configurationError(error: unknown): never {
-  if (isConfigurationError(error)) throw new CliError(error.message, FailureType.BadConfiguration);
+  if (isConfigurationError(error)) throw new CliError(error.message, CliErrorType.BadConfiguration);
   throw error;
 }
 
@@ -200,7 +200,7 @@ function metricsOrUsageError(address: string) {
   } catch (error) {
     throw new CliError(
       `--metrics-address (PATCHLOOP_METRICS_ADDRESS): ${(error as Error).message}`,
-      FailureType.UsageError,
+      CliErrorType.UsageError,
     );
   }
 }
@@ -218,7 +218,7 @@ function tuningOrUsageError(env: NodeJS.ProcessEnv) {
     return workerTuningFromEnvironment(env);
   } catch (error) {
     const message = (error as Error).message.replace(/^PATCHLOOP_[A-Z_]+/, (name) => `${TUNING_FLAGS[name]} (${name})`);
-    throw new CliError(message, FailureType.UsageError);
+    throw new CliError(message, CliErrorType.UsageError);
   }
 }
 
@@ -235,7 +235,7 @@ async function toolsOf(file: string): Promise<Tool[]> {
   try {
     loaded = await importUserModule(file);
   } catch (error) {
-    throw new CliError(`cannot load tools from ${file}: ${(error as Error).message}`, FailureType.ToolsNotLoaded);
+    throw new CliError(`cannot load tools from ${file}: ${(error as Error).message}`, CliErrorType.ToolsNotLoaded);
   }
   const tools = exportNamed(loaded, 'tools') ?? loaded['default'];
   // By shape, not class: the module may have its own copy of patchloop (its project's).
@@ -243,7 +243,7 @@ async function toolsOf(file: string): Promise<Tool[]> {
   if (!Array.isArray(tools) || notTool >= 0)
     throw new CliError(
       `${file} must export 'tools': an array of defineTool(...) results${notTool >= 0 ? ` (tools[${notTool}] is not one)` : ''}`,
-      FailureType.ToolsNotLoaded,
+      CliErrorType.ToolsNotLoaded,
     );
   return tools as Tool[];
 }
@@ -287,7 +287,7 @@ async function startFakeModel(
   } catch (error) {
     throw new CliError(
       `cannot load the model script ${file}: ${(error as Error).message}`,
-      FailureType.BadConfiguration,
+      CliErrorType.BadConfiguration,
     );
   }
   const scripted = await ScriptedModel.start(scripts, { onProblem: print });
@@ -312,6 +312,6 @@ function deploymentOrUsageError(env: NodeJS.ProcessEnv): WorkerDeployment | unde
   try {
     return deploymentFromEnvironment(env);
   } catch (error) {
-    throw new CliError(`${(error as Error).message} (--deployment-name and --build-id)`, FailureType.UsageError);
+    throw new CliError(`${(error as Error).message} (--deployment-name and --build-id)`, CliErrorType.UsageError);
   }
 }

@@ -7,6 +7,7 @@ import {
   type ToolCallRequest,
   type ToolReview,
   type WorkflowCallResult,
+  undecidedRecords,
 } from '../../runtime';
 import type { LoopContext } from '../loop/loop-context';
 import { waitForDecision } from './decision-wait';
@@ -112,7 +113,7 @@ async function review(
 }
 
 export function undecided(run: Run): ApprovalRecord[] {
-  return run.live.approvals.filter((record) => !record.decision);
+  return undecidedRecords(run.live.approvals);
 }
 
 export function pendingOf(record: ApprovalRecord) {

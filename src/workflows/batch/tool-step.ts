@@ -331,7 +331,7 @@ async function letSignalsIn(batch: ToolBatchResult): Promise<void> {
 }
 
 /** `add, repeat x2`: the batch's tools, for the UI's activity summary and current details. */
-export function toolNames(calls: readonly ToolCallRequest[]): string {
+function toolNames(calls: readonly ToolCallRequest[]): string {
   const counts = new Map<string, number>();
   for (const call of calls) counts.set(call.name, (counts.get(call.name) ?? 0) + 1);
   return [...counts].map(([name, count]) => (count > 1 ? `${name} x${count}` : name)).join(', ');

@@ -7,6 +7,7 @@ import {
   type ApprovalAccepted,
   type CallerOrigin,
   type PendingApproval,
+  isUndecided,
 } from '../../runtime';
 import { decide, pendingOf, undecided } from '../batch/approval-gate';
 import {
@@ -69,7 +70,7 @@ export async function applyDecision(run: Run, payload: unknown, via: 'update' | 
   if ('own' in routed) {
     const { own } = routed;
     for (const record of run.live.approvals)
-      if (record.tool_call_id === own.tool_call_id && !record.decision)
+      if (record.tool_call_id === own.tool_call_id && isUndecided(record))
         decide(run, record, own.approved, own.reason, 'update');
     return { tool_call_id: own.tool_call_id, approved: own.approved };
   }

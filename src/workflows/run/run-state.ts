@@ -22,6 +22,7 @@ import {
   type RunState,
   type UnprocessedMessage,
   DurableRun,
+  isUndecided,
 } from '../../runtime';
 
 /** A message waiting for its turn; `id` lets a `send` update wait for the reply to exactly its message. */
@@ -43,7 +44,7 @@ export interface Run {
 }
 
 /** What a run takes from its input and its agent: the same in every run of a chain. */
-export interface RunSettings {
+interface RunSettings {
   /** The active agent's name. */
   agent: string;
   /** The SelfRef context this run works on: its workflow id (a fork child's id is its fork key). */
@@ -71,7 +72,7 @@ export interface RunSettings {
 }
 
 /** This run's own state and handles: a run continued as new begins them anew. */
-export interface LiveRun {
+interface LiveRun {
   abort: { requested: boolean; reason: string };
   state: RunState;
   phase: CancellationScope | null;
@@ -96,7 +97,7 @@ export interface LiveRun {
 }
 
 /** Caches derived from the durable part, never carried: `refreshDerived` recomputes them. */
-export interface DerivedRun {
+interface DerivedRun {
   /** The SelfRef snapshot of the transcript (null for a run without SelfRef). */
   snapshot: SelfRefSnapshot | null;
   /** The transcript's JSON text and digest for `transcriptPage`, kept while the transcript is this one. */
@@ -216,9 +217,7 @@ export function contextWindow(run: Run): number | null {
 export function reportedState(run: Run): ReportedState {
   if (run.live.state !== 'running') return run.live.state;
   if (run.live.awaitingBudget) return 'awaiting_budget';
-  return run.live.approvals.some((record) => !record.decision) || childPending(run).length > 0
-    ? 'awaiting_approval'
-    : run.live.state;
+  return run.live.approvals.some(isUndecided) || childPending(run).length > 0 ? 'awaiting_approval' : run.live.state;
 }
 
 /** What each running sub-agent reported waiting, by its workflow id (a child that ended is not listed). */
@@ -261,7 +260,7 @@ export function commit(run: Run, mutations: readonly Mutation[]): void {
 }
 
 /** The event log's window: the newest events up to these bounds stay in memory. */
-export const EVENT_WINDOW = { maxEvents: 2000, maxChars: 2_000_000 };
+const EVENT_WINDOW = { maxEvents: 2000, maxChars: 2_000_000 };
 
 /** Event fields added after runs were recorded (spec 7.8's names of durations and errors). */
 const SPEC_NAMED_FIELDS = ['execution_time', 'error_message', 'error_type', 'total_execution_time'];
@@ -353,7 +352,7 @@ export function enqueueMessage(run: Run, content: string): InboxEntry {
 }
 
 /** Bytes of the messages waiting in the inbox. */
-export function queuedBytes(run: Run): number {
+function queuedBytes(run: Run): number {
   return run.durable.inbox.reduce((total, entry) => total + utf8Bytes(entry.content), 0);
 }
 
@@ -391,7 +390,7 @@ export function unprocessedMessages(run: Run): UnprocessedMessage[] {
 const EVENT_TEXT_CHARS = 1024;
 
 /** Text as events keep it: whole when short, else its start and its full length. */
-export function preview(content: string): { content: string; content_chars?: number } {
+function preview(content: string): { content: string; content_chars?: number } {
   return content.length <= EVENT_TEXT_CHARS
     ? { content }
     : { content: content.slice(0, EVENT_TEXT_CHARS), content_chars: content.length };
