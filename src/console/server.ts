@@ -97,7 +97,7 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
   const feeds = new Map<AbortController, Promise<void>>();
   const closedRuns = new ClosedRuns();
   const server: Server = createServer((request, response) => {
-    handle(request, response, options, assets, feeds, closedRuns).catch((error: unknown) => {
+    handle(request, response, { options, assets, feeds, closedRuns }).catch((error: unknown) => {
       options.log?.(`console: ${request.method} ${request.url}: ${(error as Error).message}`);
       if (response.headersSent) response.destroy();
       else send(response, 500, 'text/plain; charset=utf-8', 'the console failed to answer; see its log');
@@ -157,13 +157,18 @@ function html(response: ServerResponse, status: number, page: string, headers = 
   send(response, status, 'text/html; charset=utf-8', page, headers);
 }
 
+/** What the console's requests share: its options, assets, the live feeds open and the runs known to have ended. */
+interface ConsoleState {
+  options: ConsoleOptions;
+  assets: Assets;
+  feeds: Map<AbortController, Promise<void>>;
+  closedRuns: ClosedRuns;
+}
+
 async function handle(
   request: IncomingMessage,
   response: ServerResponse,
-  options: ConsoleOptions,
-  assets: Assets,
-  feeds: Map<AbortController, Promise<void>>,
-  closedRuns: ClosedRuns,
+  { options, assets, feeds, closedRuns }: ConsoleState,
 ): Promise<void> {
   const url = new URL(request.url ?? '/', 'http://console.invalid');
   const path = url.pathname;
@@ -212,7 +217,8 @@ async function handle(
   const live = /^\/runs\/([^/]+)\/live$/.exec(path);
   if (live) {
     const stop = new AbortController();
-    const feed = liveFeed(request, response, options, decodeURIComponent(live[1]!), url, context, stop);
+    const workflowId = decodeURIComponent(live[1]!);
+    const feed = liveFeed(request, response, { options, workflowId, url, context, stop });
     feeds.set(stop, feed);
     return feed.finally(() => feeds.delete(stop));
   }
@@ -399,12 +405,9 @@ async function untilApplied(
 async function liveFeed(
   request: IncomingMessage,
   response: ServerResponse,
-  options: ConsoleOptions,
-  workflowId: string,
-  url: URL,
-  context: PageContext,
-  stop: AbortController,
+  feed: { options: ConsoleOptions; workflowId: string; url: URL; context: PageContext; stop: AbortController },
 ): Promise<void> {
+  const { options, workflowId, url, context, stop } = feed;
   const after = Number(url.searchParams.get('after') ?? 0);
   request.on('close', () => stop.abort());
   response.writeHead(200, {

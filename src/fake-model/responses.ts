@@ -38,12 +38,12 @@ export function writeResponsesEvent(response: ServerResponse, event: { type: str
 
 export async function streamResponse(
   step: FakeReply,
-  model: string,
-  promptTokens: number,
+  request: { model: string; promptTokens: number },
   response: ServerResponse,
   closed: () => boolean,
   record: StreamRecord,
 ): Promise<void> {
+  const { model, promptTokens } = request;
   startStream(response);
   const { send: sendEvent } = faultingEventSender(
     response,

@@ -251,7 +251,14 @@ export class FakeModelServer {
       }
       case 'reply':
         if (record.api === 'responses') {
-          if (body.stream) await streamResponse(step, body.model, record.promptTokens, response, closed, record);
+          if (body.stream)
+            await streamResponse(
+              step,
+              { model: body.model, promptTokens: record.promptTokens },
+              response,
+              closed,
+              record,
+            );
           else {
             await pause(step.firstChunkDelayMs ?? 0);
             if (!closed()) plainResponse(step, body.model, record.promptTokens, response);

@@ -80,7 +80,8 @@ export async function approvalGate(
         ? !(await waitForDecision(label, woke))
         : remaining <= 0 || !(await waitForDecision(label, woke, remaining));
     if (timedOut) {
-      for (const record of undecided(run)) decide(run, record, false, APPROVAL_TIMED_OUT, 'timeout', eventIteration);
+      for (const record of undecided(run))
+        decide(run, record, { approved: false, reason: APPROVAL_TIMED_OUT, by: 'timeout' }, eventIteration);
     }
   }
   if (run.live.abort.requested) return { type: 'aborted' };
@@ -125,11 +126,10 @@ export function pendingOf(record: ApprovalRecord) {
 export function decide(
   run: Run,
   record: ApprovalRecord,
-  approved: boolean,
-  reason: string | undefined,
-  by: 'update' | 'timeout',
+  decision: { approved: boolean; reason: string | undefined; by: 'update' | 'timeout' },
   iteration = run.durable.iteration + 1,
 ): void {
+  const { approved, reason, by } = decision;
   record.decision = { approved, ...(reason !== undefined ? { reason } : {}), by };
   run.live.approvalDecisions += 1;
   emit(

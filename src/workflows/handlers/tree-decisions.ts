@@ -71,7 +71,7 @@ export async function applyDecision(run: Run, payload: unknown, via: 'update' | 
     const { own } = routed;
     for (const record of run.live.approvals)
       if (record.tool_call_id === own.tool_call_id && isUndecided(record))
-        decide(run, record, own.approved, own.reason, 'update');
+        decide(run, record, { approved: own.approved, reason: own.reason, by: 'update' });
     return { tool_call_id: own.tool_call_id, approved: own.approved };
   }
   const { child, decision } = routed;

@@ -123,7 +123,11 @@ export async function compactContext(
       };
       const stop = await affordable(run, estimate);
       if (stop && !run.live.abort.requested) {
-        emit(run, compactionEnd(base, trigger.tokens, plan.stats, calls, usage, 'budget'), iteration);
+        emit(
+          run,
+          compactionEnd(base, { after: trigger.tokens, stats: plan.stats, calls, usage, stoppedBy: 'budget' }),
+          iteration,
+        );
         return stop;
       }
       const reply = await summaryCall(loop, messages, iteration);
@@ -132,7 +136,11 @@ export async function compactContext(
       run.durable.usage = addUsage(run.durable.usage, reply.usage);
       charge(run, reply, estimate.input_tokens);
       if (reply.outcome === 'aborted' || run.live.abort.requested) {
-        emit(run, compactionEnd(base, trigger.tokens, plan.stats, calls, usage, 'abort'), iteration);
+        emit(
+          run,
+          compactionEnd(base, { after: trigger.tokens, stats: plan.stats, calls, usage, stoppedBy: 'abort' }),
+          iteration,
+        );
         return null;
       }
       summary = replyContent(reply);
@@ -141,21 +149,26 @@ export async function compactContext(
   } else messages = plan.messages;
   const after = overhead + messagesTokens(messages, rate);
   if (after >= trigger.tokens || after > limit)
-    throw failure(FailureType.ContextTooLong, cannotFit(trigger, limit, after, overhead, plan.stats, calls));
+    throw failure(FailureType.ContextTooLong, cannotFit(trigger, { limit, after, overhead, stats: plan.stats, calls }));
   commit(run, [{ type: 'ContextReplaceMutation', messages }]);
   run.durable.context.compactions += 1;
   run.durable.context.tokens = after;
-  emit(run, compactionEnd(base, after, plan.stats, calls, usage), iteration);
+  emit(run, compactionEnd(base, { after, stats: plan.stats, calls, usage }), iteration);
   return null;
+}
+
+/** What a compaction did: its size after, what it cut, its summary calls and their usage, what stopped it. */
+interface CompactionOutcome {
+  after: number;
+  stats: CompactionStats;
+  calls: number;
+  usage: TokenUsage | null;
+  stoppedBy?: 'abort' | 'budget';
 }
 
 function compactionEnd(
   base: { reason: 'proactive' | 'reactive'; tokens_before: number; window_tokens: number },
-  after: number,
-  stats: CompactionStats,
-  calls: number,
-  usage: TokenUsage | null,
-  stoppedBy?: 'abort' | 'budget',
+  { after, stats, calls, usage, stoppedBy }: CompactionOutcome,
 ) {
   return {
     event_type: 'context_compaction_end' as const,
@@ -171,11 +184,13 @@ function compactionEnd(
 
 function cannotFit(
   trigger: CompactionTrigger,
-  limit: number,
-  after: number,
-  overhead: number,
-  stats: CompactionStats,
-  calls: number,
+  {
+    limit,
+    after,
+    overhead,
+    stats,
+    calls,
+  }: Omit<CompactionOutcome, 'usage' | 'stoppedBy'> & { limit: number; overhead: number },
 ): string {
   const tried = [
     `cleared ${stats.cleared_tool_results} old tool result(s)`,
