@@ -13,7 +13,7 @@ import type { AgentSpec, ToolDescriptor } from './agent';
 /**
  * Handoffs (`handoffs` in an agent definition, offered as `transfer_to_<agent>` tools): a call switches
  * the run's active agent at the next compile boundary, and the transcript goes on. Pure: the workflow
- * (`workflows/handoffs.ts`) resolves the agent and carries out the switch with what these return.
+ * (`workflows/loop/handoffs.ts`) resolves the agent and carries out the switch with what these return.
  */
 
 /** The agent a tool hands the conversation to, when the tool is a handoff. */
