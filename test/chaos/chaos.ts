@@ -10,7 +10,8 @@ import {
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { abortedCallNote, interruptedMcpMessage } from '../../src/activities/tool-batch';
+import { interruptedMcpMessage } from '../../src/activities/mcp-tool-call';
+import { abortedCallNote } from '../../src/activities/uncertain-effect';
 import { PatchloopClient, type RunHandle } from '../../src/client/patchloop-client';
 import {
   serializeToolResult,
