@@ -166,7 +166,7 @@ const WORKER_FLAG_VARIABLES = {
 } as const;
 
 /** The values of `patchloop worker`'s flags that have a variable (undefined: not given). */
-export type WorkerFlags = Partial<Record<keyof typeof WORKER_FLAG_VARIABLES, string | undefined>>;
+type WorkerFlags = Partial<Record<keyof typeof WORKER_FLAG_VARIABLES, string | undefined>>;
 
 /** What a worker process reads beside `configFromEnvironment`: each from its flag, else its variable. */
 export interface WorkerProcessSettings {

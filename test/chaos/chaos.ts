@@ -274,12 +274,12 @@ const SUBAGENT_TOOL = HELPER_AGENT;
 const CHILD_TASK_PREFIX = 'chaos sub-agent task';
 const CHILD_TASK = /chaos sub-agent task (run\d+\/call_\d+_s\d+)/;
 
-/** The result a non-idempotent MCP call gets when a batch retry finds it unfinished (tool-batch.ts). */
+/** The result a non-idempotent MCP call gets when a batch retry finds it unfinished (activities/mcp-tool-call.ts). */
 export function interruptedMcpContent(tool: string): string {
   return toolStepErrorContent(interruptedMcpMessage(tool, MCP_SERVER));
 }
 
-/** The cancellation of a non-idempotent MCP call still running when its run was aborted (tool-batch.ts). */
+/** The cancellation of a non-idempotent MCP call still running when its run was aborted (activities/mcp-tool-call.ts). */
 function abortedMcpContent(tool: string): string {
   return toolCancelledContent(tool, `chaos abort. ${abortedCallNote(tool, MCP_SERVER)}`);
 }
