@@ -2,9 +2,10 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { AgentRegistry } from '../agents/registry';
 import { carriedFailure, failure, FailureType, type SearchAttributesFact } from '../common';
-import type { AgentSpec, McpServerConfig, ToolDescriptor } from '../runtime';
+import type { AgentSpec } from '../runtime';
 import { startHeartbeat } from './activity-context';
-import { mcpDescriptors, McpStartTimeout, type McpServers } from './mcp-servers';
+import type { McpServers } from './mcp-connections';
+import { mcpToolsAtStart } from './mcp-tool-listing';
 
 /** What the worker knows about its deployment that runs take along in their agent spec. */
 export interface DeploymentFacts {
@@ -68,7 +69,7 @@ export function createDescribeAgent(
     const described = registry.describe(name, defaultModel, facts.modelWindows);
     // The listed tools join the spec, gated and routed as the agent says; a name it gates or routes that
     // neither it nor its servers have fails the run here (non-retryable), as `patchloop mcp tools` reports.
-    const spec = registry.withMcpTools(described, await mcpTools(described, mcp));
+    const spec = registry.withMcpTools(described, await mcpToolsAtStart(described, mcp));
     return {
       ...spec,
       payloads_by_reference: facts.payloadsByReference,
@@ -78,43 +79,4 @@ export function createDescribeAgent(
       search_attributes: await facts.searchAttributes(),
     };
   }
-}
-
-/** Attempts at listing an agent's MCP tools before its run fails (McpServerUnavailable). */
-const MCP_LIST_ATTEMPTS = 3;
-
-/**
- * The tools of the agent's MCP servers, listed now and recorded with the run's spec, so replays and
- * retries offer the same ones. A server that cannot list them fails this attempt; the last attempt
- * fails the run, and so does the first one a server did not start in (its `start_timeout_seconds`
- * passed: another attempt would wait as long again).
- */
-async function mcpTools(spec: AgentSpec, mcp: McpServers | undefined): Promise<ToolDescriptor[]> {
-  if (spec.mcp_servers.length === 0) return [];
-  const attempt = Context.current().info.attempt;
-  try {
-    if (!mcp) throw new Error('this worker has no MCP client');
-    const lists = await Promise.all(
-      spec.mcp_servers.map((server) => mcpServerTools(server, mcp, spec.limits.tool_timeout_seconds)),
-    );
-    return lists.flat();
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    if (error instanceof McpStartTimeout) throw failure(FailureType.McpServerUnavailable, message);
-    throw failure(FailureType.McpServerUnavailable, `${message} (attempt ${attempt} of ${MCP_LIST_ATTEMPTS})`, {
-      retryable: attempt < MCP_LIST_ATTEMPTS,
-    });
-  }
-}
-
-/**
- * One MCP server's tools as the agent offers them (every page, its allow-list, the exposed names): what
- * a run records, and what `patchloop mcp tools` shows. Throws McpServerError naming the server.
- */
-export async function mcpServerTools(
-  server: McpServerConfig,
-  mcp: McpServers,
-  toolTimeoutSeconds: number,
-): Promise<ToolDescriptor[]> {
-  return mcpDescriptors(server, await mcp.listTools(server), toolTimeoutSeconds);
 }

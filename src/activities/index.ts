@@ -2,8 +2,8 @@ import type { AgentRegistry } from '../agents/registry';
 import type { SecretRedactor } from './redact';
 import { awaitAgentRun } from './await-agent-run';
 import { createDescribeAgent } from './describe-agent';
-import { McpServers } from './mcp-servers';
-import { createRelistMcpTools } from './relist-mcp-tools';
+import { McpServers } from './mcp-connections';
+import { createRelistMcpTools } from './mcp-tool-listing';
 import { createLlmPhase, type ChunkSink, type ProviderSettings } from './llm-phase';
 import { createPrepareFunction } from './prepare-function';
 import { RequestCache } from './request-source';
@@ -84,4 +84,4 @@ export function createActivities(settings: ActivitySettings) {
 
 export type Activities = ReturnType<typeof createActivities>;
 export type { ProviderSettings } from './llm-phase';
-export { McpServers } from './mcp-servers';
+export { McpServers } from './mcp-connections';

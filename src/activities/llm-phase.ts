@@ -72,102 +72,159 @@ export function createLlmPhase(
   registry: AgentRegistry,
   chunks?: ChunkSink,
 ) {
-  const clients = providerClients(settings);
-  // The Responses API's reasoning items of this worker's tool-calling replies, sent back next turn.
-  const reasoning = new ReasoningMemory();
-
-  return function llmPhase(input: LlmPhaseInput): Promise<LlmPhaseResult> {
-    return inGenAiSpan('chat', { 'gen_ai.operation.name': 'chat' }, (span) => phase(input, span), SpanKind.CLIENT);
+  const worker: PhaseWorker = {
+    settings,
+    cache,
+    registry,
+    chunks,
+    clients: providerClients(settings),
+    // The Responses API's reasoning items of this worker's tool-calling replies, sent back next turn.
+    reasoning: new ReasoningMemory(),
   };
-
-  async function phase(input: LlmPhaseInput, span: Span): Promise<LlmPhaseResult> {
-    const context = Context.current();
-    const started = Date.now();
-    const publisher = chunkPublisher(chunks, context, input);
-    const stream = new StreamAccumulator(
-      (text) => publisher.chunk(text),
-      (delta) => publisher.argumentsDelta(delta),
+  return function llmPhase(input: LlmPhaseInput): Promise<LlmPhaseResult> {
+    return inGenAiSpan(
+      'chat',
+      { 'gen_ai.operation.name': 'chat' },
+      (span) => phase(worker, input, span),
+      SpanKind.CLIENT,
     );
-    // The heartbeat starts first: loading the request may take a while (a replaying workflow answers
-    // the query), and both liveness and cancellation depend on it. It also tells followers where this
-    // call's tokens stream from (nothing goes to history).
-    // The last failed attempt rides along: when the retry budget runs out while an attempt is in
-    // flight, the server's timeout carries only these details, and the run reports that error.
-    let lastFailure = attemptFailureIn(context.info.heartbeatDetails);
-    const details = () => ({
-      iteration: input.iteration,
-      chars: stream.content.length,
-      ...publisher.announcement,
-      ...(lastFailure ? { last_failure: lastFailure } : {}),
+  };
+}
+
+/** What the LLM phase keeps across calls: the worker's provider and its clients, the request cache. */
+interface PhaseWorker {
+  settings: ProviderSettings;
+  cache: RequestCache;
+  registry: AgentRegistry;
+  chunks: ChunkSink | undefined;
+  clients: ReturnType<typeof providerClients>;
+  reasoning: ReasoningMemory;
+}
+
+/** One attempt of a model call: its input, span and activity context, and what it has read so far. */
+interface PhaseAttempt {
+  worker: PhaseWorker;
+  input: LlmPhaseInput;
+  span: Span;
+  context: Context;
+  started: number;
+  stream: StreamAccumulator;
+  observer: BodyObserver;
+  /** Whether the request went out streamed (unknown until it is written for the wire). */
+  sentStreamed?: boolean;
+}
+
+/** A request the provider answered: the reply, the wire format it went in, and the request's size. */
+interface AnsweredRequest {
+  reply: Reply;
+  api: ProviderApi;
+  requestChars: number;
+}
+
+async function phase(worker: PhaseWorker, input: LlmPhaseInput, span: Span): Promise<LlmPhaseResult> {
+  const context = Context.current();
+  const publisher = chunkPublisher(worker.chunks, context, input);
+  const stream = new StreamAccumulator(
+    (text) => publisher.chunk(text),
+    (delta) => publisher.argumentsDelta(delta),
+  );
+  const attempt: PhaseAttempt = {
+    worker,
+    input,
+    span,
+    context,
+    started: Date.now(),
+    stream,
+    observer: new BodyObserver(),
+  };
+  // The heartbeat starts first: loading the request may take a while (a replaying workflow answers
+  // the query), and both liveness and cancellation depend on it. It also tells followers where this
+  // call's tokens stream from (nothing goes to history).
+  // The last failed attempt rides along: when the retry budget runs out while an attempt is in
+  // flight, the server's timeout carries only these details, and the run reports that error.
+  let lastFailure = attemptFailureIn(context.info.heartbeatDetails);
+  const details = () => ({
+    iteration: input.iteration,
+    chars: stream.content.length,
+    ...publisher.announcement,
+    ...(lastFailure ? { last_failure: lastFailure } : {}),
+  });
+  const stopHeartbeat = startHeartbeat(context, details);
+  let answered: AnsweredRequest;
+  try {
+    answered = await sendRequest(attempt);
+  } catch (error) {
+    // An abort before the first byte throws (APIUserAbortError): that is the abort path, not a failure.
+    if (context.cancellationSignal.aborted)
+      return abortPath(context, publisher, abortedResult(stream, attempt.started, attempt.sentStreamed));
+    const { failure, record } = classifyAttempt(error, lastFailure, {
+      body: attempt.observer.errorBody,
+      serverErrorSeconds: input.server_error_seconds,
     });
-    const stopHeartbeat = startHeartbeat(context, details);
-    const signal = context.cancellationSignal;
-    const workflowId = context.info.workflowExecution?.workflowId ?? '';
-    let reply: Reply;
-    let api: ProviderApi = 'chat_completions';
-    let requestChars = 0;
-    // Whether the request went out streamed (unknown until it is written for the wire).
-    let sentStreamed: boolean | undefined;
-    const observer = new BodyObserver();
-    try {
-      const provider = clients.resolve(input);
-      api = provider.api;
-      const profile = PROVIDER_PROFILES[provider.profile];
-      const client = clients.client(provider);
-      const loaded = await loadCompiledRequest(input, cache);
-      const { request, text } = loaded;
-      requestChars = text?.length ?? (loaded.chars || JSON.stringify(request).length);
-      describeCall(span, provider, loaded, input);
-      if (signal.aborted) throw signal.reason;
-      // One attempt's HTTP timeout stays below the attempt's own start-to-close timeout.
-      const timeout = Math.max(1000, Math.min(settings.timeoutMs, context.info.startToCloseTimeoutMs - 5000));
-      const attemptClient = client.withOptions({ fetch: observer.fetch, timeout });
-      const wire = wireRequest(provider.api, request, text, profile, (full) => reasoning.restore(workflowId, full));
-      sentStreamed = wire.stream;
-      // A summary call that an abort stopped is of no use any more: it ends at once; so is a call the run
-      // asked to stream (an abort interrupts it) that the profile sends plain.
-      const plainSignal = input.purpose === 'compaction' || request.stream ? signal : shutdownOnly(context);
-      reply = await sendWire(attemptClient, wire, { signal, plainSignal }, stream, observer);
-      if (reply.content === '' && reply.toolCalls.length === 0) throw emptyReply(reply.finishReason);
-    } catch (error) {
-      // An abort before the first byte throws (APIUserAbortError): that is the abort path, not a failure.
-      if (signal.aborted) return abortPath(context, publisher, abortedResult(stream, started, sentStreamed));
-      const { failure, record } = classifyAttempt(error, lastFailure, {
-        body: observer.errorBody,
-        serverErrorSeconds: input.server_error_seconds,
-      });
-      publisher.end('failed', { error: failure.type ?? 'Error', retrying: !failure.nonRetryable });
-      lastFailure = record;
-      context.heartbeat(details());
-      throw failure;
-    } finally {
-      stopHeartbeat();
-    }
-    if (!reply.streamed) publisher.chunk(reply.content);
-    publisher.end('completed');
-    // A server that sends no usage (or ignores stream_options) is counted from characters, marked so.
-    const usage = reply.usage ?? estimatedUsage(requestChars, replyChars(reply), CHARS_PER_TOKEN);
-    const result = completedResult({ ...reply, usage }, started);
-    const execution = context.info.workflowExecution;
-    // A summary call's reply is in no later request: not recorded as what follows the held request (the
-    // compacted request after it differs from the held one anyway and is read whole, by digest).
-    if (execution && !input.purpose) cache.replied(runKey(execution), result.mutations);
-    if (api === 'responses') reasoning.remember(workflowId, reply.toolCalls, reply.reasoningDetails);
-    if (result.usage) {
-      span.setAttribute('gen_ai.usage.input_tokens', result.usage.prompt_tokens);
-      span.setAttribute('gen_ai.usage.output_tokens', result.usage.completion_tokens);
-    }
-    if (result.finish_reason) span.setAttribute('gen_ai.response.finish_reasons', [result.finish_reason]);
-    // A typed function's final reply is checked here, where its zod schema lives.
-    if (input.output_check && reply.toolCalls.length === 0)
-      return {
-        ...result,
-        output_check: registry
-          .llmFunction(input.output_check)
-          .checkOutput(reply.content) as LlmPhaseResult['output_check'],
-      };
-    return result;
+    publisher.end('failed', { error: failure.type ?? 'Error', retrying: !failure.nonRetryable });
+    lastFailure = record;
+    context.heartbeat(details());
+    throw failure;
+  } finally {
+    stopHeartbeat();
   }
+  if (!answered.reply.streamed) publisher.chunk(answered.reply.content);
+  publisher.end('completed');
+  return completedPhase(attempt, answered);
+}
+
+/** The request loaded from the workflow, sent as the provider takes it, and its complete reply. */
+async function sendRequest(attempt: PhaseAttempt): Promise<AnsweredRequest> {
+  const { worker, input, context } = attempt;
+  const signal = context.cancellationSignal;
+  const workflowId = context.info.workflowExecution?.workflowId ?? '';
+  const provider = worker.clients.resolve(input);
+  const profile = PROVIDER_PROFILES[provider.profile];
+  const client = worker.clients.client(provider);
+  const loaded = await loadCompiledRequest(input, worker.cache);
+  const { request, text } = loaded;
+  const requestChars = text?.length ?? (loaded.chars || JSON.stringify(request).length);
+  describeCall(attempt.span, provider, loaded, input);
+  if (signal.aborted) throw signal.reason;
+  // One attempt's HTTP timeout stays below the attempt's own start-to-close timeout.
+  const timeout = Math.max(1000, Math.min(worker.settings.timeoutMs, context.info.startToCloseTimeoutMs - 5000));
+  const attemptClient = client.withOptions({ fetch: attempt.observer.fetch, timeout });
+  const wire = wireRequest(provider.api, request, text, profile, (full) => worker.reasoning.restore(workflowId, full));
+  attempt.sentStreamed = wire.stream;
+  // A summary call that an abort stopped is of no use any more: it ends at once; so is a call the run
+  // asked to stream (an abort interrupts it) that the profile sends plain.
+  const plainSignal = input.purpose === 'compaction' || request.stream ? signal : shutdownOnly(context);
+  const reply = await sendWire(attemptClient, wire, { signal, plainSignal }, attempt.stream, attempt.observer);
+  if (reply.content === '' && reply.toolCalls.length === 0) throw emptyReply(reply.finishReason);
+  return { reply, api: provider.api, requestChars };
+}
+
+/** The phase's result from a complete reply: usage (estimated when the server sent none), the span's attributes, a typed function's check. */
+function completedPhase(attempt: PhaseAttempt, { reply, api, requestChars }: AnsweredRequest): LlmPhaseResult {
+  const { worker, input, span, context } = attempt;
+  // A server that sends no usage (or ignores stream_options) is counted from characters, marked so.
+  const usage = reply.usage ?? estimatedUsage(requestChars, replyChars(reply), CHARS_PER_TOKEN);
+  const result = completedResult({ ...reply, usage }, attempt.started);
+  const execution = context.info.workflowExecution;
+  // A summary call's reply is in no later request: not recorded as what follows the held request (the
+  // compacted request after it differs from the held one anyway and is read whole, by digest).
+  if (execution && !input.purpose) worker.cache.replied(runKey(execution), result.mutations);
+  if (api === 'responses')
+    worker.reasoning.remember(execution?.workflowId ?? '', reply.toolCalls, reply.reasoningDetails);
+  if (result.usage) {
+    span.setAttribute('gen_ai.usage.input_tokens', result.usage.prompt_tokens);
+    span.setAttribute('gen_ai.usage.output_tokens', result.usage.completion_tokens);
+  }
+  if (result.finish_reason) span.setAttribute('gen_ai.response.finish_reasons', [result.finish_reason]);
+  // A typed function's final reply is checked here, where its zod schema lives.
+  if (input.output_check && reply.toolCalls.length === 0)
+    return {
+      ...result,
+      output_check: worker.registry
+        .llmFunction(input.output_check)
+        .checkOutput(reply.content) as LlmPhaseResult['output_check'],
+    };
+  return result;
 }
 
 /** The call's span: the provider's profile, the model, and how much of the request crossed from the workflow. */

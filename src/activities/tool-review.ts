@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import { repairToolArguments } from '../context';
 import type { ToolReview, ToolReviewInput } from '../runtime';
 import type { AgentRegistry } from '../agents/registry';
-import { validateArguments } from './tool-batch';
+import { validateArguments } from './tool-call';
 
 /**
  * Before a batch with gated tools runs: which calls wait for a person. Arguments are repaired and

@@ -15,3 +15,15 @@ export function notRepeatable(kind: 'mcp' | 'registered'): string {
     ? 'the server does not mark the tool readOnlyHint or idempotentHint'
     : 'the tool is not marked idempotent';
 }
+
+/**
+ * The note of a call an abort left running, not known to be repeatable (a registered tool's, or an MCP
+ * server's tool's): its cancellation marker and its `tool_call_error` event carry it.
+ */
+export function abortedCallNote(toolName: string, mcpServer?: string): string {
+  return uncertainEffect(
+    mcpServer === undefined
+      ? `Tool '${toolName}' was still running when the run was aborted (it did not stop when told to), and ${notRepeatable('registered')}`
+      : `Tool '${toolName}' (MCP server '${mcpServer}') was still running when the run was aborted (the server was told to cancel it), and ${notRepeatable('mcp')}`,
+  );
+}

@@ -8,8 +8,12 @@ import {
   type McpServerConfig,
   type ToolDescriptor,
   ConfigurationError,
+  gatesMcpTool,
+  mcpGrantOf,
+  mcpServersProblem,
+  mcpToolClash,
+  mcpToolsTooLarge,
   ownToolNames,
-  utf8Bytes,
   agentCallDescriptors,
   withMcpGrant,
   budgetProblem,
@@ -21,9 +25,6 @@ import {
 import type { LlmFunction } from '../functions/define-llm-function';
 import type { Tool } from '../tools/define-tool';
 import { failure, FailureType } from '../common';
-
-/** The most an agent's MCP tool list may take in its spec (JSON bytes). */
-const MAX_MCP_TOOLS_BYTES = 512 * 1024;
 
 /** The agents and tools a worker serves. Checked once, when the worker starts. */
 export class AgentRegistry {
@@ -53,10 +54,8 @@ export class AgentRegistry {
       // With MCP servers, these names may be their tools': checked when a run lists them (withMcpTools).
       const unknown = agent.mcp_servers.length === 0 ? unknownToolNames(agent) : undefined;
       if (unknown) throw new ConfigurationError(unknown);
-      const servers = agent.mcp_servers.map((server) => server.name);
-      const twice = servers.filter((name, index) => servers.indexOf(name) !== index);
-      if (twice.length > 0)
-        throw new ConfigurationError(`agent '${agent.name}': mcp_servers names ${twice.join(', ')} more than once`);
+      const servers = mcpServersProblem(agent);
+      if (servers) throw new ConfigurationError(servers);
       this.agents.set(agent.name, agent);
     }
     for (const agent of this.agents.values()) this.checkAgentCalls(agent);
@@ -182,40 +181,24 @@ export class AgentRegistry {
   mcpGrant(agentName: string, own: readonly string[], listed: readonly ToolDescriptor[]): McpGrant {
     const agent = this.agents.get(agentName);
     if (!agent) throw failure(FailureType.UnknownAgent, `unknown agent '${agentName}'`);
-    const clash = mcpToolClash(agentName, [...own, ...listed.map((tool) => tool.name)]);
-    if (clash) throw failure(FailureType.McpServerUnavailable, clash);
     const names = listed.map((tool) => tool.name);
+    const clash = mcpToolClash(agentName, [...own, ...names]);
+    if (clash) throw failure(FailureType.McpServerUnavailable, clash);
     const unknown = unknownToolNames(agent, names);
     if (unknown) throw failure(FailureType.UnknownAgentTool, unknown);
-    // The list goes into the run's spec, carried by every continue-as-new: it stays far below a payload's limit.
-    const bytes = utf8Bytes(JSON.stringify(listed));
-    if (bytes > MAX_MCP_TOOLS_BYTES)
-      throw failure(
-        FailureType.McpServerUnavailable,
-        `agent '${agentName}': its MCP servers list ${listed.length} tools in ${bytes} bytes, over ${MAX_MCP_TOOLS_BYTES}: narrow them with each server's "tools" allow-list`,
-      );
-    return {
-      mcp_servers: agent.mcp_servers,
-      tools: [...listed],
-      needs_approval: names.filter((name) => agent.needs_approval.includes(name)),
-      tool_task_queues: Object.fromEntries(
-        names.flatMap((name) => (agent.tool_task_queues[name] ? [[name, agent.tool_task_queues[name]]] : [])),
-      ),
-    };
+    const tooLarge = mcpToolsTooLarge(agentName, listed);
+    if (tooLarge) throw failure(FailureType.McpServerUnavailable, tooLarge);
+    return mcpGrantOf(agent, listed);
   }
 
   /**
-   * Where the agent's tools run when not on the workflow's own queue: the tools' own, then the agent's
-   * map; `mcpTools`: the names its MCP servers listed, routed by the map only.
+   * Where the agent's registered tools run when not on the workflow's own queue: the tools' own, then
+   * the agent's map (its MCP tools are routed by the map only, `mcpGrant`).
    */
-  taskQueues(agent: AgentDefinition, mcpTools: readonly string[] = []): Record<string, string> {
+  taskQueues(agent: AgentDefinition): Record<string, string> {
     const queues: Record<string, string> = {};
     for (const name of agent.tools) {
       const queue = agent.tool_task_queues[name] ?? this.tools.get(name)!.taskQueue;
-      if (queue) queues[name] = queue;
-    }
-    for (const name of mcpTools) {
-      const queue = agent.tool_task_queues[name];
       if (queue) queues[name] = queue;
     }
     return queues;
@@ -263,19 +246,10 @@ export class AgentRegistry {
     return this.agents.get(agentName)?.needs_approval.includes(toolName) ?? false;
   }
 
-  /**
-   * Whether the agent's definition gates this MCP tool (by its exposed name): a name of its
-   * `needs_approval` that is none of its registered tools is one its servers listed, or its run would
-   * have failed at its start (`withMcpTools`).
-   */
+  /** Whether the agent's definition gates this MCP tool (by its exposed name, `gatesMcpTool`). */
   gatesMcpTool(agentName: string, toolName: string): boolean {
     const agent = this.agents.get(agentName);
-    return (
-      agent !== undefined &&
-      agent.mcp_servers.length > 0 &&
-      agent.needs_approval.includes(toolName) &&
-      !agent.tools.includes(toolName)
-    );
+    return agent !== undefined && gatesMcpTool(agent, toolName);
   }
 
   /**
@@ -319,14 +293,6 @@ function unknownToolNames(agent: AgentDefinition, mcpTools?: readonly string[]):
   const unrouted = Object.keys(agent.tool_task_queues).filter((name) => !available.includes(name));
   if (unrouted.length > 0) problems.push(`tool_task_queues names ${unrouted.join(', ')}, not ${among} ${listing}`);
   return problems.length > 0 ? `agent '${agent.name}': ${problems.join('; ')}` : undefined;
-}
-
-/** Why an agent's tools cannot all be offered (a name given twice, its own and its MCP servers'), if they cannot. */
-export function mcpToolClash(agentName: string, names: readonly string[]): string | undefined {
-  const clash = names.filter((toolName, index) => names.indexOf(toolName) !== index);
-  return clash.length > 0
-    ? `agent '${agentName}': tool name(s) ${[...new Set(clash)].join(', ')} given twice (set a tool_prefix per MCP server)`
-    : undefined;
 }
 
 /**

@@ -95,7 +95,7 @@ export interface WorkerDeployment {
 }
 
 /** The deployment version the environment names; both variables or neither. */
-export function deploymentFromEnvironment(env: NodeJS.ProcessEnv): WorkerDeployment | undefined {
+function deploymentFromEnvironment(env: NodeJS.ProcessEnv): WorkerDeployment | undefined {
   const name = env['PATCHLOOP_DEPLOYMENT_NAME'] || undefined;
   const buildId = env['PATCHLOOP_BUILD_ID'] || undefined;
   if (name === undefined && buildId === undefined) return undefined;
@@ -151,6 +151,68 @@ export function workerTuningFromEnvironment(env: NodeJS.ProcessEnv): WorkerTunin
   const growing = wholeNumber('PATCHLOOP_HEAP_GROWING_PERCENT', 0, 1000);
   if (growing !== undefined) tuning.heapGrowingPercent = growing;
   return tuning;
+}
+
+/** `patchloop worker`'s flags that an environment variable sets too, and the variable: a flag given wins. */
+const WORKER_FLAG_VARIABLES = {
+  'max-cached-workflows': 'PATCHLOOP_MAX_CACHED_WORKFLOWS',
+  'max-concurrent-workflow-tasks': 'PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS',
+  'max-concurrent-activities': 'PATCHLOOP_MAX_CONCURRENT_ACTIVITIES',
+  'heap-growing-percent': 'PATCHLOOP_HEAP_GROWING_PERCENT',
+  'deployment-name': 'PATCHLOOP_DEPLOYMENT_NAME',
+  'build-id': 'PATCHLOOP_BUILD_ID',
+  'metrics-address': 'PATCHLOOP_METRICS_ADDRESS',
+  'workflow-bundle': 'PATCHLOOP_WORKFLOW_BUNDLE',
+} as const;
+
+/** The values of `patchloop worker`'s flags that have a variable (undefined: not given). */
+type WorkerFlags = Partial<Record<keyof typeof WORKER_FLAG_VARIABLES, string | undefined>>;
+
+/** What a worker process reads beside `configFromEnvironment`: each from its flag, else its variable. */
+export interface WorkerProcessSettings {
+  tuning: WorkerTuning;
+  deployment: WorkerDeployment | undefined;
+  /** `PATCHLOOP_METRICS_ADDRESS`: where the Prometheus exporter listens (HOST:PORT). */
+  metricsAddress: string | undefined;
+  /** `PATCHLOOP_WORKFLOW_BUNDLE`: the file `patchloop bundle` wrote. */
+  workflowBundle: string | undefined;
+}
+
+/**
+ * The worker process's settings, each from its flag, else its variable (`workerTuningFromEnvironment`,
+ * `deploymentFromEnvironment`, `PATCHLOOP_METRICS_ADDRESS`, `PATCHLOOP_WORKFLOW_BUNDLE`). A bad value
+ * throws, naming the flag and its variable.
+ */
+export function workerSettingsFromEnvironment(
+  flags: WorkerFlags,
+  env: NodeJS.ProcessEnv = process.env,
+): WorkerProcessSettings {
+  const given: NodeJS.ProcessEnv = { ...env };
+  for (const [flag, variable] of Object.entries(WORKER_FLAG_VARIABLES))
+    given[variable] = flags[flag as keyof WorkerFlags] ?? env[variable];
+  const flagOf = (variable: string) =>
+    Object.entries(WORKER_FLAG_VARIABLES).find(([, name]) => name === variable)?.[0] ?? variable;
+  return {
+    tuning: reworded(
+      () => workerTuningFromEnvironment(given),
+      (message) => message.replace(/^PATCHLOOP_[A-Z_]+/, (name) => `--${flagOf(name)} (${name})`),
+    ),
+    deployment: reworded(
+      () => deploymentFromEnvironment(given),
+      (message) => `${message} (--deployment-name and --build-id)`,
+    ),
+    metricsAddress: given['PATCHLOOP_METRICS_ADDRESS'],
+    workflowBundle: given['PATCHLOOP_WORKFLOW_BUNDLE'],
+  };
+}
+
+/** The value `read` gives, or its error with the message `reword` makes of it. */
+function reworded<T>(read: () => T, reword: (message: string) => string): T {
+  try {
+    return read();
+  } catch (error) {
+    throw new Error(reword((error as Error).message));
+  }
 }
 
 export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): PatchloopConfig {

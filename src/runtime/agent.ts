@@ -4,7 +4,7 @@ import { sharedSchema } from '../context/shared-schema';
 import { ContextSettings } from './context-settings';
 import { BudgetSettings, NO_BOUNDS } from './budget';
 import { ProviderSelection } from './provider';
-import { MCP_MAX_START_TIMEOUT_SECONDS, MCP_START_TIMEOUT_SECONDS } from './mcp-call-limits';
+import { McpServerConfig, McpToolReference } from './mcp-settings';
 
 /** The default of `llm_server_error_seconds`: five minutes of HTTP 500s without progress end a call. */
 export const DEFAULT_LLM_SERVER_ERROR_SECONDS = 300;
@@ -79,54 +79,6 @@ export const AgentLimits = sharedSchema('runtime/agent#AgentLimits', () =>
 );
 export type AgentLimits = z.infer<typeof AgentLimits>;
 
-/** What every MCP server entry shares: its name, which of its tools the agent sees, and how. */
-const mcpCommon = () => ({
-  /** Names the server in tool markers and error results; unique within the agent. */
-  name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'letters, digits, _ and - (at most 64)'),
-  /** An allow-list of the server's tool names (as the server names them); absent: all of them. */
-  tools: z.array(z.string().min(1)).optional(),
-  /** Prepended to the server's tool names; the result is made provider-safe ([a-zA-Z0-9_-], at most 64). */
-  tool_prefix: z.string().default(''),
-  /**
-   * How long a call of this server's tools may go without an answer or a progress notification (default:
-   * the agent's `tool_timeout_seconds`): each `notifications/progress` starts it anew.
-   */
-  timeout_seconds: z.number().positive().optional(),
-  /** The longest a call may run in all, progress or not (default: ten times `timeout_seconds`). */
-  max_call_seconds: z.number().positive().optional(),
-  /**
-   * How long the server may take to start: a stdio process spawned, or an HTTP session opened, and
-   * `initialize` answered. Past it the server is given up on (a stdio process is stopped) and the
-   * error names it, this limit and its stderr's last lines.
-   */
-  start_timeout_seconds: z.number().positive().max(MCP_MAX_START_TIMEOUT_SECONDS).default(MCP_START_TIMEOUT_SECONDS),
-});
-
-/**
- * An MCP server whose tools an agent offers. Values of `env` and `headers` may name the worker's
- * environment variables as `${VAR}`: they are resolved on the worker, when it connects, and never
- * recorded.
- */
-export const McpServerConfig = sharedSchema('runtime/agent#McpServerConfig', () =>
-  z.union([
-    z.strictObject({
-      ...mcpCommon(),
-      /** A stdio server: the process the worker starts (once, and again when it died). */
-      command: z.string().min(1),
-      args: z.array(z.string()).default([]),
-      env: z.record(z.string(), z.string()).default({}),
-      cwd: z.string().optional(),
-    }),
-    z.strictObject({
-      ...mcpCommon(),
-      /** A streamable HTTP server. */
-      url: z.url(),
-      headers: z.record(z.string(), z.string()).default({}),
-    }),
-  ]),
-);
-export type McpServerConfig = z.infer<typeof McpServerConfig>;
-
 /**
  * Another agent this one may call (`subagents`) or hand the conversation to (`handoffs`): its name, or
  * the name with the tool's name and description the model sees.
@@ -196,22 +148,6 @@ export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () 
 );
 export type AgentDefinition = z.infer<typeof AgentDefinition>;
 export type AgentDefinitionInput = z.input<typeof AgentDefinition>;
-
-/**
- * A tool of an MCP server: the server (by its name in `mcp_servers`), the tool's name there, and whether
- * a call interrupted by a crash may run again (the server marks it `readOnlyHint` or `idempotentHint`).
- */
-export const McpToolReference = sharedSchema('runtime/agent#McpToolReference', () =>
-  z.strictObject({
-    server: z.string(),
-    tool: z.string(),
-    repeatable: z.boolean().optional(),
-    /** The call's limits as recorded (`mcpCallLimits`): the batch enforces these, whatever worker runs it. */
-    idle_seconds: z.number().positive().optional(),
-    total_seconds: z.number().positive().optional(),
-  }),
-);
-export type McpToolReference = z.infer<typeof McpToolReference>;
 
 /** What the model and the prompt need to know about one tool. */
 export const ToolDescriptor = sharedSchema('runtime/agent#ToolDescriptor', () =>

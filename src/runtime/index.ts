@@ -4,8 +4,6 @@ export {
   agentModel,
   AgentSpec,
   DEFAULT_LLM_SERVER_ERROR_SECONDS,
-  McpServerConfig,
-  McpToolReference,
   ToolDescriptor,
 } from './agent';
 export type { AgentDefinitionInput } from './agent';
@@ -43,9 +41,22 @@ export {
 export { AgentRunInput, AgentRunResult, CallerOrigin, failedRunOutcome, UnprocessedMessage } from './run-input';
 export type { AgentRunInputWire, AgentRunOutcome, RunSpending } from './run-input';
 export { addUsage, estimatedUsage, providerUsage, responsesUsage, TokenUsage } from './usage';
-export { MCP_LISTING_ACTIVITY_SECONDS, MCP_LISTING_SECONDS, mcpCallLimits } from './mcp-call-limits';
-export { ownToolNames, withMcpGrant, withoutMcpTools } from './mcp-grant';
-export type { McpGrant } from './mcp-grant';
+export {
+  gatesMcpTool,
+  MCP_LISTING_ACTIVITY_SECONDS,
+  MCP_LISTING_SECONDS,
+  mcpCallLimits,
+  mcpGrantOf,
+  McpServerConfig,
+  mcpServersProblem,
+  mcpToolClash,
+  McpToolReference,
+  mcpToolsTooLarge,
+  ownToolNames,
+  withMcpGrant,
+  withoutMcpTools,
+} from './mcp-settings';
+export type { McpGrant } from './mcp-settings';
 export {
   AwaitingBatch,
   CarriedRun,

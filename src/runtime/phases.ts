@@ -8,7 +8,8 @@ import {
   SummaryPayload,
   type ToolCall,
 } from '../context';
-import { AgentSpec, McpToolReference } from './agent';
+import { AgentSpec } from './agent';
+import { McpToolReference } from './mcp-settings';
 import { ProviderSelection } from './provider';
 import { TokenUsage } from './usage';
 import { sharedSchema } from '../context/shared-schema';

@@ -1,6 +1,7 @@
 import { type BundleOptions, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { getHeapStatistics } from 'node:v8';
 import { createActivities, McpServers, type ProviderSettings } from '../activities';
+import type { SecretRedactor } from '../activities/redact';
 import { bundleInChildProcess } from './bundle';
 import { sourceFile } from './source-file';
 import { redactionInterceptor, workerRedactor } from './redaction';
@@ -236,68 +237,16 @@ export interface PatchloopWorker {
 
 export async function createPatchloopWorker(options: PatchloopWorkerOptions): Promise<PatchloopWorker> {
   const { config } = options;
-  const registry = new AgentRegistry(
-    options.tools ?? exampleTools,
-    options.agents ?? [assistantAgent],
-    options.functions ?? exampleFunctions,
-  );
-  const missingKeys = options.toolsOnly ? [] : missingProviderKeys(registry.definitions, process.env);
-  if (missingKeys.length > 0) throw new ConfigurationError(missingKeys.join('; '));
-  if (options.toolsOnly) {
-    // MCP tools count too: this worker runs their calls with its own connections to the agents' servers.
-    if (registry.routedTo(config.taskQueue).length === 0)
-      throw new ConfigurationError(
-        `no agent routes a tool to task queue '${config.taskQueue}': name it in defineTool({ taskQueue }) or an agent's tool_task_queues`,
-      );
-  }
+  const registry = servedRegistry(options);
   // Before anything listens: a bundle that fails leaves nothing open behind it.
   const workflows = options.toolsOnly ? {} : await workflowCode(options);
-  const namespace = options.workerOptions?.namespace ?? config.namespace;
   const connection = options.connection ?? (await NativeConnection.connect(connectionOptions(config)));
   const closeConnection = async () => {
     if (!options.connection) await connection.close();
   };
-  const check = () => ensureSearchAttributes(connection, namespace, Runtime.instance().logger);
-  const searchAttributes =
-    options.searchAttributes !== undefined || options.toolsOnly
-      ? { available: options.searchAttributes ?? false, registered: [] }
-      : await check().catch(async (error: unknown) => {
-          await closeConnection();
-          throw error;
-        });
-  // Checked again when a run resolves its agent (at most once a minute): a dev server restarted in
-  // memory, or an attribute removed, must not leave runs upserting attributes that no longer exist.
-  let lastCheck = { at: Date.now(), available: searchAttributes.available };
-  const searchAttributesNow = async (): Promise<boolean> => {
-    if (options.searchAttributes !== undefined) return options.searchAttributes;
-    if (Date.now() - lastCheck.at > 60_000) lastCheck = { at: Date.now(), available: (await check()).available };
-    return lastCheck.available;
-  };
+  const searchAttributes = await searchAttributesOf(options, connection).catch(closingFirst([closeConnection]));
   const redactor = workerRedactor(config, registry.definitions);
-  const transport = config.redis
-    ? new RedisChunkTransport(config.redis, { encryption: config.encryption, logger: Runtime.instance().logger })
-    : new ChunkHub();
-  if (transport instanceof RedisChunkTransport) {
-    await transport.connected().catch(async (error: unknown) => {
-      await transport.close();
-      await closeConnection();
-      throw error;
-    });
-  }
-  const closeTransport = async () => {
-    if (transport instanceof RedisChunkTransport) await transport.close();
-  };
-  const tokens = new StreamTokens(config.streamSecret);
-  const stream = await startStreamServer(transport, {
-    port: config.streamPort,
-    host: config.streamHost,
-    tokens,
-    ...(config.streamUrl ? { advertiseUrl: config.streamUrl } : {}),
-  }).catch(async (error: unknown) => {
-    await closeTransport();
-    await closeConnection();
-    throw error;
-  });
+  const streams = await tokenStreams(config, closeConnection);
   const taskQueue = sharedTaskQueue(registry, options, connection);
   // Stdio MCP servers are the worker's child processes: they stop with it.
   const mcp = new McpServers();
@@ -307,28 +256,128 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     defaultModel: config.model,
     modelWindows: config.modelWindows,
     provider: workerProvider(config),
-    chunks: { transport, url: stream.url, tokens },
+    chunks: { transport: streams.transport, url: streams.server.url, tokens: streams.tokens },
     redactor,
     payloadsByReference: config.payloadStorage.kind !== 'off',
     ...(config.payloadStorage.kind !== 'off' ? { payloadThresholdBytes: config.payloadStorage.thresholdBytes } : {}),
-    searchAttributes: searchAttributesNow,
+    searchAttributes: searchAttributes.now,
     sharedQueue: taskQueue.note,
   });
   // Before the workflow threads start, though V8 reads it at every collection anyway.
   const growing = config.workerTuning?.heapGrowingPercent;
   if (growing !== undefined) setHeapGrowingPercent(growing);
-  const worker = await Worker.create({
-    connection,
+  const closeAll = [() => streams.server.close(), streams.closeTransport, () => mcp.close(), closeConnection];
+  const worker = await Worker.create(
+    temporalWorkerOptions(options, {
+      connection,
+      identity: taskQueue.identity,
+      workflows,
+      activities: options.toolsOnly ? { toolBatch: activities.toolBatch } : activities,
+      redactor,
+    }),
+  ).catch(closingFirst(closeAll));
+  if (!options.toolsOnly) await taskQueue.warnIfShared();
+  return {
+    temporal: worker,
+    streamUrl: streams.server.url,
+    searchAttributes: searchAttributes.found,
+    streamToken: (runId) => streams.tokens.tokenFor(runId),
+    run: async () => {
+      try {
+        await worker.run();
+      } finally {
+        await closeInOrder(closeAll);
+      }
+    },
+    shutdown: () => worker.shutdown(),
+  };
+}
+
+/** The agents, tools and functions the worker serves, checked: provider keys, and a tools-only worker's queue. */
+function servedRegistry(options: PatchloopWorkerOptions): AgentRegistry {
+  const registry = new AgentRegistry(
+    options.tools ?? exampleTools,
+    options.agents ?? [assistantAgent],
+    options.functions ?? exampleFunctions,
+  );
+  const missingKeys = options.toolsOnly ? [] : missingProviderKeys(registry.definitions, process.env);
+  if (missingKeys.length > 0) throw new ConfigurationError(missingKeys.join('; '));
+  // MCP tools count too: this worker runs their calls with its own connections to the agents' servers.
+  if (options.toolsOnly && registry.routedTo(options.config.taskQueue).length === 0)
+    throw new ConfigurationError(
+      `no agent routes a tool to task queue '${options.config.taskQueue}': name it in defineTool({ taskQueue }) or an agent's tool_task_queues`,
+    );
+  return registry;
+}
+
+/**
+ * Whether runs keep patchloop's search attributes (`found`, with the ones registered now), and the
+ * answer a run gets when it resolves its agent (`now`): checked again at most once a minute, since a
+ * dev server restarted in memory, or an attribute removed, must not leave runs upserting attributes
+ * that no longer exist.
+ */
+async function searchAttributesOf(options: PatchloopWorkerOptions, connection: NativeConnection) {
+  const namespace = options.workerOptions?.namespace ?? options.config.namespace;
+  const check = () => ensureSearchAttributes(connection, namespace, Runtime.instance().logger);
+  const found =
+    options.searchAttributes !== undefined || options.toolsOnly
+      ? { available: options.searchAttributes ?? false, registered: [] }
+      : await check();
+  let lastCheck = { at: Date.now(), available: found.available };
+  const now = async (): Promise<boolean> => {
+    if (options.searchAttributes !== undefined) return options.searchAttributes;
+    if (Date.now() - lastCheck.at > 60_000) lastCheck = { at: Date.now(), available: (await check()).available };
+    return lastCheck.available;
+  };
+  return { found, now };
+}
+
+/**
+ * Where the worker's token chunks go (Redis Streams, or the worker's own hub) and the endpoint followers
+ * read them from; what a failed start opened is closed, the connection too.
+ */
+async function tokenStreams(config: PatchloopConfig, closeConnection: () => Promise<void>) {
+  const transport = config.redis
+    ? new RedisChunkTransport(config.redis, { encryption: config.encryption, logger: Runtime.instance().logger })
+    : new ChunkHub();
+  if (transport instanceof RedisChunkTransport)
+    await transport.connected().catch(closingFirst([() => transport.close(), closeConnection]));
+  const closeTransport = async () => {
+    if (transport instanceof RedisChunkTransport) await transport.close();
+  };
+  const tokens = new StreamTokens(config.streamSecret);
+  const server = await startStreamServer(transport, {
+    port: config.streamPort,
+    host: config.streamHost,
+    tokens,
+    ...(config.streamUrl ? { advertiseUrl: config.streamUrl } : {}),
+  }).catch(closingFirst([closeTransport, closeConnection]));
+  return { transport, tokens, server, closeTransport };
+}
+
+/** What the Temporal worker is made of besides the options: its parts, opened by `createPatchloopWorker`. */
+interface WorkerParts {
+  connection: NativeConnection;
+  identity: string;
+  workflows: Partial<WorkerOptions>;
+  activities: object;
+  redactor: SecretRedactor;
+}
+
+function temporalWorkerOptions(options: PatchloopWorkerOptions, parts: WorkerParts): WorkerOptions {
+  const { config } = options;
+  return {
+    connection: parts.connection,
     namespace: config.namespace,
     // Payloads over the threshold go by reference; the worker's own client (activities' queries) too.
     dataConverter: patchloopDataConverter(config.payloadStorage, config.encryption),
     taskQueue: config.taskQueue,
-    identity: taskQueue.identity,
-    ...workflows,
-    activities: options.toolsOnly ? { toolBatch: activities.toolBatch } : activities,
+    identity: parts.identity,
+    ...parts.workflows,
+    activities: parts.activities,
     interceptors: {
       ...options.workerOptions?.interceptors,
-      activity: [redactionInterceptor(redactor), ...(options.workerOptions?.interceptors?.activity ?? [])],
+      activity: [redactionInterceptor(parts.redactor), ...(options.workerOptions?.interceptors?.activity ?? [])],
     },
     // Cancels reach an activity only through heartbeat answers, and a tool batch's checkpoint of a call
     // that just finished must reach the server before a crash can lose it: the SDK sends a heartbeat at
@@ -348,29 +397,18 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     ...workerCapacity(config.workerTuning),
     ...(options.tracing ? { plugins: [options.tracing.plugin] } : {}),
     ...withoutInterceptors(options.workerOptions),
-  }).catch(async (error: unknown) => {
-    await stream.close();
-    await closeTransport();
-    await mcp.close();
-    await closeConnection();
+  };
+}
+
+/** Closes each in turn (what a worker opened, in the order it lets go of it). */
+async function closeInOrder(closers: ReadonlyArray<() => Promise<void>>): Promise<void> {
+  for (const close of closers) await close();
+}
+
+/** A start that failed: what was opened before it is closed, then the error goes on. */
+function closingFirst(closers: ReadonlyArray<() => Promise<void>>): (error: unknown) => Promise<never> {
+  return async (error) => {
+    await closeInOrder(closers);
     throw error;
-  });
-  if (!options.toolsOnly) await taskQueue.warnIfShared();
-  return {
-    temporal: worker,
-    streamUrl: stream.url,
-    searchAttributes,
-    streamToken: (runId) => tokens.tokenFor(runId),
-    run: async () => {
-      try {
-        await worker.run();
-      } finally {
-        await stream.close();
-        await closeTransport();
-        await mcp.close();
-        await closeConnection();
-      }
-    },
-    shutdown: () => worker.shutdown(),
   };
 }

@@ -1,7 +1,7 @@
 import { LevelLogger } from './level-logger';
 import type { LogLevel, LogMetadata, Logger } from '@temporalio/common';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
-import { mcpSecretVariables } from '../activities/mcp-servers';
+import { mcpSecretVariables } from '../activities/mcp-connections';
 import { SecretRedactor } from '../activities/redact';
 import type { PatchloopConfig } from '../config/environment';
 import type { AgentDefinition } from '../runtime';

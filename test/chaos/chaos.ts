@@ -10,7 +10,8 @@ import {
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { abortedCallNote, interruptedMcpMessage } from '../../src/activities/tool-batch';
+import { interruptedMcpMessage } from '../../src/activities/mcp-tool-call';
+import { abortedCallNote } from '../../src/activities/uncertain-effect';
 import { PatchloopClient, type RunHandle } from '../../src/client/patchloop-client';
 import {
   serializeToolResult,
@@ -273,12 +274,12 @@ const SUBAGENT_TOOL = HELPER_AGENT;
 const CHILD_TASK_PREFIX = 'chaos sub-agent task';
 const CHILD_TASK = /chaos sub-agent task (run\d+\/call_\d+_s\d+)/;
 
-/** The result a non-idempotent MCP call gets when a batch retry finds it unfinished (tool-batch.ts). */
+/** The result a non-idempotent MCP call gets when a batch retry finds it unfinished (activities/mcp-tool-call.ts). */
 export function interruptedMcpContent(tool: string): string {
   return toolStepErrorContent(interruptedMcpMessage(tool, MCP_SERVER));
 }
 
-/** The cancellation of a non-idempotent MCP call still running when its run was aborted (tool-batch.ts). */
+/** The cancellation of a non-idempotent MCP call still running when its run was aborted (activities/mcp-tool-call.ts). */
 function abortedMcpContent(tool: string): string {
   return toolCancelledContent(tool, `chaos abort. ${abortedCallNote(tool, MCP_SERVER)}`);
 }
@@ -1355,7 +1356,7 @@ function transcriptProblems(
   const calls = model.sentCalls.get(key) ?? new Map<string, SentCall>();
   const aborted = result.status === 'aborted';
   for (const [position, message] of transcript.entries()) {
-    const problem = messageProblem(message, position === transcript.length - 1, aborted, texts, calls, transcript);
+    const problem = messageProblem(message, position === transcript.length - 1, aborted, { texts, calls, transcript });
     if (problem) {
       valid = false;
       problems.push(problem);
@@ -1513,10 +1514,9 @@ function messageProblem(
   message: Message,
   last: boolean,
   aborted: boolean,
-  texts: Set<string>,
-  calls: Map<string, SentCall>,
-  transcript: Message[],
+  sent: { texts: Set<string>; calls: Map<string, SentCall>; transcript: Message[] },
 ): string | null {
+  const { texts, calls, transcript } = sent;
   const role = message['role'];
   if (role === 'assistant') {
     const toolCalls = message['tool_calls'] as

@@ -252,7 +252,8 @@ describe('real MCP servers', () => {
 
   it('a server that does not start within its start_timeout_seconds fails the run at once, naming the server, the limit and its last stderr lines; its process is stopped', async () => {
     world = await startWorld({
-      agents: [agent([pythonMcpServer({ start_timeout_seconds: 3, env: { PY_MCP_START_DELAY: '3600' } })])],
+      // Long enough for Python to start and say so on a loaded machine (under a load of 8 it took over 3 s).
+      agents: [agent([pythonMcpServer({ start_timeout_seconds: 15, env: { PY_MCP_START_DELAY: '3600' } })])],
       fake: { script: [reply('never')] },
     });
     const started = Date.now();
@@ -262,7 +263,7 @@ describe('real MCP servers', () => {
     expect((error as RunFailedError).type).toBe('McpServerUnavailable');
     const message = (error as RunFailedError).causeMessage;
     expect(message).toMatch(
-      /^resolving the agent failed: MCP server 'python' did not start within its start_timeout_seconds, 3 s \(stderr: python-tools: warming up for 3600 s \| python-tools: pid \d+\)$/,
+      /^resolving the agent failed: MCP server 'python' did not start within its start_timeout_seconds, 15 s \(stderr: python-tools: warming up for 3600 s \| python-tools: pid \d+\)$/,
     );
     // Not tried again: another attempt would wait as long, and fail the same way.
     expect(describeAgentAttempts(await run.workflow.fetchHistory())).toEqual([1]);

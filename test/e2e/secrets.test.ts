@@ -10,7 +10,7 @@ import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import { AgentRegistry } from '../../src/agents/registry';
 import type { AgentDefinitionInput } from '../../src/runtime';
-import { listAgentsMcpTools } from '../../src/worker/mcp-listing';
+import { listAgentsMcpTools } from '../../src/worker/mcp-tools-report';
 import { workerProcesses } from '../support/worker-process';
 
 const cleanups: Array<() => Promise<void> | void> = [];

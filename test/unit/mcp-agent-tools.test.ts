@@ -3,7 +3,8 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createDescribeAgent } from '../../src/activities/describe-agent';
-import { mcpDescriptors, type McpServers, type McpToolListing } from '../../src/activities/mcp-servers';
+import type { McpServers, McpToolListing } from '../../src/activities/mcp-connections';
+import { mcpDescriptors } from '../../src/activities/mcp-tool-listing';
 import { createReviewToolCalls } from '../../src/activities/tool-review';
 import { AgentRegistry } from '../../src/agents/registry';
 import {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { exposedToolName, mcpDescriptors, readMcpResult, repeatable } from '../../src/activities/mcp-servers';
+import { readMcpResult } from '../../src/activities/mcp-tool-call';
+import { exposedToolName, mcpDescriptors, repeatable } from '../../src/activities/mcp-tool-listing';
 import { mcpCallLimits } from '../../src/runtime';
 import { AgentDefinition } from '../../src/runtime';
 

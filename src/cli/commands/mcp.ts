@@ -9,11 +9,11 @@ import { parseCommand } from '../arguments';
 import { agentsFromFile } from '../agents-file';
 import { CliError, UsageError } from '../errors';
 import { MCP_SYNTAX } from '../syntax';
-import { listAgentsMcpTools, type AgentListing } from '../../worker/mcp-listing';
+import { listAgentsMcpTools, type AgentListing } from '../../worker/mcp-tools-report';
 
 /**
  * `patchloop mcp tools [--agents FILE] [agent]`: what each agent gets from its MCP servers, listed as a
- * run's start lists them (`worker/mcp-listing.ts`). No Temporal server.
+ * run's start lists them (`worker/mcp-tools-report.ts`). No Temporal server.
  */
 export async function mcpCommand(args: string[], print: (line: string) => void): Promise<undefined> {
   const { values, positionals } = parseCommand(args, MCP_SYNTAX);

@@ -1,15 +1,14 @@
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { readFile } from 'node:fs/promises';
-import { AgentDefinition, agentModel, isConfigurationError } from '../../runtime';
+import { AgentDefinition, agentModel, isConfigurationError, type AgentDefinitionInput } from '../../runtime';
 import { CliErrorType } from '../../common/cli-error-types';
 import {
   configFromEnvironment,
   withOfflineModel,
   connectionOptions,
-  deploymentFromEnvironment,
-  workerTuningFromEnvironment,
+  workerSettingsFromEnvironment,
   type PatchloopConfig,
-  type WorkerDeployment,
+  type WorkerProcessSettings,
 } from '../../config/environment';
 import { createPatchloopWorker, workerCapacity, workerRedactor } from '../../worker/create-worker';
 import { readBundleFile } from '../../worker/bundle-file';
@@ -39,26 +38,69 @@ import { WORKER_SYNTAX } from '../syntax';
  */
 export async function workerCommand(args: string[], print: (line: string) => void): Promise<undefined> {
   const { values } = parseCommand(args, WORKER_SYNTAX);
+  const setup = await workerSetup(values);
+  const workerLog = installRuntime(setup, values.verbose === true);
+  const { metricsAddress } = setup.settings;
+  const stopHeapGauges = metricsAddress ? startHeapGauges(Runtime.instance().metricMeter) : undefined;
+  const stopWatchingParent = process.env['npm_lifecycle_event'] ? stopWithWrapper(print) : undefined;
+  const tools = [...exampleTools, ...(await loadTools(values.tools ?? []))];
+  const bundle = await workflowBundleOf(setup);
+  const connection = await connectWorker(setup.environment);
+  workerLog.watchConnection(connection);
+  const fakeModel = values['fake-model'];
+  const fake = fakeModel === undefined ? undefined : await startFakeModel(fakeModel, print);
+  const config = fake ? withOfflineModel(setup.environment, fake.url, fake.model) : setup.environment;
+  const tracing = tracingFromEnvironment();
+  try {
+    const worker = await createPatchloopWorker({
+      connection,
+      config,
+      agents: setup.agents,
+      tools,
+      toolsOnly: setup.toolsOnly,
+      ...(bundle.workflowBundle ? { workflowBundle: bundle.workflowBundle } : {}),
+      ...(tracing ? { tracing } : {}),
+    }).catch(configurationError);
+    if (worker.searchAttributes.registered.length > 0)
+      print(
+        `registered search attributes ${worker.searchAttributes.registered.join(', ')} on namespace ${config.namespace}`,
+      );
+    print(startLine(setup, { config, bundleNote: bundle.note, model: fake?.description }));
+    await worker.run();
+    print('worker stopped');
+  } finally {
+    stopWatchingParent?.();
+    stopHeapGauges?.();
+    await connection.close();
+    await fake?.close();
+    await tracing?.shutdown();
+  }
+  return undefined;
+}
+
+type WorkerValues = ReturnType<typeof parseCommand<(typeof WORKER_SYNTAX)['options']>>['values'];
+
+/** What `patchloop worker` was asked for, checked before anything starts. */
+interface WorkerSetup {
+  /** The environment's settings with the flags' in place. */
+  environment: PatchloopConfig;
+  settings: WorkerProcessSettings;
+  heapGrowingPercent: number;
+  agents: AgentDefinitionInput[];
+  definitions: AgentDefinition[];
+  toolsOnly: boolean;
+}
+
+/** The settings (flags over their variables), the agents, and a provider unless the worker needs none. */
+async function workerSetup(values: WorkerValues): Promise<WorkerSetup> {
   const base = configFromEnvironment();
-  // Flags win over their environment variables (PATCHLOOP_MAX_CACHED_WORKFLOWS, ...).
-  const tuning = tuningOrUsageError({
-    PATCHLOOP_MAX_CACHED_WORKFLOWS: values['max-cached-workflows'] ?? process.env['PATCHLOOP_MAX_CACHED_WORKFLOWS'],
-    PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS:
-      values['max-concurrent-workflow-tasks'] ?? process.env['PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS'],
-    PATCHLOOP_MAX_CONCURRENT_ACTIVITIES:
-      values['max-concurrent-activities'] ?? process.env['PATCHLOOP_MAX_CONCURRENT_ACTIVITIES'],
-    PATCHLOOP_HEAP_GROWING_PERCENT: values['heap-growing-percent'] ?? process.env['PATCHLOOP_HEAP_GROWING_PERCENT'],
-  });
+  const settings = settingsOrUsageError(values);
   // This process is the worker's alone: its heaps grow less than V8's default lets them.
-  const heapGrowingPercent = tuning.heapGrowingPercent ?? WORKER_HEAP_GROWING_PERCENT;
-  const deployment = deploymentOrUsageError({
-    PATCHLOOP_DEPLOYMENT_NAME: values['deployment-name'] ?? process.env['PATCHLOOP_DEPLOYMENT_NAME'],
-    PATCHLOOP_BUILD_ID: values['build-id'] ?? process.env['PATCHLOOP_BUILD_ID'],
-  });
+  const heapGrowingPercent = settings.tuning.heapGrowingPercent ?? WORKER_HEAP_GROWING_PERCENT;
   const environment = {
     ...base,
-    deployment,
-    workerTuning: { ...tuning, heapGrowingPercent },
+    deployment: settings.deployment,
+    workerTuning: { ...settings.tuning, heapGrowingPercent },
     ...(values['task-queue'] ? { taskQueue: values['task-queue'] } : {}),
   };
   const toolsOnly = values['tools-only'] === true;
@@ -70,10 +112,9 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   // Agents that all name their own server need none from the environment.
   const everyAgentHasServer = definitions.every((agent) => agent.provider?.base_url !== undefined);
   // --fake-model alone: the demo's model; --fake-model FILE: the model scripts in FILE.
-  const fakeModel = values['fake-model'];
   if (
     !toolsOnly &&
-    fakeModel === undefined &&
+    values['fake-model'] === undefined &&
     !environment.openaiApiKey &&
     !environment.openaiBaseUrl &&
     !everyAgentHasServer
@@ -82,13 +123,21 @@ export async function workerCommand(args: string[], print: (line: string) => voi
       "no model provider configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for another OpenAI-compatible provider), name a provider.base_url in every agent, or start 'npx patchloop worker --fake-model' for the offline scripted model the demo uses",
       CliErrorType.NoProvider,
     );
-  // Worker log lines (activity failures among them) pass through the same redaction as failures, the keys
-  // the agents' providers read among them. Quiet by default: one line per problem (Core's lines
-  // included); INFO (webpack's bundle statistics among it) and whole failures with --verbose.
-  const metricsAddress = values['metrics-address'] ?? process.env['PATCHLOOP_METRICS_ADDRESS'];
+  return { environment, settings, heapGrowingPercent, agents, definitions, toolsOnly };
+}
+
+/**
+ * The runtime's logger and telemetry. Worker log lines (activity failures among them) pass through the
+ * same redaction as failures, the keys the agents' providers read among them. Quiet by default: one
+ * line per problem (Core's lines included); INFO (webpack's bundle statistics among it) and whole
+ * failures with --verbose.
+ */
+function installRuntime(setup: WorkerSetup, verbose: boolean): WorkerLog {
+  const { environment, definitions } = setup;
+  const { metricsAddress } = setup.settings;
   const workerLog = new WorkerLog(
-    new RedactingLogger(new DefaultLogger(values.verbose ? 'INFO' : 'WARN'), workerRedactor(environment, definitions)),
-    { address: environment.temporalAddress, verbose: values.verbose === true },
+    new RedactingLogger(new DefaultLogger(verbose ? 'INFO' : 'WARN'), workerRedactor(environment, definitions)),
+    { address: environment.temporalAddress, verbose },
   );
   Runtime.install({
     logger: workerLog,
@@ -97,64 +146,46 @@ export async function workerCommand(args: string[], print: (line: string) => voi
       ...(metricsAddress ? metricsOrUsageError(metricsAddress) : {}),
     },
   });
-  const stopHeapGauges = metricsAddress ? startHeapGauges(Runtime.instance().metricMeter) : undefined;
-  const stopWatchingParent = process.env['npm_lifecycle_event'] ? stopWithWrapper(print) : undefined;
-  const tools = [...exampleTools, ...(await loadTools(values.tools ?? []))];
-  const bundleFile = toolsOnly ? undefined : (values['workflow-bundle'] ?? process.env['PATCHLOOP_WORKFLOW_BUNDLE']);
-  const loaded = bundleFile ? await readBundleFile(bundleFile).catch(configurationError) : undefined;
-  // A bundle without the tracing plugin's workflow interceptors would silently lose the workflow spans.
-  const workflowBundle =
-    loaded && (loaded.identity.tracing || !tracingConfigured()) ? { code: loaded.code } : undefined;
-  const bundleNote = !bundleFile
-    ? ''
-    : workflowBundle
-      ? `workflows from ${bundleFile}; `
-      : `workflows bundled at start (${bundleFile} was built without tracing, which this worker has); `;
-  const connection = await connectWorker(environment);
-  workerLog.watchConnection(connection);
-  const fake = fakeModel === undefined ? undefined : await startFakeModel(fakeModel, print);
-  const config = fake ? withOfflineModel(environment, fake.url, fake.model) : environment;
-  const tracing = tracingFromEnvironment();
-  try {
-    const worker = await createPatchloopWorker({
-      connection,
-      config,
-      agents,
-      tools,
-      toolsOnly,
-      ...(workflowBundle ? { workflowBundle } : {}),
-      ...(tracing ? { tracing } : {}),
-    }).catch(configurationError);
-    if (worker.searchAttributes.registered.length > 0)
-      print(
-        `registered search attributes ${worker.searchAttributes.registered.join(', ')} on namespace ${config.namespace}`,
-      );
-    print(
-      `worker polling task queue '${config.taskQueue}' on ${config.temporalAddress} (namespace ${config.namespace}); ` +
-        `agents: ${agents.map((agent) => agent.name).join(', ')}; ` +
-        (deployment
-          ? `deployment '${deployment.name}' build '${deployment.buildId}' (runs pinned to their build; run chains and sessions move at continue-as-new); `
-          : 'unversioned; ') +
-        `caches up to ${String(workerCapacity(tuning).maxCachedWorkflows)} runs; ` +
-        `heap growing ${heapGrowingPercent === 0 ? "at V8's own rate" : `${heapGrowingPercent}%`}; ` +
-        bundleNote +
-        (metricsAddress ? `metrics on http://${metricsAddress}/metrics; ` : '') +
-        (toolsOnly
-          ? 'tools only (no workflows, no model calls)'
-          : fake
-            ? `model: ${fake.description}`
-            : providerNote(definitions, config)),
-    );
-    await worker.run();
-    print('worker stopped');
-  } finally {
-    stopWatchingParent?.();
-    stopHeapGauges?.();
-    await connection.close();
-    await fake?.close();
-    await tracing?.shutdown();
-  }
-  return undefined;
+  return workerLog;
+}
+
+/**
+ * The workflow code `--workflow-bundle` names, and what the start line says of it. A bundle without the
+ * tracing plugin's workflow interceptors would silently lose the workflow spans: the worker then bundles
+ * at start.
+ */
+async function workflowBundleOf(setup: WorkerSetup): Promise<{ workflowBundle?: { code: string }; note: string }> {
+  const file = setup.toolsOnly ? undefined : setup.settings.workflowBundle;
+  if (!file) return { note: '' };
+  const loaded = await readBundleFile(file).catch(configurationError);
+  if (loaded.identity.tracing || !tracingConfigured())
+    return { workflowBundle: { code: loaded.code }, note: `workflows from ${file}; ` };
+  return { note: `workflows bundled at start (${file} was built without tracing, which this worker has); ` };
+}
+
+/** The line a started worker prints: where it polls, what it serves, and how. */
+function startLine(
+  setup: WorkerSetup,
+  { config, bundleNote, model }: { config: PatchloopConfig; bundleNote: string; model: string | undefined },
+): string {
+  const { deployment, metricsAddress, tuning } = setup.settings;
+  const { heapGrowingPercent } = setup;
+  return (
+    `worker polling task queue '${config.taskQueue}' on ${config.temporalAddress} (namespace ${config.namespace}); ` +
+    `agents: ${setup.agents.map((agent) => agent.name).join(', ')}; ` +
+    (deployment
+      ? `deployment '${deployment.name}' build '${deployment.buildId}' (runs pinned to their build; run chains and sessions move at continue-as-new); `
+      : 'unversioned; ') +
+    `caches up to ${String(workerCapacity(tuning).maxCachedWorkflows)} runs; ` +
+    `heap growing ${heapGrowingPercent === 0 ? "at V8's own rate" : `${heapGrowingPercent}%`}; ` +
+    bundleNote +
+    (metricsAddress ? `metrics on http://${metricsAddress}/metrics; ` : '') +
+    (setup.toolsOnly
+      ? 'tools only (no workflows, no model calls)'
+      : model !== undefined
+        ? `model: ${model}`
+        : providerNote(setup.definitions, config))
+  );
 }
 
 /**
@@ -205,20 +236,12 @@ function metricsOrUsageError(address: string) {
   }
 }
 
-const TUNING_FLAGS: Record<string, string> = {
-  PATCHLOOP_MAX_CACHED_WORKFLOWS: '--max-cached-workflows',
-  PATCHLOOP_MAX_CONCURRENT_WORKFLOW_TASKS: '--max-concurrent-workflow-tasks',
-  PATCHLOOP_MAX_CONCURRENT_ACTIVITIES: '--max-concurrent-activities',
-  PATCHLOOP_HEAP_GROWING_PERCENT: '--heap-growing-percent',
-};
-
-/** The tuning, or a usage error naming both the flag and its variable. */
-function tuningOrUsageError(env: NodeJS.ProcessEnv) {
+/** The worker's settings, or a usage error naming the flag and its variable. */
+function settingsOrUsageError(values: WorkerValues): WorkerProcessSettings {
   try {
-    return workerTuningFromEnvironment(env);
+    return workerSettingsFromEnvironment(values);
   } catch (error) {
-    const message = (error as Error).message.replace(/^PATCHLOOP_[A-Z_]+/, (name) => `${TUNING_FLAGS[name]} (${name})`);
-    throw new CliError(message, CliErrorType.UsageError);
+    throw new CliError((error as Error).message, CliErrorType.UsageError);
   }
 }
 
@@ -304,14 +327,5 @@ async function connectWorker(config: PatchloopConfig): Promise<NativeConnection>
     return await NativeConnection.connect(connectionOptions(config));
   } catch (error) {
     throw temporalUnreachable(config.temporalAddress, error);
-  }
-}
-
-/** `--deployment-name` and `--build-id` (or their variables): both, or neither. */
-function deploymentOrUsageError(env: NodeJS.ProcessEnv): WorkerDeployment | undefined {
-  try {
-    return deploymentFromEnvironment(env);
-  } catch (error) {
-    throw new CliError(`${(error as Error).message} (--deployment-name and --build-id)`, CliErrorType.UsageError);
   }
 }

@@ -1,11 +1,17 @@
-import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JsonObject } from '../context';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { MCP_LISTING_SECONDS, mcpCallLimits, type McpServerConfig, type ToolDescriptor } from '../runtime';
+import type { JsonObject } from '../context';
+import { MCP_LISTING_SECONDS, type McpServerConfig } from '../runtime';
+
+/*
+ * The worker's connections to MCP servers (`McpServers`): stdio processes and HTTP sessions, started
+ * within their `start_timeout_seconds`, listed page by page, called, reopened when lost, closed with
+ * the worker; `${VAR}` values resolved from the worker's environment, here only. What a run lists is
+ * in `mcp-tool-listing.ts`, what a call gives the model in `mcp-tool-call.ts` (docs/mcp.md).
+ */
 
 /** What an MCP server says about one of its tools (the fields patchloop uses). */
 export interface McpToolListing {
@@ -51,6 +57,7 @@ export function mcpSecretVariables(server: McpServerConfig): string[] {
   const values = Object.values('command' in server ? server.env : server.headers);
   return [...new Set(values.flatMap((value) => [...value.matchAll(VARIABLE_REFERENCE)].map((match) => match[1]!)))];
 }
+
 /** A listing is bounded: a server that pages on and on is refused, not followed (a run records its tools). */
 const MAX_LIST_PAGES = 50;
 const MAX_LISTED_TOOLS = 1000;
@@ -263,53 +270,6 @@ export type McpContent =
   | { type: 'resource_link'; uri: string; name: string; description?: string; mimeType?: string }
   | { type: 'resource'; resource: { uri: string; mimeType?: string; text?: string; blob?: string } };
 
-/** The exposed name of a server's tool: prefix plus name, with what providers refuse replaced, at most 64. */
-export function exposedToolName(server: Pick<McpServerConfig, 'tool_prefix'>, tool: string): string {
-  return `${server.tool_prefix}${tool}`.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 64);
-}
-
-/**
- * The descriptors of a server's tools the agent offers (its allow-list), marked with the server; their
- * `timeout_seconds` is a call's longest run in all (`mcpCallLimits`) after the longest start of its
- * server (a call may have to start it), for the batch's timeout.
- */
-export function mcpDescriptors(
-  server: McpServerConfig,
-  tools: readonly McpToolListing[],
-  toolTimeoutSeconds: number,
-): ToolDescriptor[] {
-  const allowed = server.tools === undefined ? tools : tools.filter((tool) => server.tools!.includes(tool.name));
-  const missing = (server.tools ?? []).filter((name) => !tools.some((tool) => tool.name === name));
-  if (missing.length > 0)
-    throw new McpServerError(
-      `MCP server '${server.name}' has no tool(s) ${missing.join(', ')} (it lists: ${tools.map((tool) => tool.name).join(', ') || 'none'})`,
-    );
-  const { idleSeconds, totalSeconds } = mcpCallLimits(server, toolTimeoutSeconds);
-  return allowed.map((tool) => ({
-    name: exposedToolName(server, tool.name),
-    description: tool.description ?? '',
-    parameters: tool.inputSchema as JsonObject,
-    best_practices: [],
-    timeout_seconds: server.start_timeout_seconds + totalSeconds,
-    mcp: {
-      server: server.name,
-      tool: tool.name,
-      repeatable: repeatable(tool),
-      idle_seconds: idleSeconds,
-      total_seconds: totalSeconds,
-    },
-  }));
-}
-
-/**
- * Whether a call interrupted by a crash may be sent again: only when the server says the tool changes
- * nothing (`readOnlyHint`) or that a repeated call has no further effect (`idempotentHint`). Hints are
- * the server's claims; without them a call is assumed to have effects that must not happen twice.
- */
-export function repeatable(tool: Pick<McpToolListing, 'annotations'>): boolean {
-  return tool.annotations?.readOnlyHint === true || tool.annotations?.idempotentHint === true;
-}
-
 /** Whether an HTTP server answered that it no longer knows the session (it restarted): safe to send again. */
 function sessionGone(error: unknown): boolean {
   return (
@@ -325,52 +285,4 @@ function reason(error: unknown, connection: Connection): string {
 /** A stdio server's last lines on stderr (why it would not start, or died), for an error message. */
 function stderrTail(connection: Connection): string {
   return connection.stderr.length > 0 ? ` (stderr: ${connection.stderr.slice(-STDERR_SHOWN).join(' | ')})` : '';
-}
-
-/**
- * What the model receives for a call's result: text parts joined, resources as readable text, and
- * structured content as JSON text after them; images (if any) separately, for the multimodal path.
- * A text part that is the structured content serialized (which the MCP spec asks servers to add for
- * clients that read only text) is that content once, not twice. `isError` marks a result the model
- * must see as the tool's error.
- */
-export function readMcpResult(result: McpCallResult): { text: string; images: string[]; isError: boolean } {
-  const texts: string[] = [];
-  const images: string[] = [];
-  const structured = result.structuredContent;
-  let structuredShown = false;
-  for (const item of result.content ?? []) {
-    if (item.type === 'text') {
-      const copy: boolean = structured !== undefined && !structuredShown && serializes(item.text, structured);
-      texts.push(copy ? JSON.stringify(structured) : item.text);
-      structuredShown ||= copy;
-    } else if (item.type === 'image') images.push(`data:${item.mimeType};base64,${item.data}`);
-    else texts.push(readableContent(item));
-  }
-  if (structured !== undefined && !structuredShown) texts.push(JSON.stringify(structured));
-  return { text: texts.join('\n'), images, isError: result.isError === true };
-}
-
-/** A content part other than text and images, as readable text (binary left out, with its size). */
-function readableContent(item: Exclude<McpContent, { type: 'text' } | { type: 'image' }>): string {
-  if (item.type === 'audio')
-    return `[audio (${item.mimeType}), ${Math.floor((item.data.length * 3) / 4)} bytes, not shown]`;
-  if (item.type === 'resource_link')
-    return `[resource link: ${item.name} <${item.uri}>${item.mimeType ? ` (${item.mimeType})` : ''}${item.description ? `: ${item.description}` : ''}]`;
-  if (item.type === 'resource') {
-    const { uri, mimeType, text, blob } = item.resource;
-    return text !== undefined
-      ? `[resource <${uri}>${mimeType ? ` (${mimeType})` : ''}]\n${text}`
-      : `[resource <${uri}>${mimeType ? ` (${mimeType})` : ''}: ${Math.floor(((blob ?? '').length * 3) / 4)} bytes of binary data, not shown]`;
-  }
-  return `[unsupported content: ${JSON.stringify(item).slice(0, 200)}]`;
-}
-
-/** Whether a text part is the structured content serialized (any spacing, key order or number form). */
-function serializes(text: string, structured: unknown): boolean {
-  try {
-    return isDeepStrictEqual(JSON.parse(text), structured);
-  } catch {
-    return false;
-  }
 }

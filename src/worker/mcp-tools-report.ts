@@ -1,15 +1,15 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { mcpServerTools } from '../activities/describe-agent';
-import { McpServers } from '../activities/mcp-servers';
+import { McpServers } from '../activities/mcp-connections';
+import { mcpServerTools } from '../activities/mcp-tool-listing';
 import type { SecretRedactor } from '../activities/redact';
-import { mcpToolClash, type AgentRegistry } from '../agents/registry';
+import type { AgentRegistry } from '../agents/registry';
 import { FailureType } from '../common/failure-types';
-import { ownToolNames, type AgentSpec, type ToolDescriptor } from '../runtime';
+import { mcpToolClash, ownToolNames, type AgentSpec, type ToolDescriptor } from '../runtime';
 import { workerRedactor } from './redaction';
 
 /** A tool as the model sees it (its name, description and parameters), and where it comes from. */
-export type ListedTool = Pick<ToolDescriptor, 'name' | 'description' | 'parameters' | 'mcp'>;
-export type ServerListing =
+type ListedTool = Pick<ToolDescriptor, 'name' | 'description' | 'parameters' | 'mcp'>;
+type ServerListing =
   { server: string; tools: ListedTool[] } | { server: string; error: { type: FailureType; message: string } };
 export interface AgentListing {
   agent: string;
@@ -24,7 +24,7 @@ export interface AgentListing {
 
 /**
  * What a worker serving `registry` would offer the named agents from their MCP servers, listed and
- * checked the way a run's start does (`mcpServerTools` of `describeAgent`, `registry.withMcpTools`): per
+ * checked the way a run's start does (`mcpServerTools`, `registry.withMcpTools`): per
  * server its tools or why it failed (McpServerUnavailable), and why the agent would fail with them. For
  * `patchloop mcp tools`; every connection is closed after.
  */
