@@ -135,6 +135,16 @@ const layerZones = Object.entries(layers).flatMap(([layer, allowed]) =>
     })),
 );
 
+/**
+ * What the tests, the benchmarks and the scripts share lives in support/ (or in src/testing.ts when users
+ * need it too): benchmarks, scripts and that shared code never reach into test/.
+ */
+const testZones = ['./bench', './scripts', './support'].map((target) => ({
+  target,
+  from: './test',
+  message: 'Only tests import test/: move what is shared to support/ (or src/testing.ts).',
+}));
+
 export default tseslint.config(
   {
     ignores: [
@@ -155,7 +165,9 @@ export default tseslint.config(
     // Probe files of the lint tests are not in tsconfig: they get a default project.
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ['src/*/probe.ts', 'test/*/probe.ts'] },
+        projectService: {
+          allowDefaultProject: ['src/*/probe.ts', 'test/*/probe.ts'],
+        },
         tsconfigRootDir: import.meta.dirname,
       },
     },
@@ -166,7 +178,7 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       'import-x/no-cycle': 'error',
-      'import-x/no-restricted-paths': ['error', { zones: layerZones }],
+      'import-x/no-restricted-paths': ['error', { zones: [...layerZones, ...testZones] }],
     },
   },
   {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import type { Responder } from '../../src/fake-model/server';
 import { DEFAULT_BUDGET_LIMITS } from '../../src/runtime';
-import { repositoryRoot, testVenv } from '../support/reference';
+import { repositoryRoot, testVenv } from '../../support/repository';
 import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
 

@@ -9,7 +9,7 @@ import type { AgentDefinitionInput } from '../../src/runtime';
 import { defineTool, type Tool } from '../../src/tools/define-tool';
 import { clientOn, startWorld, temporalAddress, temporalCli, type TestWorld } from '../support/temporal';
 import { awaitingApproval, eventually, recordCarriedState, recordHistory } from '../support/wait';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+import { spawnWorker, type WorkerProcess } from '../../support/worker-process';
 
 /** Tools that count what really ran: a payment (gated) and a lookup (not gated). */
 function bank() {

@@ -3,7 +3,7 @@ import { validateToolLinkage } from '../../src/context';
 import type { RunHandle } from '../../src/client/patchloop-client';
 import { DEFAULT_BUDGET_LIMITS, type AgentRunResult, type BudgetOverride } from '../../src/runtime';
 import { callTools, reply, toolCall } from '../../src/fake-model/steps';
-import { pageReader } from '../support/context-model';
+import { pageReader } from '../../support/context-model';
 import { tools } from '../support/context-tools';
 import { listedWorkflows, startWorld, temporalCli, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';

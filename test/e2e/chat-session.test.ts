@@ -7,7 +7,7 @@ import type { Responder } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { nextRequestQuery } from '../../src/common/definitions';
 import { NO_BOUNDS, SESSION_SCHEMA_VERSION } from '../../src/runtime';
-import { repositoryRoot } from '../support/reference';
+import { repositoryRoot } from '../../support/repository';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { callsFinished, eventually, recordCarriedState, recordHistory, replyReceived } from '../support/wait';
 

@@ -13,11 +13,11 @@ import { startDevServer, type DevServer } from '../../src/worker/temporal-cli';
 import { PatchloopClient } from '../../src/client/patchloop-client';
 import { listedWorkflows, startWorld, type TestWorld } from '../support/temporal';
 import { runCli } from '../support/cli';
-import { cliEntry } from '../support/compiled';
-import { repositoryRoot } from '../support/reference';
+import { cliEntry } from '../../support/compiled';
+import { repositoryRoot } from '../../support/repository';
 import { onTerminal } from '../support/terminal';
 import { eventually, recordHistory } from '../support/wait';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+import { spawnWorker, type WorkerProcess } from '../../support/worker-process';
 
 /**
  * The CLI says what is happening (issue 35, parts 4 and 5): waits without a worker, Ctrl-C, commands on

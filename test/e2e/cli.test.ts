@@ -6,9 +6,9 @@ import { freePort } from '../../src/worker/free-port';
 import { afterEach, describe, expect, it } from 'vitest';
 import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import { startWorld, type TestWorld } from '../support/temporal';
-import { listServerTools } from '../support/mcp-servers';
+import { listServerTools } from '../../support/mcp-servers';
 import { runCli, startCliWorker } from '../support/cli';
-import { repositoryRoot } from '../support/reference';
+import { repositoryRoot } from '../../support/repository';
 import { eventually } from '../support/wait';
 
 let world: TestWorld | undefined;

@@ -10,12 +10,12 @@ import type { AgentDefinitionInput } from '../../src/runtime';
 import { addTool, waitTool } from '../../src/tools/examples';
 import { LIST_STATUSES } from '../../src/cli/syntax';
 import { parseKey } from '../../src/config/environment';
-import { scriptsByAgent } from '../support/agent-scripts';
-import { launchBrowser } from '../support/browser';
+import { scriptsByAgent } from '../../support/agent-scripts';
+import { launchBrowser } from '../../support/browser';
 import { runCli } from '../support/cli';
 import { occurrencesInDatabase } from '../support/database';
 import { clientOn, startWorld, type TestWorld } from '../support/temporal';
-import { spawnWorker } from '../support/worker-process';
+import { spawnWorker } from '../../support/worker-process';
 import { awaitingApproval, eventOf, eventually } from '../support/wait';
 
 /**

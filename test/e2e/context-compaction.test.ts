@@ -4,14 +4,14 @@ import { RunFailedError, type RunHandle } from '../../src/client/patchloop-clien
 import { validateToolLinkage, type Message } from '../../src/context';
 import { FakeModelServer } from '../../src/fake-model/server';
 import type { RunEvent } from '../../src/runtime';
-import { isSummaryCall, lastPageRead, pageReader, sevenFieldSummary } from '../support/context-model';
+import { isSummaryCall, lastPageRead, pageReader, sevenFieldSummary } from '../../support/context-model';
 import type { ChatRequestBody } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { SESSION_SCHEMA_VERSION } from '../../src/runtime';
 import { pageText, tools } from '../support/context-tools';
 import { clientOn, startWorld, temporalAddress, type TestWorld } from '../support/temporal';
 import { eventOf, eventually, recordCarriedState, recordHistory } from '../support/wait';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+import { spawnWorker, type WorkerProcess } from '../../support/worker-process';
 
 const WINDOW = 12_000;
 const TASK = 'Read the report, one page per call, and tell me how many pages you read.';

@@ -12,9 +12,9 @@ import type { Responder } from '../../src/fake-model/server';
 import type { AgentDefinitionInput, RunEvent, StreamEvent } from '../../src/runtime';
 import { defineTool } from '../../src/tools/define-tool';
 import { addTool, waitTool } from '../../src/tools/examples';
-import { scriptsByAgent } from '../support/agent-scripts';
+import { scriptsByAgent } from '../../support/agent-scripts';
 import { tools as pageTools } from '../support/context-tools';
-import { isSummaryCall, pageReader } from '../support/context-model';
+import { isSummaryCall, pageReader } from '../../support/context-model';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { awaitingApproval, eventOf } from '../support/wait';
 

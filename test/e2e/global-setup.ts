@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../../src/worker/temporal-cli';
 import { freePort } from '../../src/worker/free-port';
-import { freshCompiledCli, writeSharedBundle } from '../support/compiled';
-import { startRedis, type RedisServer } from '../support/redis';
+import { freshCompiledCli, writeSharedBundle } from '../../support/compiled';
+import { startRedis, type RedisServer } from '../../support/redis';
 
 declare module 'vitest' {
   export interface ProvidedContext {

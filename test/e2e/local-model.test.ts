@@ -7,7 +7,7 @@ import { RunFailedError } from '../../src/client/patchloop-client';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { addTool } from '../../src/tools/examples';
 import { startLiteLlm, startLlamaServer, type LocalServer } from '../support/local-model';
-import { everythingEntry, everythingStdio, listServerTools } from '../support/mcp-servers';
+import { everythingEntry, everythingStdio, listServerTools } from '../../support/mcp-servers';
 import { RecordingProxy } from '../support/recording-proxy';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { replyReceived } from '../support/wait';

@@ -9,7 +9,7 @@ import { callTools, reply } from '../../src/fake-model/steps';
 import { rejectedCallContent, type AgentDefinitionInput } from '../../src/runtime';
 import { createPatchloopWorker } from '../../src/worker/create-worker';
 import { runCli } from '../support/cli';
-import { everythingLauncher, filesystemServerBin, toolMessages } from '../support/mcp-servers';
+import { everythingLauncher, filesystemServerBin, toolMessages } from '../../support/mcp-servers';
 import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
 import { awaitingApproval } from '../support/wait';
 

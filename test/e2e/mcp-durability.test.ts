@@ -17,12 +17,12 @@ import {
   offeredTools,
   startEverythingHttp,
   toolMessages,
-} from '../support/mcp-servers';
+} from '../../support/mcp-servers';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { eventually, recordHistory } from '../support/wait';
 import { historyText } from '../support/history-text';
 import { freePort } from '../../src/worker/free-port';
-import { workerProcesses } from '../support/worker-process';
+import { workerProcesses } from '../support/worker-processes';
 
 // Real servers nobody on the project wrote: server-everything, server-filesystem and one written with
 // Python's `mcp` package (FastMCP).

@@ -13,7 +13,7 @@ import {
   pythonMcpServer,
   pythonWithMcp,
   toolMessages,
-} from '../support/mcp-servers';
+} from '../../support/mcp-servers';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
 

@@ -15,7 +15,7 @@ import {
   offeredTools,
   startEverythingHttp,
   toolMessages,
-} from '../support/mcp-servers';
+} from '../../support/mcp-servers';
 import { runCli } from '../support/cli';
 import { eventually } from '../support/wait';
 import { callTools, reply } from '../../src/fake-model/steps';

@@ -9,10 +9,10 @@ import { reply } from '../../src/fake-model/steps';
 import type { RunHandle } from '../../src/client/patchloop-client';
 import { NO_BOUNDS, type AgentRunResult } from '../../src/runtime';
 import { transcriptPageQuery } from '../../src/common';
-import { pageReader } from '../support/context-model';
+import { pageReader } from '../../support/context-model';
 import { pageText, tools } from '../support/context-tools';
 import { startMoto, type MotoS3 } from '../support/moto';
-import { repositoryRoot, testVenv } from '../support/reference';
+import { repositoryRoot, testVenv } from '../../support/repository';
 import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
 
 /**

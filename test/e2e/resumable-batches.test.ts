@@ -6,7 +6,7 @@ import { callTools, reply } from '../../src/fake-model/steps';
 import type { RunHandle } from '../../src/client/patchloop-client';
 import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
 import { addTool } from '../../src/tools/examples';
-import { startSideEffectServer } from '../support/side-effects';
+import { startSideEffectServer } from '../../support/side-effects';
 import { sideEffectWorld } from '../support/side-effect-world';
 import { tools as sideEffectTools } from '../support/side-effect-tools';
 import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';

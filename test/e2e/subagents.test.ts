@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { validateToolLinkage } from '../../src/context';
 import { callTools, failWith, reply, toolCall as call, withUsage as usage } from '../../src/fake-model/steps';
 import { digestText, type AgentDefinitionInput, type RunEvent } from '../../src/runtime';
-import { scriptsByAgent } from '../support/agent-scripts';
+import { scriptsByAgent } from '../../support/agent-scripts';
 import { listedWorkflows, startWorld, type TestWorld } from '../support/temporal';
 import { runCli } from '../support/cli';
 import { eventOf, eventually, recordHistory, startedChild } from '../support/wait';

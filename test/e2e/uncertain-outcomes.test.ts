@@ -5,8 +5,8 @@ import { toolCancelledContent, toolStepErrorContent, validateToolLinkage, type M
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { RunEvent } from '../../src/runtime';
 import { defineTool } from '../../src/tools/define-tool';
-import { pythonMcpServer } from '../support/mcp-servers';
-import { startSideEffectServer, type SideEffect } from '../support/side-effects';
+import { pythonMcpServer } from '../../support/mcp-servers';
+import { startSideEffectServer, type SideEffect } from '../../support/side-effects';
 import { startWorld, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
 
