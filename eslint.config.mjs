@@ -189,8 +189,12 @@ export default tseslint.config(
   // node:test's test() returns a promise its runner owns (awaiting it at top level would run the
   // file's after() hooks early).
   { files: ['examples/**/*.test.ts'], rules: { '@typescript-eslint/no-floating-promises': 'off' } },
-  // Tests use Python's line-boundary control characters on purpose.
-  { files: ['test/**/*.ts'], rules: { 'no-control-regex': 'off' } },
+  // Tests use Python's line-boundary control characters on purpose; a Vitest fixture that needs no
+  // other fixture says so with an empty pattern, `({}, ...)` (Vitest reads the first parameter's names).
+  {
+    files: ['test/**/*.ts'],
+    rules: { 'no-control-regex': 'off', 'no-empty-pattern': ['error', { allowObjectPatternsAsParameters: true }] },
+  },
   { files: ['src/context/**/*.ts', 'src/runtime/**/*.ts'], rules: pureRestrictions },
   {
     files: ['src/workflows/**/*.ts'],
