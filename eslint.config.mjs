@@ -142,6 +142,16 @@ const layerZones = Object.entries(layers).flatMap(([layer, allowed]) =>
     })),
 );
 
+/**
+ * What the tests, the benchmarks and the scripts share lives in support/ (or in src/testing.ts when users
+ * need it too): benchmarks, scripts and that shared code never reach into test/.
+ */
+const testZones = ['./bench', './scripts', './support'].map((target) => ({
+  target,
+  from: './test',
+  message: 'Only tests import test/: move what is shared to support/ (or src/testing.ts).',
+}));
+
 export default tseslint.config(
   {
     ignores: [
@@ -162,7 +172,9 @@ export default tseslint.config(
     // Probe files of the lint tests are not in tsconfig: they get a default project.
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ['src/*/probe.ts', 'test/*/probe.ts'] },
+        projectService: {
+          allowDefaultProject: ['src/*/probe.ts', 'test/*/probe.ts'],
+        },
         tsconfigRootDir: import.meta.dirname,
       },
     },
@@ -173,7 +185,7 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       'import-x/no-cycle': 'error',
-      'import-x/no-restricted-paths': ['error', { zones: layerZones }],
+      'import-x/no-restricted-paths': ['error', { zones: [...layerZones, ...testZones] }],
       // Beyond five, an options object: a call then names what it passes.
       '@typescript-eslint/max-params': ['error', { max: 5 }],
     },
@@ -190,8 +202,12 @@ export default tseslint.config(
   // node:test's test() returns a promise its runner owns (awaiting it at top level would run the
   // file's after() hooks early).
   { files: ['examples/**/*.test.ts'], rules: { '@typescript-eslint/no-floating-promises': 'off' } },
-  // Tests use Python's line-boundary control characters on purpose.
-  { files: ['test/**/*.ts'], rules: { 'no-control-regex': 'off' } },
+  // Tests use Python's line-boundary control characters on purpose; a Vitest fixture that needs no
+  // other fixture says so with an empty pattern, `({}, ...)` (Vitest reads the first parameter's names).
+  {
+    files: ['test/**/*.ts'],
+    rules: { 'no-control-regex': 'off', 'no-empty-pattern': ['error', { allowObjectPatternsAsParameters: true }] },
+  },
   { files: ['src/context/**/*.ts', 'src/runtime/**/*.ts'], rules: pureRestrictions },
   {
     files: ['src/workflows/**/*.ts'],

@@ -19,7 +19,7 @@ import { FakeModelServer, type Responder } from '../src/fake-model/server';
 import { callTools, reply } from '../src/fake-model/steps';
 import { freePort } from '../src/worker/free-port';
 import { startDevServer } from '../src/worker/temporal-cli';
-import { spawnWorker } from '../test/support/worker-process';
+import { spawnWorker } from '../support/worker-process';
 import { percentile, table } from './report';
 
 const LEVELS = (process.env['BENCH_CONCURRENCY'] ?? '100,500,1000').split(',').map(Number);

@@ -13,7 +13,7 @@ import type { ChatRequestBody } from '../src/fake-model/server';
 import { callTools, reply } from '../src/fake-model/steps';
 import { addTool, waitTool } from '../src/tools/examples';
 import type { Page } from 'playwright-core';
-import { launchBrowser } from '../test/support/browser';
+import { launchBrowser } from '../support/browser';
 import { median, table } from './report';
 import { startBenchWorld } from './world';
 

@@ -26,7 +26,7 @@ import OpenAI from 'openai';
 import { z } from 'zod';
 import type { PayloadStorageSettings } from '../src/config/environment';
 import { promptTokens, type ChatRequestBody, type Responder } from '../src/fake-model/server';
-import { isSummaryCall, sevenFieldSummary } from '../test/support/context-model';
+import { isSummaryCall, sevenFieldSummary } from '../support/context-model';
 import { callTools, reply, type FakeStep } from '../src/fake-model/steps';
 import { defineTool } from '../src/tools/define-tool';
 import { exampleTools } from '../src/tools/examples';

@@ -9,7 +9,7 @@ import type { Responder } from '../src/fake-model/server';
 import type { StreamEvent } from '../src/streaming/chunk';
 import { readChunks } from '../src/streaming/chunk-client';
 import { percentile, table } from './report';
-import { startRedis } from '../test/support/redis';
+import { startRedis } from '../support/redis';
 import { startBenchWorld } from './world';
 
 const RUNS = 20;

@@ -1,5 +1,5 @@
 /**
- * `npm run chaos [-- --runs N --seed S]`: the seeded chaos run of test/chaos/chaos.ts at full size,
+ * `npm run chaos [-- --runs N --seed S]`: the seeded chaos run of support/chaos.ts at full size,
  * printing its table. Exits 1 when any run is not settled, valid, complete and unduplicated, a
  * finished side-effecting call ran twice, a call of the non-idempotent MCP tool was executed twice on
  * its server, an MCP server process outlived its worker, or a sub-agent call's child has a problem (not
@@ -11,8 +11,8 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runChaos } from '../test/chaos/chaos';
-import { cliEntry, writeSharedBundle } from '../test/support/compiled';
+import { runChaos } from '../support/chaos';
+import { cliEntry, writeSharedBundle } from '../support/compiled';
 
 async function main(): Promise<number> {
   const { values } = parseArgs({

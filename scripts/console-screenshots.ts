@@ -20,8 +20,8 @@ import { addTool, waitTool } from '../src/tools/examples';
 import { createPatchloopWorker } from '../src/worker/create-worker';
 import { freePort } from '../src/worker/free-port';
 import { startDevServer } from '../src/worker/temporal-cli';
-import { scriptsByAgent } from '../test/support/agent-scripts';
-import { launchBrowser } from '../test/support/browser';
+import { scriptsByAgent } from '../support/agent-scripts';
+import { launchBrowser } from '../support/browser';
 
 const TOKEN = 'screenshots-only-token-0123456789';
 const prices = { input_per_million: 0.15, output_per_million: 0.6 };

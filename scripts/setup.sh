@@ -4,7 +4,7 @@
 # (tests and benchmarks) adds the reference implementation for the
 # differential tests and side-by-side benchmarks, moto's S3 API server for the payload-storage tests
 # and Temporal's Python SDK (with its S3 driver for External Storage) for the any-language tests, and
-# Python's MCP SDK (`mcp`) for the test's Python MCP server (test/support/python_mcp_server.py); with
+# Python's MCP SDK (`mcp`) for the test's Python MCP server (support/python_mcp_server.py); with
 # apt-get, docker-compose and redis-server; and, built once per machine outside the clone, the real
 # local model server the provider tests use (scripts/setup-local-model.sh: llama-cpp-python with
 # SmolLM2-135M, and LiteLLM).

@@ -26,12 +26,27 @@ for (const project of projects) {
       seconds: (file.endTime - file.startTime) / 1000,
     });
 }
+// CPU seconds of each end-to-end file (its process and the processes it waited for) and of the dev
+// server, from .test-results/cpu.tsv (test/support/cpu-time.ts): what a loaded machine does not inflate.
+const cpu = new Map();
+if (existsSync('.test-results/cpu.tsv'))
+  for (const line of readFileSync('.test-results/cpu.tsv', 'utf8').trim().split('\n')) {
+    const [name, seconds] = line.split('\t');
+    cpu.set(name, (cpu.get(name) ?? 0) + Number(seconds));
+  }
+const cpuOf = (name) => (cpu.has(name) ? cpu.get(name).toFixed(1) : '');
 files.sort((a, b) => b.seconds - a.seconds);
-console.log('\nper file (seconds, tests):');
+console.log('\nper file (seconds, tests, CPU seconds):');
 for (const file of files)
   console.log(
-    `${file.seconds.toFixed(1).padStart(7)} ${String(file.tests).padStart(4)}  ${file.project.padEnd(9)} ${file.name}`,
+    `${file.seconds.toFixed(1).padStart(7)} ${String(file.tests).padStart(4)} ${cpuOf(file.name).padStart(7)}  ${file.project.padEnd(9)} ${file.name}`,
   );
+if (cpu.has('temporal dev server')) console.log(`the e2e dev servers: ${cpuOf('temporal dev server')} CPU seconds`);
+const tests = [...cpu].filter(([name]) => name.includes(' > ')).sort((a, b) => b[1] - a[1]);
+if (tests.length > 0) {
+  console.log('\nthe tests that took the most CPU (seconds):');
+  for (const [name, seconds] of tests.slice(0, 10)) console.log(`${seconds.toFixed(1).padStart(7)}  ${name}`);
+}
 if (existsSync('.test-results/phases.tsv')) {
   console.log('\nphases (wall seconds):');
   for (const line of readFileSync('.test-results/phases.tsv', 'utf8').trim().split('\n')) {

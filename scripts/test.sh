@@ -6,7 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
 mkdir -p .test-results
-rm -f .test-results/*.json .test-results/phases.tsv
+rm -f .test-results/*.json .test-results/phases.tsv .test-results/cpu.tsv
 phase() { echo -e "$1\t$2" >> .test-results/phases.tsv; }
 started=$SECONDS
 
@@ -31,6 +31,8 @@ if [ $checks -ne 0 ]; then
 fi
 [ $unit -eq 0 ] || { node scripts/test-summary.mjs unit; exit 1; }
 
+# Each e2e file's CPU time (test/support/cpu-time.ts), for the summary.
+export PATCHLOOP_TEST_CPU_FILE="$PWD/.test-results/cpu.tsv"
 mark=$SECONDS
 npx vitest run --project e2e --reporter=default --reporter=json --outputFile.json=.test-results/e2e.json
 phase 'e2e, files in parallel' $((SECONDS - mark))

@@ -17,7 +17,7 @@ import { FakeModelServer } from '../src/fake-model/server';
 import { createPatchloopWorker } from '../src/worker/create-worker';
 import { freePort } from '../src/worker/free-port';
 import { startDevServer } from '../src/worker/temporal-cli';
-import { chromiumPath } from '../test/support/browser';
+import { chromiumPath } from '../support/browser';
 
 /** Asynchronous: the worker runs in this process and must answer the UI's queries meanwhile. */
 async function screenshot(url: string, file: string): Promise<void> {

@@ -1,21 +1,17 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { validateToolLinkage } from '../../src/context';
 import { z } from 'zod';
 import { callTools } from '../../src/fake-model/steps';
 import { defineTool } from '../../src/tools/define-tool';
 import { addTool } from '../../src/tools/examples';
-import { startWorld, type TestWorld } from '../support/temporal';
 import { callsFinished, eventOf, recordHistory, replyReceived } from '../support/wait';
 
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
-
 describe('abort signal', () => {
-  it('while streaming: keeps the partial text with the truncation marker, closes the stream, ends within ~2 s', async () => {
-    world = await startWorld({
+  it('while streaming: keeps the partial text with the truncation marker, closes the stream, ends within ~2 s', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: { script: [{ kind: 'hang', chunks: ['Transformers ', 'are '], chunkDelayMs: 50 }] },
     });
     const run = await world.client.start({ agent: 'assistant', input: 'explain transformers' });
@@ -48,7 +44,9 @@ describe('abort signal', () => {
     await recordHistory(run, 'abort-while-streaming');
   });
 
-  it('during a parallel batch: the finished call keeps its result, the running one is cancelled, the transcript is valid', async () => {
+  it('during a parallel batch: the finished call keeps its result, the running one is cancelled, the transcript is valid', async ({
+    startWorld,
+  }) => {
     const stoppedAt: number[] = [];
     const probe = defineTool({
       name: 'wait',
@@ -64,7 +62,7 @@ describe('abort signal', () => {
           });
         }),
     });
-    world = await startWorld({
+    const world = await startWorld({
       tools: [addTool, probe],
       agents: [{ name: 'assistant', instructions: 'test', tools: ['add', 'wait'] }],
       fake: {
@@ -114,8 +112,8 @@ describe('abort signal', () => {
     await recordHistory(run, 'abort-during-batch');
   });
 
-  it('between phases: no further call is made and the bare marker is committed', async () => {
-    world = await startWorld({
+  it('between phases: no further call is made and the bare marker is committed', async ({ startWorld }) => {
+    const world = await startWorld({
       fake: { script: [callTools([{ id: 'c1', name: 'wait', arguments: '{"seconds": 0.5}' }])] },
     });
     const run = await world.client.start({ agent: 'assistant', input: 'wait' });
@@ -130,8 +128,8 @@ describe('abort signal', () => {
     expect(world.fake.requests).toHaveLength(1);
   });
 
-  it('an abort after the end changes nothing', async () => {
-    world = await startWorld({
+  it('an abort after the end changes nothing', async ({ startWorld }) => {
+    const world = await startWorld({
       fake: {
         script: [
           callTools([{ id: 'c1', name: 'add', arguments: '{"a": 1, "b": 1}' }]),

@@ -1,11 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { z } from 'zod';
 import { RunFailedError } from '../../src/client/patchloop-client';
 import { toolStepErrorContent, validateToolLinkage, type Message } from '../../src/context';
 import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import { defineTool } from '../../src/tools/define-tool';
 import { repeatTool } from '../../src/tools/examples';
-import { startWorld, type TestWorld } from '../support/temporal';
 import { eventOf, recordHistory } from '../support/wait';
 
 /** What zod itself produces for a tool's input, minus the `$schema` marker. */
@@ -23,15 +23,9 @@ function expectEveryCallAnsweredOnce(transcript: Message[]): void {
   expect([...results].sort()).toEqual([...ids].sort());
 }
 
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
-
 describe('agentRun on a real dev server', () => {
-  it('runs a tool and answers: transcript, usage and the exact requests the model received', async () => {
-    world = await startWorld({
+  it('runs a tool and answers: transcript, usage and the exact requests the model received', async ({ startWorld }) => {
+    const world = await startWorld({
       fake: {
         script: [
           callTools([{ id: 'call_1', name: 'add', arguments: '{"a": 2, "b": 3}' }], {
@@ -76,8 +70,10 @@ describe('agentRun on a real dev server', () => {
     await recordHistory(run, 'tool-happy-path');
   });
 
-  it('runs a parallel batch concurrently and commits results in declared order, not completion order', async () => {
-    world = await startWorld({
+  it('runs a parallel batch concurrently and commits results in declared order, not completion order', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: {
         script: [
           callTools([
@@ -104,8 +100,8 @@ describe('agentRun on a real dev server', () => {
     await recordHistory(run, 'parallel-batch');
   });
 
-  it('folds a user message sent mid-run into the next compile boundary', async () => {
-    world = await startWorld({
+  it('folds a user message sent mid-run into the next compile boundary', async ({ startWorld }) => {
+    const world = await startWorld({
       fake: {
         script: [callTools([{ id: 'call_1', name: 'wait', arguments: '{"seconds": 1.5}' }]), reply('ok, and hi')],
       },
@@ -125,8 +121,8 @@ describe('agentRun on a real dev server', () => {
     await recordHistory(run, 'user-message');
   });
 
-  it('does not drop a message that arrives while the model writes its final answer', async () => {
-    world = await startWorld({
+  it('does not drop a message that arrives while the model writes its final answer', async ({ startWorld }) => {
+    const world = await startWorld({
       fake: { script: [reply(['first ', 'answer'], { chunkDelayMs: 400 }), reply('second answer')] },
     });
     const run = await world.client.start({ agent: 'assistant', input: 'hello' });
@@ -143,8 +139,8 @@ describe('agentRun on a real dev server', () => {
     world.fake.assertDone();
   });
 
-  it('retries a 429 after the provider retry-after, then succeeds', async () => {
-    world = await startWorld({
+  it('retries a 429 after the provider retry-after, then succeeds', async ({ startWorld }) => {
+    const world = await startWorld({
       fake: { script: [failWith(429, { headers: { 'retry-after': '2' } }), reply('after the limit')] },
     });
     const run = await world.client.start({ agent: 'assistant', input: 'hi' });
@@ -156,8 +152,10 @@ describe('agentRun on a real dev server', () => {
     await recordHistory(run, 'rate-limit-retry');
   });
 
-  it('retries a 500 and a connection dropped mid-stream; the partial stream never reaches the transcript', async () => {
-    world = await startWorld({
+  it('retries a 500 and a connection dropped mid-stream; the partial stream never reaches the transcript', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: { script: [failWith(500), { kind: 'drop', chunks: ['par', 'tial'] }, reply('whole answer')] },
     });
     const run = await world.client.start({ agent: 'assistant', input: 'hi' });
@@ -169,8 +167,8 @@ describe('agentRun on a real dev server', () => {
     world.fake.assertDone();
   });
 
-  it('fails at once, readably, when the provider rejects the credentials (401)', async () => {
-    world = await startWorld({ fake: { script: [failWith(401, { message: 'Incorrect API key provided' })] } });
+  it('fails at once, readably, when the provider rejects the credentials (401)', async ({ startWorld }) => {
+    const world = await startWorld({ fake: { script: [failWith(401, { message: 'Incorrect API key provided' })] } });
     const run = await world.client.start({ agent: 'assistant', input: 'hi' });
     const error = await run.result().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RunFailedError);
@@ -181,8 +179,10 @@ describe('agentRun on a real dev server', () => {
     expect((await run.status()).state).toBe('failed');
   });
 
-  it('gives malformed arguments, schema violations and unknown tools back to the model as errors, and goes on', async () => {
-    world = await startWorld({
+  it('gives malformed arguments, schema violations and unknown tools back to the model as errors, and goes on', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: {
         script: [
           callTools([
@@ -218,7 +218,9 @@ describe('agentRun on a real dev server', () => {
     await recordHistory(run, 'malformed-arguments');
   });
 
-  it('gives each tool call an idempotency key, times out slow tools and refuses oversized results, as errors the model sees', async () => {
+  it('gives each tool call an idempotency key, times out slow tools and refuses oversized results, as errors the model sees', async ({
+    startWorld,
+  }) => {
     const keys: string[] = [];
     const keyed = defineTool({
       name: 'charge',
@@ -236,7 +238,7 @@ describe('agentRun on a real dev server', () => {
       timeoutSeconds: 0.5,
       execute: () => new Promise(() => undefined),
     });
-    world = await startWorld({
+    const world = await startWorld({
       tools: [keyed, slow, repeatTool],
       agents: [{ name: 'assistant', instructions: 'x', tools: ['charge', 'slow', 'repeat'] }],
       fake: {
@@ -269,8 +271,8 @@ describe('agentRun on a real dev server', () => {
     world.fake.assertDone();
   });
 
-  it('fails invalid run input at once with a readable, non-retryable error', async () => {
-    world = await startWorld();
+  it('fails invalid run input at once with a readable, non-retryable error', async ({ startWorld }) => {
+    const world = await startWorld();
     const started = Date.now();
     const cases: Array<[unknown, RegExp]> = [
       [{ agent: 'assistant' }, /invalid agentRun input: .*input/s],
@@ -306,16 +308,16 @@ describe('agentRun on a real dev server', () => {
     expect(world.fake.requests).toHaveLength(0);
   });
 
-  it('fails a run for an unknown agent with the names the worker serves', async () => {
-    world = await startWorld();
+  it('fails a run for an unknown agent with the names the worker serves', async ({ startWorld }) => {
+    const world = await startWorld();
     const run = await world.client.start({ agent: 'nobody', input: 'x' });
     const error = (await run.result().catch((e: unknown) => e)) as RunFailedError;
     expect(error.type).toBe('UnknownAgent');
     expect(error.message).toContain("unknown agent 'nobody'; this worker serves: assistant");
   });
 
-  it('on the tool budget, drops the batch and makes one last call without tools (spec 7.5)', async () => {
-    world = await startWorld({
+  it('on the tool budget, drops the batch and makes one last call without tools (spec 7.5)', async ({ startWorld }) => {
+    const world = await startWorld({
       fake: {
         script: [
           callTools([

@@ -1,18 +1,13 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject } from 'vitest';
+import { it } from '../support/fixtures';
 import type { Responder } from '../../src/fake-model/server';
 import { DEFAULT_BUDGET_LIMITS } from '../../src/runtime';
-import { repositoryRoot, testVenv } from '../support/reference';
-import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { repositoryRoot, testVenv } from '../../support/repository';
+import { temporalAddress } from '../support/temporal';
 import { eventually } from '../support/wait';
-
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
 
 /** Answers with every user message it has heard; the first answer comes slowly, so a signal lands first. */
 const listener: Responder = (body, index) => {
@@ -59,8 +54,10 @@ async function closeEvent(workflowId: string): Promise<Record<string, unknown>> 
 }
 
 describe('any service, any language', () => {
-  it('curl and the HTTP API: start (with an empty history), signal, query, long-poll the result, abort', async () => {
-    world = await startWorld({ fake: { responder: listener } });
+  it('curl and the HTTP API: start (with an empty history), signal, query, long-poll the result, abort', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({ fake: { responder: listener } });
     const id = `http-${randomUUID()}`;
     await curl('POST', `/workflows/${id}`, {
       workflowType: { name: 'agentRun' },
@@ -112,8 +109,8 @@ describe('any service, any language', () => {
     expect(result).toMatchObject({ status: 'aborted', abort_reason: 'from curl' });
   });
 
-  it("Temporal's Python SDK: start, signal, query and the result", async () => {
-    world = await startWorld({ fake: { responder: listener } });
+  it("Temporal's Python SDK: start, signal, query and the result", async ({ startWorld }) => {
+    const world = await startWorld({ fake: { responder: listener } });
     const python = join(testVenv, 'bin', 'python');
     const out = await run(python, [
       join(repositoryRoot, 'test', 'any-language', 'python_client.py'),

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
 import { z } from 'zod';
 import type { RunHandle } from '../../src/client/patchloop-client';
 import { validateToolLinkage, type Message } from '../../src/context';
@@ -7,9 +7,10 @@ import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { defineTool, type Tool } from '../../src/tools/define-tool';
-import { clientOn, startWorld, temporalAddress, temporalCli, type TestWorld } from '../support/temporal';
+import { clientOn, temporalAddress, temporalCli, type TestWorld } from '../support/temporal';
+import { it, type StartWorld } from '../support/fixtures';
 import { awaitingApproval, eventually, recordCarriedState, recordHistory } from '../support/wait';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+import { spawnWorker, type WorkerProcess } from '../../support/worker-process';
 
 /** Tools that count what really ran: a payment (gated) and a lookup (not gated). */
 function bank() {
@@ -80,7 +81,7 @@ function toolMessages(transcript: Message[]): Array<{ tool_call_id: unknown; con
 }
 
 /** The bank's tools, the gated agent, and a model that asks to pay once, then answers. */
-function payWorld(tools: Tool[]): Promise<TestWorld> {
+function payWorld(startWorld: StartWorld, tools: Tool[]): Promise<TestWorld> {
   return startWorld({
     tools,
     agents: [agent()],
@@ -88,20 +89,19 @@ function payWorld(tools: Tool[]): Promise<TestWorld> {
   });
 }
 
-let world: TestWorld | undefined;
 const workers: WorkerProcess[] = [];
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
-  await world?.close();
-  world = undefined;
   for (const worker of workers.splice(0)) await worker.kill('SIGKILL');
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
 describe('human approval of tool calls', () => {
-  it('waits with no model request or activity (one timer: the label of the wait in the Temporal UI), then runs the approved call', async () => {
+  it('waits with no model request or activity (one timer: the label of the wait in the Temporal UI), then runs the approved call', async ({
+    startWorld,
+  }) => {
     const { transfers, tools } = bank();
-    world = await payWorld(tools);
+    const world = await payWorld(startWorld, tools);
     const run = await world.client.start({ agent: 'assistant', input: 'pay bob 5' });
     const pending = await awaitingApproval(run, ['call_pay']);
     expect(pending).toEqual([
@@ -144,9 +144,11 @@ describe('human approval of tool calls', () => {
     await recordHistory(run, 'approval-approved');
   });
 
-  it('a rejection reaches the model as the call result, with the reason, and the run goes on', async () => {
+  it('a rejection reaches the model as the call result, with the reason, and the run goes on', async ({
+    startWorld,
+  }) => {
     const { transfers, tools } = bank();
-    world = await startWorld({
+    const world = await startWorld({
       tools,
       agents: [agent()],
       fake: { script: [callTools([transferCall('call_pay', 500)]), reply('Understood, not paying.')] },
@@ -178,9 +180,11 @@ describe('human approval of tool calls', () => {
     await recordHistory(run, 'approval-rejected');
   });
 
-  it('a mixed batch runs nothing until every gated call is decided, then commits in declared order', async () => {
+  it('a mixed batch runs nothing until every gated call is decided, then commits in declared order', async ({
+    startWorld,
+  }) => {
     const { transfers, lookups, tools } = bank();
-    world = await startWorld({
+    const world = await startWorld({
       tools,
       agents: [agent()],
       fake: {
@@ -231,9 +235,11 @@ describe('human approval of tool calls', () => {
     validateToolLinkage(result.transcript);
   });
 
-  it('a call id the provider repeats within the batch: the decision is per gated call, nothing else is touched', async () => {
+  it('a call id the provider repeats within the batch: the decision is per gated call, nothing else is touched', async ({
+    startWorld,
+  }) => {
     const { transfers, lookups, tools } = bank();
-    world = await startWorld({
+    const world = await startWorld({
       tools,
       agents: [agent()],
       fake: {
@@ -257,9 +263,9 @@ describe('human approval of tool calls', () => {
     ]);
   });
 
-  it('the validator refuses an unknown or already-decided id before anything is recorded', async () => {
+  it('the validator refuses an unknown or already-decided id before anything is recorded', async ({ startWorld }) => {
     const { tools } = bank();
-    world = await payWorld(tools);
+    const world = await payWorld(startWorld, tools);
     const run = await world.client.start({ agent: 'assistant', input: 'pay' });
     await awaitingApproval(run, ['call_pay']);
     const before = (await scheduled(run)).events;
@@ -281,9 +287,9 @@ describe('human approval of tool calls', () => {
     expect(history.events!.filter((event) => event.workflowExecutionUpdateAcceptedEventAttributes)).toHaveLength(1);
   });
 
-  it('an abort while waiting ends the run within 2 s with every waiting call cancelled', async () => {
+  it('an abort while waiting ends the run within 2 s with every waiting call cancelled', async ({ startWorld }) => {
     const { transfers, lookups, tools } = bank();
-    world = await startWorld({
+    const world = await startWorld({
       tools,
       agents: [agent()],
       fake: {
@@ -316,9 +322,9 @@ describe('human approval of tool calls', () => {
     await recordHistory(run, 'approval-abort-while-waiting');
   });
 
-  it('undecided calls are rejected when limits.approval_timeout_seconds passes', async () => {
+  it('undecided calls are rejected when limits.approval_timeout_seconds passes', async ({ startWorld }) => {
     const { transfers, tools } = bank();
-    world = await startWorld({
+    const world = await startWorld({
       tools,
       agents: [agent({ limits: { approval_timeout_seconds: 1 } })],
       fake: { script: [callTools([transferCall('call_pay')]), reply('No answer, so no payment.')] },
@@ -337,10 +343,12 @@ describe('human approval of tool calls', () => {
     await recordHistory(run, 'approval-timed-out');
   });
 
-  it('continues as new while waiting: the next run still waits, and the model gets the same requests', async () => {
+  it('continues as new while waiting: the next run still waits, and the model gets the same requests', async ({
+    startWorld,
+  }) => {
     const { tools } = bank();
     const script = [callTools([transferCall('call_pay')]), reply('Paid.')];
-    world = await startWorld({ tools, agents: [agent()], fake: { script: [...script, ...script] } });
+    const world = await startWorld({ tools, agents: [agent()], fake: { script: [...script, ...script] } });
     const plain = await world.client.start({ agent: 'assistant', input: 'pay bob 5' });
     await awaitingApproval(plain, ['call_pay']);
     await plain.approve('call_pay');
@@ -380,9 +388,9 @@ describe('human approval of tool calls', () => {
     await recordHistory(continuing, 'approval-continued-as-new');
   });
 
-  it('is decided from the temporal CLI (update approve)', async () => {
+  it('is decided from the temporal CLI (update approve)', async ({ startWorld }) => {
     const { transfers, tools } = bank();
-    world = await payWorld(tools);
+    const world = await payWorld(startWorld, tools);
     const run = await world.client.start({ agent: 'assistant', input: 'pay' });
     await awaitingApproval(run, ['call_pay']);
     const update = await temporalCli(
@@ -402,9 +410,9 @@ describe('human approval of tool calls', () => {
     expect(transfers).toHaveLength(1);
   });
 
-  it('a session turn waits for approval; send answers when the turn ends', async () => {
+  it('a session turn waits for approval; send answers when the turn ends', async ({ startWorld }) => {
     const { transfers, tools } = bank();
-    world = await startWorld({
+    const world = await startWorld({
       tools,
       agents: [agent()],
       fake: { script: [callTools([transferCall('call_pay')]), reply('Paid bob.')] },

@@ -1,26 +1,21 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it, type StartWorld } from '../support/fixtures';
 import { validateToolLinkage } from '../../src/context';
 import type { RunHandle } from '../../src/client/patchloop-client';
 import { DEFAULT_BUDGET_LIMITS, type AgentRunResult, type BudgetOverride } from '../../src/runtime';
 import { callTools, reply, toolCall } from '../../src/fake-model/steps';
-import { pageReader } from '../support/context-model';
+import { pageReader } from '../../support/context-model';
 import { tools } from '../support/context-tools';
-import { listedWorkflows, startWorld, temporalCli, type TestWorld } from '../support/temporal';
+import { listedWorkflows, temporalCli } from '../support/temporal';
 import { eventually } from '../support/wait';
 import { runCli } from '../support/cli';
-
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
 
 const TASK = 'Read the report, one page per call, and tell me how many pages you read.';
 const prices = { input_per_million: 2.5, cached_input_per_million: null, output_per_million: 10 };
 
-async function readerWorld(responderDelayMs = 0) {
+async function readerWorld(startWorld: StartWorld, responderDelayMs = 0) {
   const read = pageReader(40, 1);
-  world = await startWorld({
+  const world = await startWorld({
     fake: {
       responder: (body, index) => {
         const step = read(body, index);
@@ -50,8 +45,8 @@ function expectStopped(result: AgentRunResult, exceeded: string[]): void {
 }
 
 describe('budgets stop a run before a step it cannot afford', () => {
-  it('each limit kind: calls, total, input and output tokens, cost, wall time', async () => {
-    const world = await readerWorld();
+  it('each limit kind: calls, total, input and output tokens, cost, wall time', async ({ startWorld }) => {
+    const world = await readerWorld(startWorld);
     const run = (budget: BudgetOverride) =>
       world.client.start({ agent: 'reader', input: TASK, budget }).then((handle) => handle.result());
     const before = () => world.fake.requests.length;
@@ -81,23 +76,25 @@ describe('budgets stop a run before a step it cannot afford', () => {
     expect(dollars).toBeLessThanOrEqual(0.005);
   });
 
-  it('wall time: a run past max_wall_seconds stops at its next step', async () => {
-    const world = await readerWorld(400);
+  it('wall time: a run past max_wall_seconds stops at its next step', async ({ startWorld }) => {
+    const world = await readerWorld(startWorld, 400);
     const handle = await world.client.start({ agent: 'reader', input: TASK, budget: { max_wall_seconds: 2 } });
     const result = await handle.result();
     expectStopped(result, ['max_wall_seconds']);
     expect(result.budget!.spent['max_wall_seconds']).toBeGreaterThanOrEqual(2);
   });
 
-  it('a bad budget is refused at run start, naming the field', async () => {
-    const world = await readerWorld();
+  it('a bad budget is refused at run start, naming the field', async ({ startWorld }) => {
+    const world = await readerWorld(startWorld);
     const handle = await world.client.start({ agent: 'reader', input: TASK, budget: { max_cost_usd: 1 } });
     await expect(handle.result()).rejects.toThrow(/budget.max_cost_usd needs budget.prices/);
     expect(world.fake.requests).toHaveLength(0);
   });
 
-  it('ask: the run waits (awaiting_budget) for extend_budget, from the client or the temporal CLI, then goes on', async () => {
-    const world = await readerWorld();
+  it('ask: the run waits (awaiting_budget) for extend_budget, from the client or the temporal CLI, then goes on', async ({
+    startWorld,
+  }) => {
+    const world = await readerWorld(startWorld);
     const handle = await world.client.start({
       agent: 'reader',
       input: TASK,
@@ -150,8 +147,8 @@ describe('budgets stop a run before a step it cannot afford', () => {
     await expect(handle.extendBudget({ tokens: 10 })).rejects.toThrow(/completed/);
   });
 
-  it('ask: an abort while waiting ends the run aborted, its transcript valid', async () => {
-    const world = await readerWorld();
+  it('ask: an abort while waiting ends the run aborted, its transcript valid', async ({ startWorld }) => {
+    const world = await readerWorld(startWorld);
     const handle = await world.client.start({
       agent: 'reader',
       input: TASK,
@@ -166,8 +163,8 @@ describe('budgets stop a run before a step it cannot afford', () => {
     expect(world.fake.requests).toHaveLength(3);
   });
 
-  it('the ledger survives continue-as-new: max_llm_calls counts across the whole chain', async () => {
-    const world = await readerWorld();
+  it('the ledger survives continue-as-new: max_llm_calls counts across the whole chain', async ({ startWorld }) => {
+    const world = await readerWorld(startWorld);
     const handle = await world.client.start({
       agent: 'reader',
       input: TASK,
@@ -181,8 +178,10 @@ describe('budgets stop a run before a step it cannot afford', () => {
     expect(continued.continued_as_new).toBeGreaterThan(0);
   });
 
-  it('a session: a turn past the budget answers budget_exhausted, and an extension lets the next turn run', async () => {
-    world = await startWorld({
+  it('a session: a turn past the budget answers budget_exhausted, and an extension lets the next turn run', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: { script: [reply('one'), reply('two'), reply('three')] },
       agents: [{ name: 'chat', instructions: 'Chat.', tools: [] }],
     });
@@ -201,8 +200,10 @@ describe('budgets stop a run before a step it cannot afford', () => {
     world.fake.assertDone();
   });
 
-  it("a fork child spends from its parent's budget: it gets what is left, and its tokens count for the parent", async () => {
-    world = await startWorld({
+  it("a fork child spends from its parent's budget: it gets what is left, and its tokens count for the parent", async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       agents: [{ name: 'memo', instructions: 'Delegate.', tools: ['add'], selfref: true }],
       fake: {
         script: [
@@ -233,8 +234,10 @@ describe('a run is bounded out of the box', () => {
     responder: (_body: unknown, index: number) => callTools([toolCall(`call_${index}`, 'add', { a: index, b: 1 })]),
   };
 
-  it('a looping agent on default settings ends budget_exhausted at the default bound, and says which bound', async () => {
-    world = await startWorld({ fake: looping });
+  it('a looping agent on default settings ends budget_exhausted at the default bound, and says which bound', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({ fake: looping });
     // The example agent 'assistant' sets no budget: the defaults bound it.
     const handle = await world.client.start({ agent: 'assistant', input: 'Add numbers until I say stop.' });
     const result = await handle.result();
@@ -259,8 +262,11 @@ describe('a run is bounded out of the box', () => {
     expect(followed.stdout).toContain('Raise a bound in the agent\'s "budget" or the run\'s input (null: none)');
   });
 
-  it("a run's own bound replaces the default: run --max-calls", async () => {
-    world = await startWorld({ fake: looping, agents: [{ name: 'bounded', instructions: 'Add.', tools: ['add'] }] });
+  it("a run's own bound replaces the default: run --max-calls", async ({ startWorld }) => {
+    const world = await startWorld({
+      fake: looping,
+      agents: [{ name: 'bounded', instructions: 'Add.', tools: ['add'] }],
+    });
     const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
     const ran = await runCli(['run', 'bounded', 'Add', 'forever', '--max-calls', '3', '--follow'], env);
     expect(ran.stdout).toContain('budget exhausted: max_llm_calls (3 of 3) reached;');

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { runChaos } from '../chaos/chaos';
+import { runChaos } from '../../support/chaos';
 
 /**
  * The short, seeded version of `npm run chaos`: its own dev server (restarted once), two worker

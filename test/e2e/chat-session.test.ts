@@ -1,21 +1,15 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { validateToolLinkage, type Message } from '../../src/context';
 import type { Responder } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { nextRequestQuery } from '../../src/common/definitions';
 import { NO_BOUNDS, SESSION_SCHEMA_VERSION } from '../../src/runtime';
-import { repositoryRoot } from '../support/reference';
-import { startWorld, type TestWorld } from '../support/temporal';
+import { repositoryRoot } from '../../support/repository';
 import { callsFinished, eventually, recordCarriedState, recordHistory, replyReceived } from '../support/wait';
-
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
 
 /** Answers each request with a reply derived from the last user message: deterministic across sessions. */
 const echo: Responder = (body) => {
@@ -25,8 +19,8 @@ const echo: Responder = (body) => {
 };
 
 describe('chatSession', () => {
-  it('answers each send with its reply, in order, keeping the whole conversation', async () => {
-    world = await startWorld({
+  it('answers each send with its reply, in order, keeping the whole conversation', async ({ startWorld }) => {
+    const world = await startWorld({
       fake: {
         script: [
           callTools([{ id: 'c1', name: 'add', arguments: '{"a": 1, "b": 2}' }]),
@@ -58,8 +52,8 @@ describe('chatSession', () => {
     await recordHistory(session, 'session-basic');
   });
 
-  it('queues messages that arrive during a turn and answers them in order', async () => {
-    world = await startWorld({
+  it('queues messages that arrive during a turn and answers them in order', async ({ startWorld }) => {
+    const world = await startWorld({
       fake: { script: [reply(['slow ', 'one'], { chunkDelayMs: 300 }), reply('two'), reply('three')] },
     });
     const session = await world.client.startSession({ agent: 'assistant' });
@@ -81,8 +75,10 @@ describe('chatSession', () => {
     world.fake.assertDone();
   });
 
-  it('abort ends the current turn only; the session goes on', async () => {
-    world = await startWorld({ fake: { script: [{ kind: 'hang', chunks: ['partial '] }, reply('fresh answer')] } });
+  it('abort ends the current turn only; the session goes on', async ({ startWorld }) => {
+    const world = await startWorld({
+      fake: { script: [{ kind: 'hang', chunks: ['partial '] }, reply('fresh answer')] },
+    });
     const session = await world.client.startSession({ agent: 'assistant' });
     const pending = session.send('long question');
     await world.fake.waitForRequests(1);
@@ -105,8 +101,8 @@ describe('chatSession', () => {
     await recordHistory(session, 'session-abort');
   });
 
-  it('the update validator rejects bad input before anything is recorded', async () => {
-    world = await startWorld();
+  it('the update validator rejects bad input before anything is recorded', async ({ startWorld }) => {
+    const world = await startWorld();
     const session = await world.client.startSession({ agent: 'assistant' });
     await eventually(async () => ((await session.status()).events.length > 0 ? true : undefined));
     const before = (await session.workflow.fetchHistory()).events!.length;
@@ -119,11 +115,13 @@ describe('chatSession', () => {
     expect(world.fake.requests).toHaveLength(0);
   });
 
-  it('continues as new with the context state itself: the compiled request is byte-identical across the boundary', async () => {
+  it('continues as new with the context state itself: the compiled request is byte-identical across the boundary', async ({
+    startWorld,
+  }) => {
     const messages = ['first question', 'second one', 'third', 'fourth message here', 'fifth', 'sixth and last'];
     const bodies: string[][] = [];
     for (const maxEvents of [1_000_000, 25]) {
-      world = await startWorld({ fake: { responder: echo } });
+      const world = await startWorld({ fake: { responder: echo } });
       const session = await world.client.startSession({
         agent: 'assistant',
         continue_as_new: { max_history_events: maxEvents },
@@ -153,15 +151,14 @@ describe('chatSession', () => {
       if (maxEvents === 25) await recordCarriedState(session, `chat-session-v${SESSION_SCHEMA_VERSION}`);
       bodies.push(world.fake.requests.map((request) => JSON.stringify(request.body)));
       await world.close();
-      world = undefined;
     }
     // Every request the model received is byte-identical to the one a session that never continued sent.
     expect(bodies[1]).toEqual(bodies[0]);
     expect(bodies[0]).toHaveLength(messages.length);
   });
 
-  it('a message queued by signal survives continue-as-new and is answered by the next run', async () => {
-    world = await startWorld({
+  it('a message queued by signal survives continue-as-new and is answered by the next run', async ({ startWorld }) => {
+    const world = await startWorld({
       fake: { script: [reply(['slow ', 'turn'], { chunkDelayMs: 400 }), reply('queued answered')] },
     });
     const session = await world.client.startSession({
@@ -184,8 +181,8 @@ describe('chatSession', () => {
     world.fake.assertDone();
   });
 
-  it('a SelfRef memory made just before the session continues as new survives it', async () => {
-    world = await startWorld({
+  it('a SelfRef memory made just before the session continues as new survives it', async ({ startWorld }) => {
+    const world = await startWorld({
       agents: [{ name: 'memo', instructions: 'You remember things.', tools: ['wait'], selfref: true }],
       fake: {
         script: [
@@ -222,8 +219,10 @@ describe('chatSession', () => {
     await recordHistory(session, 'session-memory-continues', runBefore);
   });
 
-  it('a session carried by an earlier build (state version 1) goes on: its transcript, its turns, then the next turn', async () => {
-    world = await startWorld({ fake: { responder: echo } });
+  it('a session carried by an earlier build (state version 1) goes on: its transcript, its turns, then the next turn', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({ fake: { responder: echo } });
     const fixture = JSON.parse(
       readFileSync(join(repositoryRoot, 'test', 'fixtures', 'carried-state', 'chat-session-v1.json'), 'utf8'),
     ) as { state: { transcript: Message[]; event_seq: number } };
@@ -250,8 +249,10 @@ describe('chatSession', () => {
     expect(world.fake.requests[0]!.body.messages).toHaveLength(fixture.state.transcript.length + 1);
   });
 
-  it('a close that arrives during a turn ends the session after it, even at a continue-as-new boundary', async () => {
-    world = await startWorld({ fake: { script: [reply(['slow ', 'answer'], { chunkDelayMs: 300 })] } });
+  it('a close that arrives during a turn ends the session after it, even at a continue-as-new boundary', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({ fake: { script: [reply(['slow ', 'answer'], { chunkDelayMs: 300 })] } });
     const session = await world.client.startSession({
       agent: 'assistant',
       continue_as_new: { max_history_events: 10 },
@@ -269,8 +270,8 @@ describe('chatSession', () => {
   it(
     'runs 300 turns of 4 KB messages, continuing as new several times, and keeps the full context',
     { timeout: 600_000 },
-    async () => {
-      world = await startWorld({ fake: { responder: echo } });
+    async ({ startWorld }) => {
+      const world = await startWorld({ fake: { responder: echo } });
       const session = await world.client.startSession({
         agent: 'assistant',
         continue_as_new: { max_history_events: 400 },

@@ -5,19 +5,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
+import { test } from '../support/fixtures';
 import { assistantAgent, carefulAssistantAgent } from '../../src/agents/assistant';
 import { demoModel } from '../../src/fake-model/demo-model';
 import { freePort } from '../../src/worker/free-port';
 import { startDevServer, type DevServer } from '../../src/worker/temporal-cli';
 import { PatchloopClient } from '../../src/client/patchloop-client';
-import { listedWorkflows, startWorld, type TestWorld } from '../support/temporal';
+import { listedWorkflows, type TestWorld } from '../support/temporal';
 import { runCli } from '../support/cli';
-import { cliEntry } from '../support/compiled';
-import { repositoryRoot } from '../support/reference';
+import { cliEntry } from '../../support/compiled';
+import { repositoryRoot } from '../../support/repository';
 import { onTerminal } from '../support/terminal';
 import { eventually, recordHistory } from '../support/wait';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+import { spawnWorker, type WorkerProcess } from '../../support/worker-process';
 
 /**
  * The CLI says what is happening (issue 35, parts 4 and 5): waits without a worker, Ctrl-C, commands on
@@ -25,20 +26,19 @@ import { spawnWorker, type WorkerProcess } from '../support/worker-process';
  * shows. One in-process worker on the demo model serves the file; cases that need a worker process (or
  * a server of their own) start it.
  */
-let world: TestWorld;
+const it = test.override('worldOptions', {
+  fake: { responder: demoModel },
+  agents: [assistantAgent, carefulAssistantAgent],
+});
 const processes: ChildProcess[] = [];
 const workers: WorkerProcess[] = [];
-beforeAll(async () => {
-  world = await startWorld({ fake: { responder: demoModel }, agents: [assistantAgent, carefulAssistantAgent] });
-});
 afterAll(async () => {
   for (const child of processes) child.kill('SIGKILL');
   for (const worker of workers) await worker.kill('SIGKILL');
-  await world?.close();
 });
 
 /** The CLI's environment: the file's server and, unless told otherwise, the in-process worker's queue. */
-function env(extra: Record<string, string> = {}): Record<string, string> {
+function env(world: TestWorld, extra: Record<string, string> = {}): Record<string, string> {
   return {
     TEMPORAL_ADDRESS: world.config.temporalAddress,
     PATCHLOOP_TASK_QUEUE: world.config.taskQueue,
@@ -46,15 +46,15 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
   };
 }
 
-function cli(args: string[], stdin = '', extra: Record<string, string> = {}) {
-  return runCli(args, env(extra), stdin);
+function cli(world: TestWorld, args: string[], stdin = '', extra: Record<string, string> = {}) {
+  return runCli(args, env(world, extra), stdin);
 }
 
 /** The CLI as a process whose output is read as it comes (`runCli` waits for the end). */
-function startCli(args: string[], extra: Record<string, string> = {}) {
+function startCli(world: TestWorld, args: string[], extra: Record<string, string> = {}) {
   const child = spawn(process.execPath, [cliEntry(), ...args], {
     cwd: repositoryRoot,
-    env: { ...process.env, ...env(extra) },
+    env: { ...process.env, ...env(world, extra) },
   });
   processes.push(child);
   let stdout = '';
@@ -66,7 +66,7 @@ function startCli(args: string[], extra: Record<string, string> = {}) {
 }
 
 /** A worker process serving the demo agents on a task queue. */
-async function workerOn(taskQueue: string): Promise<WorkerProcess> {
+async function workerOn(world: TestWorld, taskQueue: string): Promise<WorkerProcess> {
   const worker = await spawnWorker({
     address: world.config.temporalAddress,
     taskQueue,
@@ -81,9 +81,9 @@ async function workerOn(taskQueue: string): Promise<WorkerProcess> {
  * A task queue whose only worker was killed (SIGKILL) right after it polled: the server goes on listing
  * it as a poller for about two minutes, which is what a newcomer meets after stopping their worker.
  */
-async function queueOfDeadWorker(): Promise<string> {
+async function queueOfDeadWorker(world: TestWorld): Promise<string> {
   const taskQueue = `manners-dead-${randomUUID()}`;
-  const worker = await workerOn(taskQueue);
+  const worker = await workerOn(world, taskQueue);
   const pollers = async () =>
     (
       await world.client.temporal.workflowService.describeTaskQueue({
@@ -105,10 +105,14 @@ const waitingFor = (queue: string, task: string) =>
   );
 
 describe('a run no worker takes', () => {
-  it('plain run says it started and waits (exit 3); follow says what it waits for until a worker takes it', async () => {
-    const queue = await queueOfDeadWorker();
+  it('plain run says it started and waits (exit 3); follow says what it waits for until a worker takes it', async ({
+    world,
+  }) => {
+    const queue = await queueOfDeadWorker(world);
     const id = `manners-lonely-${randomUUID()}`;
-    const started = await cli(['run', 'assistant', 'add 2 and 3', '--id', id], '', { PATCHLOOP_TASK_QUEUE: queue });
+    const started = await cli(world, ['run', 'assistant', 'add 2 and 3', '--id', id], '', {
+      PATCHLOOP_TASK_QUEUE: queue,
+    });
     expect(started.code, started.stderr).toBe(3);
     expect(JSON.parse(started.stdout)).toEqual({ workflow_id: id, task_queue: queue, waiting_for_worker: true });
     expect(started.stderr).toMatch(
@@ -118,7 +122,7 @@ describe('a run no worker takes', () => {
       ),
     );
     // Ctrl-C while following: the run goes on, and the commands to reach it are on the screen.
-    const terminal = onTerminal(['follow', id], { ...process.env, ...env({ PATCHLOOP_TASK_QUEUE: queue }) });
+    const terminal = onTerminal(['follow', id], { ...process.env, ...env(world, { PATCHLOOP_TASK_QUEUE: queue }) });
     processes.push(terminal.child);
     await eventually(() => (waitingFor(queue, 'first task').test(terminal.screen()) ? true : undefined));
     terminal.child.stdin.write('\x03');
@@ -130,15 +134,15 @@ describe('a run no worker takes', () => {
     );
     // A follower that is there when a worker comes says so, and the run goes on to its answer; so does
     // a chat whose session no worker has taken yet.
-    const follower = startCli(['follow', id], { PATCHLOOP_TASK_QUEUE: queue });
-    const chat = startCli(['chat', 'assistant', '--id', `${id}-chat`], { PATCHLOOP_TASK_QUEUE: queue });
+    const follower = startCli(world, ['follow', id], { PATCHLOOP_TASK_QUEUE: queue });
+    const chat = startCli(world, ['chat', 'assistant', '--id', `${id}-chat`], { PATCHLOOP_TASK_QUEUE: queue });
     chat.child.stdin.end('hello\n');
     await eventually(() => (waitingFor(queue, 'first task').test(follower.stderr()) ? true : undefined));
     await eventually(() => (waitingFor(queue, 'first task').test(chat.stderr()) ? true : undefined));
     expect(chat.stderr()).toMatch(
       new RegExp(`${waitingFor(queue, 'first task').source}: messages wait until one does\n`),
     );
-    await workerOn(queue);
+    await workerOn(world, queue);
     expect(await follower.exited, follower.stderr()).toBe(0);
     expect(follower.stderr()).toContain("a worker has taken the run's first task: the run goes on\n");
     expect(follower.stdout()).toContain('answer: Done: add returned 5.');
@@ -148,9 +152,11 @@ describe('a run no worker takes', () => {
 });
 
 describe('commands that wait for a worker', () => {
-  it('approvals, approve, send and show say within seconds that no worker serves the run; once one starts, each ends as it does with a worker', async () => {
+  it('approvals, approve, send and show say within seconds that no worker serves the run; once one starts, each ends as it does with a worker', async ({
+    world,
+  }) => {
     const queue = `manners-unserved-${randomUUID()}`;
-    const first = await workerOn(queue);
+    const first = await workerOn(world, queue);
     const client = PatchloopClient.on(await Connection.connect({ address: world.config.temporalAddress }), {
       ...world.config,
       taskQueue: queue,
@@ -167,7 +173,7 @@ describe('commands that wait for a worker', () => {
     try {
       // What approve prints with a worker there.
       const served = await waitingRun('served');
-      const withWorker = await cli(['approve', served.run.workflowId, served.call], '', onQueue);
+      const withWorker = await cli(world, ['approve', served.run.workflowId, served.call], '', onQueue);
       expect([withWorker.code, withWorker.stderr]).toEqual([0, '']);
       const decided = await waitingRun('decided');
       const listed = await waitingRun('listed');
@@ -176,9 +182,9 @@ describe('commands that wait for a worker', () => {
       await first.kill('SIGKILL');
 
       const since = Date.now();
-      const approve = startCli(['approve', decided.run.workflowId, decided.call], onQueue);
-      const approvals = startCli(['approvals', listed.run.workflowId], onQueue);
-      const send = startCli(['send', session.workflowId, 'hello again'], onQueue);
+      const approve = startCli(world, ['approve', decided.run.workflowId, decided.call], onQueue);
+      const approvals = startCli(world, ['approvals', listed.run.workflowId], onQueue);
+      const send = startCli(world, ['send', session.workflowId, 'hello again'], onQueue);
       const taken = waitingFor(queue, 'next task');
       const unanswered = new RegExp(
         `waiting for a worker on task queue '${queue}' \\(no worker has answered a query of the run for \\d+ s; start one with \`npx patchloop worker\`\\)`,
@@ -194,7 +200,7 @@ describe('commands that wait for a worker', () => {
       expect(Date.now() - since).toBeLessThan(30_000);
       expect(approve.stdout() + approvals.stdout() + send.stdout()).toBe('');
       // Show does not wait: what needs no worker at once, and why the rest is missing.
-      const shown = await cli(['show', listed.run.workflowId], '', onQueue);
+      const shown = await cli(world, ['show', listed.run.workflowId], '', onQueue);
       expect(shown.code, shown.stderr).toBe(0);
       expect(shown.stdout).toMatch(new RegExp(`^agentRun ${listed.run.workflowId}: awaiting_approval\n`));
       expect(shown.stderr).toMatch(
@@ -203,7 +209,7 @@ describe('commands that wait for a worker', () => {
         ),
       );
 
-      await workerOn(queue);
+      await workerOn(world, queue);
       expect(await approve.exited, approve.stderr()).toBe(0);
       expect(approve.stderr()).toMatch(
         new RegExp(`${taken.source}\n(.*\n)*a worker has taken the run's next task: the run goes on\n$`),
@@ -236,11 +242,11 @@ describe('commands that wait for a worker', () => {
 });
 
 describe('Ctrl-C at an approval question', () => {
-  it('leaves the call undecided and the run going, with the commands to follow or abort it', async () => {
+  it('leaves the call undecided and the run going, with the commands to follow or abort it', async ({ world }) => {
     const id = `manners-ask-${randomUUID()}`;
     const terminal = onTerminal(['run', 'careful-assistant', "repeat 'hi' 2 times", '--id', id, '--follow'], {
       ...process.env,
-      ...env(),
+      ...env(world),
     });
     processes.push(terminal.child);
     await terminal.interrupt('approve repeat {"text":"hi","times":2}? [y/n]');
@@ -256,9 +262,9 @@ describe('Ctrl-C at an approval question', () => {
 });
 
 describe('commands on runs that have ended', () => {
-  it('abort says how and when the run ended (exit 4); an unknown id is still not found (exit 1)', async () => {
+  it('abort says how and when the run ended (exit 4); an unknown id is still not found (exit 1)', async ({ world }) => {
     // Plain run says what it did: started, not finished, and how to follow.
-    const started = await cli(['run', 'assistant', 'add 2 and 3']);
+    const started = await cli(world, ['run', 'assistant', 'add 2 and 3']);
     const { workflow_id: doneId } = JSON.parse(started.stdout) as { workflow_id: string };
     expect([started.code, started.stderr]).toEqual([
       0,
@@ -271,7 +277,7 @@ describe('commands on runs that have ended', () => {
     await aborted.abort('changed my mind');
     await aborted.result();
     const failed = `manners-failed-${randomUUID()}`;
-    await cli(['run', 'nobody-serves-this', 'hi', '--id', failed]);
+    await cli(world, ['run', 'nobody-serves-this', 'hi', '--id', failed]);
     const terminated = await world.client.start({ agent: 'assistant', input: 'hi' }, {});
     await terminated.workflow.terminate('test');
     const closeTime = async (id: string) => (await world.client.run(id).workflow.describe()).closeTime!.toISOString();
@@ -285,19 +291,19 @@ describe('commands on runs that have ended', () => {
       [terminated.workflowId, `terminated at ${await closeTime(terminated.workflowId)}`],
     ];
     for (const [id, how] of cases) {
-      const result = await cli(['abort', id]);
+      const result = await cli(world, ['abort', id]);
       expect([result.code, result.stdout, result.stderr]).toEqual([
         4,
         '',
         `error: ${id} has already ended: ${how}; there is nothing to abort (see 'npx patchloop show ${id}')\n`,
       ]);
     }
-    const sent = await cli(['send', done.workflowId, 'still there?']);
+    const sent = await cli(world, ['send', done.workflowId, 'still there?']);
     expect([sent.code, sent.stderr]).toEqual([
       4,
       `error: ${done.workflowId} has already ended: completed at ${await closeTime(done.workflowId)}; it takes no more messages (see 'npx patchloop show ${done.workflowId}')\n`,
     ]);
-    const asJson = await cli(['abort', done.workflowId, '--json']);
+    const asJson = await cli(world, ['abort', done.workflowId, '--json']);
     expect(JSON.parse(asJson.stderr)).toEqual({ error: { type: 'RunEnded', message: expect.any(String) } });
     // Every command on an id follows the same rule: a decision or an extension for a run that has ended
     // says how it ended (exit 4, as the help promises); the list of waiting calls is empty.
@@ -309,16 +315,16 @@ describe('commands on runs that have ended', () => {
       [['budget', 'extend', done.workflowId, '--calls', '2'], 'its budget takes no extension'],
     ];
     // Side by side: each is a process of its own.
-    const endedResults = await Promise.all(ended.map(([args]) => cli(args)));
+    const endedResults = await Promise.all(ended.map(([args]) => cli(world, args)));
     expect(endedResults.map((result, at) => [ended[at]![0], result.code, result.stdout, result.stderr])).toEqual(
       ended.map(([args, consequence]) => [args, 4, '', `error: ${closed}; ${consequence} ${see}\n`]),
     );
-    const listed = await cli(['approvals', done.workflowId]);
+    const listed = await cli(world, ['approvals', done.workflowId]);
     expect([listed.code, JSON.parse(listed.stdout)]).toEqual([
       0,
       { workflow_id: done.workflowId, pending_approvals: [] },
     ]);
-    const missing = await cli(['abort', 'manners-no-such-run']);
+    const missing = await cli(world, ['abort', 'manners-no-such-run']);
     expect([missing.code, missing.stderr]).toEqual([
       1,
       "error: no run or session with id 'manners-no-such-run' (see 'npx patchloop list')\n",
@@ -331,7 +337,7 @@ describe('commands on runs that have ended', () => {
       ['budget', 'extend', 'manners-no-such-run', '--calls', '1'],
       ['send', 'manners-no-such-run', 'hello'],
     ];
-    const unknownResults = await Promise.all(unknown.map((args) => cli(args)));
+    const unknownResults = await Promise.all(unknown.map((args) => cli(world, args)));
     expect(unknownResults.map((result, at) => [unknown[at], result.code, result.stdout, result.stderr])).toEqual(
       unknown.map((args) => [args, 1, '', missing.stderr]),
     );
@@ -339,7 +345,9 @@ describe('commands on runs that have ended', () => {
 });
 
 describe('closed pipes', () => {
-  it('every command ends quietly with 141 when its reader has gone (show | head, chat | head ...)', async () => {
+  it('every command ends quietly with 141 when its reader has gone (show | head, chat | head ...)', async ({
+    world,
+  }) => {
     const run = await world.client.start({ agent: 'assistant', input: 'add 2 and 3' });
     await run.result();
     const id = run.workflowId;
@@ -348,7 +356,7 @@ describe('closed pipes', () => {
       new Promise<{ code: number | null; other: string }>((resolve) => {
         const child = spawn(process.execPath, [cliEntry(), ...args], {
           cwd: repositoryRoot,
-          env: { ...process.env, ...env() },
+          env: { ...process.env, ...env(world) },
         });
         processes.push(child);
         child[stream].destroy();
@@ -372,13 +380,15 @@ describe('closed pipes', () => {
 });
 
 describe('failed runs in the list', () => {
-  it('a run that fails before its agent resolves (an unknown agent) carries its status and agent', async () => {
+  it('a run that fails before its agent resolves (an unknown agent) carries its status and agent', async ({
+    world,
+  }) => {
     const agent = `ghost-${Date.now()}`;
-    const run = await cli(['run', agent, 'hello', '--id', `manners-unknown-${agent}`]);
+    const run = await cli(world, ['run', agent, 'hello', '--id', `manners-unknown-${agent}`]);
     expect(run.stderr).toBe(`error: unknown agent '${agent}'; this worker serves: assistant, careful-assistant\n`);
     await recordHistory(world.client.run(`manners-unknown-${agent}`), 'unknown-agent-failed-visible');
     const listed = await eventually(async () => {
-      const out = await cli(['list', '--status', 'failed', '--agent', agent, '--json']);
+      const out = await cli(world, ['list', '--status', 'failed', '--agent', agent, '--json']);
       const rows = JSON.parse(out.stdout) as Array<{ workflow_id: string; agent: string; status: string }>;
       return rows.length > 0 ? rows : undefined;
     });
@@ -392,13 +402,13 @@ describe('failed runs in the list', () => {
 });
 
 describe('sessions in the list', () => {
-  it('count their iterations, tool calls and tokens after each turn, as runs do', async () => {
+  it('count their iterations, tool calls and tokens after each turn, as runs do', async ({ world }) => {
     const session = await world.client.startSession({ agent: 'assistant' });
     await session.send('add 2 and 3');
     await session.send('hello');
     const status = await session.status();
     const row = await eventually(async () => {
-      const out = await cli(['list', '--json', '--limit', '100']);
+      const out = await cli(world, ['list', '--json', '--limit', '100']);
       const rows = JSON.parse(out.stdout) as Array<{ workflow_id: string; iterations: number | null }>;
       const found = rows.find((entry) => entry.workflow_id === session.workflowId);
       return found?.iterations === status.iteration ? found : undefined;
@@ -426,7 +436,7 @@ describe('on a server of its own, with its web UI', () => {
   let client: PatchloopClient;
   const serve = async () => startDevServer({ port: await port, uiPort: await uiPort, headless: false, dbFile });
   const shell = () => ({ TEMPORAL_ADDRESS: server.address, PATCHLOOP_TASK_QUEUE: taskQueue });
-  beforeAll(async () => {
+  it.beforeAll(async ({ world }) => {
     server = await serve();
     worker = await spawnWorker({
       address: server.address,

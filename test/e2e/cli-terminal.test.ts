@@ -1,19 +1,17 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { z } from 'zod';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { defineTool } from '../../src/tools/define-tool';
-import { startWorld, type TestWorld } from '../support/temporal';
+import { type TestWorld } from '../support/temporal';
 import { runCli } from '../support/cli';
 import { eventually } from '../support/wait';
 import { onTerminal as terminalWith } from '../support/terminal';
 
-let world: TestWorld | undefined;
 const children: ChildProcessWithoutNullStreams[] = [];
 afterEach(async () => {
   for (const child of children.splice(0)) child.kill('SIGKILL');
-  await world?.close();
-  world = undefined;
 });
 
 const transfers: number[] = [];
@@ -30,36 +28,38 @@ const agents = [{ name: 'payer', instructions: 'You pay.', tools: ['transfer'], 
 const payCall = (id: string, amount: number) =>
   callTools([{ id, name: 'transfer', arguments: `{"amount": ${amount}}` }]);
 
-const onTerminal = (args: string[]) => {
-  const terminal = terminalWith(args, env());
+const onTerminal = (world: TestWorld, args: string[]) => {
+  const terminal = terminalWith(args, env(world));
   children.push(terminal.child);
   return terminal;
 };
 
-function env(): NodeJS.ProcessEnv {
+function env(world: TestWorld): NodeJS.ProcessEnv {
   return {
     ...process.env,
-    TEMPORAL_ADDRESS: world!.config.temporalAddress,
-    PATCHLOOP_TASK_QUEUE: world!.config.taskQueue,
+    TEMPORAL_ADDRESS: world.config.temporalAddress,
+    PATCHLOOP_TASK_QUEUE: world.config.taskQueue,
   };
 }
 
-function cli(args: string[]) {
+function cli(world: TestWorld, args: string[]) {
   return runCli(args, {
-    TEMPORAL_ADDRESS: world!.config.temporalAddress,
-    PATCHLOOP_TASK_QUEUE: world!.config.taskQueue,
+    TEMPORAL_ADDRESS: world.config.temporalAddress,
+    PATCHLOOP_TASK_QUEUE: world.config.taskQueue,
   });
 }
 
 describe('approvals from the CLI', () => {
-  it('run --follow on a terminal asks y/n with the arguments shown, and the answer decides the call', async () => {
+  it('run --follow on a terminal asks y/n with the arguments shown, and the answer decides the call', async ({
+    startWorld,
+  }) => {
     transfers.length = 0;
-    world = await startWorld({
+    const world = await startWorld({
       tools: [transfer],
       agents,
       fake: { script: [payCall('call_1', 42), reply('Paid 42.')] },
     });
-    const terminal = onTerminal(['run', 'payer', 'pay 42', '--id', 'cli-approve-1', '--follow']);
+    const terminal = onTerminal(world, ['run', 'payer', 'pay 42', '--id', 'cli-approve-1', '--follow']);
     await terminal.answer('approve transfer {"amount":42}? [y/n]', 'y');
     expect(await terminal.exited).toBe(0);
     expect(terminal.screen()).toContain('? transfer {"amount":42} waits for approval (call call_1)');
@@ -68,14 +68,14 @@ describe('approvals from the CLI', () => {
     expect(transfers).toEqual([42]);
   });
 
-  it('chat on a terminal: n asks for the reason, which the model receives', async () => {
+  it('chat on a terminal: n asks for the reason, which the model receives', async ({ startWorld }) => {
     transfers.length = 0;
-    world = await startWorld({
+    const world = await startWorld({
       tools: [transfer],
       agents,
       fake: { script: [payCall('call_9', 900), reply('Not paid.')] },
     });
-    const terminal = onTerminal(['chat', 'payer', '--id', 'cli-approve-chat']);
+    const terminal = onTerminal(world, ['chat', 'payer', '--id', 'cli-approve-chat']);
     await terminal.answer('you> ', 'pay 900');
     await terminal.answer('approve transfer {"amount":900}? [y/n]', 'n');
     await terminal.answer('reason (the model sees it):', 'too much');
@@ -89,9 +89,9 @@ describe('approvals from the CLI', () => {
     });
   });
 
-  it('approvals, approve and reject work by id without a terminal', async () => {
+  it('approvals, approve and reject work by id without a terminal', async ({ startWorld }) => {
     transfers.length = 0;
-    world = await startWorld({
+    const world = await startWorld({
       tools: [transfer],
       agents,
       fake: {
@@ -106,25 +106,25 @@ describe('approvals from the CLI', () => {
     });
     const run = await world.client.start({ agent: 'payer', input: 'pay twice' }, { workflowId: 'cli-approve-ids' });
     const listed = await eventually(async () => {
-      const out = await cli(['approvals', run.workflowId]);
+      const out = await cli(world, ['approvals', run.workflowId]);
       const parsed = JSON.parse(out.stdout) as { pending_approvals: Array<{ tool_call_id: string }> };
       return parsed.pending_approvals.length === 2 ? parsed : undefined;
     });
     expect(listed.pending_approvals.map((entry) => entry.tool_call_id)).toEqual(['a', 'b']);
-    const noReason = await cli(['reject', run.workflowId, 'b']);
+    const noReason = await cli(world, ['reject', run.workflowId, 'b']);
     expect(noReason.code).toBe(2);
     expect(noReason.stderr).toContain('--reason is required');
-    expect(JSON.parse((await cli(['approve', run.workflowId, 'a'])).stdout)).toEqual({
+    expect(JSON.parse((await cli(world, ['approve', run.workflowId, 'a'])).stdout)).toEqual({
       workflow_id: run.workflowId,
       tool_call_id: 'a',
       approved: true,
     });
-    const bogus = await cli(['approve', run.workflowId, 'zzz']);
+    const bogus = await cli(world, ['approve', run.workflowId, 'zzz']);
     expect(bogus.code).toBe(1);
     expect(bogus.stderr).toBe("error: no tool call 'zzz' awaits approval (waiting: b)\n");
-    expect(JSON.parse((await cli(['reject', run.workflowId, 'b', '--reason', 'once is enough'])).stdout)).toMatchObject(
-      { approved: false },
-    );
+    expect(
+      JSON.parse((await cli(world, ['reject', run.workflowId, 'b', '--reason', 'once is enough'])).stdout),
+    ).toMatchObject({ approved: false });
     expect((await run.result()).status).toBe('completed');
     expect(transfers).toEqual([1]);
   });

@@ -2,7 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
+import { test } from '../support/fixtures';
 import { validateToolLinkage } from '../../src/context';
 import { startConsole, type ConsoleServer } from '../../src/console/server';
 import { callTools, failWith, reply, toolCall as call } from '../../src/fake-model/steps';
@@ -10,12 +11,13 @@ import type { AgentDefinitionInput } from '../../src/runtime';
 import { addTool, waitTool } from '../../src/tools/examples';
 import { LIST_STATUSES } from '../../src/cli/syntax';
 import { parseKey } from '../../src/config/environment';
-import { scriptsByAgent } from '../support/agent-scripts';
-import { launchBrowser } from '../support/browser';
+import { scriptsByAgent } from '../../support/agent-scripts';
+import { launchBrowser } from '../../support/browser';
 import { runCli } from '../support/cli';
 import { occurrencesInDatabase } from '../support/database';
-import { clientOn, startWorld, type TestWorld } from '../support/temporal';
-import { spawnWorker } from '../support/worker-process';
+import { clientOn } from '../support/temporal';
+import type { RunHandle } from '../../src/client/patchloop-client';
+import { spawnWorker } from '../../support/worker-process';
 import { awaitingApproval, eventOf, eventually } from '../support/wait';
 
 /**
@@ -78,7 +80,11 @@ const scripts = scriptsByAgent({
   },
 });
 
-let world: TestWorld;
+const it = test.override('worldOptions', {
+  agents,
+  tools: [addTool, waitTool],
+  fake: { responder: scripts.responder },
+});
 /** The lead run of the first test; the child-run test opens it. */
 let ledWorkflowId: string | undefined;
 let consoleServer: ConsoleServer;
@@ -86,11 +92,8 @@ let browser: Browser;
 let signedIn: BrowserContext;
 let page: Page;
 
-beforeAll(async () => {
-  [world, browser] = await Promise.all([
-    startWorld({ agents, tools: [addTool, waitTool], fake: { responder: scripts.responder } }),
-    launchBrowser(),
-  ]);
+it.beforeAll(async ({ world }) => {
+  browser = await launchBrowser();
   consoleServer = await startConsole({
     client: world.client,
     host: '127.0.0.1',
@@ -107,7 +110,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await consoleServer?.close();
-  await world?.close();
 });
 
 const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -121,7 +123,9 @@ const detailsShown = async () => {
 };
 
 describe('the console, in a browser', () => {
-  it('lists the runs of two agents, with filters and links to each run and to the Temporal web UI', async () => {
+  it('lists the runs of two agents, with filters and links to each run and to the Temporal web UI', async ({
+    world,
+  }) => {
     const written = await world.client.start({ agent: 'writer', input: 'say something short' });
     const led = await world.client.start({ agent: 'lead', input: 'get the report filed' });
     ledWorkflowId = led.workflowId;
@@ -151,7 +155,7 @@ describe('the console, in a browser', () => {
     expect(await page.locator('h1 .agent').innerText()).toBe('lead');
   });
 
-  it("shows a running run's tokens as the model writes them, then the answer in the transcript", async () => {
+  it("shows a running run's tokens as the model writes them, then the answer in the transcript", async ({ world }) => {
     const run = await world.client.start({ agent: 'writer', input: 'write at length' });
     // The page opens while the model is writing: it gets the call's text so far, then the rest live.
     await eventually(() => ((world.fake.requests.at(-1)?.chunksWritten ?? 0) >= 2 ? true : undefined));
@@ -171,7 +175,7 @@ describe('the console, in a browser', () => {
     expect(await page.locator('#timeline tr[data-type=react_end]').count()).toBe(1);
   });
 
-  it('Approve lets a waiting run go on: the tool runs and the run completes', async () => {
+  it('Approve lets a waiting run go on: the tool runs and the run completes', async ({ world }) => {
     const run = await world.client.start({ agent: 'gatekeeper', input: 'add 2 and 3' });
     await page.goto(runUrl(run.workflowId));
     const waiting = page.locator('#approvals li[data-tool-call-id=a1]');
@@ -184,7 +188,7 @@ describe('the console, in a browser', () => {
     await page.locator('#timeline tr[data-type=approval_decided]').waitFor();
   });
 
-  it('a message sent from the page reaches the run', async () => {
+  it('a message sent from the page reaches the run', async ({ world }) => {
     const run = await world.client.start({ agent: 'gatekeeper', input: 'add 1 and 1' });
     await page.goto(runUrl(run.workflowId));
     await page.locator('#approvals li[data-tool-call-id=m1]').waitFor();
@@ -202,7 +206,7 @@ describe('the console, in a browser', () => {
     expect(await transcriptText()).toContain('use metric units please');
   });
 
-  it('Abort ends a run as aborted, with a valid transcript', async () => {
+  it('Abort ends a run as aborted, with a valid transcript', async ({ world }) => {
     const run = await world.client.start({ agent: 'writer', input: 'wait for two minutes' });
     await eventOf(run, 'tool_call_start');
     await page.goto(runUrl(run.workflowId));
@@ -216,7 +220,7 @@ describe('the console, in a browser', () => {
     await page.locator('#controls').waitFor({ state: 'hidden' });
   });
 
-  it('Extend lets a run waiting for its budget go on', async () => {
+  it('Extend lets a run waiting for its budget go on', async ({ world }) => {
     const run = await world.client.start({
       agent: 'writer',
       input: 'wait a moment, then finish',
@@ -255,7 +259,9 @@ describe('the console, in a browser', () => {
     );
   });
 
-  it("a closed run's page comes from its description and result at once; its timeline follows, then is kept", async () => {
+  it("a closed run's page comes from its description and result at once; its timeline follows, then is kept", async ({
+    world,
+  }) => {
     const run = await world.client.start({ agent: 'reporter', input: 'report once' });
     await run.result();
     const signedIn = { cookie: (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ') };
@@ -289,8 +295,8 @@ describe('the console, in a browser', () => {
   });
 
   describe('without the token', () => {
-    let waiting: Awaited<ReturnType<typeof world.client.start>>;
-    beforeAll(async () => {
+    let waiting: RunHandle;
+    it.beforeAll(async ({ world }) => {
       waiting = await world.client.start({ agent: 'gatekeeper', input: 'add 4 and 4' });
       await awaitingApproval(waiting, ['s1']);
     });
@@ -441,7 +447,7 @@ fetch(${JSON.stringify(`${consoleServer.url}${abortPath()}`)}, { method: 'POST',
       expect((await page.context().cookies())[0]!.value).not.toContain(TOKEN);
     });
 
-    it('listening beyond loopback needs the token, for reading too', async () => {
+    it('listening beyond loopback needs the token, for reading too', async ({ world }) => {
       const refused = await runCli(['console', '--host', '0.0.0.0', '--port', '0'], {
         TEMPORAL_ADDRESS: world.config.temporalAddress,
         PATCHLOOP_CONSOLE_TOKEN: '',
@@ -473,7 +479,9 @@ fetch(${JSON.stringify(`${consoleServer.url}${abortPath()}`)}, { method: 'POST',
     });
   });
 
-  it('a run no worker serves: its page comes at once, says so and what to start, and goes on once a worker does', async () => {
+  it('a run no worker serves: its page comes at once, says so and what to start, and goes on once a worker does', async ({
+    world,
+  }) => {
     const queue = `console-unserved-${randomUUID()}`;
     const sentry = agents.find((agent) => agent.name === 'sentry')!;
     const worker = () =>
@@ -533,7 +541,9 @@ fetch(${JSON.stringify(`${consoleServer.url}${abortPath()}`)}, { method: 'POST',
     }
   });
 
-  it("a failed chat turn shows its error in the console, show and chat, and keeps the user's message", async () => {
+  it("a failed chat turn shows its error in the console, show and chat, and keeps the user's message", async ({
+    world,
+  }) => {
     const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
     const id = `console-chat-${randomUUID()}`;
     const kept = "(the message stays in the session's transcript; send another to go on)";
@@ -582,7 +592,9 @@ fetch(${JSON.stringify(`${consoleServer.url}${abortPath()}`)}, { method: 'POST',
     await world.client.session(id).close();
   });
 
-  it("shows an encrypted run in plaintext through the client's codec, with no key in the page", async () => {
+  it("shows an encrypted run in plaintext through the client's codec, with no key in the page", async ({
+    startWorld,
+  }) => {
     const secret = randomBytes(32).toString('base64');
     const encryption = { active: parseKey(secret, 'console-key'), previous: [] };
     const canary = `canary-${randomUUID()}`;

@@ -1,29 +1,27 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { RunFailedError, type RunHandle } from '../../src/client/patchloop-client';
 import { validateToolLinkage, type Message } from '../../src/context';
 import { FakeModelServer } from '../../src/fake-model/server';
 import type { RunEvent } from '../../src/runtime';
-import { isSummaryCall, lastPageRead, pageReader, sevenFieldSummary } from '../support/context-model';
+import { isSummaryCall, lastPageRead, pageReader, sevenFieldSummary } from '../../support/context-model';
 import type { ChatRequestBody } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { SESSION_SCHEMA_VERSION } from '../../src/runtime';
 import { pageText, tools } from '../support/context-tools';
-import { clientOn, startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { clientOn, temporalAddress } from '../support/temporal';
 import { eventOf, eventually, recordCarriedState, recordHistory } from '../support/wait';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+import { spawnWorker, type WorkerProcess } from '../../support/worker-process';
 
 const WINDOW = 12_000;
 const TASK = 'Read the report, one page per call, and tell me how many pages you read.';
 
-let world: TestWorld | undefined;
 const workers: WorkerProcess[] = [];
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const worker of workers.splice(0)) await worker.kill('SIGKILL');
   for (const cleanup of cleanups.splice(0)) await cleanup();
-  await world?.close();
-  world = undefined;
 });
 
 const reader = (context: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => ({
@@ -46,8 +44,10 @@ function expectSound(transcript: Message[]): void {
 }
 
 describe('context compaction against a provider that enforces a 12,000-token window', () => {
-  it('proactive (window_tokens set): 40 pages of 4 KB complete, not one request over the window', async () => {
-    world = await startWorld({
+  it('proactive (window_tokens set): 40 pages of 4 KB complete, not one request over the window', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: { windowTokens: WINDOW, responder: pageReader(40, 4) },
       agents: [reader({ window_tokens: WINDOW })],
       tools,
@@ -96,8 +96,10 @@ describe('context compaction against a provider that enforces a 12,000-token win
     await recordHistory(run, 'context-compaction-proactive');
   });
 
-  it("reactive (no window known): the provider's context_length_exceeded compacts and retries, then the learned window keeps it proactive", async () => {
-    world = await startWorld({
+  it("reactive (no window known): the provider's context_length_exceeded compacts and retries, then the learned window keeps it proactive", async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: { windowTokens: WINDOW, responder: pageReader(40, 4) },
       agents: [reader()],
       tools,
@@ -123,8 +125,8 @@ describe('context compaction against a provider that enforces a 12,000-token win
     await recordHistory(run, 'context-compaction-reactive');
   });
 
-  it('the completion a request reserves (max_tokens) is kept free in the window too', async () => {
-    world = await startWorld({
+  it('the completion a request reserves (max_tokens) is kept free in the window too', async ({ startWorld }) => {
+    const world = await startWorld({
       fake: { windowTokens: WINDOW, responder: pageReader(20, 4) },
       agents: [reader({ window_tokens: WINDOW }, { llm_options: { max_tokens: 5000 } })],
       tools,
@@ -138,9 +140,11 @@ describe('context compaction against a provider that enforces a 12,000-token win
       expect(request.promptTokens + 5000).toBeLessThanOrEqual(WINDOW);
   });
 
-  it('a single message larger than the window (the task itself) is cut with a visible marker, head and tail kept', async () => {
+  it('a single message larger than the window (the task itself) is cut with a visible marker, head and tail kept', async ({
+    startWorld,
+  }) => {
     const task = `START ${'lorem ipsum dolor sit amet '.repeat(4000)} END`;
-    world = await startWorld({
+    const world = await startWorld({
       fake: { windowTokens: WINDOW, script: [], responder: () => ({ kind: 'reply', content: 'done' }) },
       agents: [reader({ window_tokens: WINDOW }, { tools: [] })],
     });
@@ -156,10 +160,12 @@ describe('context compaction against a provider that enforces a 12,000-token win
     expect(sent).toMatch(/\[\.\.\. [\d,]+ characters cut to fit the context window \.\.\.\]/);
   });
 
-  it('a compaction that frees nothing ends the run with a typed ContextTooLong that says what was tried, not a loop', async () => {
+  it('a compaction that frees nothing ends the run with a typed ContextTooLong that says what was tried, not a loop', async ({
+    startWorld,
+  }) => {
     // The instructions alone are larger than the window: nothing a compaction may cut can help.
     const instructions = 'Always follow this policy. '.repeat(3000);
-    world = await startWorld({
+    const world = await startWorld({
       fake: { windowTokens: WINDOW, responder: pageReader(40, 4) },
       agents: [reader({}, { instructions })],
       tools,
@@ -176,8 +182,10 @@ describe('context compaction against a provider that enforces a 12,000-token win
     expect(world.fake.requests[0]!.overWindow).toBe(true);
   });
 
-  it('an abort during the summary call leaves the context as it was and ends the run aborted', async () => {
-    world = await startWorld({
+  it('an abort during the summary call leaves the context as it was and ends the run aborted', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: {
         windowTokens: WINDOW,
         // Every page is 4 KB of tool result: clearing alone would do, so summarize only.
@@ -257,7 +265,9 @@ describe('context compaction against a provider that enforces a 12,000-token win
     expect(summaries).toHaveLength(1);
   });
 
-  it('a chat session compacts the same way, and its context ledger goes on across continue-as-new', async () => {
+  it('a chat session compacts the same way, and its context ledger goes on across continue-as-new', async ({
+    startWorld,
+  }) => {
     // Each turn reads ten more pages, then answers.
     const responder = (body: ChatRequestBody) => {
       if (isSummaryCall(body)) return reply(sevenFieldSummary(lastPageRead(body)));
@@ -267,7 +277,7 @@ describe('context compaction against a provider that enforces a 12,000-token win
       const page = read + 1;
       return callTools([{ id: `call_page_${page}`, name: 'read_page', arguments: JSON.stringify({ page, kb: 4 }) }]);
     };
-    world = await startWorld({
+    const world = await startWorld({
       fake: { windowTokens: WINDOW, responder },
       agents: [reader({ window_tokens: WINDOW })],
       tools,

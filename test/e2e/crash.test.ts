@@ -5,8 +5,8 @@ import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { clientOn, listedWorkflows, temporalAddress } from '../support/temporal';
 import { callsFinished, eventOf, recordHistory, replyReceived, startedChild } from '../support/wait';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process';
-import { scriptsByAgent } from '../support/agent-scripts';
+import { spawnWorker, type WorkerProcess } from '../../support/worker-process';
+import { scriptsByAgent } from '../../support/agent-scripts';
 
 const agents = [
   {

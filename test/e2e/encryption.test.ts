@@ -3,7 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ServerResponse } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { parseKey } from '../../src/config/environment';
 import { followRun, jsonOutput } from '../../src/client/follow';
 import { callTools, reply } from '../../src/fake-model/steps';
@@ -11,21 +12,20 @@ import { startCodecServer } from '../../src/storage/codec-server';
 import { EncryptionCodec } from '../../src/storage/encryption-codec';
 import { occurrencesInDatabase } from '../support/database';
 import { runCli, startCliProcess } from '../support/cli';
-import { startWorld, temporalCli, type TestWorld } from '../support/temporal';
+import { temporalCli } from '../support/temporal';
 
-let world: TestWorld | undefined;
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
-  await world?.close();
-  world = undefined;
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
 describe('encrypted payloads', () => {
-  it('a secret in a user message is in neither the database nor `temporal workflow show`; the codec server reveals it', async () => {
+  it('a secret in a user message is in neither the database nor `temporal workflow show`; the codec server reveals it', async ({
+    startWorld,
+  }) => {
     const encryption = { active: parseKey(randomBytes(32).toString('base64'), 'test-key'), previous: [] };
     const canary = `canary-${randomUUID()}`;
-    world = await startWorld({
+    const world = await startWorld({
       config: { encryption },
       fake: {
         script: [
@@ -75,9 +75,11 @@ describe('encrypted payloads', () => {
     expect(new Set(statuses)).toEqual(new Set([401]));
   });
 
-  it('followers still get live tokens: heartbeat details are decoded with the client codecs', async () => {
+  it('followers still get live tokens: heartbeat details are decoded with the client codecs', async ({
+    startWorld,
+  }) => {
     const encryption = { active: parseKey(randomBytes(32).toString('base64'), 'test-key'), previous: [] };
-    world = await startWorld({
+    const world = await startWorld({
       config: { encryption },
       fake: { script: [reply(['one ', 'two ', 'three'], { chunkDelayMs: 150 })] },
     });

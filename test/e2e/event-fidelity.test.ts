@@ -1,4 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { z } from 'zod';
 import { eventsQuery } from '../../src/common/definitions';
 import { callTools, reply } from '../../src/fake-model/steps';
@@ -7,14 +8,7 @@ import { defineTool } from '../../src/tools/define-tool';
 import { addTool } from '../../src/tools/examples';
 import { imageUrl } from '../../src/tools/images';
 import { runCli } from '../support/cli';
-import { startWorld, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
-
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
 
 /** Waits until the other call of the batch has finished: the completion order is fixed, not raced. */
 let fastDone: () => void = () => undefined;
@@ -108,8 +102,10 @@ function expectSpecShape(event: RunEvent): void {
 const memo = { name: 'memo', instructions: 'You delegate.', tools: ['add'], selfref: true };
 
 describe('event stream fidelity to the reference runtime (spec 6.6, 7.4, 7.8)', () => {
-  it('a parallel batch: start, each call start, then per completion its custom events and end, then batch end; origins on every event', async () => {
-    world = await startWorld({
+  it('a parallel batch: start, each call start, then per completion its custom events and end, then batch end; origins on every event', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       tools: [addTool, slowNote, fastNote],
       agents: [{ name: 'noter', instructions: 'x', tools: ['slow_note', 'fast_note'] }],
       fake: {
@@ -169,8 +165,10 @@ describe('event stream fidelity to the reference runtime (spec 6.6, 7.4, 7.8)', 
     world.fake.assertDone();
   });
 
-  it('a fork that forks again: the root’s follow --json shows every descendant’s events with nested origins, in place', async () => {
-    world = await startWorld({
+  it('a fork that forks again: the root’s follow --json shows every descendant’s events with nested origins, in place', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       agents: [memo],
       fake: {
         script: [
@@ -247,9 +245,9 @@ describe('event stream fidelity to the reference runtime (spec 6.6, 7.4, 7.8)', 
     world.fake.assertDone();
   });
 
-  it('llm_call_end.usage is the usage-only tail chunk of a stream', async () => {
+  it('llm_call_end.usage is the usage-only tail chunk of a stream', async ({ startWorld }) => {
     const usage = { prompt_tokens: 17, completion_tokens: 4, total_tokens: 21 };
-    world = await startWorld({ fake: { script: [reply(['one ', 'two'], { usage })] } });
+    const world = await startWorld({ fake: { script: [reply(['one ', 'two'], { usage })] } });
     const run = await world.client.start({ agent: 'assistant', input: 'count' });
     await run.result();
     // The request asked for it, and the stream's last data chunk held it with no choices.
@@ -259,8 +257,10 @@ describe('event stream fidelity to the reference runtime (spec 6.6, 7.4, 7.8)', 
     expect(events.at(-1)).toMatchObject({ event_type: 'react_end', total_token_usage: usage });
   });
 
-  it('llm_call_end says how the call went on the wire: streamed as asked, or plain when the profile sent it so', async () => {
-    world = await startWorld({
+  it('llm_call_end says how the call went on the wire: streamed as asked, or plain when the profile sent it so', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       tools: [addTool],
       agents: [
         // llama-cpp-python cannot stream with tool_choice auto: its profile sends those calls plain.
@@ -298,8 +298,10 @@ describe('event stream fidelity to the reference runtime (spec 6.6, 7.4, 7.8)', 
     world.fake.assertDone();
   });
 
-  it('a multimodal tool: tool_call_end.result is the tool’s return value, not the restructured messages', async () => {
-    world = await startWorld({
+  it('a multimodal tool: tool_call_end.result is the tool’s return value, not the restructured messages', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       tools: [addTool, chart],
       agents: [{ name: 'painter', instructions: 'x', tools: ['chart'] }],
       fake: { script: [callTools([{ id: 'c', name: 'chart', arguments: '{}' }]), reply('a chart')] },
@@ -317,11 +319,11 @@ describe('event stream fidelity to the reference runtime (spec 6.6, 7.4, 7.8)', 
     expect(JSON.stringify(sent['content'])).toContain('https://example.com/chart.png');
   });
 
-  it('event_seq starts at 1 and only increases across continue-as-new', async () => {
+  it('event_seq starts at 1 and only increases across continue-as-new', async ({ startWorld }) => {
     const calls = Array.from({ length: 8 }, (_, index) =>
       callTools([{ id: `a${index}`, name: 'add', arguments: `{"a": ${index}, "b": 1}` }]),
     );
-    world = await startWorld({ fake: { script: [...calls, reply('done')] } });
+    const world = await startWorld({ fake: { script: [...calls, reply('done')] } });
     const run = await world.client.start({
       agent: 'assistant',
       input: 'add a lot',

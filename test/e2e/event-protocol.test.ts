@@ -1,7 +1,8 @@
 import Ajv2020 from 'ajv/dist/2020';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { test } from '../support/fixtures';
 import { z } from 'zod';
 import { followRun } from '../../src/client/follow';
 import { readChunks } from '../../src/streaming/chunk-client';
@@ -12,10 +13,9 @@ import type { Responder } from '../../src/fake-model/server';
 import type { AgentDefinitionInput, RunEvent, StreamEvent } from '../../src/runtime';
 import { defineTool } from '../../src/tools/define-tool';
 import { addTool, waitTool } from '../../src/tools/examples';
-import { scriptsByAgent } from '../support/agent-scripts';
+import { scriptsByAgent } from '../../support/agent-scripts';
 import { tools as pageTools } from '../support/context-tools';
-import { isSummaryCall, pageReader } from '../support/context-model';
-import { startWorld, type TestWorld } from '../support/temporal';
+import { isSummaryCall, pageReader } from '../../support/context-model';
 import { awaitingApproval, eventOf } from '../support/wait';
 
 /**
@@ -87,16 +87,10 @@ const responder: Responder = (body, index) => {
     : scripts.responder(body, index);
 };
 
-let world: TestWorld;
-beforeAll(async () => {
-  world = await startWorld({
-    agents,
-    tools: [addTool, waitTool, explode, ...pageTools],
-    fake: { responder, windowTokens: 12_000 },
-  });
-});
-afterAll(async () => {
-  await world?.close();
+const it = test.override('worldOptions', {
+  agents,
+  tools: [addTool, waitTool, explode, ...pageTools],
+  fake: { responder, windowTokens: 12_000 },
 });
 
 /** Every event the run's log holds (the client's own paging). */
@@ -109,7 +103,7 @@ function invalid(validate: typeof validRunEvent, message: unknown): string | nul
 }
 
 describe('the event protocol, as real runs emit it', () => {
-  it('validates every run event and stream event against the published schemas', async () => {
+  it('validates every run event and stream event against the published schemas', async ({ world }) => {
     const runEvents: RunEvent[] = [];
     const streamEvents: StreamEvent[] = [];
     // Tools (a result, an error, a custom event), a sub-agent, a handoff, streamed tokens: followed live.

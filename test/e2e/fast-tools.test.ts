@@ -1,21 +1,18 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { temporal } from '@temporalio/proto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { z } from 'zod';
 import { validateToolLinkage } from '../../src/context';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { RunHandle } from '../../src/client/patchloop-client';
 import { defineTool } from '../../src/tools/define-tool';
 import { repeatTool, waitTool } from '../../src/tools/examples';
-import { startWorld, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
 import { sideEffectWorld } from '../support/side-effect-world';
 
 const cleanups: Array<() => Promise<void>> = [];
-let world: TestWorld | undefined;
 afterEach(async () => {
-  await world?.close();
-  world = undefined;
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
@@ -48,8 +45,10 @@ function completedWorkflowTasks(events: temporal.api.history.v1.IHistoryEvent[])
 }
 
 describe('fast tools: a batch of them runs as a local activity', () => {
-  it('one workflow task and one activity per iteration instead of two of each; the model sees the same requests', async () => {
-    world = await startWorld({
+  it('one workflow task and one activity per iteration instead of two of each; the model sees the same requests', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       tools: [repeatTool, slowRepeat],
       agents: [
         { name: 'quick', instructions: 'You repeat.', tools: ['repeat'] },
@@ -94,8 +93,8 @@ describe('fast tools: a batch of them runs as a local activity', () => {
     world.fake.assertDone();
   });
 
-  it('a batch that mixes fast and ordinary tools runs as one ordinary activity', async () => {
-    world = await startWorld({
+  it('a batch that mixes fast and ordinary tools runs as one ordinary activity', async ({ startWorld }) => {
+    const world = await startWorld({
       tools: [repeatTool, waitTool],
       agents: [{ name: 'mixed', instructions: 'You repeat and wait.', tools: ['repeat', 'wait'] }],
       fake: {
@@ -122,7 +121,9 @@ describe('fast tools: a batch of them runs as a local activity', () => {
     world.fake.assertDone();
   });
 
-  it('an abort that arrives while a fast batch runs: the batch keeps its result, the run stops before the next model call', async () => {
+  it('an abort that arrives while a fast batch runs: the batch keeps its result, the run stops before the next model call', async ({
+    startWorld,
+  }) => {
     let started!: () => void;
     const running = new Promise<void>((resolve) => (started = resolve));
     const pause = defineTool({
@@ -136,7 +137,7 @@ describe('fast tools: a batch of them runs as a local activity', () => {
         return 'paused';
       },
     });
-    world = await startWorld({
+    const world = await startWorld({
       tools: [pause],
       agents: [{ name: 'pauser', instructions: 'You pause.', tools: ['pause'] }],
       fake: {

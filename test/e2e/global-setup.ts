@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../../src/worker/temporal-cli';
 import { freePort } from '../../src/worker/free-port';
-import { freshCompiledCli, writeSharedBundle } from '../support/compiled';
-import { startRedis, type RedisServer } from '../support/redis';
+import { freshCompiledCli, writeSharedBundle } from '../../support/compiled';
+import { startRedis, type RedisServer } from '../../support/redis';
+import { cpuSeconds, recordCpu } from '../support/cpu-time';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -63,6 +64,7 @@ export async function teardown(): Promise<void> {
   try {
     if (server) await checkHistoryBudget(server.address);
   } finally {
+    if (server?.process.pid) recordCpu('temporal dev server', cpuSeconds(server.process.pid));
     await Promise.all([server?.stop(), redis?.stop()]);
   }
 }

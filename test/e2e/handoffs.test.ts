@@ -1,10 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { z } from 'zod';
 import { validateToolLinkage, type Message } from '../../src/context';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput, RunEvent, RunStatus } from '../../src/runtime';
 import { defineTool } from '../../src/tools/define-tool';
-import { startWorld, type TestWorld } from '../support/temporal';
+import { type TestWorld } from '../support/temporal';
 import { awaitingApproval, recordHistory } from '../support/wait';
 
 const TRIAGE = 'You are the front desk. Find out what the customer needs and hand them to the right agent.';
@@ -44,15 +45,11 @@ function handoffEvents(status: RunStatus): RunEvent[] {
   return status.events.filter((event) => event.event_type === 'agent_handoff');
 }
 
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
-
 describe('handoffs', () => {
-  it('a handoff and back: prompt, tools and model switch at the next call; the transcript goes on', async () => {
-    world = await startWorld({
+  it('a handoff and back: prompt, tools and model switch at the next call; the transcript goes on', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       tools: [invoice],
       agents: agents(),
       fake: {
@@ -163,8 +160,8 @@ describe('handoffs', () => {
     await recordHistory(run, 'handoff-and-back');
   });
 
-  it('two handoffs in one batch: the first wins, the second gets an error result', async () => {
-    world = await startWorld({
+  it('two handoffs in one batch: the first wins, the second gets an error result', async ({ startWorld }) => {
+    const world = await startWorld({
       tools: [invoice],
       agents: agents(),
       fake: {
@@ -192,8 +189,8 @@ describe('handoffs', () => {
     world.fake.assertDone();
   });
 
-  it('a gated handoff waits for a person; the switch follows the approval', async () => {
-    world = await startWorld({
+  it('a gated handoff waits for a person; the switch follows the approval', async ({ startWorld }) => {
+    const world = await startWorld({
       tools: [invoice],
       agents: agents({ needs_approval: ['transfer_to_billing'] }),
       fake: { script: [callTools([handoffCall('call_h', 'billing')]), reply('Billing here.')] },
@@ -208,8 +205,8 @@ describe('handoffs', () => {
     world.fake.assertDone();
   });
 
-  it('the active agent survives continue-as-new: the next run opens with it', async () => {
-    world = await startWorld({
+  it('the active agent survives continue-as-new: the next run opens with it', async ({ startWorld }) => {
+    const world = await startWorld({
       tools: [invoice],
       agents: agents(),
       fake: {
@@ -259,8 +256,8 @@ describe('handoffs', () => {
     );
   });
 
-  it('a session hands off too, and the next turn is answered by the active agent', async () => {
-    world = await startWorld({
+  it('a session hands off too, and the next turn is answered by the active agent', async ({ startWorld }) => {
+    const world = await startWorld({
       tools: [invoice],
       agents: agents(),
       fake: {

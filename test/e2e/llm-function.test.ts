@@ -1,20 +1,18 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { z } from 'zod';
 import { RunFailedError } from '../../src/client/patchloop-client';
 import { reply } from '../../src/fake-model/steps';
 import { classifySentiment, summarize } from '../../src/functions/examples';
-import { startWorld, type TestWorld } from '../support/temporal';
 import { recordHistory } from '../support/wait';
 
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
-
 describe('typed LLM functions (workflow llmFunction)', () => {
-  it('sends the rendered prompt with the output schema as structured output and returns the typed value', async () => {
-    world = await startWorld({ fake: { script: [reply('{"summary": "Cats nap.", "keywords": ["cats", "naps"]}')] } });
+  it('sends the rendered prompt with the output schema as structured output and returns the typed value', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
+      fake: { script: [reply('{"summary": "Cats nap.", "keywords": ["cats", "naps"]}')] },
+    });
     const output = await world.client.call(summarize, { text: 'Cats sleep a lot during the day.', words: 5 });
     // The inferred type: { summary: string; keywords: string[] }.
     const keywords: string[] = output.keywords;
@@ -38,8 +36,10 @@ describe('typed LLM functions (workflow llmFunction)', () => {
     world.fake.assertDone();
   });
 
-  it('sends an invalid reply back with the validation error, then returns the repaired output', async () => {
-    world = await startWorld({
+  it('sends an invalid reply back with the validation error, then returns the repaired output', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: {
         script: [
           reply('I think it is positive!'),
@@ -65,8 +65,12 @@ describe('typed LLM functions (workflow llmFunction)', () => {
     await recordHistory(world.client.run(handle.workflowId), 'llm-function-repair');
   });
 
-  it('fails readably and non-retryably when repairs are exhausted, with the last raw output', async () => {
-    world = await startWorld({ fake: { script: [reply('nope'), reply('still nope'), reply('{"sentiment": "meh"}')] } });
+  it('fails readably and non-retryably when repairs are exhausted, with the last raw output', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
+      fake: { script: [reply('nope'), reply('still nope'), reply('{"sentiment": "meh"}')] },
+    });
     const error = (await world.client
       .call(classifySentiment, { text: 'hm' })
       .catch((e: unknown) => e)) as RunFailedError;
@@ -77,8 +81,8 @@ describe('typed LLM functions (workflow llmFunction)', () => {
     world.fake.assertDone();
   });
 
-  it('rejects arguments that do not match the input schema before calling the model', async () => {
-    world = await startWorld();
+  it('rejects arguments that do not match the input schema before calling the model', async ({ startWorld }) => {
+    const world = await startWorld();
     const error = (await world.client
       .runFunction('summarize', { text: '' })
       .catch((e: unknown) => e)) as RunFailedError;

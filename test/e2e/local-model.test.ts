@@ -1,15 +1,16 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, onTestFinished } from 'vitest';
+import { it, type StartWorld } from '../support/fixtures';
 import { validateToolLinkage } from '../../src/context';
 import { RunFailedError } from '../../src/client/patchloop-client';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { addTool } from '../../src/tools/examples';
 import { startLiteLlm, startLlamaServer, type LocalServer } from '../support/local-model';
-import { everythingEntry, everythingStdio, listServerTools } from '../support/mcp-servers';
+import { everythingEntry, everythingStdio, listServerTools } from '../../support/mcp-servers';
 import { RecordingProxy } from '../support/recording-proxy';
-import { startWorld, type TestWorld } from '../support/temporal';
+import type { TestWorld } from '../support/temporal';
 import { replyReceived } from '../support/wait';
 
 /**
@@ -33,15 +34,6 @@ afterAll(async () => {
   await Promise.all([llama?.close(), litellm?.close()]);
 });
 
-let world: TestWorld | undefined;
-let proxy: RecordingProxy | undefined;
-afterEach(async () => {
-  await world?.close();
-  await proxy?.close();
-  world = undefined;
-  proxy = undefined;
-});
-
 /** One forced call of `add`, then an answer without tools (max_tool_calls 1): the loop a 135M model can do. */
 function adder(url: string, provider: AgentDefinitionInput['provider']): AgentDefinitionInput {
   return {
@@ -58,17 +50,25 @@ function addNumbers(client: TestWorld['client']) {
   return client.start({ agent: 'adder', input: 'Use the add tool to add 19 and 23.' }).then((run) => run.result());
 }
 
-async function worldWith(agent: AgentDefinitionInput, target: string): Promise<TestWorld> {
-  proxy = await RecordingProxy.start(target);
+/** A world whose agent reaches `target` through a recording proxy, closed after the world. */
+async function worldWith(
+  startWorld: StartWorld,
+  agent: AgentDefinitionInput,
+  target: string,
+): Promise<{ client: TestWorld['client']; proxy: RecordingProxy }> {
+  const proxy = await RecordingProxy.start(target);
+  onTestFinished(() => proxy.close());
   const base = new URL(agent.provider!.base_url!);
   const through = { ...agent, provider: { ...agent.provider, base_url: `${proxy.url}${base.pathname}` } };
-  world = await startWorld({ agents: [through], tools: [addTool] });
-  return world;
+  const world = await startWorld({ agents: [through], tools: [addTool] });
+  return { client: world.client, proxy };
 }
 
 describe('llama-cpp-python (a real local model server)', () => {
-  it('with the llama-cpp profile the tool loop completes: add -> 42 -> answer, streamed, usage estimated', async () => {
-    const { client } = await worldWith(adder(llama.url, { profile: 'llama-cpp' }), llama.url);
+  it('with the llama-cpp profile the tool loop completes: add -> 42 -> answer, streamed, usage estimated', async ({
+    startWorld,
+  }) => {
+    const { client, proxy } = await worldWith(startWorld, adder(llama.url, { profile: 'llama-cpp' }), llama.url);
     const result = await addNumbers(client);
     expect(result.status).toBe('completed');
     const [, user, call, toolResult, answer] = result.transcript;
@@ -86,7 +86,7 @@ describe('llama-cpp-python (a real local model server)', () => {
     expect(result.transcript).toHaveLength(5);
     validateToolLinkage(result.transcript);
 
-    const sent = proxy!.chatRequests;
+    const sent = proxy.chatRequests;
     expect(sent.map((passed) => passed.status)).toEqual([200, 200, 200]);
     // The server received "" where the transcript holds null (the profile, at the wire only).
     const second = sent[1]!.body['messages'] as Array<Record<string, unknown>>;
@@ -106,14 +106,16 @@ describe('llama-cpp-python (a real local model server)', () => {
     expect(result.usage!.prompt_tokens).toBeGreaterThan(counted.usage.prompt_tokens);
   });
 
-  it("an agent that names no tool_choice gets the profile's auto: the server calls tools instead of ignoring them", async () => {
+  it("an agent that names no tool_choice gets the profile's auto: the server calls tools instead of ignoring them", async ({
+    startWorld,
+  }) => {
     const { tool_choice: _named, ...options } = adder(llama.url, {}).llm_options as Record<string, unknown>;
     const agent = { ...adder(llama.url, { profile: 'llama-cpp' }), llm_options: options };
-    const { client } = await worldWith(agent, llama.url);
+    const { client, proxy } = await worldWith(startWorld, agent, llama.url);
     const run = await client.start({ agent: 'adder', input: 'Use the add tool to add 19 and 23.' });
     const result = await run.result();
     expect(result.status).toBe('completed');
-    const sent = proxy!.chatRequests;
+    const sent = proxy.chatRequests;
     expect(sent[0]!.body['tool_choice']).toBe('auto');
     // Not streamed: this server answers a stream with tool_choice auto with an empty 200 body (below).
     expect(sent[0]!.body['stream']).toBe(false);
@@ -141,8 +143,10 @@ describe('llama-cpp-python (a real local model server)', () => {
     expect([streamed.status, data]).toEqual([200, []]);
   });
 
-  it('without it the server refuses null content with a 500: the run fails in seconds, not after 30 minutes of retries', async () => {
-    const { client } = await worldWith(adder(llama.url, { profile: 'openai' }), llama.url);
+  it('without it the server refuses null content with a 500: the run fails in seconds, not after 30 minutes of retries', async ({
+    startWorld,
+  }) => {
+    const { client, proxy } = await worldWith(startWorld, adder(llama.url, { profile: 'openai' }), llama.url);
     const started = Date.now();
     const failure = await addNumbers(client).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(RunFailedError);
@@ -155,32 +159,38 @@ describe('llama-cpp-python (a real local model server)', () => {
     expect(message).toContain("'msg': 'Input should be a valid string', 'input': None}");
     expect(message).not.toContain('\n');
     // One call, one refusal: no retry of a request the server validates the same way every time.
-    expect(proxy!.chatRequests.map((passed) => passed.status)).toEqual([200, 500]);
+    expect(proxy.chatRequests.map((passed) => passed.status)).toEqual([200, 500]);
     console.log(`a 500 validation error ended the run ${Date.now() - started} ms after it started`);
   });
 
-  it('a wrong base_url is refused with the server\'s own words, read from FastAPI\'s {"detail": ...}', async () => {
+  it('a wrong base_url is refused with the server\'s own words, read from FastAPI\'s {"detail": ...}', async ({
+    startWorld,
+  }) => {
     const nowhere = llama.url.replace(/\/v1$/, '/nowhere/v1');
-    const { client } = await worldWith(adder(nowhere, { profile: 'llama-cpp' }), llama.url.replace(/\/v1$/, ''));
+    const { client, proxy } = await worldWith(
+      startWorld,
+      adder(nowhere, { profile: 'llama-cpp' }),
+      llama.url.replace(/\/v1$/, ''),
+    );
     const failure = await addNumbers(client).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(RunFailedError);
     expect((failure as RunFailedError).type).toBe('ProviderRejected');
     expect((failure as RunFailedError).causeMessage).toBe(
       "the model call failed: provider rejected the request (404): Not Found. Check the model name (PATCHLOOP_MODEL or the agent's model) and OPENAI_BASE_URL.",
     );
-    expect(proxy!.chatRequests.map((passed) => [passed.status, passed.response])).toEqual([
+    expect(proxy.chatRequests.map((passed) => [passed.status, passed.response])).toEqual([
       [404, '{"detail":"Not Found"}'],
     ]);
   });
 
-  it('abort mid-stream keeps the text received so far and closes the server stream', async () => {
+  it('abort mid-stream keeps the text received so far and closes the server stream', async ({ startWorld }) => {
     const agent: AgentDefinitionInput = {
       name: 'writer',
       instructions: 'You write long stories.',
       provider: { base_url: llama.url, model: 'smollm2-135m', profile: 'llama-cpp' },
       llm_options: { temperature: 0, max_tokens: 1500 },
     };
-    const { client } = await worldWith(agent, llama.url);
+    const { client, proxy } = await worldWith(startWorld, agent, llama.url);
     const run = await client.start({
       agent: 'writer',
       input: 'Write a very long story about a dragon and a lighthouse.',
@@ -195,7 +205,7 @@ describe('llama-cpp-python (a real local model server)', () => {
     const partial = content.replace(/<Truncated due to cancel from user\. Reason: enough>$/, '');
     expect(partial.length).toBeGreaterThanOrEqual(40);
     // What the run kept is what the server had sent when the connection closed, and it did close early.
-    const [sent] = proxy!.chatRequests;
+    const [sent] = proxy.chatRequests;
     expect(sent!.abandoned).toBe(true);
     const streamed = sent!.response
       .split('\n')
@@ -211,7 +221,9 @@ describe('llama-cpp-python (a real local model server)', () => {
 });
 
 describe('MCP tools offered to llama-cpp-python', () => {
-  it("server-everything's schemas as the server gives them ($schema and all) are accepted; the model calls get-sum through MCP and gets its answer", async () => {
+  it("server-everything's schemas as the server gives them ($schema and all) are accepted; the model calls get-sum through MCP and gets its answer", async ({
+    startWorld,
+  }) => {
     const pidFile = join(mkdtempSync(join(tmpdir(), 'patchloop-local-mcp-')), 'everything.pid');
     const offered = ['echo', 'get-sum', 'get-tiny-image', 'trigger-long-running-operation'];
     const agent: AgentDefinitionInput = {
@@ -222,12 +234,12 @@ describe('MCP tools offered to llama-cpp-python', () => {
       provider: { base_url: llama.url, model: 'smollm2-135m', profile: 'llama-cpp' },
       llm_options: { tool_choice: { type: 'function', function: { name: 'get-sum' } }, temperature: 0, max_tokens: 48 },
     } as AgentDefinitionInput;
-    const { client } = await worldWith(agent, llama.url);
+    const { client, proxy } = await worldWith(startWorld, agent, llama.url);
     const result = await client
       .start({ agent: 'adder', input: 'Use the get-sum tool to add 19 and 23.' })
       .then((run) => run.result());
     expect(result.status).toBe('completed');
-    const sent = proxy!.chatRequests;
+    const sent = proxy.chatRequests;
     // The tools went to the model server exactly as the MCP server listed them, and it answered 200.
     const listing = await listServerTools(process.execPath, [everythingEntry, 'stdio']);
     expect(sent[0]!.body['tools']).toEqual(
@@ -249,9 +261,11 @@ describe('LiteLLM proxy in front of llama-cpp-python', () => {
   const agent = (provider: AgentDefinitionInput['provider']) =>
     adder(litellm.url, { model: 'smollm2', api_key_env: 'LITELLM_TEST_KEY', ...provider });
 
-  it('an empty "stop" reply (LiteLLM hiding an upstream error) is retried, then fails readably: never completed', async () => {
+  it('an empty "stop" reply (LiteLLM hiding an upstream error) is retried, then fails readably: never completed', async ({
+    startWorld,
+  }) => {
     process.env['LITELLM_TEST_KEY'] = LITELLM_KEY;
-    const { client } = await worldWith(agent({ profile: 'openai' }), litellm.url);
+    const { client, proxy } = await worldWith(startWorld, agent({ profile: 'openai' }), litellm.url);
     const failure = await addNumbers(client).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(RunFailedError);
     expect((failure as RunFailedError).type).toBe('ProviderEmptyReply');
@@ -260,19 +274,19 @@ describe('LiteLLM proxy in front of llama-cpp-python', () => {
     );
     expect((failure as RunFailedError).causeMessage).toContain('3 times in a row');
     // The first call, then the same empty reply three times: 200s that carried nothing.
-    const sent = proxy!.chatRequests;
+    const sent = proxy.chatRequests;
     expect(sent).toHaveLength(4);
     for (const empty of sent.slice(1)) expect(empty.response).toContain('"finish_reason":"stop"');
     // The key came from the variable the agent named, and went to the proxy as a bearer token.
     expect(sent.every((passed) => passed.status === 200)).toBe(true);
   });
 
-  it('with the litellm profile the same run completes', async () => {
+  it('with the litellm profile the same run completes', async ({ startWorld }) => {
     process.env['LITELLM_TEST_KEY'] = LITELLM_KEY;
-    const { client } = await worldWith(agent({ profile: 'litellm' }), litellm.url);
+    const { client, proxy } = await worldWith(startWorld, agent({ profile: 'litellm' }), litellm.url);
     const result = await addNumbers(client);
     expect(result.status).toBe('completed');
     expect(result.transcript[3]).toMatchObject({ role: 'tool', content: '42' });
-    expect(proxy!.chatRequests[1]!.body['stream_options']).toEqual({ include_usage: true });
+    expect(proxy.chatRequests[1]!.body['stream_options']).toEqual({ include_usage: true });
   });
 });

@@ -3,14 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NativeConnection } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { RunFailedError, type RunHandle } from '../../src/client/patchloop-client';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { rejectedCallContent, type AgentDefinitionInput } from '../../src/runtime';
 import { createPatchloopWorker } from '../../src/worker/create-worker';
 import { runCli } from '../support/cli';
-import { everythingLauncher, filesystemServerBin, toolMessages } from '../support/mcp-servers';
-import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { everythingLauncher, filesystemServerBin, toolMessages } from '../../support/mcp-servers';
+import { temporalAddress } from '../support/temporal';
 import { awaitingApproval } from '../support/wait';
 
 // Real servers nobody on the project wrote (devDependencies): server-everything through the launcher that
@@ -29,10 +30,7 @@ function everything(pidFile: string) {
 }
 
 const cleanups: Array<() => Promise<void>> = [];
-let world: TestWorld | undefined;
 afterEach(async () => {
-  await world?.close();
-  world = undefined;
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
@@ -59,11 +57,13 @@ async function activities(run: RunHandle): Promise<Array<{ type: string; queue: 
 }
 
 describe('approval and routing of MCP tools', () => {
-  it('gates MCP calls the agent lists: approved ones run on the server, rejected ones never reach it', async () => {
+  it('gates MCP calls the agent lists: approved ones run on the server, rejected ones never reach it', async ({
+    startWorld,
+  }) => {
     const allowed = realpathSync(mkdtempSync(join(tmpdir(), 'patchloop-mcp-approve-fs-')));
     const approvedFile = join(allowed, 'approved.txt');
     const rejectedFile = join(allowed, 'rejected.txt');
-    world = await startWorld({
+    const world = await startWorld({
       agents: [
         {
           name: 'careful',
@@ -174,7 +174,9 @@ describe('approval and routing of MCP tools', () => {
     world.fake.assertDone();
   });
 
-  it('routes an MCP tool to a tools-only worker, which runs the call with its own server process', async () => {
+  it('routes an MCP tool to a tools-only worker, which runs the call with its own server process', async ({
+    startWorld,
+  }) => {
     const mcpQueue = `mcp-tools-${randomUUID()}`;
     const mainPid = join(folder, `main-${mcpQueue}.pid`);
     const toolsPid = join(folder, `tools-${mcpQueue}.pid`);
@@ -187,7 +189,7 @@ describe('approval and routing of MCP tools', () => {
         mcp_servers: [everything(pidFile)],
         tool_task_queues: { ev_echo: mcpQueue },
       }) as AgentDefinitionInput;
-    world = await startWorld({
+    const world = await startWorld({
       agents: [routed(mainPid)],
       fake: {
         script: [
@@ -246,7 +248,9 @@ describe('approval and routing of MCP tools', () => {
     expect(toolsServer).not.toBe(mainServer);
   });
 
-  it('a needs_approval or tool_task_queues name no tool has fails the run at its start, as patchloop mcp tools says', async () => {
+  it('a needs_approval or tool_task_queues name no tool has fails the run at its start, as patchloop mcp tools says', async ({
+    startWorld,
+  }) => {
     const definition = {
       name: 'misnamed',
       instructions: 'Use the tools.',
@@ -258,7 +262,10 @@ describe('approval and routing of MCP tools', () => {
     };
     const message =
       "agent 'misnamed': needs_approval lists echo, which is not among its tools or its MCP servers' tools (add, ev_echo, ev_get-sum)";
-    world = await startWorld({ agents: [definition as AgentDefinitionInput], fake: { script: [reply('never')] } });
+    const world = await startWorld({
+      agents: [definition as AgentDefinitionInput],
+      fake: { script: [reply('never')] },
+    });
     const run = await world.client.start({ agent: 'misnamed', input: 'go' });
     const error = await run.result().catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(RunFailedError);

@@ -2,7 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
@@ -17,12 +18,11 @@ import {
   offeredTools,
   startEverythingHttp,
   toolMessages,
-} from '../support/mcp-servers';
-import { startWorld, type TestWorld } from '../support/temporal';
+} from '../../support/mcp-servers';
 import { eventually, recordHistory } from '../support/wait';
 import { historyText } from '../support/history-text';
 import { freePort } from '../../src/worker/free-port';
-import { workerProcesses } from '../support/worker-process';
+import { workerProcesses } from '../support/worker-processes';
 
 // Real servers nobody on the project wrote: server-everything, server-filesystem and one written with
 // Python's `mcp` package (FastMCP).
@@ -241,15 +241,11 @@ describe('MCP calls under failure', () => {
   });
 
   describe('in one worker', () => {
-    let world: TestWorld | undefined;
-    afterEach(async () => {
-      await world?.close();
-      world = undefined;
-    });
-
-    it('an abort during a call sends notifications/cancelled: the server cancels its work, the run ends aborted', async () => {
+    it('an abort during a call sends notifications/cancelled: the server cancels its work, the run ends aborted', async ({
+      startWorld,
+    }) => {
       const { folder, journal } = scratch();
-      world = await startWorld({
+      const world = await startWorld({
         agents: [
           {
             name: 'waiter',
@@ -273,12 +269,14 @@ describe('MCP calls under failure', () => {
       expect(journaled(journal)).toEqual(['wait_for started', 'wait_for cancelled']);
     });
 
-    it('continue-as-new lists the MCP tools again: a changed description is offered from then on; a server that cannot list keeps the tools the run had', async () => {
+    it('continue-as-new lists the MCP tools again: a changed description is offered from then on; a server that cannot list keeps the tools the run had', async ({
+      startWorld,
+    }) => {
       const { folder, journal } = scratch();
       const listingFile = join(folder, 'listing.txt');
       writeFileSync(listingFile, 'v1');
       const release = (name: string) => join(folder, name);
-      world = await startWorld({
+      const world = await startWorld({
         agents: [
           {
             name: 'relister',
@@ -344,9 +342,11 @@ describe('MCP calls under failure', () => {
       await recordHistory(run, 'mcp-relisted-at-continue-as-new');
     });
 
-    it('a server that died mid-call: the call is reported as possibly done; continue-as-new starts the server again though it takes 12 s, and lists its tools', async () => {
+    it('a server that died mid-call: the call is reported as possibly done; continue-as-new starts the server again though it takes 12 s, and lists its tools', async ({
+      startWorld,
+    }) => {
       const { folder, journal } = scratch();
-      world = await startWorld({
+      const world = await startWorld({
         agents: [
           {
             name: 'restarter',
@@ -399,10 +399,12 @@ describe('MCP calls under failure', () => {
       expect(world.fake.requests).toHaveLength(3);
     });
 
-    it('timeouts: progress keeps a long call alive past its idle timeout; silence ends a call at it; max_call_seconds ends one that keeps reporting; each cancelled on its server', async () => {
+    it('timeouts: progress keeps a long call alive past its idle timeout; silence ends a call at it; max_call_seconds ends one that keeps reporting; each cancelled on its server', async ({
+      startWorld,
+    }) => {
       const { folder, journal } = scratch();
       const never = join(folder, 'never');
-      world = await startWorld({
+      const world = await startWorld({
         agents: [
           {
             name: 'patient',

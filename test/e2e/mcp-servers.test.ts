@@ -1,7 +1,8 @@
 import { existsSync, mkdtempSync, readFileSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { RunFailedError } from '../../src/client/patchloop-client';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
@@ -13,29 +14,24 @@ import {
   pythonMcpServer,
   pythonWithMcp,
   toolMessages,
-} from '../support/mcp-servers';
-import { startWorld, type TestWorld } from '../support/temporal';
+} from '../../support/mcp-servers';
 import { eventually } from '../support/wait';
 
 function agent(servers: unknown[]): AgentDefinitionInput {
   return { name: 'mcp-user', instructions: 'Use the tools.', mcp_servers: servers } as AgentDefinitionInput;
 }
 
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
-
 describe('real MCP servers', () => {
-  it('@modelcontextprotocol/server-filesystem over stdio: writes a file, reads it back, and refuses a path outside its directory', async () => {
+  it('@modelcontextprotocol/server-filesystem over stdio: writes a file, reads it back, and refuses a path outside its directory', async ({
+    startWorld,
+  }) => {
     const bin = filesystemServerBin();
     const allowed = realpathSync(mkdtempSync(join(tmpdir(), 'patchloop-mcpfs-')));
     const outside = join(realpathSync(mkdtempSync(join(tmpdir(), 'patchloop-mcpfs-outside-'))), 'secret.txt');
     const file = join(allowed, 'notes', 'hello.txt');
     const content = 'Hello from the agent.\nSecond line: ünïcødé ✓';
     const listing = await listServerTools(process.execPath, [bin, allowed]);
-    world = await startWorld({
+    const world = await startWorld({
       agents: [
         agent([
           {
@@ -130,7 +126,9 @@ describe('real MCP servers', () => {
     expect(existsSync(outside)).toBe(false);
   });
 
-  it("a server written with Python's mcp package (FastMCP) over stdio: its tools and schemas offered, a number, structured content, and text with structured content received", async () => {
+  it("a server written with Python's mcp package (FastMCP) over stdio: its tools and schemas offered, a number, structured content, and text with structured content received", async ({
+    startWorld,
+  }) => {
     const command = pythonWithMcp();
     const listing = await listServerTools(command, [pythonMcpScript]);
     expect(listing.map((tool) => tool.name)).toEqual([
@@ -144,7 +142,7 @@ describe('real MCP servers', () => {
       'quote',
       'transfer',
     ]);
-    world = await startWorld({
+    const world = await startWorld({
       // The allow-list: the other tools of the server are never offered.
       agents: [
         agent([{ name: 'python', command, args: [pythonMcpScript], tools: ['multiply', 'rectangle', 'forecast'] }]),
@@ -231,8 +229,10 @@ describe('real MCP servers', () => {
     expect(error.error).toMatch(/validation error/);
   });
 
-  it('a server that takes 12 s to start: the run waits for it (start_timeout_seconds, 60 s by default), heartbeating, and calls its tool', async () => {
-    world = await startWorld({
+  it('a server that takes 12 s to start: the run waits for it (start_timeout_seconds, 60 s by default), heartbeating, and calls its tool', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       agents: [agent([pythonMcpServer({ tools: ['multiply'], env: { PY_MCP_START_DELAY: '12' } })])],
       fake: {
         script: [callTools([{ id: 'm1', name: 'multiply', arguments: '{"a": 6, "b": 7}' }]), reply('done')],
@@ -250,8 +250,10 @@ describe('real MCP servers', () => {
     expect(describeAgentAttempts(await run.workflow.fetchHistory())).toEqual([1]);
   });
 
-  it('a server that does not start within its start_timeout_seconds fails the run at once, naming the server, the limit and its last stderr lines; its process is stopped', async () => {
-    world = await startWorld({
+  it('a server that does not start within its start_timeout_seconds fails the run at once, naming the server, the limit and its last stderr lines; its process is stopped', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       // Long enough for Python to start and say so on a loaded machine (under a load of 8 it took over 3 s).
       agents: [agent([pythonMcpServer({ start_timeout_seconds: 15, env: { PY_MCP_START_DELAY: '3600' } })])],
       fake: { script: [reply('never')] },

@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { RunFailedError, type RunHandle } from '../../src/client/patchloop-client';
 import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
 import { freePort } from '../../src/worker/free-port';
@@ -15,12 +16,12 @@ import {
   offeredTools,
   startEverythingHttp,
   toolMessages,
-} from '../support/mcp-servers';
+} from '../../support/mcp-servers';
 import { runCli } from '../support/cli';
 import { eventually } from '../support/wait';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
-import { startWorld, workflowBundle, type TestWorld } from '../support/temporal';
+import { workflowBundle } from '../support/temporal';
 
 const folder = mkdtempSync(join(tmpdir(), 'patchloop-mcp-'));
 const TOOLS = ['echo', 'get-sum', 'get-tiny-image', 'trigger-long-running-operation'];
@@ -47,21 +48,17 @@ afterAll(() => {
   http?.kill();
 });
 
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
-
 function schemaOf(name: string) {
   const tool = listed.find((entry) => entry.name === name)!;
   return { name: tool.name, description: tool.description, inputSchema: tool.inputSchema };
 }
 
 describe('MCP tools', () => {
-  it('over stdio: offers the allowed tools, prefixed, with the server schemas; text, sums, images and errors as the model receives them', async () => {
+  it('over stdio: offers the allowed tools, prefixed, with the server schemas; text, sums, images and errors as the model receives them', async ({
+    startWorld,
+  }) => {
     const pidFile = join(folder, 'stdio.pid');
-    world = await startWorld({
+    const world = await startWorld({
       agents: [agent([stdioServer(pidFile, { tools: TOOLS, tool_prefix: 'ev.' })])],
       fake: {
         script: [
@@ -112,9 +109,9 @@ describe('MCP tools', () => {
     );
   });
 
-  it('over streamable HTTP: headers from the worker environment never reach history', async () => {
+  it('over streamable HTTP: headers from the worker environment never reach history', async ({ startWorld }) => {
     process.env['PATCHLOOP_TEST_MCP_TOKEN'] = 'very-secret-token-4711';
-    world = await startWorld({
+    const world = await startWorld({
       agents: [
         agent([
           {
@@ -148,11 +145,13 @@ describe('MCP tools', () => {
     expect(history).not.toContain('very-secret-token-4711');
   });
 
-  it('over streamable HTTP: a server that restarted (its sessions gone) is reconnected and the call goes through', async () => {
+  it('over streamable HTTP: a server that restarted (its sessions gone) is reconnected and the call goes through', async ({
+    startWorld,
+  }) => {
     const port = await freePort();
     let server = await startEverythingHttp(port);
     try {
-      world = await startWorld({
+      const world = await startWorld({
         agents: [agent([{ name: 'restarting', url: `http://127.0.0.1:${port}/mcp`, tools: ['echo'] }])],
         fake: {
           script: [
@@ -163,7 +162,7 @@ describe('MCP tools', () => {
         },
       });
       const run = await world.client.start({ agent: 'mcp-user', input: 'go' });
-      await eventually(() => (world!.fake.requests.length >= 2 ? true : undefined));
+      await eventually(() => (world.fake.requests.length >= 2 ? true : undefined));
       server.kill();
       await new Promise((resolve) => server.once('exit', resolve));
       server = await startEverythingHttp(port);
@@ -177,8 +176,8 @@ describe('MCP tools', () => {
     }
   });
 
-  it('an abort during a long call ends the run aborted within seconds', async () => {
-    world = await startWorld({
+  it('an abort during a long call ends the run aborted within seconds', async ({ startWorld }) => {
+    const world = await startWorld({
       agents: [agent([stdioServer(join(folder, 'abort.pid'))])],
       fake: {
         script: [
@@ -196,9 +195,11 @@ describe('MCP tools', () => {
     expect(Date.now() - started).toBeLessThan(8000);
   });
 
-  it('a server killed mid-call gives that call an error naming the server, and the run goes on', async () => {
+  it('a server killed mid-call gives that call an error naming the server, and the run goes on', async ({
+    startWorld,
+  }) => {
     const pidFile = join(folder, 'killed.pid');
-    world = await startWorld({
+    const world = await startWorld({
       agents: [agent([stdioServer(pidFile)])],
       fake: {
         script: [
@@ -226,8 +227,10 @@ describe('MCP tools', () => {
     expect(Number(readFileSync(pidFile, 'utf8'))).not.toBe(firstPid);
   });
 
-  it('a server that cannot list its tools fails the run at its start with McpServerUnavailable', async () => {
-    world = await startWorld({
+  it('a server that cannot list its tools fails the run at its start with McpServerUnavailable', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       agents: [
         agent([
           { name: 'broken', command: process.execPath, args: ['-e', 'console.error("no way"); process.exit(3)'] },

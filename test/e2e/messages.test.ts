@@ -1,22 +1,18 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { z } from 'zod';
 import { RunFailedError } from '../../src/client/patchloop-client';
 import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import { defineTool } from '../../src/tools/define-tool';
 import { exampleTools } from '../../src/tools/examples';
-import { startWorld, type TestWorld } from '../support/temporal';
 import { eventOf, eventually, recordHistory } from '../support/wait';
 
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
-
 describe('no accepted user message is ever lost', () => {
-  it('a message that arrives during the tool budget’s last call gets an iteration of its own', async () => {
-    world = await startWorld({
+  it('a message that arrives during the tool budget’s last call gets an iteration of its own', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: {
         script: [
           callTools([{ id: 'call_1', name: 'add', arguments: '{"a": 1, "b": 2}' }]),
@@ -47,8 +43,10 @@ describe('no accepted user message is ever lost', () => {
     await recordHistory(run, 'budget-last-call-message');
   });
 
-  it('a message accepted just before an abort, with no compile boundary between, is reported as unprocessed', async () => {
-    world = await startWorld({
+  it('a message accepted just before an abort, with no compile boundary between, is reported as unprocessed', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: { script: [callTools([{ id: 'call_1', name: 'wait', arguments: '{"seconds": 5}' }])] },
     });
     const run = await world.client.start({ agent: 'assistant', input: 'wait' });
@@ -64,8 +62,8 @@ describe('no accepted user message is ever lost', () => {
     await recordHistory(run, 'abort-unprocessed-message');
   });
 
-  it('a failed run carries the messages it accepted but never showed the model', async () => {
-    world = await startWorld({ fake: { script: [failWith(400, { message: 'content filter', delayMs: 1500 })] } });
+  it('a failed run carries the messages it accepted but never showed the model', async ({ startWorld }) => {
+    const world = await startWorld({ fake: { script: [failWith(400, { message: 'content filter', delayMs: 1500 })] } });
     const run = await world.client.start({ agent: 'assistant', input: 'hi' });
     await world.fake.waitForRequests(1);
     await run.sendUserMessage('are you there?');
@@ -79,8 +77,10 @@ describe('no accepted user message is ever lost', () => {
 });
 
 describe('signals and updates validate their input', () => {
-  it('refuses bad and oversized user_message signals with a visible event; the run goes on unharmed', async () => {
-    world = await startWorld({
+  it('refuses bad and oversized user_message signals with a visible event; the run goes on unharmed', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: { script: [callTools([{ id: 'call_1', name: 'wait', arguments: '{"seconds": 1.5}' }]), reply('done')] },
     });
     const run = await world.client.start({ agent: 'assistant', input: 'wait' });
@@ -110,8 +110,10 @@ describe('signals and updates validate their input', () => {
     expect((await run.historySize()).bytes).toBeLessThan(2.5 * 1024 * 1024);
   });
 
-  it('offers user_message as an update: accepted messages are confirmed, bad ones refused before anything is recorded', async () => {
-    world = await startWorld({
+  it('offers user_message as an update: accepted messages are confirmed, bad ones refused before anything is recorded', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: { script: [callTools([{ id: 'call_1', name: 'wait', arguments: '{"seconds": 2}' }]), reply('noted')] },
     });
     const run = await world.client.start({ agent: 'assistant', input: 'wait' });
@@ -139,8 +141,10 @@ describe('signals and updates validate their input', () => {
     await recordHistory(run, 'user-message-update');
   });
 
-  it('keeps the queue bounded: past max_queued_message_bytes, messages are refused until the run catches up', async () => {
-    world = await startWorld({
+  it('keeps the queue bounded: past max_queued_message_bytes, messages are refused until the run catches up', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: { script: [callTools([{ id: 'call_1', name: 'wait', arguments: '{"seconds": 1.5}' }]), reply('ok')] },
       agents: [
         {
@@ -164,7 +168,9 @@ describe('signals and updates validate their input', () => {
 });
 
 describe('idempotency keys', () => {
-  it('are unique per run chain: a new run reusing the workflow id and the provider’s call ids gets new keys', async () => {
+  it('are unique per run chain: a new run reusing the workflow id and the provider’s call ids gets new keys', async ({
+    startWorld,
+  }) => {
     const keys: string[] = [];
     const recordKey = defineTool({
       name: 'record_key',
@@ -172,7 +178,7 @@ describe('idempotency keys', () => {
       parameters: z.object({}),
       execute: (_args, { idempotencyKey }) => void keys.push(idempotencyKey),
     });
-    world = await startWorld({
+    const world = await startWorld({
       tools: [...exampleTools, recordKey],
       agents: [{ name: 'keys', instructions: 'Record.', tools: ['record_key'] }],
       fake: {
@@ -196,8 +202,10 @@ describe('idempotency keys', () => {
 });
 
 describe('sessions survive a bad turn', () => {
-  it('a turn the provider rejects answers failed, keeps its message, and the session goes on', async () => {
-    world = await startWorld({
+  it('a turn the provider rejects answers failed, keeps its message, and the session goes on', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: {
         script: [
           reply('hello!'),

@@ -1,14 +1,14 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { z } from 'zod';
 import { validateToolLinkage } from '../../src/context';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { defineTool } from '../../src/tools/define-tool';
 import { addTool } from '../../src/tools/examples';
 import { describedImages, imageFile, imageUrl } from '../../src/tools/images';
-import { startWorld, type TestWorld } from '../support/temporal';
 
 // A 1x1 PNG.
 const PNG = Buffer.from(
@@ -39,15 +39,11 @@ const agents = [
   { name: 'painter', instructions: 'You plot.', tools: ['plot', 'add'], limits: { max_image_bytes: 100_000 } },
 ];
 
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
-
 describe('multimodal tool results', () => {
-  it('turn images into an assistant sentence plus a user message with image parts, after the plain results', async () => {
-    world = await startWorld({
+  it('turn images into an assistant sentence plus a user message with image parts, after the plain results', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       agents,
       tools: [plot, addTool],
       fake: {
@@ -99,8 +95,8 @@ describe('multimodal tool results', () => {
     world.fake.assertDone();
   });
 
-  it('uses the spec captions for a URL and for a description with an image', async () => {
-    world = await startWorld({
+  it('uses the spec captions for a URL and for a description with an image', async ({ startWorld }) => {
+    const world = await startWorld({
       agents,
       tools: [plot, addTool],
       fake: {
@@ -127,8 +123,10 @@ describe('multimodal tool results', () => {
     world.fake.assertDone();
   });
 
-  it('fails an oversized image with a clear error result instead of breaking the payload limit', async () => {
-    world = await startWorld({
+  it('fails an oversized image with a clear error result instead of breaking the payload limit', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       agents,
       tools: [plot, addTool],
       fake: { script: [callTools([{ id: 'p1', name: 'plot', arguments: '{"kind": "big"}' }]), reply('too big then')] },

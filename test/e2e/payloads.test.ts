@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { z } from 'zod';
 import { validateToolLinkage, type Message } from '../../src/context';
 import { callTools, reply } from '../../src/fake-model/steps';
@@ -10,13 +11,7 @@ import { defineTool } from '../../src/tools/define-tool';
 import { exampleTools } from '../../src/tools/examples';
 import { imageFile } from '../../src/tools/images';
 import { NO_BOUNDS } from '../../src/runtime';
-import { startWorld, type TestWorld } from '../support/temporal';
-
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
+import { type TestWorld } from '../support/temporal';
 
 const KB = 1024;
 /** A `repeat` call whose result is `bytes` long (16 characters repeated; `times` is at most 10,000). */
@@ -36,8 +31,10 @@ async function historyOf(world: TestWorld, workflowId: string) {
 }
 
 describe('payloads by reference (External Storage, the local directory by default)', () => {
-  it('a run with 2.2 MB of tool output over 17 iterations completes; its history holds the new content once', async () => {
-    world = await startWorld({
+  it('a run with 2.2 MB of tool output over 17 iterations completes; its history holds the new content once', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: {
         script: [
           ...Array.from({ length: 17 }, (_, index) => callTools([repeat(`call_${index}`, 128 * KB)])),
@@ -63,7 +60,7 @@ describe('payloads by reference (External Storage, the local directory by defaul
     world.fake.assertDone();
   });
 
-  it('one batch of 17 results of 128 KB and two 1 MiB images go by reference', async () => {
+  it('one batch of 17 results of 128 KB and two 1 MiB images go by reference', async ({ startWorld }) => {
     const folder = mkdtempSync(join(tmpdir(), 'patchloop-images-'));
     const files = [0, 1].map((index) => {
       const file = join(folder, `big-${index}.png`);
@@ -76,7 +73,7 @@ describe('payloads by reference (External Storage, the local directory by defaul
       parameters: z.object({ index: z.number().int() }),
       execute: ({ index }) => imageFile(files[index]!),
     });
-    world = await startWorld({
+    const world = await startWorld({
       tools: [...exampleTools, photo],
       agents: [
         {
@@ -111,12 +108,14 @@ describe('payloads by reference (External Storage, the local directory by defaul
     world.fake.assertDone();
   });
 
-  it('a fork of a parent with 2.5 MB of context starts, and returns only what the parent uses', async () => {
+  it('a fork of a parent with 2.5 MB of context starts, and returns only what the parent uses', async ({
+    startWorld,
+  }) => {
     const history = Array.from({ length: 10 }, (_, index) => [
       { role: 'user' as const, content: `chunk ${index}: ${'x'.repeat(250 * KB)}` },
       { role: 'assistant' as const, content: `noted ${index}` },
     ]).flat();
-    world = await startWorld({
+    const world = await startWorld({
       agents: [{ name: 'memo', instructions: 'You delegate.', tools: [], selfref: true }],
       fake: {
         script: [
@@ -147,8 +146,8 @@ describe('payloads by reference (External Storage, the local directory by defaul
     world.fake.assertDone();
   });
 
-  it('a session continues as new with 2.5 MB of context (carried by reference)', async () => {
-    world = await startWorld({
+  it('a session continues as new with 2.5 MB of context (carried by reference)', async ({ startWorld }) => {
+    const world = await startWorld({
       fake: { responder: (body) => reply(`got ${body.messages.length} messages`) },
     });
     const session = await world.client.startSession({
@@ -174,8 +173,10 @@ describe('payloads by reference (External Storage, the local directory by defaul
 describe('without payload storage, every payload stays within budget', () => {
   const inline = { config: { payloadStorage: { kind: 'off' as const } } };
 
-  it('a batch over one payload turns its largest results into error results; the run completes', async () => {
-    world = await startWorld({
+  it('a batch over one payload turns its largest results into error results; the run completes', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       ...inline,
       fake: {
         script: [
@@ -196,8 +197,10 @@ describe('without payload storage, every payload stays within budget', () => {
     world.fake.assertDone();
   });
 
-  it('a result over the limit leaves its transcript out (read by pages) instead of failing the run', async () => {
-    world = await startWorld({
+  it('a result over the limit leaves its transcript out (read by pages) instead of failing the run', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       ...inline,
       fake: {
         script: [

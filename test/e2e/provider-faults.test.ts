@@ -1,26 +1,20 @@
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject } from 'vitest';
+import { it, type StartWorld } from '../support/fixtures';
 import { RunFailedError } from '../../src/client/patchloop-client';
 import { jsonOutput, followRun } from '../../src/client/follow';
 import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import type { FakeStep } from '../../src/fake-model/steps';
 import type { StreamEvent } from '../../src/streaming/chunk';
-import { startWorld, type TestWorld } from '../support/temporal';
 import { recordHistory } from '../support/wait';
 import { runCli } from '../support/cli';
-
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
 
 const WHOLE = ['The whole ', 'answer, ', 'every word ', 'of it.'];
 
 /** A run whose first attempt breaks as `broken` describes, then gets the whole answer. */
-async function recoversFrom(broken: FakeStep, history?: string) {
-  world = await startWorld({
+async function recoversFrom(startWorld: StartWorld, broken: FakeStep, history?: string) {
+  const world = await startWorld({
     fake: { script: [broken, reply(WHOLE)] },
     agents: [{ name: 'plain', instructions: 'Answer.', tools: [] }],
   });
@@ -41,27 +35,33 @@ async function recoversFrom(broken: FakeStep, history?: string) {
 }
 
 describe('broken provider replies are failed attempts, never answers', () => {
-  it('a connection reset mid-body (after 150 bytes of the stream) is retried', async () => {
-    await recoversFrom(reply(['partial ', 'text that ', 'never ends'], { fault: { kind: 'reset', afterBytes: 150 } }));
+  it('a connection reset mid-body (after 150 bytes of the stream) is retried', async ({ startWorld }) => {
+    await recoversFrom(
+      startWorld,
+      reply(['partial ', 'text that ', 'never ends'], { fault: { kind: 'reset', afterBytes: 150 } }),
+    );
   });
 
-  it('a stream that ends cleanly without finish_reason is retried', async () => {
+  it('a stream that ends cleanly without finish_reason is retried', async ({ startWorld }) => {
     await recoversFrom(
+      startWorld,
       reply(['partial ', 'text'], { fault: { kind: 'eof', omit: 'finish_reason' } }),
       'stream-incomplete-retry',
     );
   });
 
-  it('a stream that ends cleanly without [DONE] is retried', async () => {
-    await recoversFrom(reply(['partial ', 'text'], { fault: { kind: 'eof', omit: 'done' } }));
+  it('a stream that ends cleanly without [DONE] is retried', async ({ startWorld }) => {
+    await recoversFrom(startWorld, reply(['partial ', 'text'], { fault: { kind: 'eof', omit: 'done' } }));
   });
 
-  it('a stream with a data line that is not JSON is retried', async () => {
-    await recoversFrom(reply(['partial ', 'text'], { fault: { kind: 'junk', afterChunks: 1 } }));
+  it('a stream with a data line that is not JSON is retried', async ({ startWorld }) => {
+    await recoversFrom(startWorld, reply(['partial ', 'text'], { fault: { kind: 'junk', afterChunks: 1 } }));
   });
 
-  it('non-streamed: a truncated body, a reply without choices and one without finish_reason are retried', async () => {
-    world = await startWorld({
+  it('non-streamed: a truncated body, a reply without choices and one without finish_reason are retried', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: {
         script: [
           reply('partial body', { fault: { kind: 'reset', afterBytes: 60 } }),
@@ -84,9 +84,11 @@ describe('broken provider replies are failed attempts, never answers', () => {
     world.fake.assertDone();
   });
 
-  it('half-written tool-call arguments are never executed: the tool runs once, with the arguments the model really sent', async () => {
+  it('half-written tool-call arguments are never executed: the tool runs once, with the arguments the model really sent', async ({
+    startWorld,
+  }) => {
     const args = '{"a": 15, "b": 27}';
-    world = await startWorld({
+    const world = await startWorld({
       fake: {
         script: [
           // The first fragment ('{"a": 15,') arrives, half of the second, then the connection resets.
@@ -114,10 +116,10 @@ describe('broken provider replies are failed attempts, never answers', () => {
     world.fake.assertDone();
   });
 
-  it.each(['in-process', 'redis'] as const)(
+  it.for(['in-process', 'redis'] as const)(
     'followers (%s chunks) see the broken attempt marked failed, then the retry from chunk 0; the answer is the retry’s',
-    async (transport) => {
-      world = await startWorld({
+    async (transport, { startWorld }) => {
+      const world = await startWorld({
         ...(transport === 'redis'
           ? {
               config: {
@@ -175,8 +177,8 @@ describe('broken provider replies are failed attempts, never answers', () => {
 });
 
 describe('retry budgets that fit a durable run', () => {
-  it('exhausted quota (429 insufficient_quota) fails at once with its own type', async () => {
-    world = await startWorld({
+  it('exhausted quota (429 insufficient_quota) fails at once with its own type', async ({ startWorld }) => {
+    const world = await startWorld({
       fake: {
         script: [
           failWith(429, {
@@ -196,8 +198,10 @@ describe('retry budgets that fit a durable run', () => {
     world.fake.assertDone();
   });
 
-  it('x-should-retry: false stops at once, x-should-retry: true retries a status that would not be', async () => {
-    world = await startWorld({
+  it('x-should-retry: false stops at once, x-should-retry: true retries a status that would not be', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: {
         script: [
           failWith(400, { message: 'overloaded', headers: { 'x-should-retry': 'true', 'retry-after-ms': '100' } }),
@@ -217,8 +221,10 @@ describe('retry budgets that fit a durable run', () => {
     world.fake.assertDone();
   });
 
-  it('an outage longer than the retry budget fails the run with the last error, after many attempts', async () => {
-    world = await startWorld({
+  it('an outage longer than the retry budget fails the run with the last error, after many attempts', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: { responder: () => failWith(503, { message: 'upstream down' }) },
       agents: [{ name: 'plain', instructions: 'Answer.', tools: [], limits: { llm_retry_budget_seconds: 5 } }],
     });
@@ -233,9 +239,11 @@ describe('retry budgets that fit a durable run', () => {
     expect(Date.now() - started).toBeLessThan(20_000);
   });
 
-  it('a budget that runs out during a hanging attempt still reports the last provider error', async () => {
+  it('a budget that runs out during a hanging attempt still reports the last provider error', async ({
+    startWorld,
+  }) => {
     const down = failWith(503, { message: 'upstream down' });
-    world = await startWorld({
+    const world = await startWorld({
       // Attempts at 0 s and 1 s fail; the one at 3 s hangs until the 5 s budget ends it on the server.
       fake: { script: [down, down, { kind: 'hang' }] },
       agents: [{ name: 'plain', instructions: 'Answer.', tools: [], limits: { llm_retry_budget_seconds: 5 } }],
@@ -260,14 +268,16 @@ describe('retry budgets that fit a durable run', () => {
 });
 
 describe("error answers outside OpenAI's shape", () => {
-  it("a validation error in FastAPI's shape sent as a 500 fails the run at once, with the server's words", async () => {
+  it("a validation error in FastAPI's shape sent as a 500 fails the run at once, with the server's words", async ({
+    startWorld,
+  }) => {
     const detail = JSON.stringify({
       detail: [
         { type: 'missing', loc: ['body', 'model'], msg: 'Field required', input: {} },
         { type: 'string_type', loc: ['body', 'messages', 0, 'content'], msg: 'Input should be a valid string' },
       ],
     });
-    world = await startWorld({
+    const world = await startWorld({
       fake: { script: [failWith(500, { body: detail })] },
       agents: [{ name: 'plain', instructions: 'Answer.', tools: [] }],
     });
@@ -282,9 +292,11 @@ describe("error answers outside OpenAI's shape", () => {
     world.fake.assertDone();
   });
 
-  it('a 500 with a new request id and words in every answer fails within llm_server_error_seconds, not the retry budget', async () => {
+  it('a 500 with a new request id and words in every answer fails within llm_server_error_seconds, not the retry budget', async ({
+    startWorld,
+  }) => {
     const stages = ['parse', 'sample', 'decode', 'render', 'flush', 'merge', 'close', 'split'];
-    world = await startWorld({
+    const world = await startWorld({
       fake: {
         // Never twice the same answer, even with ids masked: only the time without progress can end it.
         responder: () =>
@@ -320,8 +332,8 @@ describe("error answers outside OpenAI's shape", () => {
 });
 
 describe('a call that keeps failing says why while it retries', () => {
-  it("show names the provider's last error and the attempt; --json has it too", async () => {
-    world = await startWorld({
+  it("show names the provider's last error and the attempt; --json has it too", async ({ startWorld }) => {
+    const world = await startWorld({
       fake: {
         script: [
           failWith(503, { message: 'upstream busy' }),

@@ -3,17 +3,18 @@ import { temporal } from '@temporalio/proto';
 import { QueryNotRegisteredError } from '@temporalio/client';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { it, type StartWorld } from '../support/fixtures';
 import { validateToolLinkage, type Message } from '../../src/context';
 import { reply } from '../../src/fake-model/steps';
 import type { RunHandle } from '../../src/client/patchloop-client';
 import { NO_BOUNDS, type AgentRunResult } from '../../src/runtime';
 import { transcriptPageQuery } from '../../src/common';
-import { pageReader } from '../support/context-model';
+import { pageReader } from '../../support/context-model';
 import { pageText, tools } from '../support/context-tools';
 import { startMoto, type MotoS3 } from '../support/moto';
-import { repositoryRoot, testVenv } from '../support/reference';
-import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { repositoryRoot, testVenv } from '../../support/repository';
+import { temporalAddress, type TestWorld } from '../support/temporal';
 
 /**
  * A run's small fields are readable by any client without patchloop's data converter, however long
@@ -21,12 +22,7 @@ import { startWorld, temporalAddress, type TestWorld } from '../support/temporal
  * read by the paged `transcriptPage` query (or, by a client configured with the same S3 store, by
  * the `transcript` query, whose answer then travels by reference).
  */
-let world: TestWorld | undefined;
 let moto: MotoS3 | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
 beforeAll(async () => {
   moto = await startMoto('patchloop-results');
 });
@@ -74,7 +70,10 @@ async function recordedResult(
   };
 }
 
-function readerWorld(payloadStorage?: TestWorld['config']['payloadStorage']): Promise<TestWorld> {
+function readerWorld(
+  startWorld: StartWorld,
+  payloadStorage?: TestWorld['config']['payloadStorage'],
+): Promise<TestWorld> {
   return startWorld({
     fake: { responder: pageReader(80, 4) },
     agents: [reader],
@@ -89,8 +88,10 @@ function toolResult(transcript: Message[], page: number): unknown {
 }
 
 describe('results every client can read', () => {
-  it('a plain Python client reads an 80-iteration run: status, answer and usage from the result, the transcript by pages', async () => {
-    world = await readerWorld();
+  it('a plain Python client reads an 80-iteration run: status, answer and usage from the result, the transcript by pages', async ({
+    startWorld,
+  }) => {
+    const world = await readerWorld(startWorld);
     expect(world.config.payloadStorage.kind).toBe('local');
     const run = await world.client.start({ agent: 'reader', input: TASK, budget: NO_BOUNDS });
     const read = await pythonRead(run.workflowId);
@@ -133,9 +134,11 @@ describe('results every client can read', () => {
     expect((unknown as Error).message).toMatch(/did not register a handler/);
   });
 
-  it('Python configured with the same S3 store reads the whole transcript, which travels by reference', async () => {
+  it('Python configured with the same S3 store reads the whole transcript, which travels by reference', async ({
+    startWorld,
+  }) => {
     const s3 = moto!;
-    world = await readerWorld({
+    const world = await readerWorld(startWorld, {
       kind: 's3',
       bucket: s3.bucket,
       prefix: 'results/',
@@ -165,9 +168,9 @@ describe('results every client can read', () => {
     expect(stored).toContain(JSON.stringify(result.transcript));
   });
 
-  it('an answer too large for the result is left out of it and read as the last message', async () => {
+  it('an answer too large for the result is left out of it and read as the last message', async ({ startWorld }) => {
     const answer = 'a long answer. '.repeat(24_000);
-    world = await startWorld({ fake: { script: [reply(answer)] } });
+    const world = await startWorld({ fake: { script: [reply(answer)] } });
     const run = await world.client.start({ agent: 'assistant', input: 'write a lot' });
     const result = await run.result();
     const recorded = await recordedResult(run);
@@ -187,8 +190,10 @@ describe('results every client can read', () => {
     expect(read.transcript.at(-1)!['content']).toBe(answer);
   });
 
-  it("a long session's result leaves its transcript out too; the client fills it in, Python reads it by pages", async () => {
-    world = await startWorld({ fake: { script: [reply('first read'), reply('second read')] } });
+  it("a long session's result leaves its transcript out too; the client fills it in, Python reads it by pages", async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({ fake: { script: [reply('first read'), reply('second read')] } });
     const session = await world.client.startSession({ agent: 'assistant' });
     const message = (n: number) => `${n}: ${'m'.repeat(200 * 1024)}`;
     await session.send(message(1));

@@ -6,7 +6,7 @@ import { PatchloopClient } from '../../src/client/patchloop-client';
 import { configFromEnvironment } from '../../src/config/environment';
 import { AgentDefinition } from '../../src/runtime';
 import { freePort } from '../../src/worker/free-port';
-import { repositoryRoot } from '../support/reference';
+import { repositoryRoot } from '../../support/repository';
 import { eventually } from '../support/wait';
 
 /**

@@ -5,7 +5,7 @@ import type { StreamEvent, StreamOffset } from '../../src/streaming/chunk';
 import { ChunkHub } from '../../src/streaming/chunk-hub';
 import { RedisChunkTransport } from '../../src/streaming/redis-transport';
 import { chunkEvent, endEvent, eventLabel } from '../support/chunk-events';
-import { startRedis } from '../support/redis';
+import { startRedis } from '../../support/redis';
 import { eventually } from '../support/wait';
 
 let run = 0;

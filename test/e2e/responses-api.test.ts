@@ -1,17 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { followRun, type FollowOutput } from '../../src/client/follow';
 import { validateToolLinkage } from '../../src/context';
 import { callTools, failWith, reply, type FakeStep } from '../../src/fake-model/steps';
 import type { StreamEvent } from '../../src/streaming/chunk';
 import { addTool } from '../../src/tools/examples';
-import { startWorld, type TestWorld } from '../support/temporal';
 import { replyReceived } from '../support/wait';
-
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
 
 /** An agent on the Responses API; everything else is the worker's provider (the fake model). */
 /** A reasoning model's agent: reasoning_effort asks for reasoning, so its encrypted content travels. */
@@ -64,8 +58,10 @@ function chunkCollector() {
 }
 
 describe('the Responses API (provider api: responses)', () => {
-  it('a tool loop: the same transcript, reasoning sent back before its call, tokens streamed, usage summed', async () => {
-    world = await startWorld({ tools: [addTool], agents: [reasoner], fake: { script: toolLoop() } });
+  it('a tool loop: the same transcript, reasoning sent back before its call, tokens streamed, usage summed', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({ tools: [addTool], agents: [reasoner], fake: { script: toolLoop() } });
     const run = await world.client.start({ agent: 'reasoner', input: 'What is 1 + 2?' });
     const followed = chunkCollector();
     const result = await followRun(run, followed.output);
@@ -119,8 +115,10 @@ describe('the Responses API (provider api: responses)', () => {
     world.fake.assertDone();
   });
 
-  it('not streamed: the same transcript and reasoning from whole responses; a 500 is retried', async () => {
-    world = await startWorld({
+  it('not streamed: the same transcript and reasoning from whole responses; a 500 is retried', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       tools: [addTool],
       agents: [{ ...reasoner, stream: false }],
       fake: { script: [failWith(500, { message: 'upstream hiccup' }), ...toolLoop({ stream: false })] },
@@ -140,8 +138,8 @@ describe('the Responses API (provider api: responses)', () => {
     world.fake.assertDone();
   });
 
-  it('abort while streaming keeps the partial text with the truncation marker', async () => {
-    world = await startWorld({
+  it('abort while streaming keeps the partial text with the truncation marker', async ({ startWorld }) => {
+    const world = await startWorld({
       agents: [{ ...reasoner, tools: [] }],
       fake: { script: [{ kind: 'hang', chunks: ['Transformers ', 'are '], chunkDelayMs: 50 }] },
     });
@@ -161,26 +159,29 @@ describe('the Responses API (provider api: responses)', () => {
   });
 
   const WHOLE = ['The whole ', 'answer, ', 'every word ', 'of it.'];
-  it.each([
+  it.for([
     ['a stream that ends without response.completed', { kind: 'eof', omit: 'finish_reason' } as const],
     ['a connection reset mid-stream', { kind: 'reset', afterChunks: 5 } as const],
-  ])('%s is retried, and nothing of the broken attempt reaches the transcript', async (_name, fault) => {
-    world = await startWorld({
-      agents: [{ ...reasoner, tools: [] }],
-      fake: { script: [reply(['The partial ', 'answer, ', 'every word ', 'of it.'], { fault }), reply(WHOLE)] },
-    });
-    const run = await world.client.start({ agent: 'reasoner', input: 'hi' });
-    const result = await run.result();
-    expect(result.transcript.slice(1)).toEqual([
-      { role: 'user', content: 'hi' },
-      { role: 'assistant', content: 'The whole answer, every word of it.' },
-    ]);
-    expect(JSON.stringify(result.transcript)).not.toContain('partial');
-    const [first, second] = world.fake.requests.map((request) => request.body);
-    expect(world.fake.requests).toHaveLength(2);
-    expect(second).toEqual(first);
-    const end = (await run.status()).events.find((event) => event.event_type === 'llm_call_end');
-    expect(end).toMatchObject({ outcome: 'completed', content: 'The whole answer, every word of it.' });
-    world.fake.assertDone();
-  });
+  ] as const)(
+    '%s is retried, and nothing of the broken attempt reaches the transcript',
+    async ([_name, fault], { startWorld }) => {
+      const world = await startWorld({
+        agents: [{ ...reasoner, tools: [] }],
+        fake: { script: [reply(['The partial ', 'answer, ', 'every word ', 'of it.'], { fault }), reply(WHOLE)] },
+      });
+      const run = await world.client.start({ agent: 'reasoner', input: 'hi' });
+      const result = await run.result();
+      expect(result.transcript.slice(1)).toEqual([
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'The whole answer, every word of it.' },
+      ]);
+      expect(JSON.stringify(result.transcript)).not.toContain('partial');
+      const [first, second] = world.fake.requests.map((request) => request.body);
+      expect(world.fake.requests).toHaveLength(2);
+      expect(second).toEqual(first);
+      const end = (await run.status()).events.find((event) => event.event_type === 'llm_call_end');
+      expect(end).toMatchObject({ outcome: 'completed', content: 'The whole answer, every word of it.' });
+      world.fake.assertDone();
+    },
+  );
 });

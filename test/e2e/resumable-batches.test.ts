@@ -1,15 +1,16 @@
 import { NativeConnection } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import type { Message } from '../../src/context';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { RunHandle } from '../../src/client/patchloop-client';
 import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
 import { addTool } from '../../src/tools/examples';
-import { startSideEffectServer } from '../support/side-effects';
+import { startSideEffectServer } from '../../support/side-effects';
 import { sideEffectWorld } from '../support/side-effect-world';
 import { tools as sideEffectTools } from '../support/side-effect-tools';
-import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
+import { temporalAddress } from '../support/temporal';
 import { eventually } from '../support/wait';
 import { createPatchloopWorker } from '../../src/worker/create-worker';
 
@@ -147,15 +148,11 @@ describe('a call that finishes while its worker shuts down (SIGTERM)', () => {
 });
 
 describe('per-tool retries inside the batch attempt', () => {
-  let world: TestWorld | undefined;
-  afterEach(async () => {
-    await world?.close();
-    world = undefined;
-  });
-
-  it('a retryable tool succeeds on its third attempt; one that keeps failing gives up; invalid arguments are never retried', async () => {
+  it('a retryable tool succeeds on its third attempt; one that keeps failing gives up; invalid arguments are never retried', async ({
+    startWorld,
+  }) => {
     const effects = await sideEffectsInProcess();
-    world = await startWorld({
+    const world = await startWorld({
       tools: [addTool, ...sideEffectTools],
       agents: [payer],
       fake: {
@@ -275,15 +272,11 @@ describe('per-tool routing: tools on their own workers', () => {
 });
 
 describe('routing edge cases (in-process workers)', () => {
-  let world: TestWorld | undefined;
-  afterEach(async () => {
-    await world?.close();
-    world = undefined;
-  });
-
-  it('a batch routed to a queue no worker serves gives its calls an error naming the queue, and the run goes on', async () => {
+  it('a batch routed to a queue no worker serves gives its calls an error naming the queue, and the run goes on', async ({
+    startWorld,
+  }) => {
     const nowhere = `nowhere-${randomUUID()}`;
-    world = await startWorld({
+    const world = await startWorld({
       agents: [
         {
           name: 'stranded',
@@ -312,7 +305,9 @@ describe('routing edge cases (in-process workers)', () => {
     world.fake.assertDone();
   });
 
-  it('a call id the provider repeats across queues still gets each call its own result, in declared order', async () => {
+  it('a call id the provider repeats across queues still gets each call its own result, in declared order', async ({
+    startWorld,
+  }) => {
     await sideEffectsInProcess();
     const toolQueue = `gpu-${randomUUID()}`;
     const agent = {
@@ -321,7 +316,7 @@ describe('routing edge cases (in-process workers)', () => {
       tools: ['add', 'charge'],
       tool_task_queues: { charge: toolQueue },
     };
-    world = await startWorld({
+    const world = await startWorld({
       tools: [addTool, ...sideEffectTools],
       agents: [agent],
       fake: {

@@ -1,16 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { extendBudgetUpdate, userMessageUpdate } from '../../src/common';
 import { validateToolLinkage } from '../../src/context';
 import { RUN_STATE_SCHEMA_VERSION } from '../../src/runtime';
 import { callTools, reply, type FakeStep } from '../../src/fake-model/steps';
-import { startWorld, type TestWorld } from '../support/temporal';
+import { type TestWorld } from '../support/temporal';
 import { eventOf, recordCarriedState, recordHistory } from '../support/wait';
-
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
 
 /** Twelve iterations of one `add` call each, then an answer. */
 function script(): FakeStep[] {
@@ -31,11 +26,13 @@ async function runsInChain(world: TestWorld, workflowId: string): Promise<number
 }
 
 describe('agentRun continues as new', () => {
-  it('carries its whole state: every request is byte-identical to a run that never continued', async () => {
+  it('carries its whole state: every request is byte-identical to a run that never continued', async ({
+    startWorld,
+  }) => {
     const bodies: string[][] = [];
     const chains: number[] = [];
     for (const maxEvents of [40, 100_000]) {
-      world = await startWorld({ fake: { script: script() } });
+      const world = await startWorld({ fake: { script: script() } });
       const workflowId = `can-${maxEvents}-${Date.now()}`;
       const run = await world.client.start(
         { agent: 'assistant', input: 'add them all', continue_as_new: { max_history_events: maxEvents } },
@@ -65,7 +62,6 @@ describe('agentRun continues as new', () => {
         await recordCarriedState(run, 'agent-run-v1');
       }
       await world.close();
-      world = undefined;
     }
     expect(chains[0]).toBeGreaterThanOrEqual(3);
     expect(chains[1]).toBe(1);
@@ -73,12 +69,12 @@ describe('agentRun continues as new', () => {
     expect(bodies[0]).toEqual(bodies[1]);
   });
 
-  it('signals, queries and the tool budget keep working across the boundary', async () => {
+  it('signals, queries and the tool budget keep working across the boundary', async ({ startWorld }) => {
     const slowAdd = (index: number) =>
       callTools([{ id: `call_${index}`, name: 'add', arguments: JSON.stringify({ a: index, b: 2 }) }], {
         firstChunkDelayMs: 400,
       });
-    world = await startWorld({
+    const world = await startWorld({
       fake: {
         script: [
           ...Array.from({ length: 6 }, (_, index) => slowAdd(index)),
@@ -113,10 +109,12 @@ describe('agentRun continues as new', () => {
     world.fake.assertDone();
   });
 
-  it("a client's retry of an update after the boundary is answered from the first, not applied again", async () => {
+  it("a client's retry of an update after the boundary is answered from the first, not applied again", async ({
+    startWorld,
+  }) => {
     // The server deduplicates update ids within one run only; when continue-as-new drops an update's
     // completion (temporalio/temporal#6375), the client sends the same id again and it lands on the new run.
-    world = await startWorld({
+    const world = await startWorld({
       fake: {
         script: [
           ...Array.from({ length: 5 }, (_, index) =>
@@ -155,8 +153,8 @@ describe('agentRun continues as new', () => {
     await recordCarriedState(run, `agent-run-v${RUN_STATE_SCHEMA_VERSION}`);
   });
 
-  it('an abort after the boundary ends the whole run with a valid transcript', async () => {
-    world = await startWorld({
+  it('an abort after the boundary ends the whole run with a valid transcript', async ({ startWorld }) => {
+    const world = await startWorld({
       fake: {
         script: [
           ...Array.from({ length: 4 }, (_, index) =>

@@ -1,13 +1,13 @@
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { StorageDriverClaim } from '@temporalio/common';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { validateToolLinkage } from '../../src/context';
 import { transcriptQuery } from '../../src/common';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { S3Driver } from '../../src/storage/s3-driver';
 import { motoCredentials as credentials, startMoto, type MotoS3 } from '../support/moto';
 import { NO_BOUNDS } from '../../src/runtime';
-import { startWorld, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
 
 /** Payloads by reference in an S3-compatible store: moto's S3 API server (test/support/moto.ts). */
@@ -24,10 +24,10 @@ afterAll(() => {
   moto?.stop();
 });
 
-let world: TestWorld | undefined;
-
 describe('payloads by reference in S3 (moto)', () => {
-  it('a batch of 2.2 MB and the whole transcript go to the bucket, content-addressed; the history holds references', async () => {
+  it('a batch of 2.2 MB and the whole transcript go to the bucket, content-addressed; the history holds references', async ({
+    startWorld,
+  }) => {
     const storage = {
       kind: 's3' as const,
       bucket,
@@ -37,7 +37,7 @@ describe('payloads by reference in S3 (moto)', () => {
       forcePathStyle: true,
       thresholdBytes: 256 * 1024,
     };
-    world = await startWorld({
+    const world = await startWorld({
       config: { payloadStorage: storage },
       fake: {
         // Twice the same run: its transcript is the same payload, stored once.
@@ -109,7 +109,6 @@ describe('payloads by reference in S3 (moto)', () => {
       world.fake.assertDone();
     } finally {
       await world.close();
-      world = undefined;
     }
   });
 });

@@ -1,33 +1,35 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, onTestFinished } from 'vitest';
+import { it, type StartWorld } from '../support/fixtures';
 import { RunFailedError } from '../../src/client/patchloop-client';
 import { modelScript } from '../../src/fake-model/script';
 import { ScriptedModel } from '../../src/fake-model/scripted-model';
 import type { AgentDefinitionInput } from '../../src/runtime';
-import { startWorld, type TestWorld } from '../support/temporal';
 
 const manager: AgentDefinitionInput = { name: 'manager', instructions: 'You manage.', subagents: ['clerk'] };
 const clerk: AgentDefinitionInput = { name: 'clerk', instructions: 'You file things.' };
 const chatty: AgentDefinitionInput = { name: 'chatty', instructions: 'You chat.' };
 
-let world: TestWorld | undefined;
-let model: ScriptedModel | undefined;
-afterEach(async () => {
-  await world?.close();
-  await model?.close();
-  world = undefined;
-  model = undefined;
-});
-
-/** A worker whose model is the scripted one (what docs/testing.md shows, in process). */
-async function scriptedWorld(scripts: Parameters<typeof ScriptedModel.start>[0], agents: AgentDefinitionInput[]) {
-  model = await ScriptedModel.start(scripts);
-  world = await startWorld({ agents, config: { openaiBaseUrl: model.url } });
+/**
+ * A worker whose model is the scripted one (what docs/testing.md shows, in process). The model closes
+ * after the world (onTestFinished runs after the fixtures' cleanup).
+ */
+async function scriptedWorld(
+  startWorld: StartWorld,
+  scripts: Parameters<typeof ScriptedModel.start>[0],
+  agents: AgentDefinitionInput[],
+) {
+  const model = await ScriptedModel.start(scripts);
+  onTestFinished(() => model.close());
+  const world = await startWorld({ agents, config: { openaiBaseUrl: model.url } });
   return { world, model };
 }
 
 describe('the scripted model with a real worker', () => {
-  it("plays a sub-agent's conversation from its own script, chosen by the task it was given", async () => {
+  it("plays a sub-agent's conversation from its own script, chosen by the task it was given", async ({
+    startWorld,
+  }) => {
     const { world, model } = await scriptedWorld(
+      startWorld,
       [
         // Not by its system prompt: the manager's lists the clerk as a tool, described by its instructions.
         modelScript([{ expect: { check: (request) => request.tools.length === 0 }, answer: 'Report filed.' }], {
@@ -49,8 +51,11 @@ describe('the scripted model with a real worker', () => {
     model.assertDone();
   });
 
-  it("continues a session's conversation turn by turn, and a turn it does not expect fails with the step's message", async () => {
+  it("continues a session's conversation turn by turn, and a turn it does not expect fails with the step's message", async ({
+    startWorld,
+  }) => {
     const { world, model } = await scriptedWorld(
+      startWorld,
       modelScript(
         [
           { expect: { user: 'hi' }, answer: 'Hello.' },

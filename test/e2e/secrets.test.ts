@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { occurrencesInDatabase } from '../support/database';
 import { historyText } from '../support/history-text';
-import { everythingLauncher } from '../support/mcp-servers';
+import { everythingLauncher } from '../../support/mcp-servers';
 import { eventually } from '../support/wait';
 import { pendingHeartbeatDetails } from '../../src/streaming/chunk-client';
 import { RunFailedError } from '../../src/client/patchloop-client';
@@ -11,7 +11,7 @@ import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import { AgentRegistry } from '../../src/agents/registry';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { listAgentsMcpTools } from '../../src/worker/mcp-tools-report';
-import { workerProcesses } from '../support/worker-process';
+import { workerProcesses } from '../support/worker-processes';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {

@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { validateToolLinkage } from '../../src/context';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
-import { startWorld, type TestWorld } from '../support/temporal';
 import { eventOf, recordHistory, replyReceived } from '../support/wait';
 
 const memo: AgentDefinitionInput = {
@@ -12,12 +12,6 @@ const memo: AgentDefinitionInput = {
   selfref: true,
 };
 const agents = [memo, { name: 'assistant', instructions: 'plain', tools: ['add', 'wait', 'repeat'] }];
-
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
 
 const systemOf = (messages: Array<Record<string, unknown>>) => messages[0]!['content'] as string;
 const summaryArgs = {
@@ -32,8 +26,8 @@ const summaryArgs = {
 };
 
 describe('SelfRef primitives through the durable runtime', () => {
-  it('remember and forget: the experience reaches the very next request, then leaves it', async () => {
-    world = await startWorld({
+  it('remember and forget: the experience reaches the very next request, then leaves it', async ({ startWorld }) => {
+    const world = await startWorld({
       agents,
       fake: {
         script: [
@@ -66,8 +60,10 @@ describe('SelfRef primitives through the durable runtime', () => {
     await recordHistory(run, 'selfref-remember-forget');
   });
 
-  it('compact: the next call sees only the system prompt with the new experience and the rendered summary', async () => {
-    world = await startWorld({
+  it('compact: the next call sees only the system prompt with the new experience and the rendered summary', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       agents,
       fake: {
         script: [
@@ -95,8 +91,10 @@ describe('SelfRef primitives through the durable runtime', () => {
     await recordHistory(run, 'selfref-compact');
   });
 
-  it('compact with invalid fields fails the call with the spec message, and the run goes on', async () => {
-    world = await startWorld({
+  it('compact with invalid fields fails the call with the spec message, and the run goes on', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       agents,
       fake: {
         script: [
@@ -114,8 +112,10 @@ describe('SelfRef primitives through the durable runtime', () => {
     world.fake.assertDone();
   });
 
-  it('fork: a child workflow starts from the parent context, calls a tool, and its answer returns as the fork result', async () => {
-    world = await startWorld({
+  it('fork: a child workflow starts from the parent context, calls a tool, and its answer returns as the fork result', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       agents,
       fake: {
         script: [
@@ -171,8 +171,8 @@ describe('SelfRef primitives through the durable runtime', () => {
     await recordHistory(run, 'selfref-fork');
   });
 
-  it('aborting a parent aborts its running child; both transcripts stay valid', async () => {
-    world = await startWorld({
+  it('aborting a parent aborts its running child; both transcripts stay valid', async ({ startWorld }) => {
+    const world = await startWorld({
       agents,
       fake: {
         script: [
@@ -205,8 +205,8 @@ describe('SelfRef primitives through the durable runtime', () => {
     world.fake.assertDone();
   });
 
-  it('a fork beyond the depth limit gets an error result', async () => {
-    world = await startWorld({
+  it('a fork beyond the depth limit gets an error result', async ({ startWorld }) => {
+    const world = await startWorld({
       agents: [{ ...memo, limits: { max_fork_depth: 0 } }],
       fake: {
         script: [callTools([{ id: 'fk', name: 'selfref_fork', arguments: '{"message": "x"}' }]), reply('no fork')],

@@ -9,7 +9,7 @@ import { reply } from '../../src/fake-model/steps';
 import type { StreamEvent } from '../../src/streaming/chunk';
 import { startWorld, temporalAddress, type TestWorld } from '../support/temporal';
 import { replyReceived } from '../support/wait';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+import { spawnWorker, type WorkerProcess } from '../../support/worker-process';
 
 const words = (count: number) => Array.from({ length: count }, (_, index) => `w${index} `);
 

@@ -1,4 +1,5 @@
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject } from 'vitest';
+import { it, type StartWorld } from '../support/fixtures';
 import { z } from 'zod';
 import { followRun, type FollowOutput } from '../../src/client/follow';
 import { callTools, reply } from '../../src/fake-model/steps';
@@ -10,14 +11,8 @@ import { defineTool } from '../../src/tools/define-tool';
 import { addTool } from '../../src/tools/examples';
 import { eventsQuery } from '../../src/common/definitions';
 import type { PatchloopConfig } from '../../src/config/environment';
-import { startWorld, type TestWorld, type WorldOptions } from '../support/temporal';
+import type { TestWorld, WorldOptions } from '../support/temporal';
 import { eventually } from '../support/wait';
-
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
 
 const words = (count: number) => Array.from({ length: count }, (_, index) => `w${index} `);
 
@@ -60,16 +55,19 @@ describe.each(['in-process', 'redis'] as const)('event stream (%s chunks)', (tra
           },
         }
       : {};
-  const start = (options: WorldOptions) => startWorld({ ...options, config: { ...config(), ...options.config } });
+  const start = (startWorld: StartWorld, options: WorldOptions) =>
+    startWorld({ ...options, config: { ...config(), ...options.config } });
   /** A run's chunks from an offset, as a follower of this transport reads them. */
-  const chunksOf = async (runId: string, from: StreamOffset, signal: AbortSignal) => {
-    if (transport === 'redis') return world!.client.chunks!.subscribe(runId, from, signal);
-    const source = await eventually(() => findStreamSource(world!.client.run(runId).workflow), 20_000, 'stream url');
+  const chunksOf = async (world: TestWorld, runId: string, from: StreamOffset, signal: AbortSignal) => {
+    if (transport === 'redis') return world.client.chunks!.subscribe(runId, from, signal);
+    const source = await eventually(() => findStreamSource(world.client.run(runId).workflow), 20_000, 'stream url');
     return readChunks(source, runId, from, signal);
   };
 
-  it('keeps the spec order and framing of events, with custom events before their tool_call_end', async () => {
-    world = await start({
+  it('keeps the spec order and framing of events, with custom events before their tool_call_end', async ({
+    startWorld,
+  }) => {
+    const world = await start(startWorld, {
       tools: [addTool, noted],
       agents: [{ name: 'assistant', instructions: 'x', tools: ['add', 'note'] }],
       fake: {
@@ -143,11 +141,13 @@ describe.each(['in-process', 'redis'] as const)('event stream (%s chunks)', (tra
     world.fake.assertDone();
   });
 
-  it('a follower that joins mid-call gets the whole prefix at once, then live tokens, each exactly once', async () => {
-    world = await start({ fake: { script: [reply(words(40), { chunkDelayMs: 60 })] } });
+  it('a follower that joins mid-call gets the whole prefix at once, then live tokens, each exactly once', async ({
+    startWorld,
+  }) => {
+    const world = await start(startWorld, { fake: { script: [reply(words(40), { chunkDelayMs: 60 })] } });
     const run = await world.client.start({ agent: 'assistant', input: 'talk' });
     await world.fake.waitForRequests(1);
-    await eventually(() => (world!.fake.requests[0]!.chunksWritten >= 15 ? true : undefined));
+    await eventually(() => (world.fake.requests[0]!.chunksWritten >= 15 ? true : undefined));
     const joinedAt = Date.now();
     const output = collector();
     const result = await followRun(run, output.output);
@@ -172,19 +172,20 @@ describe.each(['in-process', 'redis'] as const)('event stream (%s chunks)', (tra
     expect(output.events.map((event) => event.event_type)).toContain('react_end');
   });
 
-  it('a reader that disconnects and resumes from its offset gets every chunk exactly once', async () => {
-    world = await start({ fake: { script: [reply(words(30), { chunkDelayMs: 40 })] } });
+  it('a reader that disconnects and resumes from its offset gets every chunk exactly once', async ({ startWorld }) => {
+    const world = await start(startWorld, { fake: { script: [reply(words(30), { chunkDelayMs: 40 })] } });
     const run = await world.client.start({ agent: 'assistant', input: 'talk' });
     const got: ChunkEvent[] = [];
     const first = new AbortController();
-    for await (const event of await chunksOf(run.workflowId, { llm_call: 1, chunk_index: 0 }, first.signal)) {
+    for await (const event of await chunksOf(world, run.workflowId, { llm_call: 1, chunk_index: 0 }, first.signal)) {
       if (event.event_type !== 'llm_chunk_arrive') break;
       got.push(event);
       if (got.length === 10) first.abort();
     }
     // More chunks are written while this reader is away.
-    await eventually(() => (world!.fake.requests[0]!.chunksWritten >= got.length + 5 ? true : undefined));
+    await eventually(() => (world.fake.requests[0]!.chunksWritten >= got.length + 5 ? true : undefined));
     for await (const event of await chunksOf(
+      world,
       run.workflowId,
       { llm_call: 1, chunk_index: got.length },
       new AbortController().signal,
@@ -197,8 +198,8 @@ describe.each(['in-process', 'redis'] as const)('event stream (%s chunks)', (tra
     expect(got.map((event) => event.chunk).join('')).toBe(result.answer);
   });
 
-  it('streams tool-call argument deltas whose pieces add up to each argument', async () => {
-    world = await start({
+  it('streams tool-call argument deltas whose pieces add up to each argument', async ({ startWorld }) => {
+    const world = await start(startWorld, {
       fake: {
         script: [
           callTools([{ id: 'r1', name: 'repeat', arguments: '{"text": "hello world, streamed", "times": 12}' }]),
@@ -212,9 +213,9 @@ describe.each(['in-process', 'redis'] as const)('event stream (%s chunks)', (tra
     const reading = (async () => {
       const events =
         transport === 'redis'
-          ? world!.client.chunks!.subscribe(id, { llm_call: 1, chunk_index: 0 }, abort.signal)
+          ? world.client.chunks!.subscribe(id, { llm_call: 1, chunk_index: 0 }, abort.signal)
           : readChunks(
-              { url: world!.worker.streamUrl, token: world!.worker.streamToken(id) },
+              { url: world.worker.streamUrl, token: world.worker.streamToken(id) },
               id,
               { llm_call: 1, chunk_index: 0 },
               abort.signal,
@@ -239,10 +240,10 @@ describe.each(['in-process', 'redis'] as const)('event stream (%s chunks)', (tra
     world.fake.assertDone();
   });
 
-  it('writes no chunk to history: a followed run has the same history as an unfollowed one', async () => {
+  it('writes no chunk to history: a followed run has the same history as an unfollowed one', async ({ startWorld }) => {
     const sizes: Array<{ events: string[]; bytes: number; marker: number }> = [];
     for (const followed of [false, true]) {
-      world = await start({
+      const world = await start(startWorld, {
         fake: { script: [reply(['uniq', 'ue-', 'chunk', '-marker ', ...words(20)], { chunkDelayMs: 30 })] },
       });
       const run = await world.client.start({ agent: 'assistant', input: 'talk' });
@@ -256,7 +257,6 @@ describe.each(['in-process', 'redis'] as const)('event stream (%s chunks)', (tra
         marker: text.split('unique-chunk-marker').length,
       });
       await world.close();
-      world = undefined;
     }
     expect(sizes[1]!.events).toEqual(sizes[0]!.events);
     // Only timing fields (durations, timestamps) may differ by a few bytes.

@@ -1,9 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it, type StartWorld } from '../support/fixtures';
 import { validateToolLinkage } from '../../src/context';
 import { callTools, failWith, reply, toolCall as call, withUsage as usage } from '../../src/fake-model/steps';
 import { digestText, type AgentDefinitionInput, type RunEvent } from '../../src/runtime';
-import { scriptsByAgent } from '../support/agent-scripts';
-import { listedWorkflows, startWorld, type TestWorld } from '../support/temporal';
+import { scriptsByAgent } from '../../support/agent-scripts';
+import { listedWorkflows } from '../support/temporal';
 import { runCli } from '../support/cli';
 import { eventOf, eventually, recordHistory, startedChild } from '../support/wait';
 
@@ -18,20 +19,17 @@ const critic: AgentDefinitionInput = { name: 'critic', instructions: 'You critic
 const agents = [researcher, helper, critic];
 const instructions = Object.fromEntries(agents.map((agent) => [agent.name, agent.instructions]));
 
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
-
 /** A world whose fake model answers each agent from its own script. */
-async function agentWorld(steps: Record<string, Parameters<typeof scriptsByAgent>[0][string]['steps']>) {
+async function agentWorld(
+  startWorld: StartWorld,
+  steps: Record<string, Parameters<typeof scriptsByAgent>[0][string]['steps']>,
+) {
   const scripts = scriptsByAgent(
     Object.fromEntries(
       Object.entries(steps).map(([agent, list]) => [agent, { instructions: instructions[agent]!, steps: list }]),
     ),
   );
-  world = await startWorld({ agents, fake: { responder: scripts.responder } });
+  const world = await startWorld({ agents, fake: { responder: scripts.responder } });
   return { world, scripts };
 }
 
@@ -39,8 +37,10 @@ const toolMessage = (messages: Array<Record<string, unknown>>, id: string) =>
   messages.find((message) => message['role'] === 'tool' && message['tool_call_id'] === id);
 
 describe('sub-agents: agents that call agents as durable child runs', () => {
-  it('a delegation: the child run gets the task, its answer is the tool result, usage rolls up', async () => {
-    const { world, scripts } = await agentWorld({
+  it('a delegation: the child run gets the task, its answer is the tool result, usage rolls up', async ({
+    startWorld,
+  }) => {
+    const { world, scripts } = await agentWorld(startWorld, {
       researcher: [
         callTools([call('s1', 'helper', { input: 'find the capital of France', context: 'for a quiz' })], usage(10, 5)),
         reply('Paris, says my helper.', usage(20, 4)),
@@ -103,9 +103,9 @@ describe('sub-agents: agents that call agents as durable child runs', () => {
     await recordHistory(run, 'subagent-delegation');
   });
 
-  it('two sub-agents in one batch run at once, beside a plain tool', async () => {
+  it('two sub-agents in one batch run at once, beside a plain tool', async ({ startWorld }) => {
     const slow = { firstChunkDelayMs: 1500 };
-    const { world, scripts } = await agentWorld({
+    const { world, scripts } = await agentWorld(startWorld, {
       researcher: [
         callTools([
           call('h', 'helper', { input: 'look up A' }),
@@ -135,7 +135,9 @@ describe('sub-agents: agents that call agents as durable child runs', () => {
     scripts.assertDone();
   });
 
-  it('a child that fails, and a call past the depth limit, give error results that say which', async () => {
+  it('a child that fails, and a call past the depth limit, give error results that say which', async ({
+    startWorld,
+  }) => {
     const recursive: AgentDefinitionInput = {
       name: 'recursive',
       instructions: 'You recurse.',
@@ -155,7 +157,7 @@ describe('sub-agents: agents that call agents as durable child runs', () => {
       },
       helper: { instructions: 'You look things up.', steps: [failWith(400, { message: 'model refuses this' })] },
     });
-    world = await startWorld({ agents: [recursive, helper], fake: { responder: scripts.responder } });
+    const world = await startWorld({ agents: [recursive, helper], fake: { responder: scripts.responder } });
     const run = await world.client.start({ agent: 'recursive', input: 'start' });
     const result = await run.result();
     expect(result.answer).toBe('done');
@@ -178,8 +180,8 @@ describe('sub-agents: agents that call agents as durable child runs', () => {
     scripts.assertDone();
   });
 
-  it('a child that fails after spending is charged too: its failure says what it spent', async () => {
-    const { world, scripts } = await agentWorld({
+  it('a child that fails after spending is charged too: its failure says what it spent', async ({ startWorld }) => {
+    const { world, scripts } = await agentWorld(startWorld, {
       researcher: [
         callTools([call('s1', 'helper', { input: 'add, then give up' })], usage(10, 5)),
         reply('the helper failed', usage(20, 4)),
@@ -201,8 +203,8 @@ describe('sub-agents: agents that call agents as durable child runs', () => {
     await recordHistory(run, 'subagent-failure-charged');
   });
 
-  it('a budget covers the tree: the child gets what is left and its spend is charged back', async () => {
-    const { world, scripts } = await agentWorld({
+  it('a budget covers the tree: the child gets what is left and its spend is charged back', async ({ startWorld }) => {
+    const { world, scripts } = await agentWorld(startWorld, {
       researcher: [callTools([call('s1', 'helper', { input: 'add things' })]), reply('out of budget, but done')],
       helper: [
         callTools([call('a1', 'add', { a: 1, b: 1 })]),
@@ -238,7 +240,9 @@ describe('sub-agents: agents that call agents as durable child runs', () => {
 });
 
 describe('decisions reach the top of the tree', () => {
-  it("a grandchild's gated call is listed on the top run and decided there, through the CLI (depth 2)", async () => {
+  it("a grandchild's gated call is listed on the top run and decided there, through the CLI (depth 2)", async ({
+    startWorld,
+  }) => {
     const tree: AgentDefinitionInput[] = [
       { name: 'manager', instructions: 'You manage.', subagents: ['lead'] },
       { name: 'lead', instructions: 'You lead.', subagents: ['clerk'] },
@@ -258,7 +262,7 @@ describe('decisions reach the top of the tree', () => {
         steps: [callTools([call('c1', 'add', { a: 2, b: 3 })]), reply('5')],
       },
     });
-    world = await startWorld({ agents: tree, fake: { responder: scripts.responder } });
+    const world = await startWorld({ agents: tree, fake: { responder: scripts.responder } });
     const run = await world.client.start({ agent: 'manager', input: 'add 2 and 3 through your team' });
     const leadId = await startedChild(run, 'm1');
     const clerkId = await startedChild(world.client.run(leadId), 'l1');
@@ -320,7 +324,9 @@ const clerkTree: AgentDefinitionInput[] = [
 ];
 
 describe('sub-agents across continue-as-new', () => {
-  it('the parent continues as new while its child waits for a decision, finds the child again and gets its answer', async () => {
+  it('the parent continues as new while its child waits for a decision, finds the child again and gets its answer', async ({
+    startWorld,
+  }) => {
     const scripts = scriptsByAgent({
       manager: {
         instructions: 'You manage.',
@@ -334,7 +340,7 @@ describe('sub-agents across continue-as-new', () => {
         steps: [callTools([call('c1', 'add', { a: 2, b: 3 })], usage(5, 1)), reply('5', usage(6, 1))],
       },
     });
-    world = await startWorld({ agents: clerkTree, fake: { responder: scripts.responder } });
+    const world = await startWorld({ agents: clerkTree, fake: { responder: scripts.responder } });
     const run = await world.client.start({
       agent: 'manager',
       input: 'add 2 and 3 through the clerk',
@@ -388,7 +394,9 @@ describe('sub-agents across continue-as-new', () => {
 });
 
 describe('sub-agents replayed at every workflow task (no workflow cache)', () => {
-  it('a tree with a decision at depth 1 and a continue-as-new while the child waits replays without a task failure', async () => {
+  it('a tree with a decision at depth 1 and a continue-as-new while the child waits replays without a task failure', async ({
+    startWorld,
+  }) => {
     const scripts = scriptsByAgent({
       manager: {
         instructions: 'You manage.',
@@ -397,7 +405,7 @@ describe('sub-agents replayed at every workflow task (no workflow cache)', () =>
       clerk: { instructions: 'You add.', steps: [callTools([call('c1', 'add', { a: 2, b: 3 })]), reply('5')] },
     });
     // Every task replays the run's history from its start: a determinism error would fail a task.
-    world = await startWorld({
+    const world = await startWorld({
       agents: clerkTree,
       fake: { responder: scripts.responder },
       config: { workerTuning: { maxCachedWorkflows: 0 } },
@@ -440,8 +448,10 @@ describe('sub-agents replayed at every workflow task (no workflow cache)', () =>
 });
 
 describe('aborting runs with sub-agents', () => {
-  it('aborting the parent aborts the child with the same reason; both transcripts stay valid', async () => {
-    const { world, scripts } = await agentWorld({
+  it('aborting the parent aborts the child with the same reason; both transcripts stay valid', async ({
+    startWorld,
+  }) => {
+    const { world, scripts } = await agentWorld(startWorld, {
       researcher: [callTools([call('s1', 'helper', { input: 'take your time' })], usage(10, 5))],
       helper: [callTools([call('w1', 'wait', { seconds: 60 })], usage(7, 3))],
     });
@@ -468,8 +478,8 @@ describe('aborting runs with sub-agents', () => {
     scripts.assertDone();
   });
 
-  it('aborting a child alone gives its caller an error result, and the caller goes on', async () => {
-    const { world, scripts } = await agentWorld({
+  it('aborting a child alone gives its caller an error result, and the caller goes on', async ({ startWorld }) => {
+    const { world, scripts } = await agentWorld(startWorld, {
       researcher: [callTools([call('s1', 'helper', { input: 'take your time' })]), reply('I will do it myself')],
       helper: [{ kind: 'hang', chunks: ['thinking '] }],
     });

@@ -1,21 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { validateToolLinkage, type Message } from '../../src/context';
 import { callTools, reply } from '../../src/fake-model/steps';
-import { startWorld, temporalCli, type TestWorld } from '../support/temporal';
+import { temporalCli } from '../support/temporal';
 import { eventually, replyReceived } from '../support/wait';
 
 const temporal = temporalCli;
 
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
-
 describe('the temporal CLI as a client', () => {
-  it('starts a run, queries it and reads its result', async () => {
-    world = await startWorld({
+  it('starts a run, queries it and reads its result', async ({ startWorld }) => {
+    const world = await startWorld({
       fake: { script: [callTools([{ id: 'c1', name: 'add', arguments: '{"a": 20, "b": 22}' }]), reply('42')] },
     });
     const id = `cli-${randomUUID()}`;
@@ -45,8 +40,8 @@ describe('the temporal CLI as a client', () => {
     expect(JSON.parse(query.stdout).queryResult[0]).toMatchObject({ state: 'completed', llm_calls: 2, tool_calls: 1 });
   });
 
-  it('aborts a run with `temporal workflow signal --name abort`', async () => {
-    world = await startWorld({ fake: { script: [{ kind: 'hang', chunks: ['Working on '] }] } });
+  it('aborts a run with `temporal workflow signal --name abort`', async ({ startWorld }) => {
+    const world = await startWorld({ fake: { script: [{ kind: 'hang', chunks: ['Working on '] }] } });
     const id = `cli-${randomUUID()}`;
     const start = await temporal(
       'workflow',
@@ -85,8 +80,8 @@ describe('the temporal CLI as a client', () => {
     validateToolLinkage(result.result.transcript);
   });
 
-  it('reports invalid input through the CLI as a failed run with the readable message', async () => {
-    world = await startWorld();
+  it('reports invalid input through the CLI as a failed run with the readable message', async ({ startWorld }) => {
+    const world = await startWorld();
     const id = `cli-${randomUUID()}`;
     await temporal(
       'workflow',
@@ -107,8 +102,10 @@ describe('the temporal CLI as a client', () => {
 });
 
 describe('what the Temporal UI and CLI show of a run', () => {
-  it('search attributes for the list, a summary, activity summaries, current details, a named abort timer', async () => {
-    world = await startWorld({
+  it('search attributes for the list, a summary, activity summaries, current details, a named abort timer', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       fake: {
         script: [
           callTools([

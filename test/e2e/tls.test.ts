@@ -3,18 +3,15 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import * as http2 from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { freePort } from '../../src/worker/free-port';
-import { startWorld, type TestWorld } from '../support/temporal';
 import { runCli, startCliWorker } from '../support/cli';
 
-let world: TestWorld | undefined;
 let proxy: http2.Http2SecureServer | undefined;
 afterEach(async () => {
   await new Promise((resolve) => (proxy ? proxy.close(resolve) : resolve(undefined)));
   proxy = undefined;
-  await world?.close();
-  world = undefined;
 });
 
 /**
@@ -124,8 +121,10 @@ async function tlsInFront(
 const cli = (args: string[], env: Record<string, string>) => runCli(args, env);
 
 describe("connections from Temporal's environment configuration", () => {
-  it('TLS with a private CA and an API key, read from TEMPORAL_* variables, for client and worker; an untrusted server is refused', async () => {
-    world = await startWorld();
+  it('TLS with a private CA and an API key, read from TEMPORAL_* variables, for client and worker; an untrusted server is refused', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld();
     const { address, caFile, calls } = await tlsInFront(world.config.temporalAddress);
     const taskQueue = `tls-${Date.now()}`;
     const tls = {

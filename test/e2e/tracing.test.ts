@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { freePort } from '../../src/worker/free-port';
-import { startWorld, type TestWorld } from '../support/temporal';
 import type { RunHandle } from '../../src/client/patchloop-client';
 import { runCli, startCliWorker } from '../support/cli';
 import { clientOn } from '../support/temporal';
@@ -15,13 +15,10 @@ interface ReceivedSpan {
   attributes: Record<string, unknown>;
 }
 
-let world: TestWorld | undefined;
 let receiver: Server | undefined;
 afterEach(async () => {
   await new Promise((resolve) => (receiver ? receiver.close(resolve) : resolve(undefined)));
   receiver = undefined;
-  await world?.close();
-  world = undefined;
 });
 
 /** An OTLP/HTTP receiver (JSON encoding): the spans exporters send to /v1/traces. */
@@ -61,8 +58,10 @@ async function otlpReceiver(): Promise<{ url: string; spans: ReceivedSpan[] }> {
 }
 
 describe('tracing over OTLP', () => {
-  it('workflow and activity spans, with GenAI spans for the model call and each tool call beneath them', async () => {
-    world = await startWorld();
+  it('workflow and activity spans, with GenAI spans for the model call and each tool call beneath them', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld();
     const otlp = await otlpReceiver();
     const env = {
       TEMPORAL_ADDRESS: world.config.temporalAddress,

@@ -1,24 +1,21 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
+import { it } from '../support/fixtures';
 import { z } from 'zod';
 import { toolCancelledContent, toolStepErrorContent, validateToolLinkage, type Message } from '../../src/context';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { RunEvent } from '../../src/runtime';
 import { defineTool } from '../../src/tools/define-tool';
-import { pythonMcpServer } from '../support/mcp-servers';
-import { startSideEffectServer, type SideEffect } from '../support/side-effects';
-import { startWorld, type TestWorld } from '../support/temporal';
+import { pythonMcpServer } from '../../support/mcp-servers';
+import { startSideEffectServer, type SideEffect } from '../../support/side-effects';
 import { eventually } from '../support/wait';
 
 // Calls that outlive their timeout or their run's abort, and still take effect: the side effects are
 // counted by a server outside the worker, and the model must be told the call may or may not have
 // taken effect, unless the tool is known to be repeatable.
 
-let world: TestWorld | undefined;
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
-  await world?.close();
-  world = undefined;
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
@@ -75,9 +72,11 @@ function errorEvents(events: readonly RunEvent[]): Array<{ tool_call_id: string;
 const uncertain = ': it may or may not have taken effect. Check before calling it again.';
 
 describe('registered tools that ignore their abort signal', () => {
-  it('past its timeout, a call of a tool not marked idempotent is reported as possibly done; an idempotent one as timed out', async () => {
+  it('past its timeout, a call of a tool not marked idempotent is reported as possibly done; an idempotent one as timed out', async ({
+    startWorld,
+  }) => {
     const effects = await sideEffects();
-    world = await startWorld({
+    const world = await startWorld({
       tools: [wire(effects.url, 'wire'), wire(effects.url, 'rewire', { idempotent: true })],
       agents: [{ name: 'banker', instructions: 'Move money.', tools: ['wire', 'rewire'] }],
       fake: {
@@ -106,9 +105,11 @@ describe('registered tools that ignore their abort signal', () => {
     expect(await completed(effects.effects, ['once', 'again'])).toEqual({ once: [1, 1], again: [1, 1] });
   });
 
-  it("outliving its run's abort, a call of a tool not marked idempotent is cancelled with a marker that says it may still take effect", async () => {
+  it("outliving its run's abort, a call of a tool not marked idempotent is cancelled with a marker that says it may still take effect", async ({
+    startWorld,
+  }) => {
     const effects = await sideEffects();
-    world = await startWorld({
+    const world = await startWorld({
       tools: [
         wire(effects.url, 'wire', { timeoutSeconds: 30 }),
         wire(effects.url, 'rewire', { idempotent: true, timeoutSeconds: 30 }),
@@ -149,9 +150,11 @@ describe('MCP tools whose calls the server completes all the same', () => {
       timeout_seconds: timeoutSeconds,
     });
 
-  it('past its timeout, a non-idempotent call is reported as possibly done (it lands later); a read-only one as timed out', async () => {
+  it('past its timeout, a non-idempotent call is reported as possibly done (it lands later); a read-only one as timed out', async ({
+    startWorld,
+  }) => {
     const effects = await sideEffects();
-    world = await startWorld({
+    const world = await startWorld({
       agents: [{ name: 'treasurer', instructions: 'Move money.', mcp_servers: [server(effects.url, 1)] }],
       fake: {
         script: [
@@ -178,9 +181,11 @@ describe('MCP tools whose calls the server completes all the same', () => {
     expect(await completed(effects.effects, ['rent'])).toEqual({ rent: [1, 1] });
   });
 
-  it("outliving its run's abort, a non-idempotent call is cancelled with a marker that says it may still take effect (it lands later)", async () => {
+  it("outliving its run's abort, a non-idempotent call is cancelled with a marker that says it may still take effect (it lands later)", async ({
+    startWorld,
+  }) => {
     const effects = await sideEffects();
-    world = await startWorld({
+    const world = await startWorld({
       agents: [{ name: 'treasurer', instructions: 'Move money.', mcp_servers: [server(effects.url, 30)] }],
       fake: {
         script: [

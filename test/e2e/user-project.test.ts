@@ -13,7 +13,7 @@ import { freePort, portIsFree } from '../../src/worker/free-port';
 import { TEMPORAL_CLI_VERSION } from '../../src/worker/temporal-cli-install';
 import { startCliProcess, startCliWorker } from '../support/cli';
 import { eventually } from '../support/wait';
-import { repositoryRoot } from '../support/reference';
+import { repositoryRoot } from '../../support/repository';
 import { clientOn, temporalAddress } from '../support/temporal';
 
 const exec = promisify(execFile);

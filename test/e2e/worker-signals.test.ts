@@ -7,9 +7,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { PatchloopClient } from '../../src/client/patchloop-client';
-import { sharedBundleArgs } from '../support/compiled';
-import { commandLine, isRunning, processTree } from '../support/process-tree';
-import { repositoryRoot } from '../support/reference';
+import { sharedBundleArgs } from '../../support/compiled';
+import { commandLine, isRunning, processTree } from '../../support/process-tree';
+import { repositoryRoot } from '../../support/repository';
 import { clientOn, temporalAddress } from '../support/temporal';
 import { eventually } from '../support/wait';
 

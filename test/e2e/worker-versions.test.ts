@@ -5,11 +5,11 @@ import type { RunHandle } from '../../src/client/patchloop-client';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
-import { scriptsByAgent } from '../support/agent-scripts';
+import { scriptsByAgent } from '../../support/agent-scripts';
 import { runCli } from '../support/cli';
 import { clientOn, temporalAddress, temporalCli } from '../support/temporal';
 import { awaitingApproval, eventually } from '../support/wait';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+import { spawnWorker, type WorkerProcess } from '../../support/worker-process';
 
 const agents: AgentDefinitionInput[] = [
   { name: 'versioned_pinned', instructions: 'You add with approval.', tools: ['add'], needs_approval: ['add'] },

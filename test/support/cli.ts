@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { repositoryRoot } from './reference';
-import { cliEntry, sharedBundleArgs } from './compiled';
+import { repositoryRoot } from '../../support/repository';
+import { cliEntry, sharedBundleArgs } from '../../support/compiled';
 import { eventually } from './wait';
 import timeouts from '../timeouts.json';
 

@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../../src/worker/free-port';
-import { testVenv } from './reference';
+import { testVenv } from '../../support/repository';
 import { eventually } from './wait';
 
 export const motoCredentials = { accessKeyId: 'test', secretAccessKey: 'test' };

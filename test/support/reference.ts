@@ -1,15 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { repositoryRoot, venvPython } from '../../support/repository';
 
-export const repositoryRoot = join(__dirname, '..', '..');
-/**
- * The Python venv scripts/setup.sh makes (`.venv`): the reference, moto's S3 server, Temporal's
- * Python SDK. `PATCHLOOP_TEST_VENV` points the tests at another one (a clone that must not change a
- * shared venv tries a new package version there).
- */
-export const testVenv = process.env['PATCHLOOP_TEST_VENV'] || join(repositoryRoot, '.venv');
-export const referencePython = join(testVenv, 'bin', 'python');
 export const referenceDriver = join(repositoryRoot, 'tools', 'reference', 'driver.py');
 
 export type ReferenceOutcome = { ok: Record<string, unknown> } | { error: string };
@@ -18,13 +11,13 @@ export type ReferenceResult = Record<ReferenceVariant, ReferenceOutcome>;
 
 /** Runs the reference (SimpleLLMFunc 0.8.4) on many cases in one Python process. Never skips: a missing venv fails. */
 export function runReference(cases: unknown[]): ReferenceResult[] {
-  if (!existsSync(referencePython)) {
+  if (!existsSync(venvPython)) {
     throw new Error(
-      `reference venv missing at ${referencePython}: run "bash scripts/setup.sh" (the test command does this)`,
+      `reference venv missing at ${venvPython}: run "bash scripts/setup.sh" (the test command does this)`,
     );
   }
   const input = cases.map((item) => JSON.stringify(item)).join('\n') + '\n';
-  const result = spawnSync(referencePython, [referenceDriver], { input, encoding: 'utf8', maxBuffer: 1 << 30 });
+  const result = spawnSync(venvPython, [referenceDriver], { input, encoding: 'utf8', maxBuffer: 1 << 30 });
   if (result.status !== 0) throw new Error(`reference driver failed (${result.status}): ${result.stderr}`);
   const lines = result.stdout.trim().split('\n');
   if (lines.length !== cases.length) throw new Error(`reference answered ${lines.length} of ${cases.length} cases`);

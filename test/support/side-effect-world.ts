@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import { FakeModelServer } from '../../src/fake-model/server';
 import type { FakeStep } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
-import { repositoryRoot } from './reference';
-import { startSideEffectServer } from './side-effects';
+import { repositoryRoot } from '../../support/repository';
+import { startSideEffectServer } from '../../support/side-effects';
 import { clientOn, temporalAddress } from './temporal';
-import { spawnWorker, type WorkerProcess } from './worker-process';
+import { spawnWorker, type WorkerProcess } from '../../support/worker-process';
 
 const toolsModule = join(repositoryRoot, 'test', 'support', 'side-effect-tools.ts');
 

@@ -65,7 +65,10 @@ export interface WorldOptions {
   tools?: Tool[];
 }
 
-/** A fake model, an in-process worker on its own task queue, and a client: one per test. */
+/**
+ * A fake model, an in-process worker on its own task queue, and a client: one per test, or one per file
+ * (the `startWorld` and `world` fixtures of ./fixtures.ts).
+ */
 export async function startWorld(options: WorldOptions = {}): Promise<TestWorld> {
   quietRuntime();
   const fake = await FakeModelServer.start(options.fake);
@@ -95,18 +98,21 @@ export async function startWorld(options: WorldOptions = {}): Promise<TestWorld>
     worker.shutdown();
     await running;
   };
+  let closed: Promise<void> | undefined;
   return {
     config,
     fake,
     client,
     worker,
     stopWorker,
-    close: async () => {
-      await stopWorker();
-      await connection.close();
-      await client.close();
-      await fake.close();
-    },
+    // Once: the test that closes its world early leaves it to its fixture too.
+    close: () =>
+      (closed ??= (async () => {
+        await stopWorker();
+        await connection.close();
+        await client.close();
+        await fake.close();
+      })()),
   };
 }
 

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { cliEntry } from './compiled';
-import { repositoryRoot } from './reference';
+import { cliEntry } from '../../support/compiled';
+import { repositoryRoot } from '../../support/repository';
 import { eventually } from './wait';
 
 /** The CLI (`cliEntry`) on a pseudo-terminal (Python's pty module), so it behaves as it does for a person. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { finishedRepeats, type SideEffect } from '../support/side-effects';
+import { finishedRepeats, type SideEffect } from '../../support/side-effects';
 
 const end = (key: string, worker: string, at: number): SideEffect => ({ label: key, key, worker, phase: 'end', at });
 

@@ -95,3 +95,18 @@ describe('layer rules (ARCHITECTURE.md)', () => {
     expect(await ruleIds(code, file)).toEqual([]);
   });
 });
+
+describe('test/ is for tests only', () => {
+  // Files of these folders linted with other text (the default project takes at most 8 probe files).
+  const files = { bench: 'bench/world.ts', scripts: 'scripts/chaos.ts', support: 'support/redis.ts' };
+
+  it.each(Object.entries(files))('rejects an import of test/ in %s', async (_folder, file) => {
+    const code = "import { startWorld } from '../test/support/temporal';\nexport const x = startWorld;\n";
+    expect(await ruleIds(code, file)).toContain('import-x/no-restricted-paths');
+  });
+
+  it.each([files.bench, files.scripts])('allows %s the shared support/', async (file) => {
+    const code = "import { startRedis } from '../support/redis';\nexport const x = startRedis;\n";
+    expect(await ruleIds(code, file)).toEqual([]);
+  });
+});

@@ -10,7 +10,8 @@ import {
   unknownToolContent,
 } from '../../src/context';
 import { buildToolPromptSpecs } from '../../src/context/tool-prompt-specs';
-import { referenceDriver, referencePython } from '../support/reference';
+import { venvPython } from '../../support/repository';
+import { referenceDriver } from '../support/reference';
 
 describe('tool argument repair (spec 7.6)', () => {
   it.each([
@@ -67,7 +68,7 @@ describe('tool argument repair (spec 7.6)', () => {
         .chain((text) => fc.nat(text.length).map((cut) => text.slice(0, cut))),
     );
     const cases = fc.sample(broken, { seed: 77, numRuns: 500 });
-    const result = spawnSync(referencePython, [referenceDriver], {
+    const result = spawnSync(venvPython, [referenceDriver], {
       input: cases.map((text) => JSON.stringify({ repair_arguments: text })).join('\n') + '\n',
       encoding: 'utf8',
     });

@@ -6,8 +6,8 @@ test can see what the server really did; with a `release` path a call waits unti
 PY_MCP_LISTING_FILE, if set, is read at every tools/list into the description of `count_lines`: the
 same server lists its tools differently once the file changes.
 
-`pay` and `quote`, for the chaos run (test/chaos/chaos.ts), report each execution to the side-effect
-server at PY_MCP_EFFECTS_URL (test/support/side-effects.ts, `POST /effect`) as it begins and as it ends,
+`pay` and `quote`, for the chaos run (support/chaos.ts), report each execution to the side-effect
+server at PY_MCP_EFFECTS_URL (support/side-effects.ts, `POST /effect`) as it begins and as it ends,
 with the worker that started this server (PY_MCP_WORKER), so executions are counted outside the workers.
 `transfer` reports the same way, but once begun it completes whatever it is told (it ignores
 notifications/cancelled), as a server that cannot take back what it started does.

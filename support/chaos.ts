@@ -10,9 +10,9 @@ import {
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { interruptedMcpMessage } from '../../src/activities/mcp-tool-call';
-import { abortedCallNote } from '../../src/activities/uncertain-effect';
-import { PatchloopClient, type RunHandle } from '../../src/client/patchloop-client';
+import { interruptedMcpMessage } from '../src/activities/mcp-tool-call';
+import { abortedCallNote } from '../src/activities/uncertain-effect';
+import { PatchloopClient, type RunHandle } from '../src/client/patchloop-client';
 import {
   serializeToolResult,
   toolCancelledContent,
@@ -21,23 +21,16 @@ import {
   truncatedAssistantContent,
   validateToolLinkage,
   type Message,
-} from '../../src/context';
-import { FakeModelServer, type ChatRequestBody } from '../../src/fake-model/server';
-import {
-  callTools,
-  failWith,
-  reply,
-  type FakeStep,
-  type FakeToolCall,
-  type ReplyFault,
-} from '../../src/fake-model/steps';
-import type { AgentRunResult } from '../../src/runtime';
-import { configFromEnvironment } from '../../src/config/environment';
-import { freePort } from '../../src/worker/free-port';
-import { startDevServer, type DevServer } from '../../src/worker/temporal-cli';
-import { repositoryRoot } from '../support/reference';
-import { commandLine, isRunning, processTree } from '../support/process-tree';
-import { pythonMcpServer } from '../support/mcp-servers';
+} from '../src/context';
+import { FakeModelServer, type ChatRequestBody } from '../src/fake-model/server';
+import { callTools, failWith, reply, type FakeStep, type FakeToolCall, type ReplyFault } from '../src/fake-model/steps';
+import type { AgentRunResult } from '../src/runtime';
+import { configFromEnvironment } from '../src/config/environment';
+import { freePort } from '../src/worker/free-port';
+import { startDevServer, type DevServer } from '../src/worker/temporal-cli';
+import { repositoryRoot } from './repository';
+import { commandLine, isRunning, processTree } from './process-tree';
+import { pythonMcpServer } from './mcp-servers';
 import {
   finishedRepeats,
   restartedCalls,
@@ -45,8 +38,8 @@ import {
   type ServerOutage,
   type SideEffect,
   type WorkerDeath,
-} from '../support/side-effects';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+} from './side-effects';
+import { spawnWorker, type WorkerProcess } from './worker-process';
 
 /**
  * A seeded chaos run against real parts: a Temporal dev server (restarted once on its SQLite file), two
@@ -254,7 +247,7 @@ interface RunPlan {
 }
 
 /**
- * The MCP server of the chaos agent: test/support/python_mcp_server.py over stdio, started by each worker
+ * The MCP server of the chaos agent: support/python_mcp_server.py over stdio, started by each worker
  * (the test venv's Python). Its tools `pay` (not idempotent) and `quote` (`readOnlyHint`) report every
  * execution to the side-effect server, whose address and the worker's name reach the server through
  * `${VAR}` values of `env`, resolved on the worker.
@@ -1481,7 +1474,7 @@ function checkMcp(
   return { counts, problems };
 }
 
-/** The MCP server processes (test/support/python_mcp_server.py) a worker started, as they are now. */
+/** The MCP server processes (support/python_mcp_server.py) a worker started, as they are now. */
 function mcpServerProcesses(worker: WorkerProcess): number[] {
   const root = worker.child.pid;
   if (root === undefined) return [];

@@ -4,8 +4,8 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { ChatRequestBody } from '../../src/fake-model/server';
-import { referencePython, repositoryRoot, testVenv } from './reference';
+import type { ChatRequestBody } from '../src/fake-model/server';
+import { venvPython, repositoryRoot, testVenv } from './repository';
 
 // Real MCP servers nobody on the project wrote, installed by the set-up (devDependencies and the test
 // venv); a missing one fails the tests that use it, never skips them.
@@ -51,7 +51,7 @@ export function filesystemServerBin(): string {
   return join(dirname(manifest), bin['mcp-server-filesystem']!);
 }
 
-/** test/support/python_mcp_server.py: an MCP server written with Python's `mcp` package (FastMCP). */
+/** support/python_mcp_server.py: an MCP server written with Python's `mcp` package (FastMCP). */
 export const pythonMcpScript = join(__dirname, 'python_mcp_server.py');
 
 /**
@@ -59,16 +59,14 @@ export const pythonMcpScript = join(__dirname, 'python_mcp_server.py');
  * the test, never skips it.
  */
 export function pythonWithMcp(): string {
-  if (!existsSync(referencePython))
-    throw new Error(
-      `test venv missing at ${referencePython}: run "bash scripts/setup.sh" (the test command does this)`,
-    );
-  const check = spawnSync(referencePython, ['-c', 'import mcp'], { encoding: 'utf8' });
+  if (!existsSync(venvPython))
+    throw new Error(`test venv missing at ${venvPython}: run "bash scripts/setup.sh" (the test command does this)`);
+  const check = spawnSync(venvPython, ['-c', 'import mcp'], { encoding: 'utf8' });
   if (check.status !== 0)
     throw new Error(
       `Python's mcp package is missing in ${testVenv}: run "bash scripts/setup.sh" (${check.stderr.trim()})`,
     );
-  return referencePython;
+  return venvPython;
 }
 
 /** The agent's `mcp_servers` entry of the Python server; `env` reaches the server (PY_MCP_JOURNAL, ...). */

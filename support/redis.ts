@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createConnection } from 'node:net';
-import { freePort } from '../../src/worker/free-port';
+import { freePort } from '../src/worker/free-port';
 
 export interface RedisServer {
   url: string;

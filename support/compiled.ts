@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { repositoryRoot } from './reference';
+import { repositoryRoot } from './repository';
 
 const run = promisify(execFile);
 

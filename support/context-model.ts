@@ -1,5 +1,5 @@
-import type { ChatRequestBody, Responder } from '../../src/fake-model/server';
-import { callTools, reply, type FakeStep } from '../../src/fake-model/steps';
+import type { ChatRequestBody, Responder } from '../src/fake-model/server';
+import { callTools, reply, type FakeStep } from '../src/fake-model/steps';
 
 /** Whether a request is a compaction's summary call: no tools, and the runtime's summary instructions. */
 export function isSummaryCall(body: ChatRequestBody): boolean {

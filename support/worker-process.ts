@@ -2,11 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
-import type { FakeModelServer } from '../../src/fake-model/server';
-import type { AgentDefinitionInput } from '../../src/runtime';
+import type { AgentDefinitionInput } from '../src/runtime';
 import { cliEntry, sharedBundleArgs } from './compiled';
-import { repositoryRoot } from './reference';
+import { repositoryRoot } from './repository';
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -83,36 +81,4 @@ export async function spawnWorker(options: {
         child.kill(signal);
       }),
   };
-}
-
-/**
- * A client and `patchloop worker` processes (`start` spawns one more, with `env` besides the defaults)
- * serving `agents` against the fake model on a task queue of their own. What it starts (the fake model
- * included) is closed by the functions it adds to `cleanups`; workers are killed with SIGKILL.
- */
-export async function workerProcesses(
-  fake: FakeModelServer,
-  agents: AgentDefinitionInput[],
-  name: string,
-  cleanups: Array<() => Promise<void> | void>,
-) {
-  // Loaded here, not at the top: './temporal' imports vitest, which scripts run by tsx (`npm run chaos`,
-  // spawnWorker's users outside vitest) cannot load.
-  const { clientOn, temporalAddress } = await import('./temporal.js');
-  const taskQueue = `${name}-${randomUUID()}`;
-  const client = await clientOn(taskQueue);
-  const workers: WorkerProcess[] = [];
-  cleanups.push(
-    () => fake.close(),
-    () => client.close(),
-    async () => {
-      for (const worker of workers) await worker.kill('SIGKILL');
-    },
-  );
-  const start = async (env: Record<string, string> = {}) => {
-    const worker = await spawnWorker({ address: temporalAddress(), taskQueue, modelUrl: fake.url, agents, env });
-    workers.push(worker);
-    return worker;
-  };
-  return { client, start };
 }

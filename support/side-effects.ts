@@ -10,7 +10,7 @@ export interface SideEffect {
   /** `start` when the call began its side effect, `end` when it finished. */
   phase: 'start' | 'end';
   at: number;
-  /** The MCP tool that performed it (test/support/python_mcp_server.py); absent for registered tools. */
+  /** The MCP tool that performed it (support/python_mcp_server.py); absent for registered tools. */
   tool?: string;
 }
 

@@ -1,5 +1,5 @@
-import type { ChatRequestBody, Responder } from '../../src/fake-model/server';
-import type { FakeStep } from '../../src/fake-model/steps';
+import type { ChatRequestBody, Responder } from '../src/fake-model/server';
+import type { FakeStep } from '../src/fake-model/steps';
 
 /**
  * One script per agent for a fake model that several runs share at once (a parent and its sub-agents):
