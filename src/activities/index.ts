@@ -62,7 +62,7 @@ export function createActivities(settings: ActivitySettings) {
     awaitAgentRun,
     relistMcpTools: createRelistMcpTools(settings.registry, mcp, settings.redactor),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
-    llmPhase: createLlmPhase(settings.provider, requests, settings.registry, settings.chunks),
+    llmPhase: createLlmPhase(settings.provider, requests, settings.registry, settings.chunks, settings.redactor),
     reviewToolCalls: createReviewToolCalls(settings.registry),
     toolBatch: createToolBatch(
       settings.registry,

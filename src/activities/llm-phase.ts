@@ -1,3 +1,4 @@
+import type { SecretRedactor } from './redact';
 import { Context } from '@temporalio/activity';
 import { SpanKind, type Span } from '@opentelemetry/api';
 import { ApplicationFailure } from '@temporalio/common';
@@ -71,12 +72,14 @@ export function createLlmPhase(
   cache: RequestCache,
   registry: AgentRegistry,
   chunks?: ChunkSink,
+  redactor?: SecretRedactor,
 ) {
   const worker: PhaseWorker = {
     settings,
     cache,
     registry,
     chunks,
+    redactor,
     clients: providerClients(settings),
     // The Responses API's reasoning items of this worker's tool-calling replies, sent back next turn.
     reasoning: new ReasoningMemory(),
@@ -97,6 +100,8 @@ interface PhaseWorker {
   cache: RequestCache;
   registry: AgentRegistry;
   chunks: ChunkSink | undefined;
+  /** Heartbeat details leave the worker without the redaction interceptor: a failure's text is redacted here. */
+  redactor: SecretRedactor | undefined;
   clients: ReturnType<typeof providerClients>;
   reasoning: ReasoningMemory;
 }
@@ -162,7 +167,9 @@ async function phase(worker: PhaseWorker, input: LlmPhaseInput, span: Span): Pro
       serverErrorSeconds: input.server_error_seconds,
     });
     publisher.end('failed', { error: failure.type ?? 'Error', retrying: !failure.nonRetryable });
-    lastFailure = record;
+    lastFailure = attempt.worker.redactor
+      ? attempt.worker.redactor.redactValue(record, (text) => attempt.worker.redactor!.redact(text))
+      : record;
     context.heartbeat(details());
     throw failure;
   } finally {
