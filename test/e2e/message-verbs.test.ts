@@ -1,7 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { callTools, reply } from '../../src/fake-model/steps';
 import { runCli } from '../support/cli';
-import { startWorld, type TestWorld } from '../support/temporal';
+import { it } from '../support/fixtures';
+import type { TestWorld } from '../support/temporal';
 import { awaitingApproval } from '../support/wait';
 
 /**
@@ -9,22 +10,18 @@ import { awaitingApproval } from '../support/wait';
  * the run accepted it, `send` waits for a session's reply. The deprecated names (client and CLI) still
  * do what they did, beside the names that replace them.
  */
-let world: TestWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
-
-function cli(args: string[]) {
+function cli(world: TestWorld, args: string[]) {
   return runCli(args, {
-    TEMPORAL_ADDRESS: world!.config.temporalAddress,
-    PATCHLOOP_TASK_QUEUE: world!.config.taskQueue,
+    TEMPORAL_ADDRESS: world.config.temporalAddress,
+    PATCHLOOP_TASK_QUEUE: world.config.taskQueue,
   });
 }
 
 describe('one verb per action', () => {
-  it('post and submit queue messages on a run, from the client and the CLI; the old names still work', async () => {
-    world = await startWorld({
+  it('post and submit queue messages on a run, from the client and the CLI; the old names still work', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
       agents: [{ name: 'gated', instructions: 'Add.', tools: ['add'], needs_approval: ['add'] }],
       fake: { script: [callTools([{ id: 'c1', name: 'add', arguments: '{"a": 1, "b": 2}' }]), reply('done')] },
     });
@@ -35,13 +32,13 @@ describe('one verb per action', () => {
     await run.sendUserMessage('two');
     expect(await run.submit('three')).toEqual({ accepted: true, queued: 3, message_id: 3 });
     expect(await run.submitUserMessage('four')).toEqual({ accepted: true, queued: 4, message_id: 4 });
-    const posted = await cli(['post', run.workflowId, 'five']);
+    const posted = await cli(world, ['post', run.workflowId, 'five']);
     expect([posted.code, JSON.parse(posted.stdout), posted.stderr]).toEqual([
       0,
       { workflow_id: run.workflowId, signal: 'user_message' },
       '',
     ]);
-    const sent = await cli(['send', run.workflowId, 'six']);
+    const sent = await cli(world, ['send', run.workflowId, 'six']);
     expect([sent.code, JSON.parse(sent.stdout), sent.stderr]).toEqual([
       0,
       { workflow_id: run.workflowId, signal: 'user_message' },
@@ -63,16 +60,18 @@ describe('one verb per action', () => {
     world.fake.assertDone();
   });
 
-  it('a session takes posted messages as turns and answers send with the reply; send --no-wait still posts', async () => {
-    world = await startWorld({ fake: { script: [reply('one'), reply('two'), reply('three'), reply('four')] } });
+  it('a session takes posted messages as turns and answers send with the reply; send --no-wait still posts', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({ fake: { script: [reply('one'), reply('two'), reply('three'), reply('four')] } });
     const session = await world.client.startSession({ agent: 'assistant' });
     const id = session.workflowId;
-    const posted = await cli(['post', id, 'first']);
+    const posted = await cli(world, ['post', id, 'first']);
     expect([posted.code, JSON.parse(posted.stdout)]).toEqual([0, { workflow_id: id, signal: 'user_message' }]);
-    const queued = await cli(['send', id, 'second', '--no-wait']);
+    const queued = await cli(world, ['send', id, 'second', '--no-wait']);
     expect([queued.code, JSON.parse(queued.stdout)]).toEqual([0, { workflow_id: id, signal: 'user_message' }]);
     await session.post('third');
-    const sent = await cli(['send', id, 'fourth']);
+    const sent = await cli(world, ['send', id, 'fourth']);
     expect([sent.code, JSON.parse(sent.stdout)]).toEqual([
       0,
       { workflow_id: id, status: 'completed', reply: 'four', turn: 4 },
@@ -84,7 +83,7 @@ describe('one verb per action', () => {
         { role: 'assistant', content: ['one', 'two', 'three', 'four'][turn] },
       ]),
     );
-    const help = await cli(['--help']);
+    const help = await cli(world, ['--help']);
     expect(help.stdout).toContain('\n  post <id> <text...>\n  send <id> <text...>\n');
     world.fake.assertDone();
   });
