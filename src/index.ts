@@ -7,6 +7,7 @@
 // Running agents: the client, following runs, and the worker.
 export {
   ApprovalRefusedError,
+  EventRefusedError,
   PatchloopClient,
   RunFailedError,
   RunHandle,
@@ -64,6 +65,9 @@ export {
   ApprovalDecision,
   PendingApproval,
   type ApprovalAccepted,
+  type EventDelivered,
+  type EventDelivery,
+  type WaitSettings,
   ChatSessionInput,
   ChatSessionResult,
   TurnReply,

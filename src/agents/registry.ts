@@ -3,6 +3,7 @@ import {
   AgentSpec,
   isSelfRefTool,
   selfRefToolDescriptors,
+  waitToolDescriptors,
   type AgentDefinitionInput,
   type McpGrant,
   type McpServerConfig,
@@ -84,6 +85,7 @@ export class AgentRegistry {
     const names = [
       ...agent.tools,
       ...(agent.selfref ? selfRefToolDescriptors().map((tool) => tool.name) : []),
+      ...waitToolDescriptors(agent.waits).map((tool) => tool.name),
       ...calls.map((call) => call.name),
     ];
     const clash = mcpToolClash(agent.name, names);
@@ -138,6 +140,7 @@ export class AgentRegistry {
     }
     const own = agent.tools.map((toolName) => this.tools.get(toolName)!.descriptor);
     const selfref = agent.selfref ? selfRefToolDescriptors() : [];
+    const waits = waitToolDescriptors(agent.waits);
     const calls = this.agentCalls(agent);
     // Tools gated in code join the agent's list; the reviewToolCalls activity decides per call.
     const gated = agent.tools.filter((toolName) => {
@@ -157,9 +160,9 @@ export class AgentRegistry {
         ...calls.flatMap((tool) => (agent.needs_approval.includes(tool.name) ? [tool.name] : [])),
       ],
       tool_task_queues: this.taskQueues(agent),
-      tools: [...agent.tools, ...selfref.map((tool) => tool.name), ...calls.map((tool) => tool.name)],
+      tools: [...agent.tools, ...[...selfref, ...waits, ...calls].map((tool) => tool.name)],
       model,
-      tool_descriptors: [...own, ...selfref, ...calls],
+      tool_descriptors: [...own, ...selfref, ...waits, ...calls],
     });
   }
 

@@ -10,6 +10,7 @@ export const LIST_STATUSES = [
   'running',
   'awaiting_approval',
   'awaiting_budget',
+  'waiting',
   'completed',
   'aborted',
   'budget_exhausted',
@@ -75,6 +76,14 @@ export const BUDGET_SYNTAX = {
     seconds: { type: 'string' },
   },
   positionals: ['action', 'id'],
+} as const;
+
+export const EVENT_SYNTAX = {
+  usage: 'patchloop event <id> <name> [json] [--key K]',
+  summary:
+    "Delivers an event to a run (update 'deliver_event'): its wait_for_event for that name takes it, or the run holds it for its next one. The payload is the JSON given (null without); --key makes a repeat apply once. An event the run's agent does not wait for, a payload over 64 KiB or a full inbox is refused (exit 1, EventRefusedError). The wait for a worker and exit 4 as for approve.",
+  options: { key: { type: 'string' } },
+  positionals: ['id', 'name', '[json]'],
 } as const;
 
 export const CHAT_SYNTAX = {

@@ -73,6 +73,12 @@ export function describeEvent(event: LoggedRunEvent): string | null {
       ];
       return `  MCP tools listed again: ${parts.join('; ') || 'no change'}`;
     }
+    case 'wait_started':
+      return `  ${event.tool === 'sleep' ? 'sleeping' : `waiting for event '${event.event}'`} until ${event.wake_at}${event.reason ? ` (${preview(event.reason)})` : ''}`;
+    case 'wait_ended':
+      return `  woke: ${event.woke === 'event' ? `event '${event.event}' came` : event.woke === 'user_message' ? 'a user message came' : 'its time came'} after ${Math.round(event.waited_ms / 100) / 10} s`;
+    case 'event_received':
+      return `event '${event.name}' delivered${event.key ? ` (key ${event.key})` : ''}: ${event.taken_by_wait ? 'taken by the waiting call' : 'held for the next wait'}`;
     case 'agent_handoff':
       return `handoff: ${event.from} -> ${event.to}${event.reason ? ` (${preview(event.reason)})` : ''}`;
     case 'turn_failed':

@@ -13,8 +13,9 @@ import { randomUUID } from 'node:crypto';
 import type { UpdateDefinition } from '@temporalio/common';
 import type { z } from 'zod';
 import type { LlmFunction } from '../functions/define-llm-function';
-import type { Message } from '../context';
+import type { JsonValue, Message } from '../context';
 import type {
+  EventDelivered,
   AgentRunInputWire,
   ApprovalAccepted,
   BudgetExtension,
@@ -31,6 +32,7 @@ import type {
 import {
   abortSignal,
   approveUpdate,
+  deliverEventUpdate,
   eventsQuery,
   PATCHLOOP_SEARCH_ATTRIBUTES as keys,
   extendBudgetUpdate,
@@ -176,7 +178,7 @@ export class PatchloopClient {
       ...(filter.parent ? [`ParentWorkflowId = ${quoted(filter.parent)}`] : []),
       // A run that continued as new, was terminated or timed out keeps its last reported state: only
       // running executions are running.
-      ...(['running', 'awaiting_approval', 'awaiting_budget'].includes(filter.status ?? '')
+      ...(['running', 'awaiting_approval', 'awaiting_budget', 'waiting'].includes(filter.status ?? '')
         ? [`ExecutionStatus = 'Running'`]
         : []),
     ].join(' AND ');
@@ -366,6 +368,27 @@ export class RunHandle {
     return { digest: page.digest, messages: page.messages };
   }
 
+  /**
+   * Delivers an event (update `deliver_event`): the run's `wait_for_event` for `name` takes it, or the
+   * run holds it for its next one. With `key` the same event delivered twice applies once: the key is
+   * the update's id, so Temporal answers a repeat with the first answer, and the run remembers keys
+   * across continue-as-new (its answer then says `duplicate`). An event the run refuses (a name its
+   * agent does not wait for, a payload over the limit, a full inbox) rejects with `EventRefusedError`.
+   */
+  async deliverEvent(name: string, payload: JsonValue = null, options: { key?: string } = {}): Promise<EventDelivered> {
+    const delivery = { name, payload, ...(options.key !== undefined ? { key: options.key } : {}) };
+    try {
+      return await this.executeUpdate(
+        deliverEventUpdate,
+        [delivery],
+        options.key !== undefined ? `event:${options.key}` : undefined,
+      );
+    } catch (error) {
+      if (error instanceof WorkflowUpdateFailedError && error.cause) throw new EventRefusedError(error.cause.message);
+      throw error;
+    }
+  }
+
   /** Gated tool calls waiting for a decision, in their batch's order. */
   pendingApprovals(): Promise<PendingApproval[]> {
     return this.workflow.query(pendingApprovalsQuery);
@@ -431,10 +454,11 @@ export class RunHandle {
   protected async executeUpdate<Ret, Args extends [unknown, ...unknown[]]>(
     definition: UpdateDefinition<Ret, Args>,
     args: Args,
+    updateId?: string,
   ): Promise<Ret> {
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await this.workflow.executeUpdate(definition, { args });
+        return await this.workflow.executeUpdate(definition, { args, ...(updateId !== undefined ? { updateId } : {}) });
       } catch (error) {
         const unprocessed =
           error instanceof WorkflowUpdateFailedError &&
@@ -594,6 +618,11 @@ export class RunFailedError extends Error {
     );
     this.unprocessedMessages = carried?.unprocessed_messages ?? [];
   }
+}
+
+/** An event the run refused: a name its agent does not wait for, a payload over the limit, a full inbox, a run that ended. */
+export class EventRefusedError extends Error {
+  override readonly name = 'EventRefusedError';
 }
 
 /** A decision the run refused: the id does not wait for one (unknown, decided already) or the run ended. */

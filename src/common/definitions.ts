@@ -5,6 +5,8 @@ import type {
   ApprovalDecision,
   BudgetExtension,
   ChildApprovals,
+  EventDelivered,
+  EventDelivery,
   EventPage,
   PendingApproval,
   RequestPage,
@@ -59,6 +61,12 @@ export const childApprovalsSignal = defineSignal<[ChildApprovals]>('child_approv
 export const decideApprovalSignal = defineSignal<[ApprovalDecision]>('decide_approval');
 /** The gated tool calls waiting for a decision (also in `status`), its sub-agents' included. */
 export const pendingApprovalsQuery = defineQuery<PendingApproval[]>('pendingApprovals');
+
+/**
+ * An event another service delivers (`{"name", "payload", "key"?}`): the run's `wait_for_event` for that
+ * name takes it, or the run holds it for the next one. The same `key` twice applies once.
+ */
+export const deliverEventUpdate = defineUpdate<EventDelivered, [EventDelivery]>('deliver_event');
 
 /** Sessions: a user message whose update returns the assistant's reply when that turn ends. */
 export const sendUpdate = defineUpdate<TurnReply, [UserMessageInput]>('send');

@@ -11,6 +11,7 @@ export {
   closeSignal,
   compiledRequestQuery,
   decideApprovalSignal,
+  deliverEventUpdate,
   eventsQuery,
   extendBudgetUpdate,
   nextRequestQuery,

@@ -7,7 +7,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
  */
 export const PATCHLOOP_SEARCH_ATTRIBUTES = {
   agent: defineSearchAttributeKey('PatchloopAgent', SearchAttributeType.KEYWORD),
-  /** running, awaiting_approval, awaiting_budget, completed, aborted, budget_exhausted, failed. */
+  /** running, awaiting_approval, awaiting_budget, waiting, completed, aborted, budget_exhausted, failed. */
   status: defineSearchAttributeKey('PatchloopStatus', SearchAttributeType.KEYWORD),
   iterations: defineSearchAttributeKey('PatchloopIterations', SearchAttributeType.INT),
   toolCalls: defineSearchAttributeKey('PatchloopToolCalls', SearchAttributeType.INT),

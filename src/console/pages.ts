@@ -254,6 +254,17 @@ function unservedNotice(view: RunView, context: PageContext): string {
   return `<p class="waiting unserved" role="status">No worker serves this run now: none has ${escape(unansweredTask(wait))} for ${escape(seconds)} s on task queue <code>${escape(wait.taskQueue)}</code>. Its status, timeline and transcript need one, so this page shows what the server keeps (its state as last reported, its counters). Start one with <code>${escape(workerCommandFor(wait, context.taskQueue))}</code>; the page goes on once it answers.</p>`;
 }
 
+/** A run in a durable wait: what it waits for and when it wakes at the latest; the events it holds. */
+function waitNotice(status: RunStatus | null): string {
+  const lines = (status?.waiting ?? []).map(
+    (wait) =>
+      `<p class="waiting durable-wait" role="status">Waiting (${escape(wait.tool)}${wait.event ? ` for event <code>${escape(wait.event)}</code>` : ''}) until <time datetime="${escape(wait.wake_at)}">${escape(wait.wake_at)}</time>${wait.reason ? `: ${escape(wait.reason)}` : ''}. No worker slot is held meanwhile; a message wakes it early.</p>`,
+  );
+  if (status?.held_events)
+    lines.push(`<p class="sub">Events held for a later wait: ${escape(status.held_events)}.</p>`);
+  return lines.join('');
+}
+
 /** A session whose latest turn failed: the error, and that the message stays. */
 function failedTurn(status: RunStatus | null): string {
   const failure = status?.last_turn_failure;
@@ -285,7 +296,7 @@ export function overview(view: RunView, now: number, context: PageContext): stri
     ['History', `${escape(view.history.events)} events, ${escape(view.history.bytes)} bytes`],
   ];
   return `${unservedNotice(view, context)}<dl class="facts">${facts.map(([name, value]) => `<div><dt>${name}</dt><dd>${value}</dd></div>`).join('')}</dl>
-${view.failure ? `<p class="failure">Failed: ${escape(view.failure)}</p>` : ''}${failedTurn(status)}
+${view.failure ? `<p class="failure">Failed: ${escape(view.failure)}</p>` : ''}${failedTurn(status)}${waitNotice(status)}
 ${typeof abortReason === 'string' ? `<p class="sub">Abort requested${abortReason ? `: ${escape(abortReason)}` : ''}.</p>` : ''}
 ${gauges(status)}`;
 }

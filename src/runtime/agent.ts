@@ -5,6 +5,7 @@ import { ContextSettings } from './context-settings';
 import { BudgetSettings, NO_BOUNDS } from './budget';
 import { ProviderSelection } from './provider';
 import { McpServerConfig, McpToolReference } from './mcp-settings';
+import { WaitSettings } from './wait-settings';
 
 /** The default of `llm_server_error_seconds`: five minutes of HTTP 500s without progress end a call. */
 export const DEFAULT_LLM_SERVER_ERROR_SECONDS = 300;
@@ -134,6 +135,12 @@ export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () 
     handoffs: z.array(AgentReference).default([]),
     /** SelfRef memory tools and snapshot-driven prompts (spec sections 5 and 6). */
     selfref: z.boolean().default(false),
+    /**
+     * Durable waits: the model may call `sleep` (a timer, no worker slot while it waits) and, for the
+     * event names listed, `wait_for_event` (an event another service delivers with `deliver_event`).
+     * Absent: neither tool.
+     */
+    waits: WaitSettings.optional(),
     stream: z.boolean().default(true),
     /** Budget of individual tool calls per run (spec 7.5); null is unlimited. */
     max_tool_calls: z.number().int().nonnegative().nullable().default(null),
@@ -167,6 +174,8 @@ export const ToolDescriptor = sharedSchema('runtime/agent#ToolDescriptor', () =>
     mcp: McpToolReference.optional(),
     /** A tool the workflow carries out itself: a call of a sub-agent (a child run), or a handoff to an agent. */
     agent_call: z.strictObject({ kind: z.enum(['subagent', 'handoff']), agent: z.string() }).optional(),
+    /** A wait the workflow carries out itself with a timer (`waits`): `sleep` or `wait_for_event`. */
+    durable_wait: z.enum(['sleep', 'wait_for_event']).optional(),
   }),
 );
 export type ToolDescriptor = z.infer<typeof ToolDescriptor>;

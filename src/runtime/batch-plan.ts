@@ -3,15 +3,18 @@ import type { AgentSpec } from './agent';
 import { cancelledCallMutation } from './abort-mutations';
 import type { ToolBatchInput, ToolBatchResult, ToolCallReport, ToolCallRequest } from './phases';
 import { SELFREF_FORK } from './selfref-tools';
+import type { WaitTool } from './waits';
 
 /**
  * Where one call of a tool batch runs (spec 7.6): nowhere (a decision rejected it, its result is
  * ready), as a child run of this context (`selfref_fork`), as a sub-agent's run, as a handoff the
- * workflow resolves itself, or in a batch activity on a task queue (undefined: the run's own).
+ * workflow resolves itself, as a durable wait (a timer in the workflow), or in a batch activity on a
+ * task queue (undefined: the run's own).
  */
 type CallRoute =
   | { kind: 'rejected' }
   | { kind: 'fork' }
+  | { kind: 'wait'; tool: WaitTool }
   | { kind: 'subagent'; agent: string }
   | { kind: 'handoff' }
   | { kind: 'activity'; queue: string | undefined };
@@ -66,7 +69,9 @@ export function planBatch(
 function routeOf(agent: PlannedAgent, call: ToolCallRequest, rejected: boolean): CallRoute {
   if (rejected) return { kind: 'rejected' };
   if (agent.selfref && call.name === SELFREF_FORK) return { kind: 'fork' };
-  const target = agent.tool_descriptors.find((tool) => tool.name === call.name)?.agent_call;
+  const descriptor = agent.tool_descriptors.find((tool) => tool.name === call.name);
+  if (descriptor?.durable_wait) return { kind: 'wait', tool: descriptor.durable_wait };
+  const target = descriptor?.agent_call;
   if (target?.kind === 'subagent') return { kind: 'subagent', agent: target.agent };
   if (target?.kind === 'handoff') return { kind: 'handoff' };
   return { kind: 'activity', queue: agent.tool_task_queues?.[call.name] };

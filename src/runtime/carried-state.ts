@@ -6,6 +6,7 @@ import { CompactionIntent, MemoryIntent, ToolBatchResult, ToolCallReport, ToolCa
 import { TokenUsage } from './usage';
 import { emptyUsageLedger, UsageLedger } from './budget';
 import { sharedSchema } from '../context/shared-schema';
+import { HeldEvent, MAX_INBOX_EVENTS, MAX_REMEMBERED_EVENT_KEYS } from './wait-settings';
 
 /** When a run or session continues as new (besides Temporal's own suggestion), at a boundary. */
 export const ContinueAsNewPolicy = sharedSchema('runtime/carried-state#ContinueAsNewPolicy', () =>
@@ -64,8 +65,8 @@ export const RecentUpdate = sharedSchema('runtime/carried-state#RecentUpdate', (
 );
 export type RecentUpdate = z.infer<typeof RecentUpdate>;
 
-export const RUN_STATE_SCHEMA_VERSION = 4;
-export const RUN_STATE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4];
+export const RUN_STATE_SCHEMA_VERSION = 5;
+export const RUN_STATE_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4, 5];
 
 /**
  * A tool batch waiting for approval decisions when the run continued as new: the next run resumes the
@@ -143,6 +144,10 @@ export const DurableRun = sharedSchema('runtime/carried-state#DurableRun', () =>
     ledger: UsageLedger.default(emptyUsageLedger),
     /** What the run's running sub-agents reported waiting for decisions, by child workflow id. */
     child_approvals: z.record(z.string(), z.array(PendingApproval)).optional(),
+    /** Events delivered (`deliver_event`) that no wait has taken yet, oldest first. */
+    held_events: z.array(HeldEvent).max(MAX_INBOX_EVENTS).default([]),
+    /** The idempotency keys of the newest events delivered: a key delivered again applies once. */
+    event_keys: z.array(z.string()).max(MAX_REMEMBERED_EVENT_KEYS).default([]),
   }),
 );
 export type DurableRun = z.infer<typeof DurableRun>;
@@ -196,9 +201,12 @@ export type CarriedRun = z.infer<typeof CarriedRun>;
 
 /**
  * What `agentRun` carries: the core. Version 2 added `awaiting_batch`, version 3 the context ledger
- * (`context`), version 4 the latest updates applied (`recent_updates`); older states still load.
+ * (`context`), version 4 the latest updates applied (`recent_updates`), version 5 the events held for
+ * durable waits (`held_events`, `event_keys`); older states still load.
  */
 export const AgentRunState = sharedSchema('runtime/carried-state#AgentRunState', () =>
-  CarriedRun.extend({ schema_version: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)]) }),
+  CarriedRun.extend({
+    schema_version: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4), z.literal(5)]),
+  }),
 );
 export type AgentRunState = z.infer<typeof AgentRunState>;

@@ -14,7 +14,7 @@ import { BUDGET_LIMITS, BudgetExtension, type TokenPrices } from './budget';
  * The version goes up with any change of these schemas (a unit test holds each version's schema
  * digest); readers of a version read later ones by ignoring event types and fields they do not know.
  */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 /**
  * Spec 7.8's origin of an event. `session_id` is the call tree's root (the root run's or the session's
@@ -158,6 +158,36 @@ function eventBodies() {
       status: z.enum(['completed', 'failed', 'aborted', 'budget_exhausted', 'cancelled']),
       usage,
       error: z.string().optional(),
+    },
+    /**
+     * A durable wait began (`sleep`, `wait_for_event`): a timer in the workflow, no activity while it
+     * waits. `wake_at` is when it ends at the latest (ISO).
+     */
+    wait_started: {
+      tool_name: z.string(),
+      tool_call_id: z.string(),
+      tool: z.enum(['sleep', 'wait_for_event']),
+      wake_at: z.string(),
+      event: z.string().optional(),
+      reason: z.string().optional(),
+    },
+    /** A durable wait ended: its time came, its event came (`event`), or a user message woke it early. */
+    wait_ended: {
+      tool_name: z.string(),
+      tool_call_id: z.string(),
+      woke: z.enum(['time', 'event', 'user_message']),
+      waited_ms: z.number().int(),
+      event: z.string().optional(),
+    },
+    /**
+     * Another service delivered an event (`deliver_event`): a wait for it took it at once
+     * (`taken_by_wait`), or the run holds it for the next wait for that name.
+     */
+    event_received: {
+      name: z.string(),
+      key: z.string().optional(),
+      payload_bytes: z.number().int(),
+      taken_by_wait: z.boolean(),
     },
     /**
      * A handoff (`transfer_to_<agent>`) took effect: from here on the run's active agent is `to` (its
@@ -364,9 +394,10 @@ export type RunState = 'running' | 'completed' | 'aborted' | 'failed' | 'budget_
 
 /**
  * The state queries report: a running run whose batch waits for decisions is `awaiting_approval`; one
- * that waits for `extend_budget` is `awaiting_budget`.
+ * that waits for `extend_budget` is `awaiting_budget`; one whose batch holds durable waits only
+ * (`sleep`, `wait_for_event`) is `waiting`.
  */
-export type ReportedState = RunState | 'awaiting_approval' | 'awaiting_budget';
+export type ReportedState = RunState | 'awaiting_approval' | 'awaiting_budget' | 'waiting';
 
 /** Answer of the `status` query. */
 export interface RunStatus {
@@ -388,6 +419,21 @@ export interface RunStatus {
   abort_requested: boolean;
   abort_reason: string;
   queued_user_messages: number;
+  /**
+   * The durable waits in progress (`sleep`, `wait_for_event`): when each ends at the latest (`wake_at`,
+   * ISO), for which event, and why; empty when the run does not wait.
+   */
+  waiting?: Array<{
+    tool_call_id: string;
+    tool: 'sleep' | 'wait_for_event';
+    wake_at: string;
+    event?: string;
+    reason?: string;
+  }>;
+  /** The earliest `wake_at` of `waiting` (absent when it does not wait). */
+  wake_at?: string;
+  /** Events delivered (`deliver_event`) that no wait has taken yet. */
+  held_events?: number;
   /** The run's budget (limits with extensions, what was spent); null when it has no limit. */
   budget: { limit: Record<string, number | null>; spent: Record<string, number>; awaiting: string[] | null } | null;
   /** What a million tokens cost (`budget.prices` of the agent or run), so readers price each call; null without. */

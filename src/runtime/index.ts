@@ -179,6 +179,21 @@ export { transcriptPageBytes, transcriptPageEnd } from './transcript-pages';
 export type { TranscriptPage, TranscriptPageInput } from './transcript-pages';
 export { agentCallDescriptors, subagentPrompt, subagentTask } from './agent-calls';
 export {
+  deliveryProblem,
+  rememberedKeys,
+  SLEEP_TOOL,
+  takeHeldEvent,
+  WAIT_FOR_EVENT_TOOL,
+  waitPlan,
+  waitResultText,
+  waitToolDescriptors,
+  type EventDelivered,
+  type WaitOutcome,
+  type WaitPlan,
+  type WaitTimes,
+} from './waits';
+export { EventDelivery, HeldEvent, MAX_INBOX_EVENTS, WaitSettings } from './wait-settings';
+export {
   extraHandoffMessage,
   handedOffSpec,
   handoffMutation,

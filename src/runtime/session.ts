@@ -7,18 +7,19 @@ import { BudgetOverride } from './budget';
 import { sharedSchema } from '../context/shared-schema';
 import type { LoggedRunEvent } from './events';
 
-export const SESSION_SCHEMA_VERSION = 4;
-export const SESSION_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4];
+export const SESSION_SCHEMA_VERSION = 5;
+export const SESSION_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4, 5];
 
 /**
  * What a session carries across continue-as-new: the core every run carries (the context state itself,
  * never a summary of it) and its turn count. Version 2 carries the whole core (version 1 lacked the
  * SelfRef queue, the rejected-input count and the event window), version 3 adds the context ledger,
- * version 4 the latest updates applied (`recent_updates`); older states still load (version 1's events counted as dropped).
+ * version 4 the latest updates applied (`recent_updates`), version 5 the events held for durable waits;
+ * older states still load (version 1's events counted as dropped).
  */
 const SessionState = sharedSchema('runtime/session#SessionState', () =>
   CarriedRun.extend({
-    schema_version: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)]),
+    schema_version: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4), z.literal(5)]),
     turns: z.number().int().nonnegative(),
   }).transform((state) => (state.schema_version === 1 ? { ...state, events_dropped: state.event_seq } : state)),
 );

@@ -72,7 +72,7 @@ describe('carried continue-as-new state of every schema version still loads', ()
     }
     expect(thrown).not.toBeInstanceOf(ApplicationFailure);
     expect((thrown as Error).message).toMatch(
-      /schema_version 5 is not supported by this worker \(supports 1, 2, 3, 4\)/,
+      /schema_version 6 is not supported by this worker \(supports 1, 2, 3, 4, 5\)/,
     );
     const unknown = { ...future, state: { ...(future['state'] as Record<string, unknown>), schema_version: 0 } };
     expect(() => parseRunInput(unknown)).toThrow(ApplicationFailure);
@@ -82,7 +82,7 @@ describe('carried continue-as-new state of every schema version still loads', ()
       schema_version: SESSION_SCHEMA_VERSION + 1,
     };
     expect(() => parseSessionInput(futureSession)).toThrow(
-      /chatSession state schema_version 5 is not supported by this worker \(supports 1, 2, 3, 4\)/,
+      /chatSession state schema_version 6 is not supported by this worker \(supports 1, 2, 3, 4, 5\)/,
     );
   });
 });

@@ -217,6 +217,11 @@ export async function showCommand(client: PatchloopClient, args: string[], print
   if (failed) print(`failed: ${failed.type}: ${failed.message}`);
   if (status?.last_turn_failure) print(`last turn failed: ${failedTurnText(status.last_turn_failure)}`);
   if (now) print(`now: ${now}`);
+  for (const wait of status?.waiting ?? [])
+    print(
+      `waiting: ${wait.tool} until ${wait.wake_at}${wait.event ? ` for event '${wait.event}'` : ''}${wait.reason ? ` (${wait.reason})` : ''}`,
+    );
+  if (status?.held_events) print(`events held for a later wait: ${status.held_events}`);
   for (const phase of retrying)
     print(
       `retrying: ${phase.activity}, attempt ${phase.attempt}; last error: ${phase.last_failure.type}: ${phase.last_failure.message}`,

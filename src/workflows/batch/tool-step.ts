@@ -25,6 +25,7 @@ import {
 import { failedBatch } from './failed-batch';
 import { approvalGate, rejectedResults, type ApprovalWaitHook, type GateOutcome } from './approval-gate';
 import { runFork } from './forks';
+import { runWait } from './durable-waits';
 import { runHandoffs } from '../loop/handoffs';
 import { runSubagent, subagentWorkflowId } from './subagents';
 import type { LoopContext } from '../loop/loop-context';
@@ -93,7 +94,7 @@ export async function toolStep(
   return batch;
 }
 
-/** A call the workflow carries out itself (a fork, a sub-agent call): how to start it, and a sub-agent's child id. */
+/** A call the workflow carries out itself (a fork, a sub-agent call, a wait): how to start it, and a sub-agent's child id. */
 interface OwnCall {
   start: () => Promise<WorkflowCallResult>;
   child?: string;
@@ -250,6 +251,7 @@ function ownCalls(
   return calls.map((call, index): OwnCall | undefined => {
     const route = plan.routes[index]!;
     if (route.kind === 'fork') return { start: () => runFork(loop.run, loop.agent, call, batch.eventIteration) };
+    if (route.kind === 'wait') return { start: () => runWait(loop.run, call, batch.eventIteration) };
     if (route.kind !== 'subagent') return undefined;
     const child = subagentWorkflowId(calls, index, route.agent, batch.eventIteration);
     const subagent = { call, target: route.agent, eventIteration: batch.eventIteration, workflowId: child };

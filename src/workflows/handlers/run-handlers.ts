@@ -30,10 +30,12 @@ import { pendingOf, undecided } from '../batch/approval-gate';
 import { applyDecision, registerTreeHandlers } from './tree-decisions';
 import { budgetFigures, hasBudget } from '../loop/budget-gate';
 import { setOnceUpdateHandler } from './update-ledger';
+import { registerEventDelivery } from './event-delivery';
 import { refusal } from './update-refusal';
 import {
   checkMessage,
   childPending,
+  earliestWait,
   runningChildren,
   contextWindow,
   emit,
@@ -79,6 +81,17 @@ function eventPage(
   }
   if (newest) events.reverse();
   return { events, next_after: events.at(-1)?.seq ?? after, events_dropped: run.durable.events_dropped };
+}
+
+/** The waits in progress, the earliest wake and the events held (fields absent while the run has none). */
+function waitStatus(run: Run): Pick<RunStatus, 'waiting' | 'wake_at' | 'held_events'> {
+  const held = run.durable.held_events.length;
+  const next = earliestWait(run);
+  return {
+    ...(run.live.waits.length > 0 ? { waiting: [...run.live.waits] } : {}),
+    ...(next ? { wake_at: next.wake_at } : {}),
+    ...(held > 0 ? { held_events: held } : {}),
+  };
 }
 
 function budgetStatus(run: Run): RunStatus['budget'] {
@@ -149,6 +162,7 @@ export function registerRunHandlers(run: Run, extraStatus: () => Record<string, 
   registerStatusQueries(run, extraStatus);
   registerInputHandlers(run);
   registerReadingQueries(run);
+  registerEventDelivery(run);
 }
 
 /** What a person reads first: the status, the transcript and its pages. */
@@ -169,6 +183,7 @@ function registerStatusQueries(run: Run, extraStatus: () => Record<string, unkno
       abort_requested: run.live.abort.requested,
       abort_reason: run.live.abort.reason,
       queued_user_messages: run.durable.inbox.length,
+      ...waitStatus(run),
       rejected_inputs: run.durable.rejected_inputs,
       history: { events: workflowInfo().historyLength, bytes: workflowInfo().historySize },
       ...eventPage(run, options?.after, options?.limit ?? 500, options?.last),

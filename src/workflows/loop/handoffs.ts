@@ -127,5 +127,5 @@ export function useAgent(loop: LoopContext, agent: AgentSpec): void {
   loop.activities = phaseActivities(agent);
   loop.run.settings.agent = agent.name;
   loop.run.settings.selfref = agent.selfref;
-  applyAgentLimits(loop.run, agent.limits);
+  applyAgentLimits(loop.run, agent);
 }

@@ -61,7 +61,7 @@ export async function openRun(
   }
   // Wall time counts from the chain's start (workflow time: the same on replay).
   run.durable.ledger.started_at_ms ??= Date.now();
-  applyAgentLimits(run, agent.limits);
+  applyAgentLimits(run, agent);
   run.settings.readableBytes = readableLimitBytes(agent);
   run.live.visibility.enabled = agent.search_attributes === true;
   keepVisible(run, true);

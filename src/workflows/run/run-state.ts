@@ -23,6 +23,8 @@ import {
   type UnprocessedMessage,
   DurableRun,
   isUndecided,
+  type AgentSpec,
+  type WaitSettings,
 } from '../../runtime';
 
 /** A message waiting for its turn; `id` lets a `send` update wait for the reply to exactly its message. */
@@ -69,6 +71,18 @@ interface RunSettings {
   forkId: string | null;
   /** How deep in a call tree of sub-agents the run is (a top-level run: 0). */
   agentDepth: number;
+  /** The active agent's `waits` (null: none); absent until the run has opened with its agent. */
+  waits?: WaitSettings | null;
+}
+
+/** A wait in progress (`sleep`, `wait_for_event`), as `status` reports it. */
+export interface WaitInProgress {
+  tool_call_id: string;
+  tool: 'sleep' | 'wait_for_event';
+  /** When it ends at the latest (ISO time). */
+  wake_at: string;
+  event?: string;
+  reason?: string;
 }
 
 /** This run's own state and handles: a run continued as new begins them anew. */
@@ -94,6 +108,8 @@ interface LiveRun {
   approvals: ApprovalRecord[];
   /** Search attributes: whether the run keeps them, and what it last reported. */
   visibility: { enabled: boolean; state: ReportedState | null; iteration: number };
+  /** Waits of the batch in flight (`sleep`, `wait_for_event`), in the order they began. */
+  waits: WaitInProgress[];
 }
 
 /** Caches derived from the durable part, never carried: `refreshDerived` recomputes them. */
@@ -187,6 +203,7 @@ export function newRun(agent: string, memoryKey: string): Run {
       approvalDecisions: 0,
       approvals: [],
       visibility: { enabled: false, state: null, iteration: 0 },
+      waits: [],
     },
     derived: { snapshot: null, transcriptText: null, checkedTranscript: null, eventChars: 0 },
   };
@@ -213,11 +230,21 @@ export function contextWindow(run: Run): number | null {
   return run.settings.contextSettings.window_tokens ?? run.durable.context.learned_window_tokens;
 }
 
-/** The state queries and search attributes report: `awaiting_budget` or `awaiting_approval` while a run waits for one. */
+/**
+ * The state queries and search attributes report: `awaiting_budget` or `awaiting_approval` while a run
+ * waits for one, `waiting` while its batch holds only durable waits (and sub-agents not waiting for
+ * decisions) still open.
+ */
 export function reportedState(run: Run): ReportedState {
   if (run.live.state !== 'running') return run.live.state;
   if (run.live.awaitingBudget) return 'awaiting_budget';
-  return run.live.approvals.some(isUndecided) || childPending(run).length > 0 ? 'awaiting_approval' : run.live.state;
+  if (run.live.approvals.some(isUndecided) || childPending(run).length > 0) return 'awaiting_approval';
+  return run.live.waits.length > 0 ? 'waiting' : run.live.state;
+}
+
+/** The wait in progress that ends first (undefined: none). */
+export function earliestWait(run: Run): WaitInProgress | undefined {
+  return [...run.live.waits].sort((a, b) => a.wake_at.localeCompare(b.wake_at))[0];
 }
 
 /** What each running sub-agent reported waiting, by its workflow id (a child that ended is not listed). */
@@ -363,17 +390,16 @@ export function checkMessage(run: Run, payload: unknown): ReturnType<typeof chec
 }
 
 /**
- * Applies the agent's own limits once it is known, to the messages that come after. Messages accepted
- * before (against the defaults) stay accepted: an update may already have confirmed them.
+ * Applies what the agent accepts from others once it is known (when the run opens, at a handoff): its
+ * limits, to the messages that come after, and the events its waits take. Messages accepted before
+ * (against the defaults) stay accepted: an update may already have confirmed them.
  */
-export function applyAgentLimits(
-  run: Run,
-  limits: { max_user_message_bytes: number; max_queued_message_bytes: number },
-): void {
+export function applyAgentLimits(run: Run, agent: Pick<AgentSpec, 'limits' | 'waits'>): void {
   run.settings.messageLimits = {
-    maxMessageBytes: limits.max_user_message_bytes,
-    maxQueuedBytes: limits.max_queued_message_bytes,
+    maxMessageBytes: agent.limits.max_user_message_bytes,
+    maxQueuedBytes: agent.limits.max_queued_message_bytes,
   };
+  run.settings.waits = agent.waits ?? null;
 }
 
 /** A refused signal or update leaves a visible trace: an event and a count in `status`. */
