@@ -1,13 +1,13 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { describe, expect, inject } from 'vitest';
+import { describe, expect } from 'vitest';
 import { it } from '../support/fixtures';
 import type { Responder } from '../../src/fake-model/server';
 import { DEFAULT_BUDGET_LIMITS } from '../../src/runtime';
 import { repositoryRoot, testVenv } from '../../support/repository';
 import { temporalAddress } from '../support/temporal';
 import { eventually } from '../support/wait';
+import { curl, runCommand } from '../support/http-api';
 
 /** Answers with every user message it has heard; the first answer comes slowly, so a signal lands first. */
 const listener: Responder = (body, index) => {
@@ -16,30 +16,6 @@ const listener: Responder = (body, index) => {
   const delay = heard.includes('take your time') ? 60_000 : index === 0 ? 1500 : 0;
   return { kind: 'reply', content: `heard: ${heard.join(' | ')}`, firstChunkDelayMs: delay };
 };
-
-function run(command: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) =>
-    execFile(command, args, { encoding: 'utf8', cwd: repositoryRoot }, (error, stdout, stderr) =>
-      resolve({ code: error ? 1 : 0, stdout, stderr }),
-    ),
-  );
-}
-
-/** Temporal's HTTP API with curl, exactly as the README shows it. */
-async function curl(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const url = `${inject('temporalHttpUrl')}/api/v1/namespaces/default${path}`;
-  const result = await run('curl', [
-    '-sS',
-    '-X',
-    method,
-    url,
-    ...(body !== undefined ? ['-H', 'Content-Type: application/json', '-d', JSON.stringify(body)] : []),
-  ]);
-  expect(result.code, result.stderr).toBe(0);
-  const parsed = JSON.parse(result.stdout) as Record<string, unknown>;
-  if (parsed['code'] !== undefined && parsed['message'] !== undefined) throw new Error(`${path}: ${result.stdout}`);
-  return parsed;
-}
 
 /** The long-poll loop for a result: wait for the close event, then read its result. */
 async function closeEvent(workflowId: string): Promise<Record<string, unknown>> {
@@ -112,7 +88,7 @@ describe('any service, any language', () => {
   it("Temporal's Python SDK: start, signal, query and the result", async ({ startWorld }) => {
     const world = await startWorld({ fake: { responder: listener } });
     const python = join(testVenv, 'bin', 'python');
-    const out = await run(python, [
+    const out = await runCommand(python, [
       join(repositoryRoot, 'test', 'any-language', 'python_client.py'),
       temporalAddress(),
       world.config.taskQueue,

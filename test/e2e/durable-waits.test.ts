@@ -7,7 +7,8 @@ import type { Message } from '../../src/context';
 import type { AgentDefinitionInput, RunStatus } from '../../src/runtime';
 import { temporalAddress, temporalCli, type TestWorld } from '../support/temporal';
 import { runCli } from '../support/cli';
-import { eventOf, eventually } from '../support/wait';
+import { curl } from '../support/http-api';
+import { eventOf, eventually, recordHistory } from '../support/wait';
 
 const WAITER: AgentDefinitionInput = {
   name: 'waiter',
@@ -81,6 +82,7 @@ describe('sleep', () => {
 
     const result = await run.result();
     expect(result).toMatchObject({ status: 'completed', answer: 'Done waiting.' });
+    await recordHistory(run, 'durable-sleep');
     const messages = await conversation(run);
     const woke = resultOf(messages, 'call_s');
     expect(woke).toMatchObject({ woke: 'time', wake_at: status.wake_at });
@@ -190,6 +192,7 @@ describe('wait_for_event', () => {
     await run.submit('The deploy went out; check it.');
     const result = await run.result();
     expect(result).toMatchObject({ status: 'completed', answer: 'Built, deployed, and no second build.' });
+    await recordHistory(run, 'durable-events');
 
     const messages = await conversation(run);
     expect(resultOf(messages, 'call_e1')).toMatchObject({
@@ -246,6 +249,15 @@ describe('wait_for_event', () => {
     const patchloop = await runCli(['event', run.workflowId, 'build', '{"n": 4}', '--key', 'k-1'], env);
     expect(patchloop.code, patchloop.stderr).toBe(0);
     expect(JSON.parse(patchloop.stdout)).toMatchObject({ workflow_id: run.workflowId, name: 'build', accepted: true });
+    // And with Temporal's HTTP API, as the page writes it.
+    const http = await curl('POST', `/workflows/${run.workflowId}/update/deliver_event`, {
+      request: {
+        meta: { updateId: 'build-http' },
+        input: { args: [{ name: 'build', payload: { n: 5 }, key: 'k-1' }] },
+      },
+      waitPolicy: { lifecycleStage: 'UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED' },
+    });
+    expect(http['outcome']).toEqual({ success: [{ accepted: true, duplicate: true, taken_by_wait: false, held: 1 }] });
     expect((await run.status()).held_events).toBe(1);
 
     const refused = await run.deliverEvent('payroll', {}).catch((error: unknown) => error);
