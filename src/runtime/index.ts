@@ -183,6 +183,7 @@ export {
   rememberedKeys,
   SLEEP_TOOL,
   takeHeldEvent,
+  unprocessedEvents,
   WAIT_FOR_EVENT_TOOL,
   waitPlan,
   waitResultText,

@@ -80,6 +80,17 @@ export const UnprocessedMessage = sharedSchema('runtime/run-input#UnprocessedMes
 );
 export type UnprocessedMessage = z.infer<typeof UnprocessedMessage>;
 
+/** An event no wait took before its run ended (`unprocessed_events` of a result). */
+export const UnprocessedEvent = sharedSchema('runtime/run-input#UnprocessedEvent', () =>
+  z.strictObject({
+    name: z.string(),
+    key: z.string().optional(),
+    received_at: z.string(),
+    payload_bytes: z.number().int().nonnegative(),
+  }),
+);
+export type UnprocessedEvent = z.infer<typeof UnprocessedEvent>;
+
 /** Result of workflow `agentRun` (schemas/agent-run-result.schema.json). */
 export const AgentRunResult = sharedSchema('runtime/run-input#AgentRunResult', () =>
   z.strictObject({
@@ -105,6 +116,11 @@ export const AgentRunResult = sharedSchema('runtime/run-input#AgentRunResult', (
      * compile boundary (an abort, for example), in arrival order. Absent when there are none.
      */
     unprocessed_messages: z.array(UnprocessedMessage).optional(),
+    /**
+     * Events delivered (`deliver_event`) that no wait took before the run ended, oldest first: which,
+     * when, and how large their payload was (the payloads stay with their senders). Absent when none.
+     */
+    unprocessed_events: z.array(UnprocessedEvent).optional(),
     /**
      * The transcript is left out: it would make the result pass the payload store's threshold (read it
      * by the paged `transcriptPage` query; the TypeScript client does, and fills `transcript` in), or

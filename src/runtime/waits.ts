@@ -3,6 +3,7 @@ import type { JsonObject } from '../context';
 import { sharedSchema } from '../context/shared-schema';
 import type { ToolDescriptor } from './agent';
 import { providerJsonSchema } from './json-schemas';
+import type { UnprocessedEvent } from './run-input';
 import { utf8Bytes } from './user-message';
 import {
   EventDelivery,
@@ -175,6 +176,16 @@ export function waitResultText(plan: WaitPlan, outcome: WaitOutcome, clock: Wait
 export function takeHeldEvent(held: HeldEvent[], name: string): HeldEvent | undefined {
   const index = held.findIndex((event) => event.name === name);
   return index < 0 ? undefined : held.splice(index, 1)[0];
+}
+
+/** What a result says of the events no wait took: which, when, and how large (not their payloads). */
+export function unprocessedEvents(held: readonly HeldEvent[]): UnprocessedEvent[] {
+  return held.map((event) => ({
+    name: event.name,
+    ...(event.key !== undefined ? { key: event.key } : {}),
+    received_at: event.received_at,
+    payload_bytes: utf8Bytes(JSON.stringify(event.payload)),
+  }));
 }
 
 /** The keys a run remembers after this delivery: the newest `MAX_REMEMBERED_EVENT_KEYS`. */

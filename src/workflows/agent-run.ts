@@ -7,6 +7,7 @@ import {
   RUN_STATE_SCHEMA_VERSIONS,
   type AgentRunResult,
   type AgentSpec,
+  unprocessedEvents,
 } from '../runtime';
 import { AgentLoop, type TurnProgress } from './loop/agent-loop';
 import { carryRun, restoreRun } from './run/carried-run';
@@ -89,6 +90,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       ...(turn.status === 'aborted' ? { abort_reason: run.live.abort.reason } : {}),
       ...(hasBudget(run) ? { budget: resultBudget(run, turn.exceeded ?? []) } : {}),
       ...(unprocessed.length > 0 ? { unprocessed_messages: unprocessed } : {}),
+      ...(run.durable.held_events.length > 0 ? { unprocessed_events: unprocessedEvents(run.durable.held_events) } : {}),
     } satisfies AgentRunResult;
     // Any client reads the result without patchloop's data converter: it stays under the store's
     // threshold, leaving out a transcript (and an answer) too large for it (`transcriptPage` reads them).

@@ -271,7 +271,10 @@ describe('wait_for_event', () => {
       "error: event 'payroll' refused: this run's agent waits only for 'build', 'deploy'\n",
     );
     await run.abort('done');
-    await run.result();
+    // The event no wait took is named in the result (its payload stays with its sender).
+    expect((await run.result()).unprocessed_events).toEqual([
+      { name: 'build', key: 'k-1', received_at: expect.any(String), payload_bytes: 7 },
+    ]);
     const received = (await run.allEvents()).events.filter((event) => event.event_type === 'event_received');
     expect(received).toHaveLength(1);
   });
