@@ -188,3 +188,19 @@ export {
 } from './handoffs';
 export { cancelledBatch, EMPTY_BATCH, failedCall, mergeInDeclaredOrder, planBatch, succeededCall } from './batch-plan';
 export type { ActivityGroup, BatchPlan, WorkflowCallResult } from './batch-plan';
+export {
+  charged,
+  durationMs,
+  fireRunBudget,
+  runSpending,
+  SCHEDULE_OVERLAPS,
+  answerPreview,
+  ScheduleBudget,
+  ScheduleDefinition,
+  ScheduledFireInput,
+  scheduleExhausted,
+  scheduleIdOf,
+  scheduleRemaining,
+  ScheduleSpending,
+} from './schedule';
+export type { ScheduleDefinitionInput, ScheduledFireInputWire, ScheduledFireResult } from './schedule';
