@@ -1,4 +1,6 @@
 import {
+  ActivityFailure,
+  ApplicationFailure,
   CancellationScope,
   ChildWorkflowCancellationType,
   ChildWorkflowFailure,
@@ -84,19 +86,25 @@ async function runAgent(
   }
 }
 
-/** The fire of a schedule that feeds a session: its input as a user message, and the turn's reply. */
+/**
+ * The fire of a schedule that feeds a session: its input as a user message, and the turn's reply. A
+ * session that is not there (or refused the message) ends the fire `failed`, saying so.
+ */
 async function messageSession(sessionId: string, content: string, fireId: string): Promise<ScheduledFireResult> {
-  const reply = await proxyActivities<Activities>({
-    // A turn may take long (tools, approvals): the heartbeat tells a lost worker, not the timeout.
-    startToCloseTimeout: '7d',
-    heartbeatTimeout: '30s',
-    retry: {
-      initialInterval: '1s',
-      maximumAttempts: 5,
-      nonRetryableErrorTypes: [FailureType.UnknownSession, FailureType.UpdateRefused],
-    },
-    summary: `message to ${sessionId}`,
-  }).sendToSession({ session_id: sessionId, content, update_id: fireId });
+  let reply;
+  try {
+    reply = await proxyActivities<Activities>({
+      // A turn may take long (tools, approvals): the heartbeat tells a lost worker, not the timeout.
+      startToCloseTimeout: '7d',
+      heartbeatTimeout: '30s',
+      retry: { initialInterval: '1s', maximumAttempts: 5, nonRetryableErrorTypes: REFUSED_MESSAGES },
+      summary: `message to ${sessionId}`,
+    }).sendToSession({ session_id: sessionId, content, update_id: fireId });
+  } catch (error) {
+    const cause = error instanceof ActivityFailure ? error.cause : undefined;
+    if (!(cause instanceof ApplicationFailure) || !REFUSED_MESSAGES.includes(cause.type ?? '')) throw error;
+    return { outcome: 'failed', workflow_id: sessionId, error: { type: cause.type!, message: cause.message } };
+  }
   return {
     outcome: reply.status,
     workflow_id: sessionId,
@@ -104,6 +112,9 @@ async function messageSession(sessionId: string, content: string, fireId: string
     ...(reply.error ? { error: reply.error } : {}),
   };
 }
+
+/** Why a message to a session cannot be delivered however often it is sent. */
+const REFUSED_MESSAGES: string[] = [FailureType.UnknownSession, FailureType.UpdateRefused];
 
 /** The schedule's short bookkeeping activities (a read, an update). */
 function scheduleActivities() {
