@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -12,6 +12,7 @@ import type { AgentDefinitionInput } from '../../src/runtime';
 import { defineTool } from '../../src/tools/define-tool';
 import { freePort } from '../../src/worker/free-port';
 import { startDevServer } from '../../src/worker/temporal-cli';
+import { repositoryRoot } from '../../support/repository';
 import { runCli, startCliWorker } from '../support/cli';
 import { it } from '../support/fixtures';
 import type { TestWorld } from '../support/temporal';
@@ -177,8 +178,9 @@ describe('schedules on Temporal Schedules', () => {
       'reporter',
       '--input',
       'Anything new?',
-      '--every',
-      '1h',
+      '--cron',
+      // Once a year: only triggers fire during the test.
+      '0 0 1 1 *',
       '--budget-calls',
       '2',
       '--budget-tokens',
@@ -256,11 +258,12 @@ describe('schedules on Temporal Schedules', () => {
       session.workflowId,
       '--input',
       'Time for the standup notes.',
-      '--every',
-      '1h',
+      '--cron',
+      // Once a year: only triggers fire during the test.
+      '0 0 1 1 *',
     ]);
     expect(created.code, created.stderr).toBe(0);
-    expect(created.stdout).toContain(`: session ${session.workflowId}, every 1h;`);
+    expect(created.stdout).toContain(`: session ${session.workflowId}, cron 0 0 1 1 *;`);
     for (const count of [1, 2]) {
       await world.client.schedules.trigger('standup');
       await eventually(
@@ -285,7 +288,12 @@ describe('schedules on Temporal Schedules', () => {
       { outcome: 'completed', workflow_id: session.workflowId, answer: 'Noted.' },
     ]);
 
-    await world.client.schedules.create({ name: 'nowhere', session: 'no-such-session', input: 'hello', every: '1h' });
+    await world.client.schedules.create({
+      name: 'nowhere',
+      session: 'no-such-session',
+      input: 'hello',
+      cron: '0 0 1 1 *',
+    });
     await world.client.schedules.trigger('nowhere');
     const failed = await eventually(async () => {
       const fire = (await world.client.schedules.describe('nowhere')).recent_fires[0];
@@ -431,6 +439,61 @@ describe('schedules on Temporal Schedules', () => {
     const described = await world.client.schedules.describe('once');
     expect(described).toMatchObject({ fires: 1, next_fires: [], next_fire: null });
     await world.client.schedules.delete('once');
+  });
+});
+
+/** Shell words of a command line as docs/schedules.md writes them (quotes removed). */
+function words(line: string): string[] {
+  return [...line.matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)].map((match) => match[1] ?? match[2] ?? match[3]!);
+}
+
+describe('docs/schedules.md', () => {
+  it('runs its commands as the page writes them, and prints what the page shows', async ({ startWorld }) => {
+    const world = await startWorld({ fake: { responder: model('The deploy is green.') } });
+    const page = readFileSync(join(repositoryRoot, 'docs', 'schedules.md'), 'utf8');
+    const blocks = [...page.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((match) => ({
+      language: match[1]!,
+      text: match[2]!,
+    }));
+    const folder = mkdtempSync(join(tmpdir(), 'patchloop-schedules-docs-'));
+    writeFileSync(join(folder, 'agents.json'), blocks.find((block) => block.language === 'json')!.text);
+    const lines = blocks.filter((block) => block.language === 'bash').flatMap((block) => block.text.trim().split('\n'));
+    expect(lines).toHaveLength(8);
+    const queue = world.config.taskQueue;
+    for (const line of lines) {
+      const argv = words(line);
+      expect(argv.slice(0, 2)).toEqual(['npx', 'patchloop']);
+      const args = argv.slice(2).map((word) => (word === 'agents.json' ? join(folder, word) : word));
+      const ran = await cli(world, args);
+      expect([line, ran.code, ran.stderr]).toEqual([line, 0, '']);
+      if (args[1] === 'trigger')
+        await eventually(async () =>
+          (await world.client.schedules.describe('deploy-check')).recent_fires[0]?.outcome ? true : undefined,
+        );
+      if (args[1] === 'describe') {
+        const shown = ran.stdout.split('\n');
+        expect(shown[0]).toBe(
+          `schedule deploy-check (${queue}:deploy-check): agent assistant, every 30s, overlap skip`,
+        );
+        expect(shown.slice(1, 3)).toEqual(['input: Is the deploy green?', 'state: active']);
+        // A 30 s boundary may fall during the triggered run: a fire then starts, or is skipped.
+        expect(shown[4]).toMatch(/^fires: \d+ started, \d+ skipped \(overlap\), 0 missed \(catch-up window\)$/);
+        const completed = new RegExp(
+          `^  \\S+Z  ${queue}:deploy-check-\\S+  completed  ${queue}:deploy-check-\\S+-run  "The deploy is green\\."$`,
+        );
+        expect(shown.slice(5)).toContainEqual(expect.stringMatching(completed));
+      }
+      if (args[0] === 'list') expect(ran.stdout).toContain(`${queue}:deploy-check-`);
+      if (args[1] === 'apply') {
+        const shown = blocks[blocks.findIndex((block) => block.text === `${line}\n`) + 1]!;
+        expect([shown.language, ran.stdout]).toEqual(['text', shown.text]);
+      }
+    }
+    expect((await world.client.schedules.list()).map((schedule) => schedule.name)).toEqual([
+      'heartbeat',
+      'morning-report',
+    ]);
+    for (const name of ['heartbeat', 'morning-report']) await world.client.schedules.delete(name);
   });
 });
 
