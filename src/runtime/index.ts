@@ -190,12 +190,9 @@ export { cancelledBatch, EMPTY_BATCH, failedCall, mergeInDeclaredOrder, planBatc
 export type { ActivityGroup, BatchPlan, WorkflowCallResult } from './batch-plan';
 export {
   charged,
-  durationMs,
   fireRunBudget,
   runSpending,
-  SCHEDULE_OVERLAPS,
   answerPreview,
-  ScheduleBudget,
   ScheduleDefinition,
   ScheduledFireInput,
   scheduleExhausted,

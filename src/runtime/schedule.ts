@@ -8,7 +8,7 @@ const DURATION = /^(\d+)(ms|s|m|h|d)$/;
 const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
 /** Milliseconds of a duration (`30s`), or undefined when it is not one. */
-export function durationMs(text: string): number | undefined {
+function durationMs(text: string): number | undefined {
   const match = DURATION.exec(text.trim());
   return match ? Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS] : undefined;
 }
@@ -33,7 +33,7 @@ export const ScheduleBudget = sharedSchema('runtime/schedule#ScheduleBudget', ()
 export type ScheduleBudget = z.infer<typeof ScheduleBudget>;
 
 /** What overlapping fires do (Temporal's overlap policies). */
-export const SCHEDULE_OVERLAPS = ['skip', 'buffer_one', 'allow_all', 'cancel_other'] as const;
+const SCHEDULE_OVERLAPS = ['skip', 'buffer_one', 'allow_all', 'cancel_other'] as const;
 
 /**
  * A schedule: when it fires (exactly one of `cron`, `every`, `at`) and what a fire does (a run of
@@ -55,7 +55,7 @@ export const ScheduleDefinition = sharedSchema('runtime/schedule#ScheduleDefinit
         .optional()
         .describe('A cron expression (5 fields, or 6 with seconds first, or @daily ...).'),
       every: duration('every')
-        .refine((text) => (durationMs(text) ?? 0) >= 1000, 'every: at least 1s')
+        .refine((text) => (durationMs(text) ?? 1000) >= 1000, 'every: at least 1s')
         .optional()
         .describe('An interval: 30s, 5m, 2h, 1d.'),
       at: z.iso
