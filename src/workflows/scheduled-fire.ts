@@ -31,12 +31,15 @@ import { parseWorkflowInput } from './run/input';
  */
 export async function scheduledFire(rawInput: unknown): Promise<ScheduledFireResult> {
   const fire = parseWorkflowInput(ScheduledFireInput, rawInput, 'scheduledFire');
-  const fireId = workflowInfo().workflowId;
+  // A fire's workflow id is the schedule's with the fire's time to the second: a trigger in the same
+  // second as the fire before it gets the same id. Its run id tells them apart (charges, messages, runs).
+  const { workflowId, runId: fireRun } = workflowInfo();
+  const fireId = `${workflowId}/${fireRun}`;
   const { definition } = fire;
   if (definition.session !== undefined) return messageSession(definition.session, definition.input, fireId);
   const standing = await scheduleActivities().scheduleStanding({ schedule_id: fire.schedule_id, fire });
   if (standing.exhausted !== undefined) return { outcome: 'schedule_budget_exhausted', note: standing.exhausted };
-  const runId = `${fireId}-run`;
+  const runId = `${workflowId}-run-${fireRun.slice(0, 8)}`;
   const ended = await runAgent(fire, runId, standing);
   const spent = runSpending(ended);
   if (definition.budget)

@@ -141,7 +141,7 @@ describe('schedules on Temporal Schedules', () => {
     expect(lines[5]).toBe('recent fires:');
     expect(lines[6]).toMatch(
       new RegExp(
-        `^  \\S+Z  ${world.config.taskQueue}:watch-\\S+  completed  ${world.config.taskQueue}:watch-\\S+-run  "The deploy is green\\."$`,
+        `^  \\S+Z  ${world.config.taskQueue}:watch-\\S+  completed  ${world.config.taskQueue}:watch-\\S+-run-[0-9a-f]{8}  "The deploy is green\\."$`,
       ),
     );
     const list = await cli(world, ['schedule', 'list']);
@@ -479,7 +479,7 @@ describe('docs/schedules.md', () => {
         // A 30 s boundary may fall during the triggered run: a fire then starts, or is skipped.
         expect(shown[4]).toMatch(/^fires: \d+ started, \d+ skipped \(overlap\), 0 missed \(catch-up window\)$/);
         const completed = new RegExp(
-          `^  \\S+Z  ${queue}:deploy-check-\\S+  completed  ${queue}:deploy-check-\\S+-run  "The deploy is green\\."$`,
+          `^  \\S+Z  ${queue}:deploy-check-\\S+  completed  ${queue}:deploy-check-\\S+-run-[0-9a-f]{8}  "The deploy is green\\."$`,
         );
         expect(shown.slice(5)).toContainEqual(expect.stringMatching(completed));
       }
