@@ -16,6 +16,14 @@ export {
 } from './client/patchloop-client';
 export { followRun, jsonOutput, textOutput, type FollowOutput } from './client/follow';
 export {
+  PatchloopSchedules,
+  UnknownScheduleError,
+  type AppliedSchedule,
+  type RecentFire,
+  type ScheduleDescription,
+  type ScheduleSummary,
+} from './client/schedules';
+export {
   createPatchloopWorker,
   workflowsPath,
   workflowBundleOptions,
@@ -38,6 +46,12 @@ export {
 export { describedImages, imageFile, imageUrl } from './tools/images';
 export { defineLlmFunction, type LlmFunction, type LlmFunctionDefinition } from './functions/define-llm-function';
 export { AgentDefinition, AgentLimits, type AgentDefinitionInput } from './runtime';
+export {
+  ScheduleDefinition,
+  type ScheduleDefinitionInput,
+  type ScheduledFireInputWire,
+  type ScheduledFireResult,
+} from './runtime';
 
 // The Temporal contract any service can use (also through the `temporal` CLI).
 export {

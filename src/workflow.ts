@@ -3,7 +3,7 @@
  * it holds patchloop's workflows, the messages they answer and the wire types, and nothing that needs
  * Node, I/O or a clock.
  */
-export { agentRun, chatSession, llmFunction } from './workflows';
+export { agentRun, chatSession, llmFunction, scheduledFire } from './workflows';
 export {
   abortSignal,
   approveUpdate,

@@ -9,6 +9,8 @@ import { createPrepareFunction } from './prepare-function';
 import { RequestCache } from './request-source';
 import { createToolBatch, type ToolBatchSettings } from './tool-batch';
 import { createReviewToolCalls } from './tool-review';
+import { chargeSchedule, createScheduleStanding } from './schedule-budget';
+import { sendToSession } from './session-message';
 
 export interface ActivitySettings {
   registry: AgentRegistry;
@@ -60,6 +62,9 @@ export function createActivities(settings: ActivitySettings) {
       mcp,
     ),
     awaitAgentRun,
+    scheduleStanding: createScheduleStanding(settings.registry, settings.searchAttributes ?? (async () => false)),
+    chargeSchedule,
+    sendToSession,
     relistMcpTools: createRelistMcpTools(settings.registry, mcp, settings.redactor),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
     llmPhase: createLlmPhase(settings.provider, requests, settings.registry, settings.chunks, settings.redactor),

@@ -60,6 +60,7 @@ const commands: Record<string, Entry> = {
   ),
   approve: clientCommand(syntax.APPROVE_SYNTAX, async () => (await import('./commands/approvals.js')).approveCommand),
   reject: clientCommand(syntax.REJECT_SYNTAX, async () => (await import('./commands/approvals.js')).rejectCommand),
+  schedule: clientCommand(syntax.SCHEDULE_SYNTAX, async () => (await import('./commands/schedule.js')).scheduleCommand),
   budget: clientCommand(syntax.BUDGET_SYNTAX, async () => (await import('./commands/budget.js')).budgetCommand),
   event: clientCommand(syntax.EVENT_SYNTAX, async () => (await import('./commands/event.js')).eventCommand),
   console: clientCommand(syntax.CONSOLE_SYNTAX, async () => (await import('./commands/console.js')).consoleCommand),

@@ -51,15 +51,21 @@ import { connectionOptions, type PatchloopConfig } from '../config/environment';
 import { patchloopDataConverter } from '../storage/data-converter';
 import type { ChunkTransport } from '../streaming/chunk';
 import { RedisChunkTransport } from '../streaming/redis-transport';
+import { PatchloopSchedules } from './schedules';
 
 /** A typed client for patchloop runs; anything it does can also be done with the `temporal` CLI. */
 export class PatchloopClient {
+  /** Schedules on Temporal Schedules whose fires run this task queue's agents (docs/schedules.md). */
+  readonly schedules: PatchloopSchedules;
+
   constructor(
     readonly temporal: Client,
     readonly taskQueue: string,
     /** The shared token stream (Redis) when configured: followers read chunks there, not from workers. */
     readonly chunks?: ChunkTransport & { close?(): Promise<void> },
-  ) {}
+  ) {
+    this.schedules = new PatchloopSchedules(temporal, taskQueue);
+  }
 
   static async connect(
     config: Pick<
@@ -176,6 +182,7 @@ export class PatchloopClient {
           ? [`${keys.status.name} = ${quoted(filter.status)}`]
           : []),
       ...(filter.parent ? [`ParentWorkflowId = ${quoted(filter.parent)}`] : []),
+      ...(filter.schedule ? [`${keys.schedule.name} = ${quoted(this.schedules.idOf(filter.schedule))}`] : []),
       // A run that continued as new, was terminated or timed out keeps its last reported state: only
       // running executions are running.
       ...(['running', 'awaiting_approval', 'awaiting_budget', 'waiting'].includes(filter.status ?? '')
@@ -218,6 +225,8 @@ export interface RunFilter {
   status?: string;
   /** Children of this workflow id (sub-agents, forks). */
   parent?: string;
+  /** Runs a fire of this schedule (its name, on the client's task queue) started. */
+  schedule?: string;
   /** Part of the workflow id or the agent's name. */
   text?: string;
   /** At most this many runs (default 20). */

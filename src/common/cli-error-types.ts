@@ -21,8 +21,10 @@ export const CliErrorType = {
   // A configuration a worker refuses (ConfigurationError: an agent's tools, a tool's options, the agents file).
   BadConfiguration: 'BadConfiguration',
   ToolsNotLoaded: 'ToolsNotLoaded',
-  // An id that names no run or session.
+  // An id that names no run or session, a name that names no schedule.
   NotFound: 'NotFound',
+  // `patchloop schedule create` of a name that is taken.
+  AlreadyExists: 'AlreadyExists',
   // A command on a run that has already ended: exit status 4.
   RunEnded: 'RunEnded',
   // A run failed with no type of its own.

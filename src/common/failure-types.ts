@@ -33,6 +33,8 @@ export const FailureType = {
   UnsupportedStateVersion: 'UnsupportedStateVersion',
   UnknownAgent: 'UnknownAgent',
   UnknownFunction: 'UnknownFunction',
+  // A schedule's session (\`--session\`) does not exist, is not a chatSession, or has ended: the fire fails.
+  UnknownSession: 'UnknownSession',
   // An agent's MCP server could not list its tools (after a few attempts): the run fails at its start.
   McpServerUnavailable: 'McpServerUnavailable',
   // An agent's needs_approval or tool_task_queues names a tool it does not have (neither registered nor

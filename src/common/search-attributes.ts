@@ -12,6 +12,8 @@ export const PATCHLOOP_SEARCH_ATTRIBUTES = {
   iterations: defineSearchAttributeKey('PatchloopIterations', SearchAttributeType.INT),
   toolCalls: defineSearchAttributeKey('PatchloopToolCalls', SearchAttributeType.INT),
   totalTokens: defineSearchAttributeKey('PatchloopTotalTokens', SearchAttributeType.INT),
+  /** The Temporal schedule id (`<task queue>:<name>`) of the schedule whose fire started the run. */
+  schedule: defineSearchAttributeKey('PatchloopSchedule', SearchAttributeType.KEYWORD),
 } as const;
 
 /**

@@ -204,3 +204,16 @@ export {
 } from './handoffs';
 export { cancelledBatch, EMPTY_BATCH, failedCall, mergeInDeclaredOrder, planBatch, succeededCall } from './batch-plan';
 export type { ActivityGroup, BatchPlan, WorkflowCallResult } from './batch-plan';
+export {
+  charged,
+  fireRunBudget,
+  runSpending,
+  answerPreview,
+  ScheduleDefinition,
+  ScheduledFireInput,
+  scheduleExhausted,
+  scheduleIdOf,
+  scheduleRemaining,
+  ScheduleSpending,
+} from './schedule';
+export type { ScheduleDefinitionInput, ScheduledFireInputWire, ScheduledFireResult } from './schedule';

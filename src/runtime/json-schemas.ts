@@ -4,6 +4,7 @@ import { AgentDefinition } from './agent';
 import { ConfigurationError } from './configuration-error';
 import { PROTOCOL_VERSION, RunEvent, StreamEvent } from './events';
 import { AgentRunInput, AgentRunResult } from './run-input';
+import { ScheduleDefinition } from './schedule';
 import { ChatSessionInput, TurnReply } from './session';
 
 /**
@@ -34,6 +35,11 @@ export function publishedSchemas(): Record<string, unknown> {
     'agent-run-input.schema.json': schema(AgentRunInput, 'input', 'patchloop agentRun input'),
     'agent-run-result.schema.json': schema(AgentRunResult, 'output', 'patchloop agentRun result'),
     'agent-definition.schema.json': schema(AgentDefinition, 'input', 'patchloop agent definition'),
+    'schedule-definition.schema.json': schema(
+      ScheduleDefinition,
+      'input',
+      'patchloop schedule (the schedules of an agents file)',
+    ),
     'mutation.schema.json': schema(Mutation, 'input', 'patchloop mutation (runtime patch)'),
     'chat-session-input.schema.json': schema(ChatSessionInput, 'input', 'patchloop chatSession input'),
     'turn-reply.schema.json': schema(TurnReply, 'output', 'patchloop chatSession send reply'),

@@ -16,9 +16,12 @@ export async function listCommand(
     throw new UsageError(`--status must be one of ${LIST_STATUSES.join(', ')}\nusage: ${LIST_SYNTAX.usage}`);
   if (values.agent !== undefined && !/^[\w.-]+$/.test(values.agent))
     throw new UsageError(`--agent takes an agent name (letters, digits, _ . -)\nusage: ${LIST_SYNTAX.usage}`);
+  if (values.schedule !== undefined && !/^[\w.-]+$/.test(values.schedule))
+    throw new UsageError(`--schedule takes a schedule name (letters, digits, _ . -)\nusage: ${LIST_SYNTAX.usage}`);
   const listed = await client.listRuns({
     limit,
     ...(values.agent ? { agent: values.agent } : {}),
+    ...(values.schedule ? { schedule: values.schedule } : {}),
     ...(values.status ? { status: values.status } : {}),
   });
   if (values.json) return listed;
