@@ -30,6 +30,7 @@ import type {
   UnprocessedMessage,
 } from '../runtime';
 import {
+  FailureType,
   abortSignal,
   approveUpdate,
   deliverEventUpdate,
@@ -393,8 +394,19 @@ export class RunHandle {
         options.key !== undefined ? `event:${options.key}` : undefined,
       );
     } catch (error) {
-      if (error instanceof WorkflowUpdateFailedError && error.cause) throw new EventRefusedError(error.cause.message);
-      throw error;
+      if (!(error instanceof WorkflowUpdateFailedError) || !error.cause) throw error;
+      // A key the run applied before: refused as a repeat (it records nothing), answered as delivered.
+      const cause = error.cause;
+      if (cause instanceof ApplicationFailure && cause.type === FailureType.EventAlreadyDelivered)
+        return (
+          (cause.details?.[0] as EventDelivered | undefined) ?? {
+            accepted: true,
+            duplicate: true,
+            taken_by_wait: false,
+            held: 0,
+          }
+        );
+      throw new EventRefusedError(cause.message);
     }
   }
 

@@ -58,6 +58,9 @@ export const FailureType = {
   // An update a run's validator refused (the run has ended, a message too large, not a budget extension):
   // the update was not applied, and sending it again as it is cannot change that.
   UpdateRefused: 'UpdateRefused',
+  // An event whose key the run applied already (`deliver_event`): refused before anything is recorded, so
+  // a repeat costs the run no history; clients answer it as delivered (`duplicate`).
+  EventAlreadyDelivered: 'EventAlreadyDelivered',
   // A retried update that the run applied before it continued as new, whose result it could not keep.
   UpdateRepeated: 'UpdateRepeated',
   // A tool call's error, as its events report it (the model gets the error as the call's result).

@@ -230,7 +230,7 @@ describe('wait_for_event', () => {
     const again = await run.deliverEvent('build', { n: 2 }, { key: 'k-1' });
     expect(again).toEqual(once);
     // The same key under another update id, with the Temporal CLI as docs/agents-in-time.md writes it:
-    // the run says duplicate and holds nothing more.
+    // refused as a repeat before anything is recorded.
     const temporal = await temporalCli(
       'workflow',
       'update',
@@ -242,8 +242,8 @@ describe('wait_for_event', () => {
       '--input',
       JSON.stringify({ name: 'build', payload: { n: 3 }, key: 'k-1' }),
     );
-    expect(temporal.status, temporal.stderr).toBe(0);
-    expect(temporal.stdout).toMatch(/Result\s+map\[accepted:true duplicate:true held:1 taken_by_wait:false\]/);
+    expect(temporal.status).not.toBe(0);
+    expect(temporal.stderr).toContain("event key 'k-1' was delivered already: nothing changed");
     // And with patchloop's CLI, as the page writes it: the same key once more.
     const env = { TEMPORAL_ADDRESS: temporalAddress(), PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
     const patchloop = await runCli(['event', run.workflowId, 'build', '{"n": 4}', '--key', 'k-1'], env);
@@ -257,8 +257,30 @@ describe('wait_for_event', () => {
       },
       waitPolicy: { lifecycleStage: 'UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED' },
     });
-    expect(http['outcome']).toEqual({ success: [{ accepted: true, duplicate: true, taken_by_wait: false, held: 1 }] });
-    expect((await run.status()).held_events).toBe(1);
+    expect((http['outcome'] as { failure: unknown }).failure).toMatchObject({
+      message: "event key 'k-1' was delivered already: nothing changed",
+      applicationFailureInfo: { type: 'EventAlreadyDelivered', nonRetryable: true },
+    });
+    // Repeats cost the run no history, however many come.
+    const before = (await run.historySize()).events;
+    for (let attempt = 0; attempt < 5; attempt += 1)
+      await curl('POST', `/workflows/${run.workflowId}/update/deliver_event`, {
+        request: { meta: { updateId: `repeat-${attempt}` }, input: { args: [{ name: 'build', key: 'k-1' }] } },
+        waitPolicy: { lifecycleStage: 'UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED' },
+      });
+    expect((await run.historySize()).events).toBe(before);
+    // A key first delivered another way: our client answers its repeat as a delivered duplicate.
+    await curl('POST', `/workflows/${run.workflowId}/update/deliver_event`, {
+      request: { meta: { updateId: 'k-2-by-http' }, input: { args: [{ name: 'deploy', key: 'k-2' }] } },
+      waitPolicy: { lifecycleStage: 'UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED' },
+    });
+    expect(await run.deliverEvent('deploy', null, { key: 'k-2' })).toEqual({
+      accepted: true,
+      duplicate: true,
+      taken_by_wait: false,
+      held: 2,
+    });
+    expect((await run.status()).held_events).toBe(2);
 
     const refused = await run.deliverEvent('payroll', {}).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(EventRefusedError);
@@ -274,9 +296,10 @@ describe('wait_for_event', () => {
     // The event no wait took is named in the result (its payload stays with its sender).
     expect((await run.result()).unprocessed_events).toEqual([
       { name: 'build', key: 'k-1', received_at: expect.any(String), payload_bytes: 7 },
+      { name: 'deploy', key: 'k-2', received_at: expect.any(String), payload_bytes: 4 },
     ]);
     const received = (await run.allEvents()).events.filter((event) => event.event_type === 'event_received');
-    expect(received).toHaveLength(1);
+    expect(received).toHaveLength(2);
   });
 });
 

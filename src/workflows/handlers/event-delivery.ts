@@ -1,5 +1,5 @@
 import { condition } from '@temporalio/workflow';
-import { deliverEventUpdate } from '../../common';
+import { deliverEventUpdate, FailureType } from '../../common';
 import { deliveryProblem, rememberedKeys, utf8Bytes, type EventDelivered, type EventDelivery } from '../../runtime';
 import { emit, type Run } from '../run/run-state';
 import { setOnceUpdateHandler } from './update-ledger';
@@ -8,9 +8,9 @@ import { refusal } from './update-refusal';
 /**
  * `deliver_event` (docs/agents-in-time.md): another service hands the run an event. The validator
  * refuses what the run cannot take (a name its agent does not wait for, a payload over the limit, a
- * full inbox) before anything is recorded; an accepted event is held in the durable part until a
- * `wait_for_event` for its name takes it (at once when one waits). A key delivered before applies once:
- * the answer says it was a duplicate.
+ * full inbox, a key delivered before: `EventAlreadyDelivered`, which clients answer as a duplicate)
+ * before anything is recorded; an accepted event is held in the durable part until a `wait_for_event`
+ * for its name takes it (at once when one waits).
  */
 export function registerEventDelivery(run: Run): void {
   setOnceUpdateHandler(
@@ -29,7 +29,14 @@ export function registerEventDelivery(run: Run): void {
         if (!run.settings.acceptsMessages) throw refusal('this workflow takes no events');
         if (run.live.state !== 'running') throw refusal(`the run is ${run.live.state}`);
         if (run.live.abort.requested) throw refusal('the run is being aborted');
-        if (isDuplicate(run, payload)) return;
+        // A repeat is refused as such before anything is recorded: it costs the run no history however
+        // often it comes (clients answer it as delivered).
+        if (isDuplicate(run, payload))
+          throw refusal(
+            `event key '${(payload as { key: string }).key}' was delivered already: nothing changed`,
+            FailureType.EventAlreadyDelivered,
+            [answer(run, true, false)],
+          );
         // Before the run knows its agent, only the event's shape and size are checked here.
         const waits =
           run.settings.waits === undefined ? { max_seconds: 1, events: [eventName(payload)] } : run.settings.waits;

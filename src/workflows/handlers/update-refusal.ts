@@ -6,8 +6,12 @@ import { failure, FailureType } from '../../common';
  * nothing else. A plain `Error` would reach callers as a retryable failure carrying the worker's stack
  * (its source paths, through Temporal's HTTP API too); the refusal is the run's answer, not a bug.
  */
-export function refusal(reason: string): ApplicationFailure {
-  const refused = failure(FailureType.UpdateRefused, reason);
+export function refusal(
+  reason: string,
+  type: typeof FailureType.UpdateRefused | typeof FailureType.EventAlreadyDelivered = FailureType.UpdateRefused,
+  details?: unknown[],
+): ApplicationFailure {
+  const refused = failure(type, reason, details ? { details } : {});
   refused.stack = '';
   return refused;
 }
