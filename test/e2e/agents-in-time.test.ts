@@ -273,8 +273,9 @@ describe('waits in sub-agent runs', () => {
     expect(shownChild.stdout).toContain(`agentRun ${childId}: waiting`);
     expect(shownChild.stdout).toMatch(/\nwaiting: sleep until \S+ \(the build takes a while\)\n/);
 
-    // A user message to the child wakes it early; then it waits for the build event.
-    await child.submit('The build started.');
+    // A message posted to the child wakes it early; then it waits for the build event.
+    const posted = await runCli(['post', childId, 'The build started.'], env);
+    expect(posted.code, posted.stderr).toBe(0);
     await eventually(async () => ((await child.status()).waiting?.[0]?.tool === 'wait_for_event' ? true : undefined));
     // The event goes to the child's run: its caller's agent waits for no events and refuses it.
     const refused = await runCli(['event', run.workflowId, 'build', '{"commit": "abc123"}'], env);
