@@ -16,11 +16,14 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 # `npx patchloop ...` in this clone runs the CLI (npm links dependencies' bins, not the package's own).
 ln -sf ../../bin/patchloop.js node_modules/.bin/patchloop
-# The README's tour runs in the example project, which installs patchloop from this clone as a user's
-# project would (its own node_modules; `npm install` there is what the tour's first command does).
-if [ ! -d examples/weather-agent/node_modules ]; then
-  (cd examples/weather-agent && npm install --no-audit --no-fund --prefer-offline --loglevel=error)
-fi
+# The README's tour and docs/agents-in-time.md's worked example run in the example projects, which
+# install patchloop from this clone as a user's project would (their own node_modules; `npm install`
+# there is what the tour's first command does).
+for example in examples/weather-agent examples/deploy-watcher; do
+  if [ ! -d "$example/node_modules" ]; then
+    (cd "$example" && npm install --no-audit --no-fund --prefer-offline --loglevel=error)
+  fi
+done
 
 # The Temporal CLI of the one version `patchloop server --install-cli` installs too.
 temporal_cli=$(sed -n "s/^export const TEMPORAL_CLI_VERSION = '\(.*\)';$/\1/p" src/worker/temporal-cli-install.ts)
