@@ -1,5 +1,6 @@
 import type { PatchloopClient } from '../../client/patchloop-client';
 import { parseCommand } from '../arguments';
+import { printTable } from '../table';
 import { UsageError } from '../errors';
 import { LIST_STATUSES, LIST_SYNTAX } from '../syntax';
 
@@ -45,13 +46,6 @@ export async function listCommand(
       ...(builds ? [run.build ?? '-'] : []),
     ]),
   ];
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  for (const row of rows)
-    print(
-      row
-        .map((cell, column) => cell.padEnd(widths[column]!))
-        .join('  ')
-        .trimEnd(),
-    );
+  printTable(rows, print);
   return undefined;
 }

@@ -1,4 +1,5 @@
 import { ScheduleAlreadyRunning } from '@temporalio/client';
+import { printTable } from '../table';
 import { z } from 'zod';
 import type { PatchloopClient } from '../../client/patchloop-client';
 import { UnknownScheduleError, type RecentFire, type ScheduleDescription } from '../../client/schedules';
@@ -113,14 +114,7 @@ async function list(client: PatchloopClient, values: Values, print: Print): Prom
       schedule.paused ? `paused: ${schedule.note ?? ''}` : 'active',
     ]),
   ];
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  for (const row of rows)
-    print(
-      row
-        .map((cell, column) => cell.padEnd(widths[column]!))
-        .join('  ')
-        .trimEnd(),
-    );
+  printTable(rows, print);
   return undefined;
 }
 
