@@ -2,3 +2,4 @@
 export { agentRun } from './agent-run';
 export { chatSession } from './chat-session';
 export { llmFunction } from './llm-function';
+export { notifyRunEnd } from './notify-run-end';
