@@ -23,10 +23,11 @@ export const NOTIFY_MAX_ERROR_BYTES = 2 * 1024;
 export const NotifySettings = sharedSchema('runtime/notify#NotifySettings', () =>
   z.strictObject({
     /** Where the JSON body is POSTed (http or https). */
+    // A pattern, not zod's url(): that needs `URL`, which the workflow sandbox does not have.
     url: z
       .string()
-      .url()
-      .refine((text) => /^https?:\/\//i.test(text), 'an http:// or https:// URL')
+      .max(2048)
+      .regex(/^https?:\/\/[^\s/?#]+[^\s]*$/i, 'an http:// or https:// URL')
       .describe('Where the JSON body is POSTed when the run ends (http or https).'),
     /** The environment variable of the worker that holds the HMAC key of `Patchloop-Signature`. */
     secret_env: z
