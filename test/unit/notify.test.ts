@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { signatureHeader } from '../../src/activities/notify-delivery';
 import {
@@ -37,6 +40,31 @@ describe('the signature of a notification', () => {
     expect(signatureHeader('k', 1, 'body ')).not.toBe(base);
     expect(signatureHeader('k', 2, 'body')).not.toBe(base);
     expect(signatureHeader('k2', 1, 'body')).not.toBe(base);
+  });
+});
+
+describe('the checks docs/notifications.md shows', () => {
+  const page = readFileSync(join(__dirname, '..', '..', 'docs', 'notifications.md'), 'utf8');
+  const block = (language: string) => new RegExp(`\`\`\`${language}\n([\\s\\S]*?)\`\`\``).exec(page)![1]!;
+
+  it('the Node one accepts what the worker signs, and refuses another key, another body and an old time', () => {
+    const verify = new Function('require', `${block('js')}\nreturn verify;`)(createRequire(__filename)) as (
+      secret: string,
+      header: string,
+      body: Buffer | string,
+    ) => boolean;
+    const body = JSON.stringify({ delivery_id: 'abc', answer: 'déjà vu' });
+    const now = Math.floor(Date.now() / 1000);
+    expect(verify('key', signatureHeader('key', now, body), Buffer.from(body))).toBe(true);
+    expect(verify('other', signatureHeader('key', now, body), Buffer.from(body))).toBe(false);
+    expect(verify('key', signatureHeader('key', now, body), Buffer.from(`${body} `))).toBe(false);
+    expect(verify('key', signatureHeader('key', now - 301, body), Buffer.from(body))).toBe(false);
+    expect(verify('key', 'v1=00', Buffer.from(body))).toBe(false);
+  });
+
+  it('the Python one is the one the Python receiver of the end-to-end test checks every delivery with', () => {
+    const receiver = readFileSync(join(__dirname, '..', 'support', 'notify_receiver.py'), 'utf8');
+    expect(receiver).toContain(block('python'));
   });
 });
 
