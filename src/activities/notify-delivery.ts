@@ -4,7 +4,7 @@ import { failure, FailureType } from '../common';
 import type { NotificationBody, NotifyDelivered, NotifyDeliveryInput } from '../runtime';
 
 /** One attempt's bound: the receiver answers (its status line and headers) within this, or the attempt fails. */
-export const NOTIFY_ATTEMPT_TIMEOUT_MS = 10_000;
+const NOTIFY_ATTEMPT_TIMEOUT_MS = 10_000;
 /** The most of a receiver's answer kept for the error a failed attempt reports. */
 const ANSWER_EXCERPT_BYTES = 200;
 /** A `Retry-After` longer than this is taken as this (the retry policy's longest wait). */

@@ -5,7 +5,7 @@ import { TokenUsage } from './usage';
 import { utf8Bytes } from './user-message';
 
 /** The default of `notify.retry_initial_seconds`: the wait before the second attempt. */
-export const DEFAULT_NOTIFY_RETRY_INITIAL_SECONDS = 10;
+const DEFAULT_NOTIFY_RETRY_INITIAL_SECONDS = 10;
 /** How long a notification is tried again before it gives up: a day from its first attempt. */
 export const NOTIFY_GIVE_UP_SECONDS = 24 * 60 * 60;
 /** The longest wait between two attempts (the waits double from `retry_initial_seconds` up to this). */
@@ -135,7 +135,7 @@ export function notificationBody(ending: RunEnding): NotificationBody {
  * The delivery id: one per run chain (its workflow id and first run id), so every attempt, and a
  * notifier started again for the same run, sends the same one. Hex, so it is a safe header value.
  */
-export function notificationDeliveryId(workflowId: string, firstRunId: string): string {
+function notificationDeliveryId(workflowId: string, firstRunId: string): string {
   return digestText(`${workflowId}\n${firstRunId}`).slice(0, 32);
 }
 
