@@ -11,6 +11,7 @@ import { createToolBatch, type ToolBatchSettings } from './tool-batch';
 import { createReviewToolCalls } from './tool-review';
 import { chargeSchedule, createScheduleStanding } from './schedule-budget';
 import { sendToSession } from './session-message';
+import { createDeliverNotification, type NotifyLinks } from './notify-delivery';
 
 export interface ActivitySettings {
   registry: AgentRegistry;
@@ -39,6 +40,8 @@ export interface ActivitySettings {
   sharedQueue?: (agent: string) => Promise<string | undefined>;
   /** The worker's MCP connections (created here when absent; the worker closes them when it stops). */
   mcp?: McpServers;
+  /** The pages a run's end notification links to (its console page, its Temporal UI page), when known. */
+  notifyLinks?: NotifyLinks;
 }
 
 /** The activities a patchloop worker registers. Workflows import their type only. */
@@ -69,6 +72,7 @@ export function createActivities(settings: ActivitySettings) {
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
     llmPhase: createLlmPhase(settings.provider, requests, settings.registry, settings.chunks, settings.redactor),
     reviewToolCalls: createReviewToolCalls(settings.registry),
+    deliverNotification: createDeliverNotification(settings.notifyLinks ?? (() => undefined)),
     toolBatch: createToolBatch(
       settings.registry,
       {

@@ -158,10 +158,12 @@ export const CONSOLE_SYNTAX = {
 
 export const RUN_SYNTAX = {
   usage:
-    'patchloop run <agent> <text...> [--id ID] [--follow [--json]] [--max-tool-calls N] [--max-calls N|none] [--max-tokens N|none]',
-  summary: `Starts workflow agentRun. The text is every remaining word. Without --follow it prints the workflow id once the worker has resolved the agent, and says on stderr that the run goes on and how to follow it; when no worker has taken the run within 5 s it says so and exits 3 (the run waits in its task queue until a worker takes it). With --follow it prints events and tokens live, then the answer; while no worker takes the run it says what the run waits for, and Ctrl-C leaves the run going (exit 130) with the commands to follow or abort it. --max-calls and --max-tokens bound the run's model calls and tokens instead of its agent's budget (by default ${DEFAULT_BUDGET_LIMITS.max_llm_calls} calls and ${DEFAULT_BUDGET_LIMITS.max_total_tokens} tokens; none: no bound).`,
+    'patchloop run <agent> <text...> [--id ID] [--follow [--json]] [--max-tool-calls N] [--max-calls N|none] [--max-tokens N|none] [--notify-url URL --notify-secret-env VAR]',
+  summary: `Starts workflow agentRun. The text is every remaining word. Without --follow it prints the workflow id once the worker has resolved the agent, and says on stderr that the run goes on and how to follow it; when no worker has taken the run within 5 s it says so and exits 3 (the run waits in its task queue until a worker takes it). With --follow it prints events and tokens live, then the answer; while no worker takes the run it says what the run waits for, and Ctrl-C leaves the run going (exit 130) with the commands to follow or abort it. --max-calls and --max-tokens bound the run's model calls and tokens instead of its agent's budget (by default ${DEFAULT_BUDGET_LIMITS.max_llm_calls} calls and ${DEFAULT_BUDGET_LIMITS.max_total_tokens} tokens; none: no bound). --notify-url and --notify-secret-env (together) make the run POST a signed JSON body to URL when it ends, the key read from the worker's variable VAR (docs/notifications.md); they win over the agent's notify.`,
   options: {
     id: { type: 'string' },
+    'notify-url': { type: 'string' },
+    'notify-secret-env': { type: 'string' },
     follow: { type: 'boolean' },
     json: { type: 'boolean' },
     'max-tool-calls': { type: 'string' },
@@ -206,7 +208,7 @@ export const SEND_SYNTAX = {
 export const SHOW_SYNTAX = {
   usage: 'patchloop show <id> [--json]',
   summary:
-    "Status, failure, a session's failed latest turn, what runs now, its child runs (with links to the Temporal web UI: PATCHLOOP_WEB_UI_URL, or beside a local dev server), and the transcript of a run or session. It does not wait for a worker: each query gets 3 s, then it prints what needs none (the state the run last reported) and says on stderr what it left out.",
+    "Status, failure, a session's failed latest turn, what runs now, its end notification (delivered, retrying with its attempt and last error, or gave up), its child runs (with links to the Temporal web UI: PATCHLOOP_WEB_UI_URL, or beside a local dev server), and the transcript of a run or session. It does not wait for a worker: each query gets 3 s, then it prints what needs none (the state the run last reported) and says on stderr what it left out.",
   options: { json: { type: 'boolean' } },
   positionals: ['id'],
 } as const;

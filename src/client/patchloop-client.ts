@@ -4,6 +4,7 @@ import {
   ApplicationFailure,
   QueryNotRegisteredError,
   WorkflowFailedError,
+  WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   type WorkflowExecutionDescription,
   type WorkflowExecutionInfo,
@@ -17,6 +18,7 @@ import type { JsonValue, Message } from '../context';
 import type {
   EventDelivered,
   AgentRunInputWire,
+  NotifyDelivered,
   ApprovalAccepted,
   BudgetExtension,
   PendingApproval,
@@ -48,6 +50,7 @@ import {
   userMessageUpdate,
   type UserMessageAccepted,
 } from '../common';
+import { notifierWorkflowId } from '../runtime';
 import { connectionOptions, type PatchloopConfig } from '../config/environment';
 import { patchloopDataConverter } from '../storage/data-converter';
 import type { ChunkTransport } from '../streaming/chunk';
@@ -583,10 +586,69 @@ export class RunHandle {
     return { ...rest, answer, transcript };
   }
 
+  /**
+   * Where the run's end notification stands (`notify`): delivering, retrying (the attempt under way and
+   * the last error), delivered (when, after how many attempts) or gave up (the last error); null when
+   * the run started none (no `notify`, or it has not ended). `description`: the run's, when read already.
+   */
+  async notification(description?: WorkflowExecutionDescription): Promise<NotificationState | null> {
+    const run = description ?? (await this.workflow.describe());
+    const firstRunId = run.raw.workflowExecutionInfo?.firstRunId || run.runId;
+    const notifier = this.workflow.client.getHandle(notifierWorkflowId(this.workflowId, firstRunId));
+    let found: WorkflowExecutionDescription;
+    try {
+      found = await notifier.describe();
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return null;
+      throw error;
+    }
+    return notificationState(notifier, found);
+  }
+
   /** Temporal's history figures for this run. */
   async historySize(): Promise<{ events: number; bytes: number }> {
     const description = await this.workflow.describe();
     return { events: description.historyLength, bytes: description.historySize ?? 0 };
+  }
+}
+
+/** Where a run's end notification stands, as its notifier (`notifyRunEnd`) reports it. */
+export type NotificationState = { notifier_id: string } & (
+  | { state: 'delivering'; attempt: number }
+  | { state: 'retrying'; attempt: number; last_error: { type: string; message: string } }
+  | ({ state: 'delivered' } & NotifyDelivered)
+  | { state: 'gave_up'; attempts: number | null; last_error: { type: string; message: string } }
+);
+
+/** The state of a notifier, from its description (and its result once it closed). */
+async function notificationState(
+  notifier: WorkflowHandle,
+  description: WorkflowExecutionDescription,
+): Promise<NotificationState> {
+  const notifier_id = notifier.workflowId;
+  if (description.status.name === 'RUNNING') {
+    const [retrying] = retryingPhases(description);
+    if (retrying)
+      return { notifier_id, state: 'retrying', attempt: retrying.attempt, last_error: retrying.last_failure };
+    return { notifier_id, state: 'delivering', attempt: description.raw.pendingActivities?.[0]?.attempt ?? 1 };
+  }
+  try {
+    return { notifier_id, state: 'delivered', ...((await notifier.result()) as NotifyDelivered) };
+  } catch (error) {
+    const cause = error instanceof WorkflowFailedError ? (error.cause as ApplicationFailure | undefined) : undefined;
+    // The notifier's failure carries its attempts and the last attempt's own error.
+    const details = cause?.details?.[0] as
+      { attempts?: number | null; last_error?: { type: string | null; message: string } } | undefined;
+    const ended = description.status.name.toLowerCase();
+    return {
+      notifier_id,
+      state: 'gave_up',
+      attempts: details?.attempts ?? null,
+      last_error: {
+        type: details?.last_error?.type ?? cause?.type ?? ended,
+        message: details?.last_error?.message ?? cause?.message ?? `the notifier ended ${ended}`,
+      },
+    };
   }
 }
 

@@ -66,6 +66,12 @@ export const FailureType = {
   // A tool call's error, as its events report it (the model gets the error as the call's result).
   ToolError: 'ToolError',
   ToolTimeout: 'ToolTimeout',
+  // A run's end notification (`notify`), as its notifier reports it; never the run's own failure.
+  // Tried again: the receiver could not be reached, timed out, or answered 408, 429 or 5xx.
+  NotifyUnreachable: 'NotifyUnreachable',
+  // Not tried again: the receiver refused the call (a 3xx or another 4xx), or the key's variable is unset.
+  NotifyRejected: 'NotifyRejected',
+  NotifySecretMissing: 'NotifySecretMissing',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 

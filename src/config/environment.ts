@@ -405,6 +405,12 @@ function webUiUrl(
   return local ? `http://${local[1]}:${Number(local[2]) + 1000}` : null;
 }
 
+/** A run's page in the web console, from `PATCHLOOP_CONSOLE_URL` (where `patchloop console` is reached); null when unset. */
+export function consoleRunUrl(workflowId: string, env: NodeJS.ProcessEnv = process.env): string | null {
+  const base = env['PATCHLOOP_CONSOLE_URL']?.replace(/\/+$/, '');
+  return base ? `${base}/runs/${encodeURIComponent(workflowId)}` : null;
+}
+
 /** A workflow's page in the Temporal web UI (`webUiUrl`), or null when the UI's address is unknown. */
 export function workflowUiUrl(
   config: Pick<PatchloopConfig, 'temporalAddress' | 'namespace'>,

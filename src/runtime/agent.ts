@@ -6,6 +6,7 @@ import { BudgetSettings, NO_BOUNDS } from './budget';
 import { ProviderSelection } from './provider';
 import { McpServerConfig, McpToolReference } from './mcp-settings';
 import { WaitSettings } from './wait-settings';
+import { NotifySettings } from './notify';
 
 /** The default of `llm_server_error_seconds`: five minutes of HTTP 500s without progress end a call. */
 export const DEFAULT_LLM_SERVER_ERROR_SECONDS = 300;
@@ -151,6 +152,11 @@ export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () 
     context: ContextSettings.default(() => ContextSettings.parse({})),
     /** What a run of this agent may spend (tokens, calls, dollars, time), checked before every step. */
     budget: BudgetSettings.default(() => BudgetSettings.parse({})),
+    /**
+     * A call when a run of this agent ends (docs/notifications.md): a run's own `notify` wins. Top-level
+     * runs only: not sub-agent or fork runs, not sessions.
+     */
+    notify: NotifySettings.optional(),
   }),
 );
 export type AgentDefinition = z.infer<typeof AgentDefinition>;

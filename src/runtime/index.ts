@@ -38,6 +38,17 @@ export {
   ToolCallReport,
   ToolCallRequest,
 } from './phases';
+export {
+  notificationBody,
+  notifierWorkflowId,
+  NOTIFY_GIVE_UP_SECONDS,
+  NOTIFY_MAX_RETRY_INTERVAL_SECONDS,
+  NotificationBody,
+  NotifierInput,
+  NotifyDeliveryInput,
+  NotifySettings,
+} from './notify';
+export type { NotifiedStatus, NotifyDelivered, NotifySettingsInput, RunEnding } from './notify';
 export { AgentRunInput, AgentRunResult, CallerOrigin, failedRunOutcome, UnprocessedMessage } from './run-input';
 export type { AgentRunInputWire, AgentRunOutcome, RunSpending } from './run-input';
 export { addUsage, estimatedUsage, providerUsage, responsesUsage, TokenUsage } from './usage';

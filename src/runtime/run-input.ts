@@ -5,6 +5,7 @@ import { TokenUsage } from './usage';
 import { ContextOverride } from './context-settings';
 import { BudgetOverride, BudgetReport } from './budget';
 import { sharedSchema } from '../context/shared-schema';
+import { NotifySettings } from './notify';
 
 /** Where a fork child comes from (spec 6.6): its ids and the parent's context it starts from. */
 const ForkOrigin = sharedSchema('runtime/run-input#ForkOrigin', () =>
@@ -60,6 +61,9 @@ export const AgentRunInput = sharedSchema('runtime/run-input#AgentRunInput', () 
     ),
     budget: BudgetOverride.optional().describe(
       "Overrides the agent's budget for this run (max_total_tokens, max_llm_calls, max_cost_usd, on_exhausted, ...).",
+    ),
+    notify: NotifySettings.optional().describe(
+      "A call when the run ends (docs/notifications.md); wins over the agent's notify.",
     ),
     fork: ForkOrigin.optional().describe('Set by a parent run for a selfref_fork child; not for callers.'),
     caller: CallerOrigin.optional().describe('Set by a parent run for a sub-agent child; not for callers.'),

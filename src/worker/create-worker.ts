@@ -18,6 +18,8 @@ import type { LlmFunction } from '../functions/define-llm-function';
 import { exampleFunctions } from '../functions/examples';
 import {
   connectionOptions,
+  consoleRunUrl,
+  workflowUiUrl,
   type PatchloopConfig,
   type WorkerDeployment,
   type WorkerTuning,
@@ -262,6 +264,11 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     ...(config.payloadStorage.kind !== 'off' ? { payloadThresholdBytes: config.payloadStorage.thresholdBytes } : {}),
     searchAttributes: searchAttributes.now,
     sharedQueue: taskQueue.note,
+    notifyLinks: (workflowId) => {
+      const page = consoleRunUrl(workflowId);
+      const ui = workflowUiUrl(config, workflowId);
+      return { ...(page ? { console: page } : {}), ...(ui ? { temporal_ui: ui } : {}) };
+    },
   });
   // Before the workflow threads start, though V8 reads it at every collection anyway.
   const growing = config.workerTuning?.heapGrowingPercent;

@@ -35,6 +35,7 @@ import {
 } from './run/run-state';
 import { sinks } from './sinks';
 import { keepVisible } from './run/visibility';
+import { runEndNotice } from './run/run-end-notify';
 import { hasBudget, resultBudget, runSpending } from './loop/budget-gate';
 
 /**
@@ -59,6 +60,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   registerRunHandlers(run, () => ({ continued_as_new: chain.continued, started_agent: input.agent }));
   // A sub-agent run tells its caller which of its calls wait for decisions.
   if (input.caller) relayDecisionsUp(run, input.caller);
+  const notice = runEndNotice(input);
   try {
     const agent = await openRun(run, input, (resolved) =>
       // A fork child starts from its parent's context (spec 6.6 step 3), folded at its first compile.
@@ -66,6 +68,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
         ? { context: input.fork.context, prompt: input.input, pending: true }
         : { context: checkedSeed(resolved, input), prompt: input.input },
     );
+    notice.agentResolved(agent);
     const loop = new AgentLoop(run, agent, {
       transport: input.request_transport,
       maxToolCalls: input.max_tool_calls !== undefined ? input.max_tool_calls : agent.max_tool_calls,
@@ -106,6 +109,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       llmCalls: run.durable.llm_calls,
       toolCalls: run.durable.tool_calls,
     });
+    await notice.ended(run, loop.agent.name, turn);
     return result;
   } catch (error) {
     if (error instanceof ContinueAsNew) throw error;
@@ -117,6 +121,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       await abortChildren(run, `the calling run failed: ${failed instanceof Error ? failed.message : String(failed)}`);
     // A sub-agent's caller charges what it spent before it failed.
     const charged = input.caller ? withSpending(failed, runSpending(run)) : failed;
+    await notice.failed(run, failed);
     throw withUnprocessedMessages(charged, unprocessedMessages(run));
   }
 }

@@ -3,3 +3,4 @@ export { agentRun } from './agent-run';
 export { chatSession } from './chat-session';
 export { llmFunction } from './llm-function';
 export { scheduledFire } from './scheduled-fire';
+export { notifyRunEnd } from './notify-run-end';

@@ -11,6 +11,8 @@ import {
   ChildApprovals,
   LlmFunctionInput,
   LlmPhaseInput,
+  NotifierInput,
+  NotifyDeliveryInput,
   ToolBatchInput,
   ToolReviewInput,
 } from '../../src/runtime';
@@ -81,12 +83,14 @@ const workflowInputs: Record<string, (raw: unknown) => unknown> = {
   agentRun: parseRunInput,
   chatSession: parseSessionInput,
   llmFunction: (raw) => LlmFunctionInput.parse(raw),
+  notifyRunEnd: (raw) => NotifierInput.parse(raw),
 };
 const activityInputs: Record<string, z.ZodType> = {
   llmPhase: LlmPhaseInput,
   toolBatch: ToolBatchInput,
   localToolBatch: ToolBatchInput,
   reviewToolCalls: ToolReviewInput,
+  deliverNotification: NotifyDeliveryInput,
 };
 const messageInputs: Record<string, z.ZodType> = {
   approve: ApprovalDecision,

@@ -90,6 +90,7 @@ describe('replay of recorded histories', () => {
         'subagent-parent-continues-as-new',
         'subagent-failure-charged',
         'subagent-reattached-child-visible',
+        'run-end-notify',
       ]),
     );
   });

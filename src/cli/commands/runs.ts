@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto';
 import type { Message } from '../../context';
 import {
   exhaustedSummary,
+  NotifySettings,
+  type NotifySettingsInput,
   type AgentRunResult,
   type BudgetOverride,
   type RunEvent,
@@ -16,6 +18,7 @@ import {
   recordedTranscript,
   retryingPhases,
   runSummaryOf,
+  type NotificationState,
   type PatchloopClient,
   type RunHandle,
 } from '../../client/patchloop-client';
@@ -38,12 +41,14 @@ export async function runCommand(client: PatchloopClient, args: string[], print:
   if (maxToolCalls !== undefined && !(Number.isInteger(maxToolCalls) && maxToolCalls >= 0))
     throw new UsageError(`--max-tool-calls must be a whole number >= 0\nusage: ${RUN_SYNTAX.usage}`);
   const budget = budgetOptions(values['max-calls'], values['max-tokens']);
+  const notify = notifyOptions(values['notify-url'], values['notify-secret-env']);
   const run = await client.start(
     {
       agent,
       input: text,
       ...(maxToolCalls !== undefined ? { max_tool_calls: maxToolCalls } : {}),
       ...(budget ? { budget } : {}),
+      ...(notify ? { notify } : {}),
     },
     { workflowId: values.id ?? `run-${randomUUID()}` },
   );
@@ -80,6 +85,22 @@ function budgetOptions(calls: string | undefined, tokens: string | undefined): B
   if (maxCalls !== undefined) budget.max_llm_calls = maxCalls;
   if (maxTokens !== undefined) budget.max_total_tokens = maxTokens;
   return Object.keys(budget).length > 0 ? budget : undefined;
+}
+
+/** `--notify-url` and `--notify-secret-env`: both or neither, checked as the run's input checks them. */
+function notifyOptions(url: string | undefined, secretEnv: string | undefined): NotifySettingsInput | undefined {
+  if (url === undefined && secretEnv === undefined) return undefined;
+  if (url === undefined || secretEnv === undefined)
+    throw new UsageError(`--notify-url and --notify-secret-env go together\nusage: ${RUN_SYNTAX.usage}`);
+  const parsed = NotifySettings.safeParse({ url, secret_env: secretEnv });
+  if (!parsed.success) {
+    const problem =
+      parsed.error.issues[0]!.path[0] === 'url'
+        ? '--notify-url must be an http:// or https:// URL'
+        : '--notify-secret-env must be an environment variable name (letters, digits and _)';
+    throw new UsageError(`${problem}\nusage: ${RUN_SYNTAX.usage}`);
+  }
+  return { url, secret_env: secretEnv };
 }
 
 /** Follows a run that is already going (or finished): its events, then live tokens, then a summary. */
@@ -188,11 +209,13 @@ export async function showCommand(client: PatchloopClient, args: string[], print
     ? { type: (failure as { type?: string }).type ?? failure.name, message: failure.message }
     : undefined;
   const retrying = retryingPhases(description);
+  const notification = await run.notification(description).catch(() => null);
   if (values.json)
     return {
       workflow_id: id,
       status,
       ...(failed ? { failure: failed } : {}),
+      ...(notification ? { notification } : {}),
       ...(retrying.length > 0 ? { retrying } : {}),
       ...(children.length > 0 ? { children } : {}),
       ...(buildOf(description) ? { build: buildOf(description) } : {}),
@@ -226,6 +249,7 @@ export async function showCommand(client: PatchloopClient, args: string[], print
     print(
       `retrying: ${phase.activity}, attempt ${phase.attempt}; last error: ${phase.last_failure.type}: ${phase.last_failure.message}`,
     );
+  if (notification) print(`notify: ${notificationLine(notification)}`);
   for (const pending of status?.pending_approvals ?? [])
     print(
       `waiting for approval: ${pending.tool_name} ${JSON.stringify(pending.arguments)} (call ${pending.tool_call_id})`,
@@ -237,6 +261,21 @@ export async function showCommand(client: PatchloopClient, args: string[], print
   print(`history: ${description.historyLength} events, ${description.historySize ?? 0} bytes`);
   for (const line of transcriptLines(transcript ?? [])) print(line);
   return undefined;
+}
+
+/** Where the run's end notification stands, in one line. */
+function notificationLine(notification: NotificationState): string {
+  const error = (last: { type: string; message: string }) => `${last.type}: ${last.message}`;
+  switch (notification.state) {
+    case 'delivered':
+      return `delivered at ${notification.delivered_at} after ${notification.attempts} attempt(s) (HTTP ${notification.http_status})`;
+    case 'retrying':
+      return `retrying, attempt ${notification.attempt}; last error: ${error(notification.last_error)}`;
+    case 'delivering':
+      return `delivering, attempt ${notification.attempt}`;
+    case 'gave_up':
+      return `gave up${notification.attempts !== null ? ` after ${notification.attempts} attempt(s)` : ''}: ${error(notification.last_error)}`;
+  }
 }
 
 /** Worker Versioning: the deployment version the run is on, and how (`pinned`, `auto_upgrade`); none unversioned. */
