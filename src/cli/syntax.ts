@@ -124,7 +124,7 @@ export const LIST_SYNTAX = {
 
 export const SCHEDULE_SYNTAX = {
   usage:
-    'patchloop schedule create <name> (--agent A | --session ID) --input TEXT (--cron EXPR | --every DURATION | --at TIME) [--timezone TZ] [--overlap skip|buffer_one|allow_all|cancel_other] [--catchup-window D] [--jitter D] [--budget-tokens N] [--budget-calls N] | list | describe <name> | pause <name> [--reason TEXT] | unpause <name> | trigger <name> | delete <name> | apply --agents FILE [--prune]',
+    'patchloop schedule create <name> (--agent A | --session ID) --input TEXT (--cron EXPR | --every DURATION | --at TIME) [--timezone TZ] [--overlap skip|buffer_one|allow_all|cancel_other] [--catchup-window D] [--jitter D] [--budget-tokens N] [--budget-calls N] [--notify-url URL --notify-secret-env VAR] | list | describe <name> | pause <name> [--reason TEXT] | unpause <name> | trigger <name> | delete <name> | apply --agents FILE [--prune]',
   summary:
     "Schedules on Temporal Schedules (docs/schedules.md). Each fire starts a run of the agent with the input, or (--session) sends the input to that chat session and waits for its reply. --every 30s|5m|2h|1d; --cron '0 9 * * 1-5' (in --timezone, UTC by default); --at 2026-12-24T18:00:00Z fires once. --overlap: what a fire does while the last one still runs (default skip: it is skipped and counted). --budget-tokens and --budget-calls bound what all its runs spend together: once spent, the schedule pauses itself and says why. describe: next fires, fires taken and skipped, recent fires and how they ended. apply: the schedules an agents file declares (created, updated, unchanged; --prune deletes those the file made and no longer has). An unknown name: NotFound, exit 1.",
   options: {
@@ -140,6 +140,8 @@ export const SCHEDULE_SYNTAX = {
     session: { type: 'string' },
     'budget-tokens': { type: 'string' },
     'budget-calls': { type: 'string' },
+    'notify-url': { type: 'string' },
+    'notify-secret-env': { type: 'string' },
     reason: { type: 'string' },
     agents: { type: 'string' },
     prune: { type: 'boolean' },

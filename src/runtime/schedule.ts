@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { sharedSchema } from '../context/shared-schema';
 import type { BudgetOverride, BudgetSettings } from './budget';
 import type { AgentRunResult, RunSpending } from './run-input';
+import { NotifySettings } from './notify';
 
 /** A duration as Temporal's schedules take it: a whole number and a unit (`30s`, `5m`, `2h`, `1d`, `500ms`). */
 const DURATION = /^(\d+)(ms|s|m|h|d)$/;
@@ -82,6 +83,9 @@ export const ScheduleDefinition = sharedSchema('runtime/schedule#ScheduleDefinit
         .describe('A chatSession id: each fire sends `input` to it as a user message and waits for the reply.'),
       budget: ScheduleBudget.optional().describe(
         'What all the runs of the schedule may spend together; once spent, the schedule pauses itself and says why.',
+      ),
+      notify: NotifySettings.optional().describe(
+        "A call when each fire's run ends (docs/notifications.md): its agent's notify otherwise.",
       ),
     })
     .superRefine((schedule, context) => {

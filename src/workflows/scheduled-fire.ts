@@ -66,6 +66,7 @@ async function runAgent(
     agent: definition.agent!,
     input: definition.input,
     ...(standing.run_budget ? { budget: standing.run_budget } : {}),
+    ...(definition.notify ? { notify: definition.notify } : {}),
   };
   const child = await startChild('agentRun', {
     workflowId: runId,

@@ -257,6 +257,45 @@ describe('a call when a run ends (notify)', () => {
     ]);
   });
 
+  it("a schedule's notify: the run each fire starts calls the receiver when it ends", async ({ startWorld }) => {
+    const receiver = await nodeReceiver();
+    const world = await startWorld({ fake: { script: [reply('Nightly report done.', { usage })] } });
+    const env = cliEnvironment(world);
+    const name = `nightly-${randomUUID().slice(0, 8)}`;
+    const created = await runCli(
+      [
+        'schedule',
+        'create',
+        name,
+        '--agent',
+        'assistant',
+        '--input',
+        'Write the nightly report',
+        '--every',
+        '1d',
+        '--notify-url',
+        `${receiver.url}/hooks/nightly`,
+        '--notify-secret-env',
+        KEY_VARIABLE,
+      ],
+      env,
+    );
+    expect(created.code, created.stderr).toBe(0);
+    onTestFinished(async () => void (await runCli(['schedule', 'delete', name], env)));
+    const triggered = await runCli(['schedule', 'trigger', name], env);
+    expect(triggered.code, triggered.stderr).toBe(0);
+    const [delivery] = await eventually(() => (receiver.received.length > 0 ? receiver.received : undefined));
+    expect(delivery!.path).toBe('/hooks/nightly');
+    expect(delivery!.body).toMatchObject({
+      agent: 'assistant',
+      status: 'completed',
+      answer: 'Nightly report done.',
+      usage,
+    });
+    const signature = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(delivery!.headers['patchloop-signature']));
+    expect(signature?.[0]).toBe(signatureHeader(KEY, Number(signature![1]), JSON.stringify(delivery!.body)));
+  });
+
   it("a receiver that never accepts: show reports the attempts and the last error, the run's result is its own", async ({
     startWorld,
   }) => {

@@ -1,10 +1,9 @@
 import { configFromEnvironment, workflowUiUrl } from '../../config/environment';
+import { notifyOptions } from '../notify-options';
 import { randomUUID } from 'node:crypto';
 import type { Message } from '../../context';
 import {
   exhaustedSummary,
-  NotifySettings,
-  type NotifySettingsInput,
   type AgentRunResult,
   type BudgetOverride,
   type RunEvent,
@@ -41,7 +40,7 @@ export async function runCommand(client: PatchloopClient, args: string[], print:
   if (maxToolCalls !== undefined && !(Number.isInteger(maxToolCalls) && maxToolCalls >= 0))
     throw new UsageError(`--max-tool-calls must be a whole number >= 0\nusage: ${RUN_SYNTAX.usage}`);
   const budget = budgetOptions(values['max-calls'], values['max-tokens']);
-  const notify = notifyOptions(values['notify-url'], values['notify-secret-env']);
+  const notify = notifyOptions(values['notify-url'], values['notify-secret-env'], RUN_SYNTAX.usage);
   const run = await client.start(
     {
       agent,
@@ -85,22 +84,6 @@ function budgetOptions(calls: string | undefined, tokens: string | undefined): B
   if (maxCalls !== undefined) budget.max_llm_calls = maxCalls;
   if (maxTokens !== undefined) budget.max_total_tokens = maxTokens;
   return Object.keys(budget).length > 0 ? budget : undefined;
-}
-
-/** `--notify-url` and `--notify-secret-env`: both or neither, checked as the run's input checks them. */
-function notifyOptions(url: string | undefined, secretEnv: string | undefined): NotifySettingsInput | undefined {
-  if (url === undefined && secretEnv === undefined) return undefined;
-  if (url === undefined || secretEnv === undefined)
-    throw new UsageError(`--notify-url and --notify-secret-env go together\nusage: ${RUN_SYNTAX.usage}`);
-  const parsed = NotifySettings.safeParse({ url, secret_env: secretEnv });
-  if (!parsed.success) {
-    const problem =
-      parsed.error.issues[0]!.path[0] === 'url'
-        ? '--notify-url must be an http:// or https:// URL'
-        : '--notify-secret-env must be an environment variable name (letters, digits and _)';
-    throw new UsageError(`${problem}\nusage: ${RUN_SYNTAX.usage}`);
-  }
-  return { url, secret_env: secretEnv };
 }
 
 /** Follows a run that is already going (or finished): its events, then live tokens, then a summary. */

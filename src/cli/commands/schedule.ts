@@ -1,9 +1,10 @@
 import { ScheduleAlreadyRunning } from '@temporalio/client';
-import { printTable } from '../table';
 import { z } from 'zod';
 import type { PatchloopClient } from '../../client/patchloop-client';
 import { UnknownScheduleError, type RecentFire, type ScheduleDescription } from '../../client/schedules';
 import { CliErrorType } from '../../common/cli-error-types';
+import { notifyOptions } from '../notify-options';
+import { printTable } from '../table';
 import { ScheduleDefinition } from '../../runtime';
 import { parseCommand } from '../arguments';
 import { schedulesFromFile } from '../agents-file';
@@ -72,6 +73,7 @@ async function create(client: PatchloopClient, name: string, values: Values, pri
   };
   const tokens = number('budget-tokens');
   const calls = number('budget-calls');
+  const notify = notifyOptions(values['notify-url'], values['notify-secret-env'], SCHEDULE_SYNTAX.usage);
   const parsed = ScheduleDefinition.safeParse({
     name,
     agent: values.agent,
@@ -84,6 +86,7 @@ async function create(client: PatchloopClient, name: string, values: Values, pri
     catchup_window: values['catchup-window'],
     jitter: values.jitter,
     session: values.session,
+    ...(notify ? { notify } : {}),
     ...(tokens !== undefined || calls !== undefined
       ? { budget: { max_total_tokens: tokens, max_llm_calls: calls } }
       : {}),
