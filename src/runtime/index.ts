@@ -39,6 +39,7 @@ export {
   ToolCallRequest,
 } from './phases';
 export {
+  hostOf,
   notificationBody,
   notifierWorkflowId,
   NOTIFY_GIVE_UP_SECONDS,

@@ -162,3 +162,9 @@ function cutToBytes(text: string, most: number): string {
   if (end > 0 && /[\uD800-\uDBFF]/.test(text[end - 1]!)) end -= 1;
   return text.slice(0, end);
 }
+
+/** The host (and port) of a URL, without any user or password in it. */
+export function hostOf(url: string): string {
+  const authority = /^[a-z]+:\/\/([^/?#]*)/i.exec(url)?.[1] ?? url;
+  return authority.slice(authority.lastIndexOf('@') + 1);
+}

@@ -2,13 +2,13 @@ import { ApplicationFailure, proxyActivities, TimeoutFailure } from '@temporalio
 import type { Activities } from '../activities';
 import { carriedFailure, FailureType } from '../common';
 import {
+  hostOf,
   NOTIFY_GIVE_UP_SECONDS,
   NOTIFY_MAX_RETRY_INTERVAL_SECONDS,
   NotifierInput,
   type NotifyDelivered,
 } from '../runtime';
 import { parseWorkflowInput } from './run/input';
-import { hostOf } from './run/run-end-notify';
 
 /** One attempt's activity bound, above the delivery's own HTTP timeout (10 s). */
 const ATTEMPT_SECONDS = 30;

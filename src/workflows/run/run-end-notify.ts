@@ -1,6 +1,7 @@
 import { log, ParentClosePolicy, patched, startChild, workflowInfo } from '@temporalio/workflow';
 import {
   notificationBody,
+  hostOf,
   notifierWorkflowId,
   type AgentRunInput,
   type AgentSpec,
@@ -85,10 +86,4 @@ async function startRunEndNotifier(notify: NotifySettings | undefined, outcome: 
       error: error instanceof Error ? error.message : String(error),
     });
   }
-}
-
-/** The host (and port) of a URL, without any user or password in it. */
-export function hostOf(url: string): string {
-  const authority = /^[a-z]+:\/\/([^/?#]*)/i.exec(url)?.[1] ?? url;
-  return authority.slice(authority.lastIndexOf('@') + 1);
 }
