@@ -101,6 +101,7 @@ const layers = {
   activities: ['agents', 'tools', 'functions', 'streaming', 'common', 'runtime', 'context'],
   client: ['functions', 'streaming', 'storage', 'config', 'common', 'runtime', 'context'],
   console: ['client', 'config', 'runtime', 'context'],
+  gateway: ['client', 'config', 'common', 'runtime', 'context'],
   worker: [
     'activities',
     'agents',
@@ -115,6 +116,7 @@ const layers = {
   ],
   cli: [
     'console',
+    'gateway',
     'client',
     'worker',
     'fake-model',

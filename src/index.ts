@@ -32,6 +32,16 @@ export {
 } from './worker/create-worker';
 export { configFromEnvironment, type PatchloopConfig } from './config/environment';
 
+// Serving agents to other services: the gateway (docs/gateway.md).
+export {
+  createPatchloopGateway,
+  listen as listenGateway,
+  type GatewayContext,
+  type GatewayOptions,
+} from './gateway/gateway';
+export { createKey, revokeKeys } from './gateway/keys';
+export type { Principal } from './gateway/principal';
+
 // Defining agents, tools and typed functions.
 export {
   defineTool,

@@ -63,6 +63,8 @@ const commands: Record<string, Entry> = {
   schedule: clientCommand(syntax.SCHEDULE_SYNTAX, async () => (await import('./commands/schedule.js')).scheduleCommand),
   budget: clientCommand(syntax.BUDGET_SYNTAX, async () => (await import('./commands/budget.js')).budgetCommand),
   event: clientCommand(syntax.EVENT_SYNTAX, async () => (await import('./commands/event.js')).eventCommand),
+  serve: clientCommand(syntax.SERVE_SYNTAX, async () => (await import('./commands/serve.js')).serveCommand),
+  keys: plainCommand(syntax.KEYS_SYNTAX, async () => (await import('./commands/keys.js')).keysCommand),
   console: clientCommand(syntax.CONSOLE_SYNTAX, async () => (await import('./commands/console.js')).consoleCommand),
   'codec-server': plainCommand(
     syntax.CODEC_SERVER_SYNTAX,

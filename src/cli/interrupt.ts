@@ -27,3 +27,11 @@ export function detachOnInterrupt(run: RunHandle): () => void {
   process.once('SIGINT', onInterrupt);
   return () => void process.off('SIGINT', onInterrupt);
 }
+
+/** Resolves at the first Ctrl-C (SIGINT) or SIGTERM: a server command's life. */
+export function untilInterrupted(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+}

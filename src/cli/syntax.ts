@@ -110,10 +110,11 @@ export const CODEC_SERVER_SYNTAX = {
 } as const;
 
 export const LIST_SYNTAX = {
-  usage: 'patchloop list [--agent A] [--status S] [--schedule NAME] [--limit N] [--json]',
-  summary: `Recent runs and sessions, newest first, over patchloop's search attributes. --status is one of ${LIST_STATUSES.join(', ')}. --schedule: the runs the schedule's fires started (PatchloopSchedule).`,
+  usage: 'patchloop list [--agent A] [--status S] [--schedule NAME] [--principal NAME] [--limit N] [--json]',
+  summary: `Recent runs and sessions, newest first, over patchloop's search attributes. --status is one of ${LIST_STATUSES.join(', ')}. --schedule: the runs the schedule's fires started (PatchloopSchedule). --principal: the runs the gateway started for that principal (PatchloopPrincipal, docs/gateway.md).`,
   options: {
     agent: { type: 'string' },
+    principal: { type: 'string' },
     schedule: { type: 'string' },
     status: { type: 'string' },
     limit: { type: 'string' },
@@ -155,6 +156,30 @@ export const CONSOLE_SYNTAX = {
   summary:
     'The web console until Ctrl-C: runs with filters, each run as a conversation with live tokens, its timeline, context and budget, approvals, abort, messages and child runs. It listens on 127.0.0.1; another --host needs PATCHLOOP_CONSOLE_TOKEN, and so does every action (without it, the console makes one up and prints a sign-in link).',
   options: { port: { type: 'string' }, host: { type: 'string' } },
+  positionals: [],
+} as const;
+
+export const KEYS_SYNTAX = {
+  usage: 'patchloop keys create <name> [--admin] | list | revoke <id|name> [--keys-file FILE]',
+  summary:
+    "API keys for the gateway (patchloop serve, docs/gateway.md), in the file --keys-file or PATCHLOOP_KEYS_FILE names. create prints a new key for the principal <name> once (the file keeps its hash only); --admin lets it see and act on every principal's runs. list shows each key's id, principal, scope and dates, never a key. revoke ends the keys with that id, or every key of that principal, from the gateway's next request.",
+  options: { admin: { type: 'boolean' }, 'keys-file': { type: 'string' }, json: { type: 'boolean' } },
+  positionals: ['action', '[name]'],
+} as const;
+
+export const SERVE_SYNTAX = {
+  usage:
+    'patchloop serve [--port 8400] [--host 127.0.0.1] [--keys-file FILE] [--agents FILE.json] [--runs-per-minute N] [--concurrent-runs N]',
+  summary:
+    "The gateway until Ctrl-C (docs/gateway.md): other services start and follow runs over HTTP with an API key (patchloop keys create), each seeing only its own runs. It keeps no state of its own: restarting it loses nothing. --keys-file (or PATCHLOOP_KEYS_FILE) is needed; --agents names the agents callers may ask for (the worker's file; the example agents without it). Per principal, at most --runs-per-minute starts (default 60) and --concurrent-runs runs going on (default 20); over either, 429 with Retry-After.",
+  options: {
+    port: { type: 'string' },
+    host: { type: 'string' },
+    'keys-file': { type: 'string' },
+    agents: { type: 'string' },
+    'runs-per-minute': { type: 'string' },
+    'concurrent-runs': { type: 'string' },
+  },
   positionals: [],
 } as const;
 

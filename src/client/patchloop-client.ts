@@ -97,13 +97,11 @@ export class PatchloopClient {
   }
 
   /** Starts workflow `agentRun`; the id defaults to `run-<uuid>`. */
-  async start(input: AgentRunInputWire, options: { workflowId?: string } = {}): Promise<RunHandle> {
+  async start(input: AgentRunInputWire, options: StartOptions = {}): Promise<RunHandle> {
     // The UI's summary line: the agent and the start of the question (never more than 200 characters of it).
     const summary = `${input.agent}: ${oneLine(input.input, 200)}`;
-    return new RunHandle(
-      await this.startWorkflow('agentRun', options.workflowId ?? `run-${randomUUID()}`, input, summary),
-      this.chunks,
-    );
+    const workflowId = options.workflowId ?? `run-${randomUUID()}`;
+    return new RunHandle(await this.startWorkflow('agentRun', workflowId, input, summary, options), this.chunks);
   }
 
   run(workflowId: string): RunHandle {
@@ -111,29 +109,33 @@ export class PatchloopClient {
   }
 
   /** Starts workflow `chatSession`; the id defaults to `session-<uuid>`. */
-  async startSession(input: ChatSessionInputWire, options: { sessionId?: string } = {}): Promise<SessionHandle> {
-    return new SessionHandle(
-      await this.startWorkflow(
-        'chatSession',
-        options.sessionId ?? `session-${randomUUID()}`,
-        input,
-        `${input.agent}: chat session`,
-      ),
-      this.chunks,
-    );
+  async startSession(
+    input: ChatSessionInputWire,
+    options: Omit<StartOptions, 'workflowId'> & { sessionId?: string } = {},
+  ): Promise<SessionHandle> {
+    const sessionId = options.sessionId ?? `session-${randomUUID()}`;
+    const summary = `${input.agent}: chat session`;
+    return new SessionHandle(await this.startWorkflow('chatSession', sessionId, input, summary, options), this.chunks);
   }
 
+  /**
+   * Starts a run or session; on behalf of a principal (the gateway's callers), the input names it and
+   * the execution carries it in `PatchloopPrincipal` from its start, so listings find it at once.
+   */
   private async startWorkflow(
     type: string,
     workflowId: string,
-    input: unknown,
+    input: AgentRunInputWire | ChatSessionInputWire | Record<string, unknown>,
     staticSummary: string,
+    options: Pick<StartOptions, 'principal'> = {},
   ): Promise<WorkflowHandle> {
+    const principal = options.principal;
     return (await this.temporal.workflow.start(type, {
       taskQueue: this.taskQueue,
       workflowId,
-      args: [input],
+      args: [principal === undefined ? input : { ...input, principal }],
       staticSummary,
+      ...(principal === undefined ? {} : { typedSearchAttributes: [{ key: keys.principal, value: principal }] }),
     })) as WorkflowHandle;
   }
 
@@ -187,6 +189,7 @@ export class PatchloopClient {
           : []),
       ...(filter.parent ? [`ParentWorkflowId = ${quoted(filter.parent)}`] : []),
       ...(filter.schedule ? [`${keys.schedule.name} = ${quoted(this.schedules.idOf(filter.schedule))}`] : []),
+      ...(filter.principal ? [`${keys.principal.name} = ${quoted(filter.principal)}`] : []),
       // A run that continued as new, was terminated or timed out keeps its last reported state: only
       // running executions are running.
       ...(['running', 'awaiting_approval', 'awaiting_budget', 'waiting'].includes(filter.status ?? '')
@@ -222,6 +225,13 @@ function oneLine(text: string, most: number): string {
   return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
 }
 
+/** How a run or session starts: its id, and the principal it is started for (the gateway's callers). */
+export interface StartOptions {
+  workflowId?: string;
+  /** Recorded in the input and in `PatchloopPrincipal` (docs/gateway.md). */
+  principal?: string;
+}
+
 /** What `listRuns` looks for (every field optional). */
 export interface RunFilter {
   agent?: string;
@@ -231,6 +241,8 @@ export interface RunFilter {
   parent?: string;
   /** Runs a fire of this schedule (its name, on the client's task queue) started. */
   schedule?: string;
+  /** Runs the gateway started for this principal (`PatchloopPrincipal`). */
+  principal?: string;
   /** Part of the workflow id or the agent's name. */
   text?: string;
   /** At most this many runs (default 20). */
@@ -252,6 +264,8 @@ export interface RunSummary {
   /** When it closed (completed, failed, continued as new, ...); null while it runs. */
   closed: string | null;
   parent_workflow_id: string | null;
+  /** The principal that started it through the gateway; null for runs started otherwise. */
+  principal: string | null;
   /** Worker Versioning: `deployment/build` of the run's version. */
   build?: string;
 }
@@ -276,6 +290,7 @@ export function runSummaryOf(execution: Omit<WorkflowExecutionInfo, 'raw'>): Run
     started: execution.startTime.toISOString(),
     closed: execution.closeTime?.toISOString() ?? null,
     parent_workflow_id: execution.parentExecution?.workflowId ?? null,
+    principal: attributes.get(keys.principal) ?? null,
     ...(buildOf(execution.searchAttributes) ? { build: buildOf(execution.searchAttributes)! } : {}),
   };
 }

@@ -14,6 +14,8 @@ export const PATCHLOOP_SEARCH_ATTRIBUTES = {
   totalTokens: defineSearchAttributeKey('PatchloopTotalTokens', SearchAttributeType.INT),
   /** The Temporal schedule id (`<task queue>:<name>`) of the schedule whose fire started the run. */
   schedule: defineSearchAttributeKey('PatchloopSchedule', SearchAttributeType.KEYWORD),
+  /** The principal (API key holder) that started the run through the gateway (docs/gateway.md). */
+  principal: defineSearchAttributeKey('PatchloopPrincipal', SearchAttributeType.KEYWORD),
 } as const;
 
 /**

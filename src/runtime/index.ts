@@ -206,6 +206,7 @@ export {
   type WaitTimes,
 } from './waits';
 export { EventDelivery, HeldEvent, MAX_INBOX_EVENTS, WaitSettings } from './wait-settings';
+export { PRINCIPAL_NAME, PrincipalName } from './principal';
 export {
   extraHandoffMessage,
   handedOffSpec,

@@ -6,6 +6,7 @@ import { ContextOverride } from './context-settings';
 import { BudgetOverride, BudgetReport } from './budget';
 import { sharedSchema } from '../context/shared-schema';
 import { NotifySettings } from './notify';
+import { PrincipalName } from './principal';
 
 /** Where a fork child comes from (spec 6.6): its ids and the parent's context it starts from. */
 const ForkOrigin = sharedSchema('runtime/run-input#ForkOrigin', () =>
@@ -64,6 +65,9 @@ export const AgentRunInput = sharedSchema('runtime/run-input#AgentRunInput', () 
     ),
     notify: NotifySettings.optional().describe(
       "A call when the run ends (docs/notifications.md); wins over the agent's notify.",
+    ),
+    principal: PrincipalName.optional().describe(
+      'Who started the run through the gateway (docs/gateway.md); set by the gateway, not by its callers.',
     ),
     fork: ForkOrigin.optional().describe('Set by a parent run for a selfref_fork child; not for callers.'),
     caller: CallerOrigin.optional().describe('Set by a parent run for a sub-agent child; not for callers.'),

@@ -4,6 +4,7 @@ import { CarriedRun, ContinueAsNewPolicy } from './carried-state';
 import { TokenUsage } from './usage';
 import { ContextOverride } from './context-settings';
 import { BudgetOverride } from './budget';
+import { PrincipalName } from './principal';
 import { sharedSchema } from '../context/shared-schema';
 import type { LoggedRunEvent } from './events';
 
@@ -36,6 +37,9 @@ export const ChatSessionInput = sharedSchema('runtime/session#ChatSessionInput',
     context: ContextOverride.optional().describe("Overrides the agent's context settings for this session."),
     budget: BudgetOverride.optional().describe(
       "Overrides the agent's budget for this session (all its turns together).",
+    ),
+    principal: PrincipalName.optional().describe(
+      'Who started the session through the gateway (docs/gateway.md); set by the gateway, not by its callers.',
     ),
     state: SessionState.optional().describe('Carried by continue-as-new; not for callers.'),
   }),

@@ -1,3 +1,4 @@
+import type { Connection } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { PATCHLOOP_SEARCH_ATTRIBUTES } from '../common';
@@ -10,7 +11,7 @@ const { IndexedValueType } = temporal.api.enums.v1;
  * tasks forever, so without them runs simply go without (and the log says how to add them).
  */
 export async function ensureSearchAttributes(
-  connection: NativeConnection,
+  connection: Pick<NativeConnection, 'operatorService'> | Pick<Connection, 'operatorService'>,
   namespace: string,
   log: { info(message: string): void; warn(message: string): void },
 ): Promise<{ available: boolean; registered: string[] }> {

@@ -5,6 +5,7 @@ import { isLoopbackHost } from '../../console/access';
 import { startConsole } from '../../console/server';
 import { parseCommand } from '../arguments';
 import { UsageError } from '../errors';
+import { untilInterrupted } from '../interrupt';
 import { CONSOLE_SYNTAX, LIST_STATUSES } from '../syntax';
 
 type Print = (line: string) => void;
@@ -39,10 +40,7 @@ export async function consoleCommand(client: PatchloopClient, args: string[], pr
   // The made-up token is this process's only: the person who started it signs in with the link.
   if (given === undefined) print(`to approve, reject, abort or send, sign in once: ${server.url}/login?token=${token}`);
   else print('actions need PATCHLOOP_CONSOLE_TOKEN: sign in at /login');
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
+  await untilInterrupted();
   await server.close();
   return undefined;
 }

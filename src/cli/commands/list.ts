@@ -2,6 +2,7 @@ import type { PatchloopClient } from '../../client/patchloop-client';
 import { parseCommand } from '../arguments';
 import { printTable } from '../table';
 import { UsageError } from '../errors';
+import { PRINCIPAL_NAME } from '../../runtime';
 import { LIST_STATUSES, LIST_SYNTAX } from '../syntax';
 
 export async function listCommand(
@@ -19,7 +20,10 @@ export async function listCommand(
     throw new UsageError(`--agent takes an agent name (letters, digits, _ . -)\nusage: ${LIST_SYNTAX.usage}`);
   if (values.schedule !== undefined && !/^[\w.-]+$/.test(values.schedule))
     throw new UsageError(`--schedule takes a schedule name (letters, digits, _ . -)\nusage: ${LIST_SYNTAX.usage}`);
+  if (values.principal !== undefined && !PRINCIPAL_NAME.test(values.principal))
+    throw new UsageError(`--principal takes a principal's name (docs/gateway.md)\nusage: ${LIST_SYNTAX.usage}`);
   const listed = await client.listRuns({
+    ...(values.principal ? { principal: values.principal } : {}),
     limit,
     ...(values.agent ? { agent: values.agent } : {}),
     ...(values.schedule ? { schedule: values.schedule } : {}),
