@@ -1,0 +1,201 @@
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { describe, expect } from 'vitest';
+import { reply, withUsage } from '../../src/fake-model/steps';
+import { PrincipalRuns } from '../../src/gateway/principal-runs';
+import { RateLimited } from '../../src/gateway/rate-limits';
+import { freePort } from '../../src/worker/free-port';
+import { repositoryRoot } from '../../support/repository';
+import { runCli, startCliProcess } from '../support/cli';
+import { it } from '../support/fixtures';
+import { clientOn, listedWorkflows, type TestWorld } from '../support/temporal';
+import { eventually } from '../support/wait';
+
+/** The CLI against the test's server and task queue, with the keys file. */
+function cli(world: TestWorld, keysFile: string, args: string[]) {
+  return runCli(args, {
+    TEMPORAL_ADDRESS: world.config.temporalAddress,
+    PATCHLOOP_TASK_QUEUE: world.config.taskQueue,
+    PATCHLOOP_KEYS_FILE: keysFile,
+  });
+}
+
+async function get(url: string, key?: string) {
+  const response = await fetch(url, key ? { headers: { authorization: `Bearer ${key}` } } : {});
+  return {
+    status: response.status,
+    body: (await response.json()) as Record<string, unknown>,
+    headers: response.headers,
+  };
+}
+
+describe('the gateway: keys, principals, runs scoped to their principal', () => {
+  it('patchloop keys and patchloop serve: each principal sees its own runs only, another run is not found, an admin sees all; a revoked key stops at its next request', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({ fake: { responder: () => reply('Done.', withUsage(20, 5)) } });
+    const keysFile = join(mkdtempSync(join(tmpdir(), 'patchloop-gateway-')), 'keys.json');
+    const created: Record<string, string> = {};
+    for (const [name, admin] of [
+      ['alice', false],
+      ['bob', false],
+      ['ops', true],
+    ] as const) {
+      const made = await cli(world, keysFile, ['keys', 'create', name, ...(admin ? ['--admin'] : [])]);
+      expect(made.code, made.stderr).toBe(0);
+      created[name] = made.stdout.trim();
+      expect(made.stderr).toMatch(
+        new RegExp(
+          `^key [a-f0-9]{12} for ${name}${admin ? ' \\(admin\\)' : ''}: shown this once, .+ keeps its hash only\\n$`,
+        ),
+      );
+    }
+    const file = readFileSync(keysFile, 'utf8');
+    for (const key of Object.values(created)) expect(file).not.toContain(key);
+    expect(statSync(keysFile).mode & 0o777).toBe(0o600);
+    const listed = await cli(world, keysFile, ['keys', 'list']);
+    expect(listed.stdout.split('\n')[0]).toMatch(/^ID +PRINCIPAL +SCOPE +CREATED +REVOKED$/);
+    expect(listed.stdout).toMatch(/ ops +admin /);
+
+    const port = await freePort();
+    const serve = await startCliProcess(
+      ['serve', '--port', String(port)],
+      {
+        TEMPORAL_ADDRESS: world.config.temporalAddress,
+        PATCHLOOP_TASK_QUEUE: world.config.taskQueue,
+        PATCHLOOP_KEYS_FILE: keysFile,
+      },
+      { text: 'patchloop gateway at', what: 'the gateway to listen', timeoutMs: 60_000 },
+    );
+    try {
+      const base = `http://127.0.0.1:${port}`;
+      expect(serve.output()).toContain(`patchloop gateway at ${base} (agents: assistant, careful-assistant)`);
+      // The runs the protocols start, through the same scoped runs.
+      const runs = new PrincipalRuns(world.client);
+      const alices = await runs.start({ name: 'alice', admin: false }, { agent: 'assistant', input: 'Hi from alice' });
+      const bobs = await runs.start({ name: 'bob', admin: false }, { agent: 'assistant', input: 'Hi from bob' });
+      await Promise.all([alices.result(), bobs.result()]);
+
+      expect(await get(`${base}/healthz`)).toMatchObject({ status: 200, body: { ok: true } });
+      expect((await get(`${base}/v1/principal`, created['alice'])).body).toEqual({ name: 'alice', admin: false });
+      const own = await get(`${base}/v1/runs/${alices.workflowId}`, created['alice']);
+      expect(own).toMatchObject({
+        status: 200,
+        body: { workflow_id: alices.workflowId, principal: 'alice', status: 'completed' },
+      });
+      // Another principal's run answers exactly as a run that does not exist.
+      const others = await get(`${base}/v1/runs/${alices.workflowId}`, created['bob']);
+      const missing = await get(`${base}/v1/runs/run-nobody-started`, created['bob']);
+      expect([others.status, others.body]).toEqual([
+        404,
+        { error: { type: 'NotFound', message: `no run ${alices.workflowId}` } },
+      ]);
+      expect([missing.status, missing.body]).toEqual([
+        404,
+        { error: { type: 'NotFound', message: 'no run run-nobody-started' } },
+      ]);
+      expect((await get(`${base}/v1/runs/${alices.workflowId}`, created['ops'])).status).toBe(200);
+      const ids = async (key: string) =>
+        ((await get(`${base}/v1/runs?limit=100`, key)).body['runs'] as Array<{ workflow_id: string }>).map(
+          (run) => run.workflow_id,
+        );
+      await eventually(async () => ((await ids(created['ops']!)).includes(bobs.workflowId) ? true : undefined));
+      expect(await ids(created['alice']!)).toEqual([alices.workflowId]);
+      expect(await ids(created['bob']!)).toEqual([bobs.workflowId]);
+      expect(await ids(created['ops']!)).toEqual(expect.arrayContaining([alices.workflowId, bobs.workflowId]));
+
+      // Recorded from the start: the input names the principal, PatchloopPrincipal holds it.
+      const history = await alices.workflow.fetchHistory();
+      const input = history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
+      expect(defaultPayloadConverter.fromPayload(input)).toMatchObject({ input: 'Hi from alice', principal: 'alice' });
+      expect((await listedWorkflows(`PatchloopPrincipal = 'alice'`)).map((run) => run.execution.workflowId)).toEqual([
+        alices.workflowId,
+      ]);
+      const byPrincipal = await cli(world, keysFile, ['list', '--principal', 'bob', '--json']);
+      expect(
+        (JSON.parse(byPrincipal.stdout) as Array<{ workflow_id: string; principal: string }>).map((run) => [
+          run.workflow_id,
+          run.principal,
+        ]),
+      ).toEqual([[bobs.workflowId, 'bob']]);
+
+      // No key, a wrong key, a revoked key: 401 with WWW-Authenticate, nothing else said.
+      const none = await get(`${base}/v1/runs`);
+      expect([none.status, none.body, none.headers.get('www-authenticate')]).toEqual([
+        401,
+        { error: { type: 'Unauthorized', message: 'an API key is needed: Authorization: Bearer KEY' } },
+        'Bearer realm="patchloop"',
+      ]);
+      const wrong = await get(`${base}/v1/runs`, `${created['bob']!.slice(0, -2)}xx`);
+      expect([wrong.status, wrong.body]).toEqual([
+        401,
+        { error: { type: 'Unauthorized', message: 'the API key is not valid' } },
+      ]);
+      const revoked = await cli(world, keysFile, ['keys', 'revoke', 'bob']);
+      expect([revoked.code, revoked.stdout]).toEqual([0, 'revoked 1 key of bob\n']);
+      expect((await get(`${base}/v1/runs`, created['bob'])).status).toBe(401);
+      expect((await get(`${base}/v1/runs`, created['alice'])).status).toBe(200);
+    } finally {
+      await serve.stop();
+    }
+    expect(await serve.exited).toBe(0);
+  });
+
+  it('refuses usage errors: no keys file, a bad principal name, a bad limit', async ({ startWorld }) => {
+    const world = await startWorld();
+    const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_KEYS_FILE: '' };
+    const noFile = await runCli(['keys', 'list'], env);
+    expect([noFile.code, noFile.stderr.split('\n')[0]]).toEqual([
+      2,
+      'error: name the keys file: --keys-file FILE or PATCHLOOP_KEYS_FILE',
+    ]);
+    const file = join(mkdtempSync(join(tmpdir(), 'patchloop-gateway-')), 'keys.json');
+    const badName = await runCli(['keys', 'create', "o'brien", '--keys-file', file], env);
+    expect(badName.code).toBe(2);
+    const badLimit = await runCli(['serve', '--keys-file', file, '--runs-per-minute', '0'], env);
+    expect([badLimit.code, badLimit.stderr.split('\n')[0]]).toEqual([
+      2,
+      'error: --runs-per-minute must be a whole number >= 1',
+    ]);
+    expect(repositoryRoot).toBeTruthy();
+  });
+
+  it('limits a principal: starts per minute, and runs going on (counted by Temporal, across gateways)', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld();
+    // A task queue no worker polls: its runs stay running.
+    const idle = await clientOn(`${world.config.taskQueue}-idle`);
+    try {
+      const carol = { name: 'carol', admin: false };
+      const perMinute = new PrincipalRuns(idle, { runsPerMinute: 2, concurrentRuns: 100 });
+      const started = [
+        await perMinute.start(carol, { agent: 'assistant', input: 'one' }),
+        await perMinute.start(carol, { agent: 'assistant', input: 'two' }),
+      ];
+      const third = await perMinute
+        .start(carol, { agent: 'assistant', input: 'three' })
+        .catch((error: unknown) => error);
+      expect(third).toBeInstanceOf(RateLimited);
+      expect((third as RateLimited).retryAfterSeconds).toBeGreaterThan(0);
+      expect((third as RateLimited).retryAfterSeconds).toBeLessThanOrEqual(60);
+      // Another gateway (a fresh count of starts) still sees carol's two runs going on.
+      const concurrent = new PrincipalRuns(idle, { runsPerMinute: 100, concurrentRuns: 2 });
+      const refused = await eventually(async () => {
+        const attempt = await concurrent
+          .start(carol, { agent: 'assistant', input: 'four' })
+          .catch((error: unknown) => error);
+        if (attempt instanceof RateLimited) return attempt;
+        started.push(attempt as (typeof started)[number]);
+        return undefined;
+      });
+      expect(refused.message).toMatch(/^carol has [2-9] runs going on \(the limit is 2\)$/);
+      expect(refused.retryAfterSeconds).toBe(5);
+      await Promise.all(started.map((run) => run.workflow.terminate('test over')));
+    } finally {
+      await idle.close();
+    }
+  });
+});
