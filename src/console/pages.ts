@@ -78,6 +78,8 @@ const badge = (state: string) =>
 
 export interface ListFilters {
   agent: string;
+  /** Runs the gateway started for this principal (docs/gateway.md). */
+  principal: string;
   state: string;
   q: string;
 }
@@ -100,6 +102,7 @@ export function runListPage(
     `<h1>Runs</h1>
 <form class="filters" method="get" action="/" role="search">
   <label>Agent <input name="agent" value="${escape(filters.agent)}" placeholder="any agent"></label>
+  <label>Principal <input name="principal" value="${escape(filters.principal)}" placeholder="any principal"></label>
   <label>State <select name="state">${options}</select></label>
   <label>Text <input name="q" value="${escape(filters.q)}" placeholder="workflow id or agent"></label>
   <button type="submit">Filter</button>
@@ -120,7 +123,7 @@ export function runRows(runs: RunSummary[], context: PageContext, now: number): 
       const ui = context.temporalLink(run.workflow_id);
       return `<tr data-workflow-id="${escape(run.workflow_id)}">
 <td><a href="${runPath(run.workflow_id)}">${escape(run.workflow_id)}</a>${run.parent_workflow_id ? `<div class="sub">child of <a href="${runPath(run.parent_workflow_id)}">${escape(run.parent_workflow_id)}</a></div>` : ''}</td>
-<td>${escape(run.agent ?? '-')}</td>
+<td>${escape(run.agent ?? '-')}${run.principal ? `<div class="sub">by ${escape(run.principal)}</div>` : ''}</td>
 <td>${badge(run.status)}</td>
 <td class="num">${escape(run.iterations ?? '-')}</td>
 <td class="num">${escape(run.tool_calls ?? '-')}</td>

@@ -12,7 +12,7 @@ import {
   type RunHandle,
 } from '../client/patchloop-client';
 import { askingWorker, workerCommandFor, workerWaitOf, WORKER_WAIT_NOTICE_MS } from '../client/worker-wait';
-import { BudgetExtension, type RunEvent, type TokenPrices } from '../runtime';
+import { BudgetExtension, PRINCIPAL_NAME, type RunEvent, type TokenPrices } from '../runtime';
 import {
   AccessRefused,
   checkAction,
@@ -201,15 +201,21 @@ async function handle(
   if (path === '/' || path === '/fragments/runs') {
     const filters: ListFilters = {
       agent: url.searchParams.get('agent')?.trim() ?? '',
+      principal: url.searchParams.get('principal')?.trim() ?? '',
       state: url.searchParams.get('state')?.trim() ?? '',
       q: url.searchParams.get('q')?.trim() ?? '',
     };
-    const runs = await options.client.listRuns({
-      limit: 200,
-      ...(filters.agent ? { agent: filters.agent } : {}),
-      ...(filters.state && options.states.includes(filters.state) ? { status: filters.state } : {}),
-      ...(filters.q ? { text: filters.q } : {}),
-    });
+    // A name no principal can have finds no run (and never reaches the query).
+    const runs =
+      filters.principal && !PRINCIPAL_NAME.test(filters.principal)
+        ? []
+        : await options.client.listRuns({
+            limit: 200,
+            ...(filters.agent ? { agent: filters.agent } : {}),
+            ...(filters.principal ? { principal: filters.principal } : {}),
+            ...(filters.state && options.states.includes(filters.state) ? { status: filters.state } : {}),
+            ...(filters.q ? { text: filters.q } : {}),
+          });
     return path === '/'
       ? html(response, 200, runListPage(runs, filters, options.states, context, Date.now()))
       : html(response, 200, runRows(runs, context, Date.now()));

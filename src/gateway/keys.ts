@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { z } from 'zod';
 import { sharedSchema } from '../context/shared-schema';
 import { PRINCIPAL_NAME, PrincipalName } from '../runtime';
@@ -52,6 +53,7 @@ export function readKeysFile(path: string): KeysFile {
 
 /** Writes the file whole (a temporary file renamed over it), readable by its owner only. */
 function writeKeysFile(path: string, file: KeysFile): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const temporary = `${path}.${process.pid}.tmp`;
   writeFileSync(temporary, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
   renameSync(temporary, path);

@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
@@ -7,6 +8,7 @@ import { reply, withUsage } from '../../src/fake-model/steps';
 import { PrincipalRuns } from '../../src/gateway/principal-runs';
 import { RateLimited } from '../../src/gateway/rate-limits';
 import { freePort } from '../../src/worker/free-port';
+import { cliEntry } from '../../support/compiled';
 import { repositoryRoot } from '../../support/repository';
 import { runCli, startCliProcess } from '../support/cli';
 import { it } from '../support/fixtures';
@@ -20,6 +22,14 @@ function cli(world: TestWorld, keysFile: string, args: string[]) {
     PATCHLOOP_TASK_QUEUE: world.config.taskQueue,
     PATCHLOOP_KEYS_FILE: keysFile,
   });
+}
+
+function runCommandIn(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+    execFile(command, args, { cwd, env, encoding: 'utf8' }, (error, stdout, stderr) =>
+      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
 }
 
 async function get(url: string, key?: string) {
@@ -121,6 +131,27 @@ describe('the gateway: keys, principals, runs scoped to their principal', () => 
         ]),
       ).toEqual([[bobs.workflowId, 'bob']]);
 
+      // The console filters by principal too.
+      const consolePort = await freePort();
+      const consoleProcess = await startCliProcess(
+        ['console', '--port', String(consolePort)],
+        { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue },
+        { text: 'patchloop console at', what: 'the console to listen', timeoutMs: 60_000 },
+      );
+      try {
+        const page = await (await fetch(`http://127.0.0.1:${consolePort}/?principal=alice`)).text();
+        expect(page).toContain(`data-workflow-id="${alices.workflowId}"`);
+        expect(page).toContain('<div class="sub">by alice</div>');
+        expect(page).not.toContain(bobs.workflowId);
+        expect(page).toContain('<input name="principal" value="alice"');
+        const nobody = await (
+          await fetch(`http://127.0.0.1:${consolePort}/?principal=${encodeURIComponent("x' OR 1=1")}`)
+        ).text();
+        expect(nobody).toContain('No runs found.');
+      } finally {
+        await consoleProcess.stop();
+      }
+
       // No key, a wrong key, a revoked key: 401 with WWW-Authenticate, nothing else said.
       const none = await get(`${base}/v1/runs`);
       expect([none.status, none.body, none.headers.get('www-authenticate')]).toEqual([
@@ -197,5 +228,56 @@ describe('the gateway: keys, principals, runs scoped to their principal', () => 
     } finally {
       await idle.close();
     }
+  });
+});
+
+describe('docs/gateway.md', () => {
+  it('runs its shell blocks as the page writes them (the port aside) and prints what the page shows', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld();
+    const page = readFileSync(join(repositoryRoot, 'docs', 'gateway.md'), 'utf8');
+    const blocks = [...page.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!);
+    expect(blocks).toHaveLength(3);
+    const home = mkdtempSync(join(tmpdir(), 'patchloop-gateway-docs-'));
+    const bin = join(home, 'bin');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'patchloop'), `#!/bin/sh\nexec "${process.execPath}" "${cliEntry()}" "$@"\n`, {
+      mode: 0o755,
+    });
+    const port = String(await freePort());
+    const script = [
+      blocks[0],
+      blocks[1],
+      // The harness waits for the gateway to answer before the next block, as a person would.
+      `until curl -s -o /dev/null http://127.0.0.1:8400/healthz; do sleep 0.2; done`,
+      blocks[2],
+      'kill %1 && wait',
+    ]
+      .join('\n')
+      .replaceAll('8400', port);
+    const ran = await runCommandIn('bash', ['-e', '-c', script], home, {
+      ...process.env,
+      HOME: home,
+      PATH: `${bin}:${process.env['PATH']}`,
+      TEMPORAL_ADDRESS: world.config.temporalAddress,
+      PATCHLOOP_TASK_QUEUE: world.config.taskQueue,
+    });
+    expect(ran.code, ran.stderr).toBe(0);
+    // The admin key (the first one went into KEY), then the list.
+    const lines = ran.stdout.split('\n').slice(1);
+    expect(ran.stdout).toMatch(/^pl_[a-f0-9]{12}_\S{32}\n/);
+    expect(lines[0]).toMatch(/^ID +PRINCIPAL +SCOPE +CREATED +REVOKED$/);
+    expect(lines[1]).toMatch(/^[a-f0-9]{12} +billing-service +own runs +\S+Z +-$/);
+    expect(lines[2]).toMatch(/^[a-f0-9]{12} +ops +admin +\S+Z +-$/);
+    const shown = [...blocks[2]!.matchAll(/^# (.*)$/gm)].map((match) => match[1]);
+    expect(lines.slice(3)).toEqual([
+      `patchloop gateway at http://127.0.0.1:${port} (agents: support)`,
+      shown[0],
+      'revoked 1 key of billing-service',
+      shown[1],
+      '',
+    ]);
+    expect(existsSync(join(home, '.patchloop', 'keys.json'))).toBe(true);
   });
 });

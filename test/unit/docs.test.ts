@@ -126,7 +126,8 @@ describe('the documentation', () => {
     let checked = 0;
     for (const page of pages) {
       for (const line of shellLines(read(page))) {
-        for (const part of line.split(/\s*(?:&&|\|\||;|\|)\s*/)) {
+        // A command put in the background (`serve ... &`) is checked as the command.
+        for (const part of line.replace(/\s+&\s*$/, '').split(/\s*(?:&&|\|\||;|\|)\s*/)) {
           const argv = words(part);
           const at = argv.findIndex(
             (word, index) => word === 'patchloop' && (index === 0 || argv[index - 1] === 'npx'),

@@ -1,6 +1,7 @@
 import type { PatchloopClient } from '../../client/patchloop-client';
 import { configFromEnvironment } from '../../config/environment';
 import { createPatchloopGateway, listen } from '../../gateway/gateway';
+import { DEFAULT_PRINCIPAL_LIMITS } from '../../gateway/rate-limits';
 import { ensureSearchAttributes } from '../../worker/search-attributes';
 import { agentsFromFile } from '../agents-file';
 import { parseCommand } from '../arguments';
@@ -29,8 +30,12 @@ export async function serveCommand(
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new UsageError(`--port must be a port number\nusage: ${SERVE_SYNTAX.usage}`);
   const limits = {
-    runsPerMinute: wholeNumber(values['runs-per-minute'], '--runs-per-minute', 60),
-    concurrentRuns: wholeNumber(values['concurrent-runs'], '--concurrent-runs', 20),
+    runsPerMinute: wholeNumber(values['runs-per-minute'], '--runs-per-minute', DEFAULT_PRINCIPAL_LIMITS.runsPerMinute),
+    concurrentRuns: wholeNumber(
+      values['concurrent-runs'],
+      '--concurrent-runs',
+      DEFAULT_PRINCIPAL_LIMITS.concurrentRuns,
+    ),
   };
   const agents = await agentsFromFile(values.agents);
   const log = (line: string) => process.stderr.write(`${line}\n`);
