@@ -336,6 +336,7 @@ function carriedInput(
     // The session's own settings go on with it (absent from sessions recorded before they existed).
     ...(input.context ? { context: input.context } : {}),
     ...(input.budget ? { budget: input.budget } : {}),
+    ...(input.principal ? { principal: input.principal } : {}),
     continue_as_new: input.continue_as_new,
     state: {
       schema_version: SESSION_SCHEMA_VERSION,

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { describe, expect } from 'vitest';
 import { reply, withUsage } from '../../src/fake-model/steps';
+import { PATCHLOOP_SEARCH_ATTRIBUTES } from '../../src/common';
 import { PrincipalRuns } from '../../src/gateway/principal-runs';
 import { RateLimited } from '../../src/gateway/rate-limits';
 import { freePort } from '../../src/worker/free-port';
@@ -172,6 +173,34 @@ describe('the gateway: keys, principals, runs scoped to their principal', () => 
       await serve.stop();
     }
     expect(await serve.exited).toBe(0);
+  });
+
+  it("a principal's session keeps its principal across continue-as-new: input and PatchloopPrincipal", async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({ fake: { responder: () => reply('Noted.', withUsage(20, 5)) } });
+    const dave = { name: 'dave', admin: false };
+    const runs = new PrincipalRuns(world.client);
+    const session = await runs.startSession(dave, {
+      agent: 'assistant',
+      continue_as_new: { max_history_events: 10 },
+    });
+    for (const turn of ['one', 'two', 'three', 'four'])
+      expect(await session.send(turn)).toMatchObject({ reply: 'Noted.' });
+    const latest = await session.workflow.describe();
+    // It continued as new: the chain's earlier execution is listed for dave beside the current one.
+    const chain = await eventually(async () => {
+      const listed = await world.client.listRuns({ principal: 'dave', limit: 10 });
+      return listed.some((run) => run.status === 'continued as new') ? listed : undefined;
+    });
+    expect(new Set(chain.map((run) => run.workflow_id))).toEqual(new Set([session.workflowId]));
+    expect(latest.typedSearchAttributes.get(PATCHLOOP_SEARCH_ATTRIBUTES.principal)).toBe('dave');
+    const history = await world.client.temporal.workflow.getHandle(session.workflowId, latest.runId).fetchHistory();
+    const input = history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
+    expect(defaultPayloadConverter.fromPayload(input)).toMatchObject({ principal: 'dave' });
+    expect((await runs.find(dave, session.workflowId))?.summary.principal).toBe('dave');
+    expect(await runs.find({ name: 'erin', admin: false }, session.workflowId)).toBeUndefined();
+    await session.close();
   });
 
   it('refuses usage errors: no keys file, a bad principal name, a bad limit', async ({ startWorld }) => {
