@@ -1,11 +1,5 @@
-import {
-  CopyObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  PutObjectCommand,
-  S3Client,
-  type S3ClientConfig,
-} from '@aws-sdk/client-s3';
+import type * as S3Library from '@aws-sdk/client-s3';
+import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import { StorageDriverClaim, type Payload, type StorageDriver } from '@temporalio/common';
 import { decodePayload, encodePayload, isPayloadKey } from './payload-bytes';
 
@@ -25,15 +19,23 @@ export interface S3DriverOptions {
 export class S3Driver implements StorageDriver {
   readonly name = 'patchloop-s3';
   readonly type = 'patchloop.s3';
-  private readonly s3: S3Client;
+  /** The AWS SDK, loaded at first use: only processes that store payloads in S3 load it. */
+  private sdk: Promise<{ s3: S3Client; library: typeof S3Library }> | undefined;
 
-  constructor(private readonly options: S3DriverOptions) {
-    this.s3 = new S3Client(options.client ?? {});
+  constructor(private readonly options: S3DriverOptions) {}
+
+  private client(): Promise<{ s3: S3Client; library: typeof S3Library }> {
+    this.sdk ??= import('@aws-sdk/client-s3').then((library) => ({
+      library,
+      s3: new library.S3Client(this.options.client ?? {}),
+    }));
+    return this.sdk;
   }
 
   async store(context: { abortSignal?: AbortSignal }, payloads: Payload[]): Promise<StorageDriverClaim[]> {
     const abortSignal = context.abortSignal;
     const { bucket } = this.options;
+    const { s3, library } = await this.client();
     return Promise.all(
       payloads.map(async (payload) => {
         const { key, bytes } = encodePayload(payload);
@@ -41,15 +43,15 @@ export class S3Driver implements StorageDriver {
         if (await this.has(Key, abortSignal)) {
           // CopySource is a URL path: each segment of the key encoded, the slashes kept.
           const source = `${encodeURIComponent(bucket)}/${Key.split('/').map(encodeURIComponent).join('/')}`;
-          const renew = new CopyObjectCommand({
+          const renew = new library.CopyObjectCommand({
             Bucket: bucket,
             Key,
             CopySource: source,
             MetadataDirective: 'REPLACE',
           });
-          await this.s3.send(renew, { abortSignal });
+          await s3.send(renew, { abortSignal });
         } else {
-          await this.s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body: bytes }), { abortSignal });
+          await s3.send(new library.PutObjectCommand({ Bucket: bucket, Key, Body: bytes }), { abortSignal });
         }
         // The claim names the object itself (a later change of bucket or prefix leaves old references
         // readable) and its SHA-256, in the shape of Temporal's own S3 drivers: an SDK configured with
@@ -60,11 +62,12 @@ export class S3Driver implements StorageDriver {
   }
 
   async retrieve(context: { abortSignal?: AbortSignal }, claims: StorageDriverClaim[]): Promise<Payload[]> {
+    const { s3, library } = await this.client();
     return Promise.all(
       claims.map(async (claim) => {
         const { bucket, object, hash } = this.located(claim.claimData);
-        const get = new GetObjectCommand({ Bucket: bucket, Key: object });
-        const stored = await this.s3.send(get, { abortSignal: context.abortSignal });
+        const get = new library.GetObjectCommand({ Bucket: bucket, Key: object });
+        const stored = await s3.send(get, { abortSignal: context.abortSignal });
         return decodePayload(hash, await stored.Body!.transformToByteArray());
       }),
     );
@@ -87,8 +90,9 @@ export class S3Driver implements StorageDriver {
 
   /** Whether the object exists. Without permission to tell (403 without s3:ListBucket), write it. */
   private async has(objectKey: string, abortSignal: AbortSignal | undefined): Promise<boolean> {
+    const { s3, library } = await this.client();
     try {
-      await this.s3.send(new HeadObjectCommand({ Bucket: this.options.bucket, Key: objectKey }), { abortSignal });
+      await s3.send(new library.HeadObjectCommand({ Bucket: this.options.bucket, Key: objectKey }), { abortSignal });
       return true;
     } catch (error) {
       const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;

@@ -1,4 +1,4 @@
-import { createClient } from '@redis/client';
+import type * as RedisLibrary from '@redis/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { EncryptionSettings, RedisChunkSettings } from '../config/environment';
@@ -6,7 +6,16 @@ import { EncryptionCodec } from '../storage/encryption-codec';
 import type { ChunkTransport, StreamEvent, StreamOffset } from './chunk';
 
 type Logger = { warn(message: string, meta?: Record<string, unknown>): void };
-type RedisClient = ReturnType<typeof createClient>;
+/** A client of the Redis at `url` (not connected yet). */
+function redisClient(redis: typeof RedisLibrary, url: string) {
+  return redis.createClient({
+    url,
+    // Commands fail at once while disconnected instead of queueing without bound.
+    disableOfflineQueue: true,
+    socket: { reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 2000) },
+  });
+}
+type RedisClient = ReturnType<typeof redisClient>;
 
 /** Appends not yet acknowledged by Redis; beyond this, chunks are dropped rather than held in memory. */
 const MAX_IN_FLIGHT = 10_000;
@@ -19,7 +28,9 @@ const MAX_IN_FLIGHT = 10_000;
  * the transcript is durable in Temporal, chunks are a convenience (a Redis outage drops them, logged).
  */
 export class RedisChunkTransport implements ChunkTransport {
-  private readonly client: RedisClient;
+  /** Made at first use: the Redis client library is loaded only by processes that use Redis. */
+  private client: RedisClient | undefined;
+  private created: Promise<RedisClient> | undefined;
   private readonly codec: EncryptionCodec | undefined;
   private readonly logger: Logger;
   private readonly idleMs: number;
@@ -41,14 +52,18 @@ export class RedisChunkTransport implements ChunkTransport {
     this.logger = options.logger ?? console;
     this.idleMs = options.idleMs ?? 10 * 60 * 1000;
     this.codec = options.encryption ? new EncryptionCodec(options.encryption) : undefined;
-    this.client = createClient({
-      url: settings.url,
-      // Commands fail at once while disconnected instead of queueing without bound.
-      disableOfflineQueue: true,
-      socket: { reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 2000) },
-    });
-    this.client.on('error', (error: unknown) => this.warn('Redis connection error', error));
     this.connectTimeoutMs = connectTimeoutMs;
+  }
+
+  /** The client (not connected yet), made once. */
+  private instance(): Promise<RedisClient> {
+    this.created ??= import('@redis/client').then((redis) => {
+      const client = redisClient(redis, this.settings.url);
+      client.on('error', (error: unknown) => this.warn('Redis connection error', error));
+      this.client = client;
+      return client;
+    });
+    return this.created;
   }
 
   private readonly connectTimeoutMs: number;
@@ -70,10 +85,12 @@ export class RedisChunkTransport implements ChunkTransport {
         this.connectTimeoutMs,
       );
       late.unref();
-      this.client.connect().then(
-        () => (clearTimeout(late), resolve()),
-        (error: unknown) => (clearTimeout(late), reject(error as Error)),
-      );
+      this.instance()
+        .then((client) => client.connect())
+        .then(
+          () => (clearTimeout(late), resolve()),
+          (error: unknown) => (clearTimeout(late), reject(error as Error)),
+        );
     });
     this.connecting.catch((error: unknown) => this.warn('Redis connection failed', error));
     return this.connecting;
@@ -82,7 +99,7 @@ export class RedisChunkTransport implements ChunkTransport {
   /** Waits for the first connection: a worker checks Redis at start instead of dropping every chunk. */
   async connected(): Promise<void> {
     await this.ready;
-    await this.client.ping();
+    await this.client!.ping();
   }
 
   keyOf(runId: string): string {
@@ -112,14 +129,15 @@ export class RedisChunkTransport implements ChunkTransport {
   private async append(event: StreamEvent): Promise<void> {
     // Before the first connection, wait for it (bounded); after, while disconnected, commands fail at
     // once (no offline queue).
-    if (!this.client.isReady) await this.ready;
+    if (!this.client?.isReady) await this.ready;
+    const client = this.client!;
     const key = this.keyOf(event.run_id);
     // One connection keeps commands in order, so a run's entries are in publish order.
     await Promise.all([
-      this.client.xAdd(key, '*', await this.encode(event), {
+      client.xAdd(key, '*', await this.encode(event), {
         TRIM: { strategy: 'MAXLEN', strategyModifier: '=', threshold: this.settings.maxEntriesPerRun },
       }),
-      this.client.expire(key, this.settings.ttlSeconds),
+      client.expire(key, this.settings.ttlSeconds),
     ]);
   }
 
@@ -130,7 +148,7 @@ export class RedisChunkTransport implements ChunkTransport {
    */
   async *subscribe(runId: string, from: StreamOffset, signal: AbortSignal): AsyncIterable<StreamEvent> {
     if (signal.aborted) return;
-    const reader = this.client.duplicate();
+    const reader = (await this.instance()).duplicate();
     reader.on('error', () => undefined);
     const stop = () => reader.destroy();
     signal.addEventListener('abort', stop, { once: true });
@@ -174,8 +192,9 @@ export class RedisChunkTransport implements ChunkTransport {
     this.closed = true;
     if (!this.connecting) return;
     // A client still retrying, or with appends that never settled: stop it rather than wait for it.
-    if (this.client.isReady && this.inFlight === 0) await this.client.close();
-    else this.client.destroy();
+    const client = await this.instance();
+    if (client.isReady && this.inFlight === 0) await client.close();
+    else client.destroy();
   }
 
   private async encode(event: StreamEvent): Promise<Record<string, string>> {
