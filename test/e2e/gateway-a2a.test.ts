@@ -1,0 +1,234 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TaskState, type ListTasksRequest, type Task } from '@a2a-js/sdk';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { z } from 'zod';
+import { callTools, reply, toolCall } from '../../src/fake-model/steps';
+import { createPatchloopGateway, listen } from '../../src/gateway/gateway';
+import { createKey } from '../../src/gateway/keys';
+import type { AgentDefinitionInput } from '../../src/runtime';
+import { defineTool } from '../../src/tools/define-tool';
+import { a2aClient, sendRequest, streamLines, taskLine, userMessage } from '../support/a2a';
+import { test } from '../support/fixtures';
+import { eventually } from '../support/wait';
+
+const transfers: Array<{ to: string; amount: number }> = [];
+const tools = [
+  defineTool({
+    name: 'lookup',
+    description: 'Looks a city up.',
+    parameters: z.object({ city: z.string() }),
+    execute: ({ city }) => `${city}: capital of France`,
+  }),
+  defineTool({
+    name: 'transfer',
+    description: 'Sends money.',
+    parameters: z.object({ to: z.string(), amount: z.number() }),
+    execute: (args) => {
+      transfers.push(args);
+      return `sent ${args.amount} to ${args.to}`;
+    },
+  }),
+];
+const agents: AgentDefinitionInput[] = [
+  {
+    name: 'assistant',
+    instructions: 'You answer questions about cities.\nBe brief.',
+    tools: ['lookup', 'transfer'],
+    needs_approval: ['transfer'],
+  },
+];
+
+/** ListTasks with no filter: the caller's tasks of the agent, newest first. */
+const listAll = (): ListTasksRequest => ({
+  tenant: '',
+  contextId: '',
+  status: 0,
+  pageSize: 50,
+  pageToken: '',
+  statusTimestampAfter: undefined,
+});
+
+const it = test.override('worldOptions', { agents, tools });
+
+const folder = mkdtempSync(join(tmpdir(), 'a2a-gateway-'));
+const keysFile = join(folder, 'keys.json');
+const alice = createKey(keysFile, 'alice').key;
+const bob = createKey(keysFile, 'bob').key;
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+describe('A2A on the gateway', () => {
+  let gateway: { url: string; close(): Promise<void> };
+  beforeAll(() => () => gateway?.close());
+
+  it('serves a public agent card per agent, with both bindings, streaming and the Bearer scheme', async ({ world }) => {
+    gateway = await listen(
+      createPatchloopGateway({ client: world.client, keysFile, agents, log: () => undefined }).app,
+      '127.0.0.1',
+      0,
+    );
+    const response = await fetch(`${gateway.url}/a2a/assistant/.well-known/agent-card.json`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      name: 'assistant',
+      description: 'You answer questions about cities.',
+      supportedInterfaces: [
+        { url: `${gateway.url}/a2a/assistant`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+        { url: `${gateway.url}/a2a/assistant`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+      ],
+      version: '1.0.0',
+      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+      securitySchemes: {
+        patchloopKey: {
+          httpAuthSecurityScheme: { description: 'A patchloop API key (patchloop keys create)', scheme: 'Bearer' },
+        },
+      },
+      securityRequirements: [{ schemes: { patchloopKey: {} } }],
+      defaultInputModes: ['text/plain'],
+      defaultOutputModes: ['text/plain'],
+      skills: [
+        expect.objectContaining({
+          id: 'assistant',
+          name: 'assistant',
+          description: 'You answer questions about cities.',
+        }),
+        expect.objectContaining({ id: 'assistant.lookup', name: 'lookup', tags: ['tool'] }),
+        expect.objectContaining({ id: 'assistant.transfer', name: 'transfer', tags: ['tool'] }),
+      ],
+    });
+  });
+
+  it('SendMessage (JSON-RPC) runs a task to its answer; GetTask, ListTasks and a context that goes on', async ({
+    world,
+  }) => {
+    world.fake.enqueue(callTools([toolCall('c1', 'lookup', { city: 'Paris' })]), reply('Paris is the capital.'));
+    const client = await a2aClient(gateway.url, 'assistant', 'JSONRPC', alice);
+    const task = (await client.sendMessage(sendRequest(userMessage('What is Paris?')))) as Task;
+    expect(taskLine(task)).toBe('task COMPLETED | answer=Paris is the capital.');
+    expect(task.contextId).toMatch(/^ctx-/);
+    expect(task.id.startsWith(`${task.contextId}~`)).toBe(true);
+    expect(taskLine(await client.getTask({ tenant: '', id: task.id }))).toBe(
+      'task COMPLETED | answer=Paris is the capital.',
+    );
+
+    // The same context: the new task's run starts from the first one's conversation.
+    world.fake.enqueue(reply('It has 2 million people.'));
+    const next = (await client.sendMessage(
+      sendRequest(userMessage('How many people?', { contextId: task.contextId })),
+    )) as Task;
+    expect(taskLine(next)).toBe('task COMPLETED | answer=It has 2 million people.');
+    expect(next.contextId).toBe(task.contextId);
+    const seen = world.fake.requests
+      .at(-1)!
+      .body.messages.map((message) => `${message.role}: ${message.content ?? ''}`);
+    expect(seen.slice(1)).toEqual([
+      'user: What is Paris?',
+      'assistant: ',
+      'tool: "Paris: capital of France"',
+      'assistant: Paris is the capital.',
+      'user: How many people?',
+    ]);
+
+    const listed = await client.listTasks({
+      tenant: '',
+      contextId: task.contextId,
+      status: 0,
+      pageSize: 1,
+      pageToken: '',
+      statusTimestampAfter: undefined,
+    });
+    expect(listed.tasks.map((one) => one.id)).toEqual([next.id]);
+    expect(listed.nextPageToken).toBe('1');
+    const second = await client.listTasks({
+      tenant: '',
+      contextId: task.contextId,
+      status: 0,
+      pageSize: 1,
+      pageToken: listed.nextPageToken,
+      statusTimestampAfter: undefined,
+    });
+    expect(second.tasks.map((one) => one.id)).toEqual([task.id]);
+    expect(second.nextPageToken).toBe('');
+  });
+
+  it('SendStreamingMessage (HTTP+JSON) streams the task, its updates and its answer, and ends', async ({ world }) => {
+    world.fake.enqueue(callTools([toolCall('c2', 'lookup', { city: 'Lyon' })]), reply('Lyon is not the capital.'));
+    const client = await a2aClient(gateway.url, 'assistant', 'HTTP+JSON', alice);
+    const lines = await streamLines(client.sendMessageStream(sendRequest(userMessage('And Lyon?'))));
+    expect(lines).toEqual([
+      'task SUBMITTED',
+      'status WORKING',
+      'status WORKING | calling lookup',
+      'artifact answer=Lyon is not the capital.',
+      'status COMPLETED',
+    ]);
+  });
+  it('a call that waits for approval is INPUT_REQUIRED, and a message on the task decides it', async ({ world }) => {
+    world.fake.enqueue(callTools([toolCall('t1', 'transfer', { to: 'bob', amount: 5 })]), reply('Sent.'));
+    const client = await a2aClient(gateway.url, 'assistant', 'JSONRPC', alice);
+    const lines: string[] = [];
+    let taskId = '';
+    const streamed = streamLines(client.sendMessageStream(sendRequest(userMessage('Pay bob 5.'))), (line) =>
+      lines.push(line),
+    );
+    await eventually(
+      () => (lines.some((line) => line.startsWith('status INPUT_REQUIRED')) ? true : undefined),
+      60_000,
+      'input required',
+    );
+    const [task] = (await client.listTasks(listAll())).tasks;
+    taskId = task!.id;
+    expect(taskLine(await client.getTask({ tenant: '', id: taskId }))).toBe(
+      'task INPUT_REQUIRED | waiting for a decision on transfer {"to":"bob","amount":5}: answer "approve" or "reject: REASON"',
+    );
+    // Another binding answers: the decision goes to the run, whichever request follows it.
+    const rest = await a2aClient(gateway.url, 'assistant', 'HTTP+JSON', alice);
+    const decided = (await rest.sendMessage(sendRequest(userMessage('approve', { taskId })))) as Task;
+    expect(taskLine(decided)).toBe('task COMPLETED | answer=Sent.');
+    expect(await streamed).toEqual([
+      'task SUBMITTED',
+      'status WORKING',
+      'status INPUT_REQUIRED | waiting for a decision on transfer {"to":"bob","amount":5}: answer "approve" or "reject: REASON"',
+      'status WORKING | transfer approved',
+      'status WORKING | calling transfer',
+      'artifact answer=Sent.',
+      'status COMPLETED',
+    ]);
+    expect(transfers).toEqual([{ to: 'bob', amount: 5 }]);
+  });
+
+  it("CancelTask aborts the run (again: the same answer); another principal's task is not found", async ({ world }) => {
+    world.fake.enqueue(callTools([toolCall('t2', 'transfer', { to: 'eve', amount: 9 })]));
+    const client = await a2aClient(gateway.url, 'assistant', 'HTTP+JSON', alice);
+    const started = (await client.sendMessage(sendRequest(userMessage('Pay eve 9.'), true))) as Task;
+    expect(taskLine(started)).toBe('task SUBMITTED');
+    await eventually(
+      async () =>
+        (await client.getTask({ tenant: '', id: started.id })).status?.state === TaskState.TASK_STATE_INPUT_REQUIRED
+          ? true
+          : undefined,
+      60_000,
+      'the task to wait for a decision',
+    );
+
+    // Bob sees nothing of it, on either binding, and changes nothing.
+    for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
+      const other = await a2aClient(gateway.url, 'assistant', binding, bob);
+      await expect(other.getTask({ tenant: '', id: started.id })).rejects.toThrow(`no task ${started.id}`);
+      await expect(other.cancelTask({ tenant: '', id: started.id, metadata: undefined })).rejects.toThrow(
+        `no task ${started.id}`,
+      );
+      await expect(other.sendMessage(sendRequest(userMessage('approve', { taskId: started.id })))).rejects.toThrow(
+        `no task ${started.id}`,
+      );
+      expect((await other.listTasks(listAll())).tasks).toEqual([]);
+    }
+
+    const canceled = await client.cancelTask({ tenant: '', id: started.id, metadata: undefined });
+    expect(taskLine(canceled)).toBe('task CANCELED | canceled by the A2A client');
+    const again = await client.cancelTask({ tenant: '', id: started.id, metadata: undefined });
+    expect(taskLine(again)).toBe('task CANCELED | canceled by the A2A client');
+    expect(transfers).toEqual([{ to: 'bob', amount: 5 }]);
+  });
+});
