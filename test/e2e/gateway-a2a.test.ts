@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,19 @@ import { defineTool } from '../../src/tools/define-tool';
 import { a2aClient, sendRequest, streamLines, taskLine, userMessage } from '../support/a2a';
 import { test } from '../support/fixtures';
 import { eventually } from '../support/wait';
+import { repositoryRoot, venvPython } from '../../support/repository';
+
+/** A process to its end: its exit status and output. */
+function runProcess(program: string, args: string[], env: Record<string, string> = {}) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(program, args, { cwd: repositoryRoot, env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
+    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
 
 const transfers: Array<{ to: string; amount: number }> = [];
 const tools = [
@@ -230,5 +244,118 @@ describe('A2A on the gateway', () => {
     const again = await client.cancelTask({ tenant: '', id: started.id, metadata: undefined });
     expect(taskLine(again)).toBe('task CANCELED | canceled by the A2A client');
     expect(transfers).toEqual([{ to: 'bob', amount: 5 }]);
+  });
+  it("bad input gets the binding's error and changes nothing", async ({ world }) => {
+    const before = (await world.client.listRuns({ principal: 'alice', limit: 100 })).length;
+    const requestsBefore = world.fake.requests.length;
+    const post = async (path: string, body: string, key = alice, headers: Record<string, string> = {}) => {
+      const response = await fetch(`${gateway.url}${path}`, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          'A2A-Version': '1.0',
+          Authorization: `Bearer ${key}`,
+          ...headers,
+        },
+        body,
+      });
+      return { status: response.status, body: await response.json(), auth: response.headers.get('www-authenticate') };
+    };
+    const send = (text: string) =>
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'SendMessage',
+        params: { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text }] } },
+      });
+    const jsonRpcError = (code: number, message: string, id: number | null = null) => ({
+      jsonrpc: '2.0',
+      id,
+      error: { code, message },
+    });
+    expect(await post('/a2a/assistant', '{"jsonrpc": "2.0", "method": ')).toEqual({
+      status: 200,
+      body: jsonRpcError(-32700, 'Invalid JSON payload.'),
+      auth: null,
+    });
+    expect(await post('/a2a/assistant', JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'Fly', params: {} }))).toEqual({
+      status: 200,
+      body: jsonRpcError(-32601, 'Invalid method.', 8),
+      auth: null,
+    });
+    expect(await post('/a2a/nobody', send('hi'))).toEqual({
+      status: 404,
+      body: jsonRpcError(-32601, 'no agent named "nobody" here (agents: assistant)'),
+      auth: null,
+    });
+    expect(await post('/a2a/assistant', send('x'.repeat(1024 * 1024)))).toEqual({
+      status: 413,
+      body: jsonRpcError(-32600, 'the request is larger than 1048576 bytes'),
+      auth: null,
+    });
+    expect(await post('/a2a/assistant', send('hi'), 'pl_000000000000_wrongwrongwrongwrongwrongwrongwr')).toEqual({
+      status: 401,
+      body: jsonRpcError(-32600, 'the API key is not valid'),
+      auth: 'Bearer realm="patchloop"',
+    });
+    expect(
+      await post('/a2a/assistant/message:send', send('hi'), 'pl_000000000000_wrongwrongwrongwrongwrongwrongwr'),
+    ).toEqual({
+      status: 401,
+      body: { error: { code: 401, status: 'UNAUTHENTICATED', message: 'the API key is not valid', details: [] } },
+      auth: 'Bearer realm="patchloop"',
+    });
+    expect(await post('/a2a/assistant/message:send', '{"message": ')).toEqual({
+      status: 400,
+      body: { error: { code: 400, status: 'INVALID_ARGUMENT', message: 'Invalid JSON payload.', details: [] } },
+      auth: null,
+    });
+    const [own] = await world.client.listRuns({ principal: 'alice', limit: 1 });
+    const stranger = await post(
+      '/a2a/assistant',
+      JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'GetTask', params: { id: own!.workflow_id } }),
+      bob,
+    );
+    expect((stranger.body as { error: unknown }).error).toEqual({
+      code: -32001,
+      message: `no task ${own!.workflow_id}`,
+      data: [
+        { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org' },
+      ],
+    });
+    const strangerRest = await fetch(`${gateway.url}/a2a/assistant/tasks/${own!.workflow_id}`, {
+      headers: { 'A2A-Version': '1.0', Authorization: `Bearer ${bob}` },
+    });
+    expect(strangerRest.status).toBe(404);
+    expect(((await strangerRest.json()) as { error: { status: string } }).error.status).toBe('NOT_FOUND');
+
+    expect((await world.client.listRuns({ principal: 'alice', limit: 100 })).length).toBe(before);
+    expect((await world.client.listRuns({ principal: 'bob', limit: 100 })).length).toBe(0);
+    expect(world.fake.requests.length).toBe(requestsBefore);
+  });
+  it("Python's a2a-sdk client streams, reads and lists tasks on both bindings (cross-SDK)", async ({ world }) => {
+    for (const binding of ['JSONRPC', 'HTTP+JSON']) {
+      world.fake.enqueue(
+        callTools([toolCall(`p-${binding}`, 'lookup', { city: 'Nice' })]),
+        reply(`Nice, by ${binding}.`),
+      );
+      const run = await runProcess(venvPython, [
+        join(repositoryRoot, 'test/support/a2a_client.py'),
+        `${gateway.url}/a2a/assistant`,
+        alice,
+        binding,
+        'And Nice?',
+      ]);
+      expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(run.stdout.trim().split('\n')).toEqual([
+        'task SUBMITTED',
+        'status WORKING',
+        'status WORKING | calling lookup',
+        `artifact answer=Nice, by ${binding}.`,
+        'status COMPLETED',
+        `get task COMPLETED | answer=Nice, by ${binding}.`,
+        'list [True]',
+      ]);
+    }
   });
 });
