@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TaskState, type ListTasksRequest, type Task } from '@a2a-js/sdk';
@@ -10,7 +10,10 @@ import { createPatchloopGateway, listen } from '../../src/gateway/gateway';
 import { createKey } from '../../src/gateway/keys';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { defineTool } from '../../src/tools/define-tool';
-import { a2aClient, sendRequest, streamLines, taskLine, userMessage } from '../support/a2a';
+import { freePort } from '../../src/worker/free-port';
+import { a2aClient, sendRequest, streamLines, taskLine, updateLine, userMessage } from '../support/a2a';
+import { startCliProcess } from '../support/cli';
+import { temporalAddress } from '../support/temporal';
 import { test } from '../support/fixtures';
 import { eventually } from '../support/wait';
 import { repositoryRoot, venvPython } from '../../support/repository';
@@ -356,6 +359,65 @@ describe('A2A on the gateway', () => {
         `get task COMPLETED | answer=Nice, by ${binding}.`,
         'list [True]',
       ]);
+    }
+  });
+  it('a client that subscribes again after the gateway process was killed mid-stream gets every later update once', async ({
+    world,
+  }) => {
+    const agentsFile = join(folder, 'agents.json');
+    writeFileSync(agentsFile, JSON.stringify(agents));
+    const port = await freePort();
+    const env = { TEMPORAL_ADDRESS: temporalAddress(), PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
+    const serve = () =>
+      startCliProcess(['serve', '--port', String(port), '--keys-file', keysFile, '--agents', agentsFile], env, {
+        text: 'patchloop gateway at',
+        what: 'the gateway to listen',
+        timeoutMs: 60_000,
+      });
+    const url = `http://127.0.0.1:${port}`;
+    const first = await serve();
+    world.fake.enqueue(callTools([toolCall('t3', 'transfer', { to: 'carol', amount: 7 })]), reply('Paid carol.'));
+    const client = await a2aClient(url, 'assistant', 'JSONRPC', alice);
+    const before: string[] = [];
+    let taskId = '';
+    const broken = (async () => {
+      for await (const update of client.sendMessageStream(sendRequest(userMessage('Pay carol 7.')))) {
+        if (update.payload?.$case === 'task') taskId = update.payload.value.id;
+        before.push(updateLine(update));
+      }
+    })().then(
+      () => 'ended',
+      () => 'broken',
+    );
+    await eventually(() => (before.length === 3 ? true : undefined), 60_000, 'the stream to reach input required');
+    process.kill(first.pid, 'SIGKILL');
+    await first.exited;
+    expect(await broken).toBe('broken');
+    expect(before).toEqual([
+      'task SUBMITTED',
+      'status WORKING',
+      'status INPUT_REQUIRED | waiting for a decision on transfer {"to":"carol","amount":7}: answer "approve" or "reject: REASON"',
+    ]);
+
+    const second = await serve();
+    try {
+      const again = await a2aClient(url, 'assistant', 'HTTP+JSON', alice);
+      const after: string[] = [];
+      const resumed = streamLines(again.resubscribeTask({ tenant: '', id: taskId }), (line) => after.push(line));
+      await eventually(() => (after.length === 1 ? true : undefined), 60_000, 'the current task');
+      // The decision comes while the client follows again: what it causes reaches the client once.
+      const decided = (await again.sendMessage(sendRequest(userMessage('approve: looks right', { taskId })))) as Task;
+      expect(taskLine(decided)).toBe('task COMPLETED | answer=Paid carol.');
+      expect(await resumed).toEqual([
+        'task INPUT_REQUIRED | waiting for a decision on transfer {"to":"carol","amount":7}: answer "approve" or "reject: REASON"',
+        'status WORKING | transfer approved',
+        'status WORKING | calling transfer',
+        'artifact answer=Paid carol.',
+        'status COMPLETED',
+      ]);
+      expect(transfers.filter((transfer) => transfer.to === 'carol')).toEqual([{ to: 'carol', amount: 7 }]);
+    } finally {
+      await second.stop();
     }
   });
 });
