@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TaskState, type ListTasksRequest, type Task } from '@a2a-js/sdk';
@@ -418,6 +418,87 @@ describe('A2A on the gateway', () => {
       expect(transfers.filter((transfer) => transfer.to === 'carol')).toEqual([{ to: 'carol', amount: 7 }]);
     } finally {
       await second.stop();
+    }
+  });
+  it("docs/gateway.md's A2A examples (curl and Python) run as written, against this gateway", async ({ world }) => {
+    const page = readFileSync(join(repositoryRoot, 'docs/gateway.md'), 'utf8');
+    const section = page.slice(page.indexOf('\n## A2A\n'));
+    // As written, but at this gateway's address instead of the default port.
+    const here = (text: string) => text.replaceAll('http://127.0.0.1:8400', gateway.url);
+    const curlBlock = /```sh\n([\s\S]*?)```/.exec(section)![1]!;
+    const commands = here(curlBlock)
+      .replace(/\\\n\s*/g, ' ')
+      .trim()
+      .split('\n');
+    expect(commands).toHaveLength(2);
+    const card = await runProcess('bash', ['-c', commands[0]!], { KEY: alice });
+    expect(JSON.parse(card.stdout)).toMatchObject({ name: 'assistant', capabilities: { streaming: true } });
+    world.fake.enqueue(reply('Paris.'));
+    const sent = await runProcess('bash', ['-c', commands[1]!], { KEY: alice });
+    const answer = JSON.parse(sent.stdout) as { result: { task: Task & { status: { state: string } } } };
+    expect(answer).toMatchObject({
+      jsonrpc: '2.0',
+      id: 1,
+      result: {
+        task: {
+          status: { state: 'TASK_STATE_COMPLETED' },
+          artifacts: [{ artifactId: 'answer', name: 'answer', parts: [{ text: 'Paris.', mediaType: 'text/plain' }] }],
+        },
+      },
+    });
+    expect(answer.result.task.id.startsWith(`${answer.result.task.contextId}~`)).toBe(true);
+
+    const python = /```python\n([\s\S]*?)```/.exec(section)![1]!;
+    const script = join(folder, 'a2a_example.py');
+    writeFileSync(script, here(python));
+    world.fake.enqueue(reply('Paris, again.'));
+    const run = await runProcess(venvPython, [script], { KEY: alice });
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(run.stdout).toBe('state: TASK_STATE_WORKING\nanswer: Paris, again.\nstate: TASK_STATE_COMPLETED\n');
+  });
+
+  it("a start over the principal's limit gets Retry-After (429 on HTTP+JSON) and starts nothing", async ({ world }) => {
+    const carol = createKey(keysFile, 'carol').key;
+    const limited = await listen(
+      createPatchloopGateway({
+        client: world.client,
+        keysFile,
+        agents,
+        limits: { runsPerMinute: 1 },
+        log: () => undefined,
+      }).app,
+      '127.0.0.1',
+      0,
+    );
+    try {
+      world.fake.enqueue(reply('One.'));
+      const client = await a2aClient(limited.url, 'assistant', 'JSONRPC', carol);
+      expect(taskLine((await client.sendMessage(sendRequest(userMessage('One?')))) as Task)).toBe(
+        'task COMPLETED | answer=One.',
+      );
+      const send = (path: string, body: unknown) =>
+        fetch(`${limited.url}${path}`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${carol}` },
+          body: JSON.stringify(body),
+        });
+      const message = { messageId: 'm2', role: 'ROLE_USER', parts: [{ text: 'Two?' }] };
+      const rest = await send('/a2a/assistant/message:send', { message });
+      expect(rest.status).toBe(429);
+      expect(Number(rest.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(((await rest.json()) as { error: { message: string } }).error.message).toBe(
+        'rate limited: carol started 1 runs in the last minute (the limit is 1)',
+      );
+      const rpc = await send('/a2a/assistant', { jsonrpc: '2.0', id: 3, method: 'SendMessage', params: { message } });
+      expect(rpc.status).toBe(200);
+      expect(Number(rpc.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(((await rpc.json()) as { error: unknown }).error).toMatchObject({
+        code: -32004,
+        message: 'rate limited: carol started 1 runs in the last minute (the limit is 1)',
+      });
+      expect(await world.client.listRuns({ principal: 'carol', limit: 10 })).toHaveLength(1);
+    } finally {
+      await limited.close();
     }
   });
 });

@@ -2,7 +2,7 @@ import { A2A_PROTOCOL_VERSION, type AgentCard } from '@a2a-js/sdk';
 import type { AgentDefinitionInput } from '../../runtime';
 
 /** The scheme name the card gives the gateway's API keys (`Authorization: Bearer KEY`). */
-export const SECURITY_SCHEME = 'patchloopKey';
+const SECURITY_SCHEME = 'patchloopKey';
 
 /** The first line of a text, at most `most` characters. */
 function firstLine(text: string, most: number): string {

@@ -7,7 +7,7 @@ import { Caller, type Binding } from './caller';
 import { RunTasks } from './run-tasks';
 
 /** The largest request body an A2A route reads (a message, with its parts). */
-export const A2A_MAX_BODY_BYTES = 1024 * 1024;
+const A2A_MAX_BODY_BYTES = 1024 * 1024;
 
 /** JSON-RPC's error codes the gateway answers itself (before the SDK reads the request). */
 const JSON_RPC = { parseError: -32700, invalidRequest: -32600, methodNotFound: -32601 };

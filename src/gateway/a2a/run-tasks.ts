@@ -16,6 +16,7 @@ import {
 import {
   PushNotificationNotSupportedError,
   RequestMalformedError,
+  RestUnsupportedOperationError,
   TaskNotCancelableError,
   TaskNotFoundError,
   UnsupportedOperationError,
@@ -56,6 +57,18 @@ function taskOfSummary(summary: RunSummary): Task {
     history: [],
     metadata: undefined,
   };
+}
+
+/**
+ * A start over the principal's limits, in the binding's words: `Retry-After` on the response, and HTTP 429
+ * on HTTP+JSON (JSON-RPC carries its errors in the body, with status 200).
+ */
+function refusedForRate(caller: Caller, error: RateLimited): Error {
+  caller.response.set('Retry-After', String(error.retryAfterSeconds));
+  const message = `rate limited: ${error.message}`;
+  return caller.binding === 'HTTP+JSON'
+    ? new RestUnsupportedOperationError({ message, statusCode: 429 })
+    : new UnsupportedOperationError(message);
 }
 
 /** A task's updates folded into its task from the first (the task itself). */
@@ -222,8 +235,7 @@ export class RunTasks implements A2ARequestHandler {
         { workflowId: taskId },
       );
     } catch (error) {
-      if (error instanceof RateLimited) caller.response.set('Retry-After', String(error.retryAfterSeconds));
-      throw error instanceof RateLimited ? new UnsupportedOperationError(`rate limited: ${error.message}`) : error;
+      throw error instanceof RateLimited ? refusedForRate(caller, error) : error;
     }
     const ids = { taskId, contextId };
     const sent: Message = { ...message, taskId, contextId, role: Role.ROLE_USER };

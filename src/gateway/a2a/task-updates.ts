@@ -28,7 +28,7 @@ export function approvalText(pending: readonly Pick<PendingApproval, 'tool_name'
   return `waiting for a decision on ${calls}: answer "approve" or "reject: REASON"`;
 }
 
-export function statusUpdate(
+function statusUpdate(
   ids: TaskIds,
   state: TaskState,
   timestamp: string,
@@ -47,7 +47,7 @@ export function statusUpdate(
 }
 
 /** The run's answer, as the task's one artifact. */
-export function answerUpdate(ids: TaskIds, answer: string): StreamResponse {
+function answerUpdate(ids: TaskIds, answer: string): StreamResponse {
   return {
     payload: {
       $case: 'artifactUpdate',
