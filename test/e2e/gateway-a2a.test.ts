@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +14,9 @@ import { defineTool } from '../../src/tools/define-tool';
 import { freePort } from '../../src/worker/free-port';
 import { a2aClient, sendRequest, streamLines, taskLine, updateLine, userMessage } from '../support/a2a';
 import { startCliProcess } from '../support/cli';
-import { temporalAddress } from '../support/temporal';
+import { clientOn, temporalAddress } from '../support/temporal';
+import { spawnWorker, type WorkerProcess } from '../../support/worker-process';
+import { FakeModelServer } from '../../src/fake-model/server';
 import { test } from '../support/fixtures';
 import { eventually } from '../support/wait';
 import { repositoryRoot, venvPython } from '../../support/repository';
@@ -499,6 +502,53 @@ describe('A2A on the gateway', () => {
       expect(await world.client.listRuns({ principal: 'carol', limit: 10 })).toHaveLength(1);
     } finally {
       await limited.close();
+    }
+  });
+  it('a stream goes on through kill -9 of the worker mid-call: every update once', async () => {
+    // Worker processes of their own (a real kill -9), on their own task queue, behind an in-process gateway.
+    const fake = await FakeModelServer.start({
+      script: [
+        callTools([toolCall('a1', 'add', { a: 2, b: 3 })]),
+        { kind: 'hang', chunks: ['The sum'] },
+        reply(['The sum', ' is 5.']),
+      ],
+    });
+    const taskQueue = `a2a-crash-${randomUUID()}`;
+    const client = await clientOn(taskQueue);
+    const adders: AgentDefinitionInput[] = [
+      { name: 'adder', instructions: 'You add.', tools: ['add'], limits: { heartbeat_timeout_seconds: 2 } },
+    ];
+    const workers: WorkerProcess[] = [];
+    const start = async () => {
+      workers.push(await spawnWorker({ address: temporalAddress(), taskQueue, modelUrl: fake.url, agents: adders }));
+      return workers.at(-1)!;
+    };
+    const own = await listen(
+      createPatchloopGateway({ client, keysFile, agents: adders, log: () => undefined }).app,
+      '127.0.0.1',
+      0,
+    );
+    try {
+      const first = await start();
+      const a2a = await a2aClient(own.url, 'adder', 'HTTP+JSON', alice);
+      const streamed = streamLines(a2a.sendMessageStream(sendRequest(userMessage('Add 2 and 3.'))));
+      // The second model call is under way (its reply hangs): its worker dies.
+      await fake.waitForRequests(2);
+      await first.kill('SIGKILL');
+      await start();
+      expect(await streamed).toEqual([
+        'task SUBMITTED',
+        'status WORKING',
+        'status WORKING | calling add',
+        'artifact answer=The sum is 5.',
+        'status COMPLETED',
+      ]);
+      expect(fake.requests).toHaveLength(3);
+    } finally {
+      await own.close();
+      for (const worker of workers) await worker.kill('SIGKILL');
+      await client.close();
+      await fake.close();
     }
   });
 });
