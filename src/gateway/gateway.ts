@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { PatchloopClient } from '../client/patchloop-client';
 import type { AgentDefinitionInput } from '../runtime';
+import { mountA2a } from './a2a/mount';
 import { KeyRing } from './keys';
 import type { Principal } from './principal';
 import { PrincipalRuns } from './principal-runs';
@@ -110,6 +111,7 @@ export function createPatchloopGateway(options: GatewayOptions): { app: Express;
     }
   });
   app.use('/v1', own);
+  mountA2a(app, context);
   return { app, context };
 }
 
