@@ -74,8 +74,12 @@ const it = test.override('worldOptions', { agents, tools });
 
 const folder = mkdtempSync(join(tmpdir(), 'a2a-gateway-'));
 const keysFile = join(folder, 'keys.json');
-const alice = createKey(keysFile, 'alice').key;
-const bob = createKey(keysFile, 'bob').key;
+// Principals of this file only: listings by principal span the namespace the test files share.
+const tag = randomUUID().slice(0, 8);
+const ALICE = `alice-${tag}`;
+const BOB = `bob-${tag}`;
+const alice = createKey(keysFile, ALICE).key;
+const bob = createKey(keysFile, BOB).key;
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 describe('A2A on the gateway', () => {
@@ -252,7 +256,7 @@ describe('A2A on the gateway', () => {
     expect(transfers).toEqual([{ to: 'bob', amount: 5 }]);
   });
   it("bad input gets the binding's error and changes nothing", async ({ world }) => {
-    const before = (await world.client.listRuns({ principal: 'alice', limit: 100 })).length;
+    const before = (await world.client.listRuns({ principal: ALICE, limit: 100 })).length;
     const requestsBefore = world.fake.requests.length;
     const post = async (path: string, body: string, key = alice, headers: Record<string, string> = {}) => {
       const response = await fetch(`${gateway.url}${path}`, {
@@ -316,7 +320,7 @@ describe('A2A on the gateway', () => {
       body: { error: { code: 400, status: 'INVALID_ARGUMENT', message: 'Invalid JSON payload.', details: [] } },
       auth: null,
     });
-    const [own] = await world.client.listRuns({ principal: 'alice', limit: 1 });
+    const [own] = await world.client.listRuns({ principal: ALICE, limit: 1 });
     const stranger = await post(
       '/a2a/assistant',
       JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'GetTask', params: { id: own!.workflow_id } }),
@@ -335,8 +339,8 @@ describe('A2A on the gateway', () => {
     expect(strangerRest.status).toBe(404);
     expect(((await strangerRest.json()) as { error: { status: string } }).error.status).toBe('NOT_FOUND');
 
-    expect((await world.client.listRuns({ principal: 'alice', limit: 100 })).length).toBe(before);
-    expect((await world.client.listRuns({ principal: 'bob', limit: 100 })).length).toBe(0);
+    expect((await world.client.listRuns({ principal: ALICE, limit: 100 })).length).toBe(before);
+    expect((await world.client.listRuns({ principal: BOB, limit: 100 })).length).toBe(0);
     expect(world.fake.requests.length).toBe(requestsBefore);
   });
   it("Python's a2a-sdk client streams, reads and lists tasks on both bindings (cross-SDK)", async ({ world }) => {
@@ -461,7 +465,7 @@ describe('A2A on the gateway', () => {
   });
 
   it("a start over the principal's limit gets Retry-After (429 on HTTP+JSON) and starts nothing", async ({ world }) => {
-    const carol = createKey(keysFile, 'carol').key;
+    const carol = createKey(keysFile, `carol-${tag}`).key;
     const limited = await listen(
       createPatchloopGateway({
         client: world.client,
@@ -490,16 +494,16 @@ describe('A2A on the gateway', () => {
       expect(rest.status).toBe(429);
       expect(Number(rest.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(((await rest.json()) as { error: { message: string } }).error.message).toBe(
-        'rate limited: carol started 1 runs in the last minute (the limit is 1)',
+        `rate limited: carol-${tag} started 1 runs in the last minute (the limit is 1)`,
       );
       const rpc = await send('/a2a/assistant', { jsonrpc: '2.0', id: 3, method: 'SendMessage', params: { message } });
       expect(rpc.status).toBe(200);
       expect(Number(rpc.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(((await rpc.json()) as { error: unknown }).error).toMatchObject({
         code: -32004,
-        message: 'rate limited: carol started 1 runs in the last minute (the limit is 1)',
+        message: `rate limited: carol-${tag} started 1 runs in the last minute (the limit is 1)`,
       });
-      expect(await world.client.listRuns({ principal: 'carol', limit: 10 })).toHaveLength(1);
+      expect(await world.client.listRuns({ principal: `carol-${tag}`, limit: 10 })).toHaveLength(1);
     } finally {
       await limited.close();
     }

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +43,10 @@ async function get(url: string, key?: string) {
   };
 }
 
+// Principals of this file only: listings by principal span the namespace the test files share.
+const tag = randomUUID().slice(0, 8);
+const who = { alice: `alice-${tag}`, bob: `bob-${tag}`, ops: `ops-${tag}`, carol: `carol-${tag}`, dave: `dave-${tag}` };
+
 describe('the gateway: keys, principals, runs scoped to their principal', () => {
   it('patchloop keys and patchloop serve: each principal sees its own runs only, another run is not found, an admin sees all; a revoked key stops at its next request', async ({
     startWorld,
@@ -49,14 +54,15 @@ describe('the gateway: keys, principals, runs scoped to their principal', () => 
     const world = await startWorld({ fake: { responder: () => reply('Done.', withUsage(20, 5)) } });
     const keysFile = join(mkdtempSync(join(tmpdir(), 'patchloop-gateway-')), 'keys.json');
     const created: Record<string, string> = {};
-    for (const [name, admin] of [
+    for (const [role, admin] of [
       ['alice', false],
       ['bob', false],
       ['ops', true],
     ] as const) {
+      const name = who[role];
       const made = await cli(world, keysFile, ['keys', 'create', name, ...(admin ? ['--admin'] : [])]);
       expect(made.code, made.stderr).toBe(0);
-      created[name] = made.stdout.trim();
+      created[role] = made.stdout.trim();
       expect(made.stderr).toMatch(
         new RegExp(
           `^key [a-f0-9]{12} for ${name}${admin ? ' \\(admin\\)' : ''}: shown this once, .+ keeps its hash only\\n$`,
@@ -68,7 +74,7 @@ describe('the gateway: keys, principals, runs scoped to their principal', () => 
     expect(statSync(keysFile).mode & 0o777).toBe(0o600);
     const listed = await cli(world, keysFile, ['keys', 'list']);
     expect(listed.stdout.split('\n')[0]).toMatch(/^ID +PRINCIPAL +SCOPE +CREATED +REVOKED$/);
-    expect(listed.stdout).toMatch(/ ops +admin /);
+    expect(listed.stdout).toMatch(new RegExp(` ${who.ops} +admin `));
 
     const port = await freePort();
     const serve = await startCliProcess(
@@ -85,16 +91,19 @@ describe('the gateway: keys, principals, runs scoped to their principal', () => 
       expect(serve.output()).toContain(`patchloop gateway at ${base} (agents: assistant, careful-assistant)`);
       // The runs the protocols start, through the same scoped runs.
       const runs = new PrincipalRuns(world.client);
-      const alices = await runs.start({ name: 'alice', admin: false }, { agent: 'assistant', input: 'Hi from alice' });
-      const bobs = await runs.start({ name: 'bob', admin: false }, { agent: 'assistant', input: 'Hi from bob' });
+      const alices = await runs.start(
+        { name: who.alice, admin: false },
+        { agent: 'assistant', input: 'Hi from alice' },
+      );
+      const bobs = await runs.start({ name: who.bob, admin: false }, { agent: 'assistant', input: 'Hi from bob' });
       await Promise.all([alices.result(), bobs.result()]);
 
       expect(await get(`${base}/healthz`)).toMatchObject({ status: 200, body: { ok: true } });
-      expect((await get(`${base}/v1/principal`, created['alice'])).body).toEqual({ name: 'alice', admin: false });
+      expect((await get(`${base}/v1/principal`, created['alice'])).body).toEqual({ name: who.alice, admin: false });
       const own = await get(`${base}/v1/runs/${alices.workflowId}`, created['alice']);
       expect(own).toMatchObject({
         status: 200,
-        body: { workflow_id: alices.workflowId, principal: 'alice', status: 'completed' },
+        body: { workflow_id: alices.workflowId, principal: who.alice, status: 'completed' },
       });
       // Another principal's run answers exactly as a run that does not exist.
       const others = await get(`${base}/v1/runs/${alices.workflowId}`, created['bob']);
@@ -120,17 +129,20 @@ describe('the gateway: keys, principals, runs scoped to their principal', () => 
       // Recorded from the start: the input names the principal, PatchloopPrincipal holds it.
       const history = await alices.workflow.fetchHistory();
       const input = history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
-      expect(defaultPayloadConverter.fromPayload(input)).toMatchObject({ input: 'Hi from alice', principal: 'alice' });
-      expect((await listedWorkflows(`PatchloopPrincipal = 'alice'`)).map((run) => run.execution.workflowId)).toEqual([
-        alices.workflowId,
-      ]);
-      const byPrincipal = await cli(world, keysFile, ['list', '--principal', 'bob', '--json']);
+      expect(defaultPayloadConverter.fromPayload(input)).toMatchObject({
+        input: 'Hi from alice',
+        principal: who.alice,
+      });
+      expect(
+        (await listedWorkflows(`PatchloopPrincipal = '${who.alice}'`)).map((run) => run.execution.workflowId),
+      ).toEqual([alices.workflowId]);
+      const byPrincipal = await cli(world, keysFile, ['list', '--principal', who.bob, '--json']);
       expect(
         (JSON.parse(byPrincipal.stdout) as Array<{ workflow_id: string; principal: string }>).map((run) => [
           run.workflow_id,
           run.principal,
         ]),
-      ).toEqual([[bobs.workflowId, 'bob']]);
+      ).toEqual([[bobs.workflowId, who.bob]]);
 
       // The console filters by principal too.
       const consolePort = await freePort();
@@ -140,11 +152,11 @@ describe('the gateway: keys, principals, runs scoped to their principal', () => 
         { text: 'patchloop console at', what: 'the console to listen', timeoutMs: 60_000 },
       );
       try {
-        const page = await (await fetch(`http://127.0.0.1:${consolePort}/?principal=alice`)).text();
+        const page = await (await fetch(`http://127.0.0.1:${consolePort}/?principal=${who.alice}`)).text();
         expect(page).toContain(`data-workflow-id="${alices.workflowId}"`);
-        expect(page).toContain('<div class="sub">by alice</div>');
+        expect(page).toContain(`<div class="sub">by ${who.alice}</div>`);
         expect(page).not.toContain(bobs.workflowId);
-        expect(page).toContain('<input name="principal" value="alice"');
+        expect(page).toContain(`<input name="principal" value="${who.alice}"`);
         const nobody = await (
           await fetch(`http://127.0.0.1:${consolePort}/?principal=${encodeURIComponent("x' OR 1=1")}`)
         ).text();
@@ -165,8 +177,8 @@ describe('the gateway: keys, principals, runs scoped to their principal', () => 
         401,
         { error: { type: 'Unauthorized', message: 'the API key is not valid' } },
       ]);
-      const revoked = await cli(world, keysFile, ['keys', 'revoke', 'bob']);
-      expect([revoked.code, revoked.stdout]).toEqual([0, 'revoked 1 key of bob\n']);
+      const revoked = await cli(world, keysFile, ['keys', 'revoke', who.bob]);
+      expect([revoked.code, revoked.stdout]).toEqual([0, `revoked 1 key of ${who.bob}\n`]);
       expect((await get(`${base}/v1/runs`, created['bob'])).status).toBe(401);
       expect((await get(`${base}/v1/runs`, created['alice'])).status).toBe(200);
     } finally {
@@ -179,7 +191,7 @@ describe('the gateway: keys, principals, runs scoped to their principal', () => 
     startWorld,
   }) => {
     const world = await startWorld({ fake: { responder: () => reply('Noted.', withUsage(20, 5)) } });
-    const dave = { name: 'dave', admin: false };
+    const dave = { name: who.dave, admin: false };
     const runs = new PrincipalRuns(world.client);
     const session = await runs.startSession(dave, {
       agent: 'assistant',
@@ -190,15 +202,15 @@ describe('the gateway: keys, principals, runs scoped to their principal', () => 
     const latest = await session.workflow.describe();
     // It continued as new: the chain's earlier execution is listed for dave beside the current one.
     const chain = await eventually(async () => {
-      const listed = await world.client.listRuns({ principal: 'dave', limit: 10 });
+      const listed = await world.client.listRuns({ principal: who.dave, limit: 10 });
       return listed.some((run) => run.status === 'continued as new') ? listed : undefined;
     });
     expect(new Set(chain.map((run) => run.workflow_id))).toEqual(new Set([session.workflowId]));
-    expect(latest.typedSearchAttributes.get(PATCHLOOP_SEARCH_ATTRIBUTES.principal)).toBe('dave');
+    expect(latest.typedSearchAttributes.get(PATCHLOOP_SEARCH_ATTRIBUTES.principal)).toBe(who.dave);
     const history = await world.client.temporal.workflow.getHandle(session.workflowId, latest.runId).fetchHistory();
     const input = history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
-    expect(defaultPayloadConverter.fromPayload(input)).toMatchObject({ principal: 'dave' });
-    expect((await runs.find(dave, session.workflowId))?.summary.principal).toBe('dave');
+    expect(defaultPayloadConverter.fromPayload(input)).toMatchObject({ principal: who.dave });
+    expect((await runs.find(dave, session.workflowId))?.summary.principal).toBe(who.dave);
     expect(await runs.find({ name: 'erin', admin: false }, session.workflowId)).toBeUndefined();
     await session.close();
   });
@@ -229,7 +241,7 @@ describe('the gateway: keys, principals, runs scoped to their principal', () => 
     // A task queue no worker polls: its runs stay running.
     const idle = await clientOn(`${world.config.taskQueue}-idle`);
     try {
-      const carol = { name: 'carol', admin: false };
+      const carol = { name: who.carol, admin: false };
       const perMinute = new PrincipalRuns(idle, { runsPerMinute: 2, concurrentRuns: 100 });
       const started = [
         await perMinute.start(carol, { agent: 'assistant', input: 'one' }),
@@ -251,7 +263,7 @@ describe('the gateway: keys, principals, runs scoped to their principal', () => 
         started.push(attempt as (typeof started)[number]);
         return undefined;
       });
-      expect(refused.message).toMatch(/^carol has [2-9] runs going on \(the limit is 2\)$/);
+      expect(refused.message).toMatch(new RegExp(`^${who.carol} has [2-9] runs going on \\(the limit is 2\\)$`));
       expect(refused.retryAfterSeconds).toBe(5);
       await Promise.all(started.map((run) => run.workflow.terminate('test over')));
     } finally {
@@ -266,8 +278,13 @@ describe('docs/gateway.md', () => {
   }) => {
     const world = await startWorld();
     const page = readFileSync(join(repositoryRoot, 'docs', 'gateway.md'), 'utf8');
-    const blocks = [...page.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!);
-    expect(blocks).toHaveLength(3);
+    // The blocks of the keys, starting and own-routes sections (the protocols' sections have their own tests).
+    const blocks = [...page.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!).slice(0, 3);
+    expect(blocks.map((block) => block.split('\n')[1])).toEqual([
+      'KEY=$(patchloop keys create billing-service)   # prints pl_<id>_<secret> once',
+      'patchloop serve --port 8400 --agents agents.json &',
+      '# {"name":"billing-service","admin":false}',
+    ]);
     const home = mkdtempSync(join(tmpdir(), 'patchloop-gateway-docs-'));
     const bin = join(home, 'bin');
     mkdirSync(bin);
