@@ -7,7 +7,7 @@ import { KeyRing } from './keys';
 import type { Principal } from './principal';
 import { PrincipalRuns } from './principal-runs';
 import type { PrincipalLimits } from './rate-limits';
-import { RateLimited } from './rate-limits';
+import { RateLimited, retryAfter } from './rate-limits';
 
 export interface GatewayOptions {
   client: PatchloopClient;
@@ -60,7 +60,7 @@ export function authenticate(keys: KeyRing, refuse: Refuse) {
 /** Answers a `RateLimited` start as 429 with `Retry-After`, in the protocol's shape; other errors go on. */
 export function refusedForRate(error: unknown, response: Response, refuse: Refuse): boolean {
   if (!(error instanceof RateLimited)) return false;
-  response.set('Retry-After', String(error.retryAfterSeconds));
+  response.set(...retryAfter(error));
   refuse(response, 429, error.message);
   return true;
 }

@@ -16,6 +16,11 @@ export class RateLimited extends Error {
   }
 }
 
+/** The header every refused start carries, whatever the protocol: when to try again, in seconds. */
+export function retryAfter(error: RateLimited): [name: 'Retry-After', value: string] {
+  return ['Retry-After', String(error.retryAfterSeconds)];
+}
+
 /** A concurrent run may end any moment: a caller over that limit is told to look again after this. */
 const CONCURRENT_RETRY_SECONDS = 5;
 

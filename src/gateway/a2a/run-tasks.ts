@@ -25,7 +25,7 @@ import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import type { RunHandle, RunSummary } from '../../client/patchloop-client';
 import type { AgentDefinitionInput, AgentRunInputWire } from '../../runtime';
 import type { PrincipalRuns } from '../principal-runs';
-import { RateLimited } from '../rate-limits';
+import { RateLimited, retryAfter } from '../rate-limits';
 import { callerOf, type Caller } from './caller';
 import { closedRunUpdates } from './run-outcome';
 import { runUpdates } from './run-updates';
@@ -64,7 +64,7 @@ function taskOfSummary(summary: RunSummary): Task {
  * on HTTP+JSON (JSON-RPC carries its errors in the body, with status 200).
  */
 function refusedForRate(caller: Caller, error: RateLimited): Error {
-  caller.response.set('Retry-After', String(error.retryAfterSeconds));
+  caller.response.set(...retryAfter(error));
   const message = `rate limited: ${error.message}`;
   return caller.binding === 'HTTP+JSON'
     ? new RestUnsupportedOperationError({ message, statusCode: 429 })
