@@ -1,4 +1,5 @@
-import { mkdtempSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -8,7 +9,10 @@ import { createKey } from '../../src/gateway/keys';
 import { createPatchloopGateway, listen } from '../../src/gateway/gateway';
 import { it, type StartWorld } from '../support/fixtures';
 import type { TestWorld } from '../support/temporal';
-import { eventually } from '../support/wait';
+import { startCliProcess } from '../support/cli';
+import { eventOf, eventually } from '../support/wait';
+import { repositoryRoot } from '../../support/repository';
+import timeouts from '../timeouts.json';
 
 const agents = [{ name: 'assistant', instructions: 'You answer briefly.' }];
 const usage = { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 };
@@ -140,5 +144,221 @@ describe('the Responses API, served by the gateway', () => {
     expect(finished.output_text).toBe('Done in the background.');
     expect(finished.usage?.total_tokens).toBe(16);
     await server.close();
+  });
+
+  it('previous_response_id continues the conversation: the new run has the earlier turn as history', async ({
+    startWorld,
+  }) => {
+    const { server, openai, world } = await gatewayWorld(startWorld, [
+      reply('Hello Ada.', { usage }),
+      reply('Your name is Ada.', { usage }),
+    ]);
+    const client = openai(server.url);
+    const first = await client.responses.create({ model: 'assistant', input: 'My name is Ada.' });
+    const second = await client.responses.create({
+      model: 'assistant',
+      input: 'What is my name?',
+      previous_response_id: first.id,
+    });
+    expect(second.output_text).toBe('Your name is Ada.');
+    expect(second.previous_response_id).toBe(first.id);
+    expect(world.fake.requests[1]!.body.messages.slice(1)).toEqual([
+      { role: 'user', content: 'My name is Ada.' },
+      { role: 'assistant', content: 'Hello Ada.' },
+      { role: 'user', content: 'What is my name?' },
+    ]);
+    await server.close();
+  });
+
+  it('cancel aborts the run, and again changes nothing', async ({ startWorld }) => {
+    const { server, openai, world } = await gatewayWorld(startWorld, [
+      { kind: 'hang', chunks: ['Working ', 'on it'], chunkDelayMs: 50 },
+    ]);
+    const client = openai(server.url);
+    const started = await client.responses.create({ model: 'assistant', input: 'Work long.', background: true });
+    await eventOf(world.client.run(started.id), 'llm_call_start');
+    const cancelled = await client.responses.cancel(started.id);
+    expect(cancelled.status).toBe('cancelled');
+    const again = await client.responses.cancel(started.id);
+    expect(again.status).toBe('cancelled');
+    expect(again.output).toEqual(cancelled.output);
+    expect((await world.client.run(started.id).result()).status).toBe('aborted');
+    expect((await client.responses.retrieve(started.id)).status).toBe('cancelled');
+    await server.close();
+  });
+
+  it("bad input gets OpenAI's error shape and starts nothing: malformed JSON, unknown model, oversized input, a wrong key, another principal's response", async ({
+    startWorld,
+  }) => {
+    const { server, openai, world, key, otherKey, lines } = await gatewayWorld(startWorld, [reply('Mine.', { usage })]);
+    const mine = await openai(server.url).responses.create({ model: 'assistant', input: 'Hi.' });
+    const raw = await fetch(`${server.url}/v1/responses`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+      body: '{"model": "assistant", "input": ',
+    });
+    expect(raw.status).toBe(400);
+    const malformed = (await raw.json()) as { error: Record<string, unknown> };
+    expect(malformed.error).toMatchObject({ type: 'invalid_request_error', param: null, code: 'invalid_json' });
+    expect(malformed.error['message']).toMatch(/^The body is not valid JSON: /);
+    const refused = async (call: Promise<unknown>) => {
+      const error = (await call.then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      )) as InstanceType<typeof OpenAI.APIError>;
+      return { status: error.status, error: error.error };
+    };
+    expect(await refused(openai(server.url).responses.create({ model: 'nosuchagent', input: 'Hi.' }))).toEqual({
+      status: 404,
+      error: {
+        message: "The model 'nosuchagent' does not exist: this gateway serves the agents assistant",
+        type: 'invalid_request_error',
+        param: 'model',
+        code: 'model_not_found',
+      },
+    });
+    expect(
+      await refused(openai(server.url).responses.create({ model: 'assistant', input: 'x'.repeat(1_100_000) })),
+    ).toEqual({
+      status: 413,
+      error: {
+        message: 'The body is larger than 1000000 bytes.',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'request_too_large',
+      },
+    });
+    expect(
+      await refused(
+        openai(server.url, `pl_000000000000_${'A'.repeat(32)}`).responses.create({ model: 'assistant', input: 'Hi.' }),
+      ),
+    ).toEqual({
+      status: 401,
+      error: { message: 'the API key is not valid', type: 'invalid_api_key', param: null, code: 'invalid_api_key' },
+    });
+    const theirs = openai(server.url, otherKey);
+    const notFound = {
+      status: 404,
+      error: {
+        message: `No response found with id '${mine.id}'.`,
+        type: 'invalid_request_error',
+        param: null,
+        code: 'not_found',
+      },
+    };
+    expect(await refused(theirs.responses.retrieve(mine.id))).toEqual(notFound);
+    expect(await refused(theirs.responses.cancel(mine.id))).toEqual(notFound);
+    expect(
+      await refused(theirs.responses.create({ model: 'assistant', input: 'Go on.', previous_response_id: mine.id })),
+    ).toEqual({ ...notFound, error: { ...notFound.error, param: 'previous_response_id' } });
+    expect(
+      await refused(
+        openai(server.url).responses.create({ model: 'assistant', input: 'Hi.', instructions: 'Be rude.' }),
+      ),
+    ).toEqual({
+      status: 400,
+      error: {
+        message: "'instructions' is not supported: the agent's definition decides it",
+        type: 'invalid_request_error',
+        param: 'instructions',
+        code: 'unsupported_parameter',
+      },
+    });
+    // Nothing started, nothing changed: one run (the first), its answer intact, the model asked once.
+    expect(lines.filter((line) => line.includes(' started '))).toEqual([
+      `responses: billing started ${mine.id} (agent assistant)`,
+    ]);
+    expect(world.fake.requests).toHaveLength(1);
+    expect((await openai(server.url).responses.retrieve(mine.id)).output_text).toBe('Mine.');
+    await server.close();
+  });
+
+  it('the Python openai client streams a response and polls a background one', async ({ startWorld }) => {
+    const { server, key } = await gatewayWorld(startWorld, [
+      reply(['From ', 'Python.'], { usage, firstChunkDelayMs: 300, chunkDelayMs: 200 }),
+      reply('Polled.', { usage, firstChunkDelayMs: 300 }),
+    ]);
+    const python = (mode: string, question: string) =>
+      new Promise<string>((resolve, reject) =>
+        execFile(
+          join(repositoryRoot, '.venv', 'bin', 'python'),
+          [join(repositoryRoot, 'test', 'support', 'responses_client.py'), `${server.url}/v1`, key, mode, question],
+          (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)),
+        ),
+      );
+    const streamed = (await python('stream', 'Hi from Python.'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as StreamedEvent);
+    expect(shapeOf(streamed)).toEqual(ONE_ANSWER);
+    expect(textOf(streamed)).toBe('From Python.');
+    expect(increasing(streamed)).toBe(true);
+    const polled = (await python('background', 'Poll me.')).trim().split('\n');
+    expect(JSON.parse(polled[0]!)).toEqual({ status: 'queued' });
+    expect(JSON.parse(polled.at(-1)!)).toEqual({ status: 'completed', output_text: 'Polled.' });
+    await server.close();
+  });
+
+  it('a background stream resumed with starting_after after the gateway process was killed: every event once', async ({
+    startWorld,
+  }) => {
+    const words = Array.from({ length: 12 }, (_, index) => `word${index} `);
+    const { world, openai, server } = await gatewayWorld(startWorld, [
+      reply(words, { usage, firstChunkDelayMs: 300, chunkDelayMs: 300 }),
+    ]);
+    await server.close();
+    const folder = mkdtempSync(join(tmpdir(), 'responses-serve-'));
+    const agentsFile = join(folder, 'agents.json');
+    writeFileSync(agentsFile, JSON.stringify(agents));
+    const keysFile = join(folder, 'keys.json');
+    const key = createKey(keysFile, 'billing').key;
+    const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
+    const serve = async () => {
+      const gateway = await startCliProcess(
+        ['serve', '--port', '0', '--agents', agentsFile, '--keys-file', keysFile],
+        env,
+        { text: 'patchloop gateway at', what: 'the gateway', timeoutMs: timeouts.e2e },
+      );
+      const url = /patchloop gateway at (\S+)/.exec(gateway.output())![1]!;
+      return { process: gateway, url };
+    };
+    const first = await serve();
+    const stream = await openai(first.url, key).responses.create({
+      model: 'assistant',
+      input: 'Count.',
+      background: true,
+      stream: true,
+    });
+    const before = await collect(
+      stream as AsyncIterable<StreamedEvent>,
+      (events) => events.filter((event) => event.type === 'response.output_text.delta').length >= 3,
+    );
+    process.kill(first.process.pid, 'SIGKILL');
+    await first.process.exited;
+    const id = (before[0] as unknown as { response: { id: string } }).response.id;
+    const second = await serve();
+    const resumed = await openai(second.url, key).responses.retrieve(id, {
+      stream: true,
+      starting_after: before.at(-1)!.sequence_number,
+    });
+    const after = await collect(resumed as AsyncIterable<StreamedEvent>);
+    // Killed mid-answer: the first gateway sent some of its tokens, the second the rest.
+    expect(textOf(before).length).toBeGreaterThan(0);
+    expect(textOf(after).length).toBeGreaterThan(0);
+    const whole = [...before, ...after];
+    expect(textOf(whole)).toBe(words.join(''));
+    expect(shapeOf(whole)).toEqual(ONE_ANSWER);
+    expect(increasing(whole)).toBe(true);
+    // Read again from the start, the ended run tells the same events with the same numbers.
+    const again = await collect(
+      (await openai(second.url, key).responses.retrieve(id, { stream: true })) as AsyncIterable<StreamedEvent>,
+    );
+    expect(textOf(again)).toBe(words.join(''));
+    const numbers = (events: StreamedEvent[]) =>
+      events
+        .filter((event) => event.type !== 'response.output_text.delta')
+        .map((event) => [event.type, event.sequence_number]);
+    expect(numbers(again)).toEqual(numbers(whole));
+    await second.process.stop();
   });
 });
