@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -360,5 +360,35 @@ describe('the Responses API, served by the gateway', () => {
         .map((event) => [event.type, event.sequence_number]);
     expect(numbers(again)).toEqual(numbers(whole));
     await second.process.stop();
+  });
+
+  it("the curl and Python examples of docs/gateway.md, run as written (against this gateway's address)", async ({
+    startWorld,
+  }) => {
+    const { server, key } = await gatewayWorld(startWorld, [
+      reply('Paris.', { usage }),
+      reply('Paris.', { usage }),
+      reply(['One, ', 'two, ', 'three, ', 'four, ', 'five.'], { usage, firstChunkDelayMs: 300, chunkDelayMs: 200 }),
+    ]);
+    const page = readFileSync(join(repositoryRoot, 'docs', 'gateway.md'), 'utf8');
+    const section = page.slice(page.indexOf('## The Responses API'));
+    const block = (language: string) =>
+      new RegExp('```' + language + '\\n([\\s\\S]*?)```')
+        .exec(section)![1]!
+        .replaceAll('http://127.0.0.1:8400', server.url);
+    const run = (program: string, args: string[]) =>
+      new Promise<string>((resolve, reject) =>
+        execFile(program, args, { env: { ...process.env, KEY: key } }, (error, stdout, stderr) =>
+          error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout),
+        ),
+      );
+    const answered = JSON.parse(await run('bash', ['-c', block('sh')])) as OpenAI.Responses.Response;
+    expect(answered.status).toBe('completed');
+    expect(answered.output).toEqual([
+      expect.objectContaining({ content: [expect.objectContaining({ type: 'output_text', text: 'Paris.' })] }),
+    ]);
+    const python = await run(join(repositoryRoot, '.venv', 'bin', 'python'), ['-c', block('python')]);
+    expect(python).toBe('Paris.\nOne, two, three, four, five.\nresponse.completed\n');
+    await server.close();
   });
 });

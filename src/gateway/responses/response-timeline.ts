@@ -16,7 +16,7 @@ import type {
  * its tokens were cut, so a stream resumed `starting_after` N (by any gateway) sends exactly what
  * comes after N: a delta the reader saw part of is sent from the first character it did not see.
  */
-export const BLOCK = 10_000_000;
+const BLOCK = 10_000_000;
 /** The most text one item streams (its block's room): a longer answer's item ends there. */
 const MOST_ITEM_CHARS = BLOCK - 20;
 
@@ -39,7 +39,7 @@ export interface ResponseEnd {
   answer: string | null;
 }
 
-export function responseObject(
+function responseObject(
   head: ResponseHead,
   state: Pick<ResponseEnd, 'status' | 'usage' | 'error'>,
   output: ResponsesMessageItem[],

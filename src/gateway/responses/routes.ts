@@ -11,7 +11,7 @@ import { runOutcome } from './run-outcome';
 import { ResponsesRequest, UNSUPPORTED_FIELDS, type ResponsesObject } from './wire';
 
 /** The largest request body: a larger one is refused (413) before anything starts. */
-export const MOST_REQUEST_BYTES = 1_000_000;
+const MOST_REQUEST_BYTES = 1_000_000;
 /** How long a cancel waits for the run to end before it answers with the run as it stands. */
 const CANCEL_WAIT_MS = 30_000;
 
