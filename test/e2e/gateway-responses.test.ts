@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { describe, expect } from 'vitest';
-import { reply, type FakeStep } from '../../src/fake-model/steps';
+import { callTools, reply, type FakeStep } from '../../src/fake-model/steps';
+import { addTool } from '../../src/tools/examples';
 import { createKey } from '../../src/gateway/keys';
 import { createPatchloopGateway, listen } from '../../src/gateway/gateway';
 import { it, type StartWorld } from '../support/fixtures';
@@ -18,14 +19,28 @@ const agents = [{ name: 'assistant', instructions: 'You answer briefly.' }];
 const usage = { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 };
 
 /** A world whose fake model plays `script`, and a gateway in front of its client with two principals' keys. */
-async function gatewayWorld(startWorld: StartWorld, script: FakeStep[]) {
-  const world = await startWorld({ agents, fake: { script } });
+async function gatewayWorld(
+  startWorld: StartWorld,
+  script: FakeStep[],
+  options: { limits?: { runsPerMinute: number }; withAdd?: boolean } = {},
+) {
+  const world = await startWorld({
+    agents: options.withAdd ? [{ ...agents[0]!, tools: ['add'] }] : agents,
+    fake: { script },
+    ...(options.withAdd ? { tools: [addTool] } : {}),
+  });
   const keysFile = join(mkdtempSync(join(tmpdir(), 'responses-keys-')), 'keys.json');
   const key = createKey(keysFile, 'billing').key;
   const otherKey = createKey(keysFile, 'ops').key;
   const lines: string[] = [];
   const serve = async () => {
-    const { app } = createPatchloopGateway({ client: world.client, keysFile, agents, log: (line) => lines.push(line) });
+    const { app } = createPatchloopGateway({
+      client: world.client,
+      keysFile,
+      agents,
+      log: (line) => lines.push(line),
+      ...(options.limits ? { limits: options.limits } : {}),
+    });
     return listen(app, '127.0.0.1', 0);
   };
   const server = await serve();
@@ -389,6 +404,60 @@ describe('the Responses API, served by the gateway', () => {
     ]);
     const python = await run(join(repositoryRoot, '.venv', 'bin', 'python'), ['-c', block('python')]);
     expect(python).toBe('Paris.\nOne, two, three, four, five.\nresponse.completed\n');
+    await server.close();
+  });
+
+  it('a run that calls a tool first streams one message, its answer; its output holds that message only', async ({
+    startWorld,
+  }) => {
+    const { server, openai, world } = await gatewayWorld(
+      startWorld,
+      [
+        callTools([{ id: 'call_1', name: 'add', arguments: '{"a": 1, "b": 2}' }], { usage }),
+        reply(['The sum ', 'is 3.'], { usage, firstChunkDelayMs: 300, chunkDelayMs: 200 }),
+      ],
+      { withAdd: true },
+    );
+    const stream = await openai(server.url).responses.create({ model: 'assistant', input: '1 + 2?', stream: true });
+    const events = await collect(stream as AsyncIterable<StreamedEvent>);
+    expect(shapeOf(events)).toEqual(ONE_ANSWER);
+    expect(textOf(events)).toBe('The sum is 3.');
+    const id = (events[0] as unknown as { response: { id: string } }).response.id;
+    const response = await openai(server.url).responses.retrieve(id);
+    expect(response.output_text).toBe('The sum is 3.');
+    expect(response.output.map((item) => item.id)).toEqual([`msg_${id}_2`]);
+    expect(response.usage?.total_tokens).toBe(32);
+    expect(
+      (await world.client.run(id).result()).transcript.filter((message) => message['role'] === 'tool'),
+    ).toHaveLength(1);
+    await server.close();
+  });
+
+  it("a start over the principal's limit gets 429 with Retry-After in OpenAI's shape, and starts nothing", async ({
+    startWorld,
+  }) => {
+    const { server, key, world } = await gatewayWorld(startWorld, [reply('One.', { usage })], {
+      limits: { runsPerMinute: 1 },
+    });
+    const post = () =>
+      fetch(`${server.url}/v1/responses`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ model: 'assistant', input: 'Hi.' }),
+      });
+    expect((await post()).status).toBe(200);
+    const refused = await post();
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(await refused.json()).toEqual({
+      error: {
+        message: 'billing started 1 runs in the last minute (the limit is 1)',
+        type: 'rate_limit_exceeded',
+        param: null,
+        code: 'rate_limit_exceeded',
+      },
+    });
+    expect(world.fake.requests).toHaveLength(1);
     await server.close();
   });
 });

@@ -52,6 +52,12 @@ async function streamResponse(response: Response, handle: RunHandle, head: Respo
   response.end();
 }
 
+/** The principal's run behind a response id: an agent run (a chat session is no response). */
+async function findResponse(context: GatewayContext, response: Response, id: string) {
+  const found = await context.runs.find(principalOf(response), id);
+  return found?.summary.type === 'agentRun' ? found : undefined;
+}
+
 function notFound(response: Response, id: string): void {
   openaiError(response, 404, `No response found with id '${id}'.`, { code: 'not_found' });
 }
@@ -83,7 +89,7 @@ async function create(context: GatewayContext, request: Request, response: Respo
   const principal = principalOf(response);
   let previous: Message[] = [];
   if (wanted.previous_response_id) {
-    const found = await context.runs.find(principal, wanted.previous_response_id);
+    const found = await findResponse(context, response, wanted.previous_response_id);
     if (!found)
       return openaiError(response, 404, `No response found with id '${wanted.previous_response_id}'.`, {
         param: 'previous_response_id',
@@ -128,7 +134,7 @@ async function create(context: GatewayContext, request: Request, response: Respo
 
 async function retrieve(context: GatewayContext, request: Request, response: Response): Promise<void> {
   const id = String(request.params['id']);
-  const found = await context.runs.find(principalOf(response), id);
+  const found = await findResponse(context, response, id);
   if (!found) return notFound(response, id);
   const head = headOf(found.summary);
   if (request.query['stream'] !== 'true') {
@@ -146,7 +152,7 @@ async function retrieve(context: GatewayContext, request: Request, response: Res
 
 async function cancel(context: GatewayContext, request: Request, response: Response): Promise<void> {
   const id = String(request.params['id']);
-  const found = await context.runs.find(principalOf(response), id);
+  const found = await findResponse(context, response, id);
   if (!found) return notFound(response, id);
   if (!found.summary.closed) {
     // Aborting a run that has ended meanwhile changes nothing: cancel is idempotent.
