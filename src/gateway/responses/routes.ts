@@ -125,7 +125,8 @@ async function create(context: GatewayContext, request: Request, response: Respo
   });
   if (wanted.stream) return streamResponse(response, handle, head, -1);
   if (wanted.background) {
-    response.json({ ...(await currentResponse(handle, head)), status: 'queued' });
+    // At once: nothing asks the run (no worker may have taken it yet).
+    response.json(new ResponseTimeline(head).finish({ status: 'queued', usage: null, error: null, answer: null }));
     return;
   }
   await handle.workflow.result().catch(() => undefined);
