@@ -279,6 +279,17 @@ describe('the Responses API, served by the gateway', () => {
         code: 'unsupported_parameter',
       },
     });
+    expect(
+      await refused(openai(server.url).responses.create({ model: 'assistant', input: 'Hi.', store: false })),
+    ).toEqual({
+      status: 400,
+      error: {
+        message: "'store: false' is not supported: every run is kept (it is durable)",
+        type: 'invalid_request_error',
+        param: 'store',
+        code: 'unsupported_parameter',
+      },
+    });
     // Nothing started, nothing changed: one run (the first), its answer intact, the model asked once.
     expect(lines.filter((line) => line.includes(' started '))).toEqual([
       `responses: billing started ${mine.id} (agent assistant)`,

@@ -79,6 +79,11 @@ async function create(context: GatewayContext, request: Request, response: Respo
     return openaiError(response, 400, `${param ?? 'the body'}: ${issue.message}`, { param });
   }
   const wanted = parsed.data;
+  if (wanted.store === false)
+    return openaiError(response, 400, "'store: false' is not supported: every run is kept (it is durable)", {
+      param: 'store',
+      code: 'unsupported_parameter',
+    });
   if (!context.agents.has(wanted.model))
     return openaiError(
       response,
