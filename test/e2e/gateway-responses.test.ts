@@ -8,8 +8,11 @@ import { callTools, reply, type FakeStep } from '../../src/fake-model/steps';
 import { addTool } from '../../src/tools/examples';
 import { createKey } from '../../src/gateway/keys';
 import { createPatchloopGateway, listen } from '../../src/gateway/gateway';
+import { randomUUID } from 'node:crypto';
+import { FakeModelServer } from '../../src/fake-model/server';
+import { spawnWorker } from '../../support/worker-process';
 import { it, type StartWorld } from '../support/fixtures';
-import type { TestWorld } from '../support/temporal';
+import { clientOn, temporalAddress, type TestWorld } from '../support/temporal';
 import { startCliProcess } from '../support/cli';
 import { eventOf, eventually } from '../support/wait';
 import { repositoryRoot } from '../../support/repository';
@@ -470,5 +473,47 @@ describe('the Responses API, served by the gateway', () => {
     });
     expect(world.fake.requests).toHaveLength(1);
     await server.close();
+  });
+
+  it("a stream goes on through a kill -9 of the worker: the retried call's tokens are not sent twice", async ({
+    onTestFinished,
+  }) => {
+    const fake = await FakeModelServer.start({
+      script: [
+        { kind: 'hang', chunks: ['Steady ', 'answer '], chunkDelayMs: 100 },
+        reply(['Steady ', 'answer ', 'after ', 'a crash.'], { usage, firstChunkDelayMs: 300, chunkDelayMs: 200 }),
+      ],
+    });
+    const taskQueue = `responses-crash-${randomUUID()}`;
+    const client = await clientOn(taskQueue);
+    const crashAgents = [{ ...agents[0]!, limits: { heartbeat_timeout_seconds: 2 } }];
+    const startWorker = () =>
+      spawnWorker({ address: temporalAddress(), taskQueue, modelUrl: fake.url, agents: crashAgents });
+    const workers = [await startWorker()];
+    onTestFinished(async () => {
+      for (const worker of workers) await worker.kill('SIGKILL');
+      await client.close();
+      await fake.close();
+    });
+    const keysFile = join(mkdtempSync(join(tmpdir(), 'responses-keys-')), 'keys.json');
+    const key = createKey(keysFile, 'billing').key;
+    const { app } = createPatchloopGateway({ client, keysFile, agents: crashAgents, log: () => undefined });
+    const server = await listen(app, '127.0.0.1', 0);
+    onTestFinished(() => server.close());
+    const openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: key, maxRetries: 0 });
+    const stream = await openai.responses.create({ model: 'assistant', input: 'Go.', stream: true, background: true });
+    const events: StreamedEvent[] = [];
+    for await (const streamed of stream as AsyncIterable<StreamedEvent>) {
+      events.push(streamed);
+      if (textOf(events) === 'Steady answer ' && workers.length === 1) {
+        await workers[0]!.kill('SIGKILL');
+        workers.push(await startWorker());
+      }
+    }
+    expect(workers).toHaveLength(2);
+    expect(textOf(events)).toBe('Steady answer after a crash.');
+    expect(shapeOf(events)).toEqual(ONE_ANSWER);
+    expect(increasing(events)).toBe(true);
+    expect(fake.requests).toHaveLength(2);
   });
 });
