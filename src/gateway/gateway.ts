@@ -8,6 +8,7 @@ import type { Principal } from './principal';
 import { PrincipalRuns } from './principal-runs';
 import type { PrincipalLimits } from './rate-limits';
 import { RateLimited, retryAfter } from './rate-limits';
+import { mountResponses } from './responses/routes';
 
 export interface GatewayOptions {
   client: PatchloopClient;
@@ -88,6 +89,7 @@ export function createPatchloopGateway(options: GatewayOptions): { app: Express;
   app.get('/healthz', (_request, response) => {
     response.json({ ok: true });
   });
+  mountResponses(app, context);
   const own = express.Router();
   own.use(authenticate(context.keys, refuseOwn));
   own.get('/principal', (_request, response) => {
