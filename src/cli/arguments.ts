@@ -93,3 +93,19 @@ function withOptionalValues(args: string[], options: OptionSpec): string[] {
     return index < end && name && options[name]?.optionalValue && alone ? `${arg}=` : arg;
   });
 }
+
+/** A `--port` value (0 to 65535; 0: any free port), or `fallback` when the option is absent. */
+export function portOption(value: string | undefined, fallback: number, usage: string): number {
+  const port = value === undefined ? fallback : Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new UsageError(`--port must be a port number\nusage: ${usage}`);
+  return port;
+}
+
+/** A whole number >= 1 for the option `flag`, or `fallback` when it is absent. */
+export function countOption(value: string | undefined, flag: string, fallback: number, usage: string): number {
+  const count = value === undefined ? fallback : Number(value);
+  if (!Number.isInteger(count) || count < 1)
+    throw new UsageError(`${flag} must be a whole number >= 1\nusage: ${usage}`);
+  return count;
+}

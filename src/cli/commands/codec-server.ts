@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { configFromEnvironment } from '../../config/environment';
 import { startCodecServer, type CodecServerAccess } from '../../storage/codec-server';
 import { EncryptionCodec } from '../../storage/encryption-codec';
-import { parseCommand } from '../arguments';
+import { parseCommand, portOption } from '../arguments';
 import { CliErrorType } from '../../common/cli-error-types';
 import { CliError, UsageError } from '../errors';
 import { CODEC_SERVER_SYNTAX } from '../syntax';
@@ -30,9 +30,7 @@ function accessFrom(values: { 'token-file'?: string; 'allow-unauthenticated'?: b
 
 export async function codecServerCommand(args: string[], print: (line: string) => void): Promise<undefined> {
   const { values } = parseCommand(args, CODEC_SERVER_SYNTAX);
-  const port = Number(values.port ?? 8888);
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new UsageError(`--port must be a port number\nusage: ${CODEC_SERVER_SYNTAX.usage}`);
+  const port = portOption(values.port, 8888, CODEC_SERVER_SYNTAX.usage);
   const access = accessFrom(values);
   const encryption = configFromEnvironment().encryption;
   if (!encryption)

@@ -3,7 +3,7 @@ import type { PatchloopClient } from '../../client/patchloop-client';
 import { configFromEnvironment, workflowUiUrl } from '../../config/environment';
 import { isLoopbackHost } from '../../console/access';
 import { startConsole } from '../../console/server';
-import { parseCommand } from '../arguments';
+import { parseCommand, portOption } from '../arguments';
 import { UsageError } from '../errors';
 import { untilInterrupted } from '../interrupt';
 import { CONSOLE_SYNTAX, LIST_STATUSES } from '../syntax';
@@ -13,9 +13,7 @@ type Print = (line: string) => void;
 /** `patchloop console`: the web console on 127.0.0.1 (or where --host says, with a token) until Ctrl-C. */
 export async function consoleCommand(client: PatchloopClient, args: string[], print: Print): Promise<unknown> {
   const { values } = parseCommand(args, CONSOLE_SYNTAX);
-  const port = values.port === undefined ? 8300 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new UsageError(`--port must be a port number\nusage: ${CONSOLE_SYNTAX.usage}`);
+  const port = portOption(values.port, 8300, CONSOLE_SYNTAX.usage);
   const host = values.host ?? '127.0.0.1';
   const loopbackBind = isLoopbackHost(host.includes(':') && !host.startsWith('[') ? `[${host}]` : host);
   const given = process.env['PATCHLOOP_CONSOLE_TOKEN'] || undefined;

@@ -1,5 +1,5 @@
 import type { PatchloopClient } from '../../client/patchloop-client';
-import { parseCommand } from '../arguments';
+import { countOption, parseCommand } from '../arguments';
 import { printTable } from '../table';
 import { UsageError } from '../errors';
 import { PRINCIPAL_NAME } from '../../runtime';
@@ -11,9 +11,7 @@ export async function listCommand(
   print: (line: string) => void,
 ): Promise<unknown> {
   const { values } = parseCommand(args, LIST_SYNTAX);
-  const limit = values.limit === undefined ? 20 : Number(values.limit);
-  if (!Number.isInteger(limit) || limit < 1)
-    throw new UsageError(`--limit must be a whole number >= 1\nusage: ${LIST_SYNTAX.usage}`);
+  const limit = countOption(values.limit, '--limit', 20, LIST_SYNTAX.usage);
   if (values.status !== undefined && !LIST_STATUSES.includes(values.status))
     throw new UsageError(`--status must be one of ${LIST_STATUSES.join(', ')}\nusage: ${LIST_SYNTAX.usage}`);
   if (values.agent !== undefined && !/^[\w.-]+$/.test(values.agent))

@@ -4,19 +4,10 @@ import { createPatchloopGateway, listen } from '../../gateway/gateway';
 import { DEFAULT_PRINCIPAL_LIMITS } from '../../gateway/rate-limits';
 import { ensureSearchAttributes } from '../../worker/search-attributes';
 import { agentsFromFile } from '../agents-file';
-import { parseCommand } from '../arguments';
-import { UsageError } from '../errors';
+import { countOption, parseCommand, portOption } from '../arguments';
 import { SERVE_SYNTAX } from '../syntax';
 import { keysFileOf } from './keys';
 import { untilInterrupted } from '../interrupt';
-
-function wholeNumber(value: string | undefined, flag: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  const number = Number(value);
-  if (!Number.isInteger(number) || number < 1)
-    throw new UsageError(`${flag} must be a whole number >= 1\nusage: ${SERVE_SYNTAX.usage}`);
-  return number;
-}
 
 /** `patchloop serve`: the gateway (docs/gateway.md) until Ctrl-C. */
 export async function serveCommand(
@@ -26,15 +17,19 @@ export async function serveCommand(
 ): Promise<unknown> {
   const { values } = parseCommand(args, SERVE_SYNTAX);
   const keysFile = keysFileOf(values['keys-file'], SERVE_SYNTAX.usage);
-  const port = values.port === undefined ? 8400 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new UsageError(`--port must be a port number\nusage: ${SERVE_SYNTAX.usage}`);
+  const port = portOption(values.port, 8400, SERVE_SYNTAX.usage);
   const limits = {
-    runsPerMinute: wholeNumber(values['runs-per-minute'], '--runs-per-minute', DEFAULT_PRINCIPAL_LIMITS.runsPerMinute),
-    concurrentRuns: wholeNumber(
+    runsPerMinute: countOption(
+      values['runs-per-minute'],
+      '--runs-per-minute',
+      DEFAULT_PRINCIPAL_LIMITS.runsPerMinute,
+      SERVE_SYNTAX.usage,
+    ),
+    concurrentRuns: countOption(
       values['concurrent-runs'],
       '--concurrent-runs',
       DEFAULT_PRINCIPAL_LIMITS.concurrentRuns,
+      SERVE_SYNTAX.usage,
     ),
   };
   const agents = await agentsFromFile(values.agents);
