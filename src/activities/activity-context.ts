@@ -1,14 +1,22 @@
 import { type Context } from '@temporalio/activity';
 import { failure, FailureType } from '../common/failure-types';
+import { nudgeableHeartbeat } from './abort-nudges';
 
 /**
  * Heartbeats on a 1 s timer (not only per token: a thinking model sends none), because an activity
- * learns of a cancel only through a heartbeat's answer.
+ * learns of a cancel only through a heartbeat's answer; and at once when its run is aborted while it
+ * runs in this process (./abort-nudges.ts).
  */
 export function startHeartbeat(context: Context, details: () => unknown, intervalMs = 1000): () => void {
-  context.heartbeat(details());
-  const timer = setInterval(() => context.heartbeat(details()), intervalMs);
-  return () => clearInterval(timer);
+  const beat = () => context.heartbeat(details());
+  beat();
+  const timer = setInterval(beat, intervalMs);
+  const workflowId = context.info.workflowExecution?.workflowId;
+  const unregister = workflowId ? nudgeableHeartbeat(workflowId, beat) : () => undefined;
+  return () => {
+    clearInterval(timer);
+    unregister();
+  };
 }
 
 /**

@@ -94,3 +94,4 @@ export function createActivities(settings: ActivitySettings) {
 export type Activities = ReturnType<typeof createActivities>;
 export type { ProviderSettings } from './llm-phase';
 export { McpServers } from './mcp-connections';
+export { nudgeAfterAbort } from './abort-nudges';

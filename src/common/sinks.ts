@@ -7,6 +7,12 @@ import type { Sinks } from '@temporalio/workflow';
 export interface PatchloopSinks extends Sinks {
   patchloop: {
     runEnded(summary: RunEndedSummary): void;
+    /**
+     * The run was asked to abort while a phase ran: the worker has that phase's activities, when they run
+     * in its process, heartbeat at once (`src/activities/abort-nudges.ts`), so that they learn of the
+     * cancel within a fraction of a second instead of at their next timed heartbeat.
+     */
+    abortRequested(): void;
   };
 }
 

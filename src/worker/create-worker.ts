@@ -1,6 +1,6 @@
 import { type BundleOptions, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { getHeapStatistics } from 'node:v8';
-import { createActivities, McpServers, type ProviderSettings } from '../activities';
+import { createActivities, McpServers, nudgeAfterAbort, type ProviderSettings } from '../activities';
 import type { SecretRedactor } from '../activities/redact';
 import { bundleInChildProcess } from './bundle';
 import { sourceFile } from './source-file';
@@ -397,6 +397,7 @@ function temporalWorkerOptions(options: PatchloopWorkerOptions, parts: WorkerPar
           fn: (info, { status, llmCalls, toolCalls }: RunEndedSummary) =>
             Runtime.instance().logger.debug('run ended', { workflowId: info.workflowId, status, llmCalls, toolCalls }),
         },
+        abortRequested: { fn: (info) => nudgeAfterAbort(info.workflowId) },
       },
     },
     ...(config.stickyQueueTimeout ? { stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout } : {}),

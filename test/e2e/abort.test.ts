@@ -5,7 +5,22 @@ import { z } from 'zod';
 import { callTools } from '../../src/fake-model/steps';
 import { defineTool } from '../../src/tools/define-tool';
 import { addTool } from '../../src/tools/examples';
+import type { RunHandle } from '../../src/client/patchloop-client';
 import { callsFinished, eventOf, recordHistory, replyReceived } from '../support/wait';
+
+type HistoryEvent = NonNullable<Awaited<ReturnType<RunHandle['workflow']['fetchHistory']>>['events']>[number];
+
+/** A history event's time, in ms since the epoch. */
+function eventMs(event: HistoryEvent | undefined): number {
+  const time = event?.eventTime;
+  if (!time) throw new Error('no such event in the history');
+  return Number(time.seconds ?? 0) * 1000 + Math.floor((time.nanos ?? 0) / 1e6);
+}
+
+/** Resolves at this time (ms since the epoch): the abort's moment relative to a heartbeat's period. */
+function untilTime(at: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
+}
 
 describe('abort signal', () => {
   it('while streaming: keeps the partial text with the truncation marker, closes the stream, ends within ~2 s', async ({
@@ -42,6 +57,35 @@ describe('abort signal', () => {
     });
     world.fake.assertDone();
     await recordHistory(run, 'abort-while-streaming');
+  });
+
+  it("reaches the model call at once on its worker, not at the call's next timed heartbeat (the abort nudge)", async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({ fake: { script: [{ kind: 'hang', chunks: ['Once '], chunkDelayMs: 10 }] } });
+    const run = await world.client.start({ agent: 'assistant', input: 'tell a story' });
+    await replyReceived(run, 'Once '.length);
+    // The call heartbeats once a second from its start, and only a heartbeat's answer tells it of a
+    // cancel. The abort goes 250 ms past a whole second of the call, so the next timed heartbeat is
+    // three quarters of a second away: the call must learn of the cancel before it.
+    const scheduled = (await run.workflow.fetchHistory()).events!.findLast(
+      (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'llmPhase',
+    );
+    const started = eventMs(scheduled);
+    const secondsIn = Math.floor((Date.now() - started - 250) / 1000) + 1;
+    const abortAt = started + secondsIn * 1000 + 250;
+    await untilTime(abortAt);
+    await run.abort('now');
+    expect((await run.result()).status).toBe('aborted');
+    const completed = eventMs(
+      (await run.workflow.fetchHistory()).events!.find(
+        (event) =>
+          String(event.activityTaskCompletedEventAttributes?.scheduledEventId ?? '') === String(scheduled!.eventId),
+      ),
+    );
+    const nextTimedHeartbeat = started + (secondsIn + 1) * 1000;
+    console.log(`abort nudge: the call ended ${completed - abortAt} ms after the abort`);
+    expect(completed).toBeLessThan(nextTimedHeartbeat);
   });
 
   it('during a parallel batch: the finished call keeps its result, the running one is cancelled, the transcript is valid', async ({

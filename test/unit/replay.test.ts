@@ -108,6 +108,7 @@ describe('replay of recorded histories', () => {
                 void summaries.set(runKey(info.workflowId, info.continuedFromExecutionRunId), summary),
               callDuringReplay: true,
             },
+            abortRequested: { fn: () => undefined },
           },
         },
       },

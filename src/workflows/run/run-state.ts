@@ -1,5 +1,6 @@
 import { patched, workflowInfo, type CancellationScope, type ExternalWorkflowHandle } from '@temporalio/workflow';
 import { compileContext, type Message, type Mutation, type SelfRefSnapshot } from '../../context';
+import { sinks } from '../sinks';
 import {
   checkUserMessage,
   DEFAULT_MESSAGE_LIMITS,
@@ -347,7 +348,10 @@ export function requestAbort(run: Run, reason: unknown): void {
   if (typeof reason === 'string' && reason !== '' && run.live.abort.reason === '')
     run.live.abort.reason = reason.slice(0, 1000);
   run.live.abort.requested = true;
-  run.live.phase?.cancel();
+  if (run.live.phase) {
+    run.live.phase.cancel();
+    sinks.patchloop.abortRequested();
+  }
   for (const child of run.live.children.values()) abortChild(run, child);
 }
 
