@@ -190,6 +190,7 @@ export class PatchloopClient {
       ...(filter.parent ? [`ParentWorkflowId = ${quoted(filter.parent)}`] : []),
       ...(filter.schedule ? [`${keys.schedule.name} = ${quoted(this.schedules.idOf(filter.schedule))}`] : []),
       ...(filter.principal ? [`${keys.principal.name} = ${quoted(filter.principal)}`] : []),
+      ...(filter.idPrefix ? [`WorkflowId STARTS_WITH ${quoted(filter.idPrefix)}`] : []),
       // A run that continued as new, was terminated or timed out keeps its last reported state: only
       // running executions are running.
       ...(['running', 'awaiting_approval', 'awaiting_budget', 'waiting'].includes(filter.status ?? '')
@@ -243,6 +244,8 @@ export interface RunFilter {
   schedule?: string;
   /** Runs the gateway started for this principal (`PatchloopPrincipal`). */
   principal?: string;
+  /** Runs whose workflow id starts with this (an exact query, unlike `text`). */
+  idPrefix?: string;
   /** Part of the workflow id or the agent's name. */
   text?: string;
   /** At most this many runs (default 20). */

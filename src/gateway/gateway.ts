@@ -29,6 +29,9 @@ export interface GatewayContext {
   log: (line: string) => void;
 }
 
+/** The largest request body a gateway route reads (an A2A message with its parts, a Responses request). */
+export const GATEWAY_MAX_BODY_BYTES = 1024 * 1024;
+
 /** How a protocol answers a refused request (no key, a wrong one, over a limit): its own error shape. */
 export type Refuse = (response: Response, status: 401 | 429, message: string) => void;
 

@@ -54,6 +54,7 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     run.settings.forkId = input.fork.fork_id;
   }
   if (input.caller) run.settings.agentDepth = input.caller.depth;
+  if (input.principal) run.settings.principal = input.principal;
   // Restore before any handler runs: signals and updates buffered for this run land in the carried inbox.
   const position = input.state ? restoreRun(run, input.state) : undefined;
   const chain = { continued: input.state?.continued ?? 0, skipped: false, stepsAtStart: steps(run) };

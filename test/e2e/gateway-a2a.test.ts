@@ -146,7 +146,9 @@ describe('A2A on the gateway', () => {
     const seen = world.fake.requests
       .at(-1)!
       .body.messages.map((message) => `${message.role}: ${message.content ?? ''}`);
-    expect(seen.slice(1)).toEqual([
+    // One system message, the agent's own: the earlier task's is not carried over (conversationAfter).
+    expect(seen).toEqual([
+      `system: ${world.fake.requests[0]!.body.messages[0]!.content}`,
       'user: What is Paris?',
       'assistant: ',
       'tool: "Paris: capital of France"',

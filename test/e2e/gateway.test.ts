@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { describe, expect } from 'vitest';
-import { reply, withUsage } from '../../src/fake-model/steps';
+import { callTools, reply, withUsage } from '../../src/fake-model/steps';
 import { PATCHLOOP_SEARCH_ATTRIBUTES } from '../../src/common';
 import { PrincipalRuns } from '../../src/gateway/principal-runs';
 import { RateLimited } from '../../src/gateway/rate-limits';
@@ -45,7 +45,14 @@ async function get(url: string, key?: string) {
 
 // Principals of this file only: listings by principal span the namespace the test files share.
 const tag = randomUUID().slice(0, 8);
-const who = { alice: `alice-${tag}`, bob: `bob-${tag}`, ops: `ops-${tag}`, carol: `carol-${tag}`, dave: `dave-${tag}` };
+const who = {
+  alice: `alice-${tag}`,
+  bob: `bob-${tag}`,
+  ops: `ops-${tag}`,
+  carol: `carol-${tag}`,
+  dave: `dave-${tag}`,
+  frank: `frank-${tag}`,
+};
 
 describe('the gateway: keys, principals, runs scoped to their principal', () => {
   it('patchloop keys and patchloop serve: each principal sees its own runs only, another run is not found, an admin sees all; a revoked key stops at its next request', async ({
@@ -213,6 +220,41 @@ describe('the gateway: keys, principals, runs scoped to their principal', () => 
     expect((await runs.find(dave, session.workflowId))?.summary.principal).toBe(who.dave);
     expect(await runs.find({ name: 'erin', admin: false }, session.workflowId)).toBeUndefined();
     await session.close();
+  });
+
+  it("a principal's sub-agent runs are its own too: listed and found for it, not found for another", async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
+      agents: [
+        { name: 'lead', instructions: 'You delegate.', subagents: ['helper'] },
+        { name: 'helper', instructions: 'You help.' },
+      ],
+      fake: {
+        script: [
+          callTools([{ id: 'c1', name: 'helper', arguments: JSON.stringify({ input: 'look it up' }) }]),
+          reply('Found it.'),
+          reply('The helper found it.'),
+        ],
+      },
+    });
+    const frank = { name: who.frank, admin: false };
+    const runs = new PrincipalRuns(world.client);
+    const run = await runs.start(frank, { agent: 'lead', input: 'Find it.' });
+    expect((await run.result()).answer).toBe('The helper found it.');
+    const [child] = await run.childRuns();
+    expect(child).toBeDefined();
+    const found = await runs.find(frank, child!.workflow_id);
+    expect(found?.summary).toMatchObject({ agent: 'helper', principal: who.frank });
+    expect(await runs.find({ name: 'erin', admin: false }, child!.workflow_id)).toBeUndefined();
+    const history = await world.client.temporal.workflow.getHandle(child!.workflow_id).fetchHistory();
+    const input = history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
+    expect(defaultPayloadConverter.fromPayload(input)).toMatchObject({ principal: who.frank });
+    const listed = await eventually(async () => {
+      const mine = await runs.list(frank, { limit: 10 });
+      return mine.length === 2 ? mine : undefined;
+    });
+    expect(new Set(listed.map((one) => one.workflow_id))).toEqual(new Set([run.workflowId, child!.workflow_id]));
   });
 
   it('refuses usage errors: no keys file, a bad principal name, a bad limit', async ({ startWorld }) => {

@@ -1,13 +1,10 @@
 import { AgentCard, AGENT_CARD_PATH } from '@a2a-js/sdk';
 import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import { authenticate, principalOf, type GatewayContext, type Refuse } from '../gateway';
+import { authenticate, GATEWAY_MAX_BODY_BYTES, principalOf, type GatewayContext, type Refuse } from '../gateway';
 import { agentCardOf } from './agent-card';
 import { Caller, type Binding } from './caller';
 import { RunTasks } from './run-tasks';
-
-/** The largest request body an A2A route reads (a message, with its parts). */
-const A2A_MAX_BODY_BYTES = 1024 * 1024;
 
 /** JSON-RPC's error codes the gateway answers itself (before the SDK reads the request). */
 const JSON_RPC = { parseError: -32700, invalidRequest: -32600, methodNotFound: -32601 };
@@ -38,7 +35,7 @@ const refuseA2a: Refuse = (response, status, message) =>
 /** Reads a JSON body up to the limit; a larger or broken one gets the binding's error and reaches nothing. */
 function boundedJson(): RequestHandler[] {
   const parse = express.json({
-    limit: A2A_MAX_BODY_BYTES,
+    limit: GATEWAY_MAX_BODY_BYTES,
     type: ['application/json', 'application/a2a+json'],
     strict: false,
   });
@@ -50,7 +47,7 @@ function boundedJson(): RequestHandler[] {
         response,
         413,
         JSON_RPC.invalidRequest,
-        `the request is larger than ${A2A_MAX_BODY_BYTES} bytes`,
+        `the request is larger than ${GATEWAY_MAX_BODY_BYTES} bytes`,
       );
     else if (type === 'entity.parse.failed')
       refuseIn(

@@ -26,6 +26,7 @@ import type { RunHandle, RunSummary } from '../../client/patchloop-client';
 import type { AgentDefinitionInput, AgentRunInputWire } from '../../runtime';
 import type { PrincipalRuns } from '../principal-runs';
 import { RateLimited, retryAfter } from '../rate-limits';
+import { conversationAfter } from '../conversation';
 import { callerOf, type Caller } from './caller';
 import { closedRunUpdates } from './run-outcome';
 import { runUpdates } from './run-updates';
@@ -254,19 +255,20 @@ export class RunTasks implements A2ARequestHandler {
    * (a task still going on takes messages by its task id). None for a new context.
    */
   private async conversation(caller: Caller, contextId: string): Promise<NonNullable<AgentRunInputWire['history']>> {
-    const [newest] = (
-      await this.runs.list(caller.principal, { agent: this.agent.name, text: contextId, limit: 20 })
-    ).filter((summary) => summary.type === 'agentRun' && contextOf(summary.workflow_id) === contextId);
+    // Task ids are `CONTEXT~SUFFIX`: the newest run whose id starts so is the context's newest task.
+    const [newest] = await this.runs.list(caller.principal, {
+      agent: this.agent.name,
+      idPrefix: `${contextId}~`,
+      limit: 1,
+    });
     if (!newest) return [];
     if (newest.closed === null)
       throw new UnsupportedOperationError(
         `task ${newest.workflow_id} of context ${contextId} is still going on: send to its taskId, or cancel it first`,
       );
     const found = await this.runs.find(caller.principal, newest.workflow_id);
-    if (!found) return [];
-    const result = await found.handle.result().catch(() => undefined);
     // A transcript is in the chat shape `history` takes (the run checks it before it starts).
-    return (result?.transcript ?? (await found.handle.transcript())) as NonNullable<AgentRunInputWire['history']>;
+    return found ? ((await conversationAfter(found.handle)) as NonNullable<AgentRunInputWire['history']>) : [];
   }
 
   /** A message on a task that goes on: the decision it waits for, or a message for the run to read. */

@@ -19,13 +19,12 @@ function textOf(message: ResponsesInputMessage): string {
 /**
  * The run's `input` and `history` for a request: a string is the user's request; a list's last message
  * (a user's) is the request and the ones before it the history (a developer message is a system one),
- * after the previous response's transcript (its own system prompt left out: the agent brings its own).
+ * after the previous response's conversation (`conversationAfter`).
  */
 export function runInputOf(
   request: ResponsesRequest,
-  previous: Message[] = [],
+  earlier: Message[] = [],
 ): Pick<AgentRunInputWire, 'agent' | 'input' | 'history'> {
-  const earlier = previous.filter((message) => message['role'] !== 'system');
   if (typeof request.input === 'string')
     return { agent: request.model, input: request.input, history: earlier.length > 0 ? asHistory(earlier) : null };
   const last = request.input.at(-1)!;

@@ -3,15 +3,14 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import type { RunHandle, RunSummary } from '../../client/patchloop-client';
 import { followRunEvents } from '../../client/follow';
 import type { Message } from '../../context';
-import { authenticate, principalOf, refusedForRate, type GatewayContext } from '../gateway';
+import { conversationAfter } from '../conversation';
+import { authenticate, GATEWAY_MAX_BODY_BYTES, principalOf, refusedForRate, type GatewayContext } from '../gateway';
 import { openaiError, refuseOpenai } from './openai-errors';
 import { InputRefused, runInputOf } from './request-input';
 import { ResponseTimeline, type ResponseHead } from './response-timeline';
 import { runOutcome } from './run-outcome';
 import { ResponsesRequest, UNSUPPORTED_FIELDS, type ResponsesObject } from './wire';
 
-/** The largest request body: a larger one is refused (413) before anything starts. */
-const MOST_REQUEST_BYTES = 1_000_000;
 /** How long a cancel waits for the run to end before it answers with the run as it stands. */
 const CANCEL_WAIT_MS = 30_000;
 
@@ -104,7 +103,7 @@ async function create(context: GatewayContext, request: Request, response: Respo
       return openaiError(response, 400, `Response '${wanted.previous_response_id}' is still in progress.`, {
         param: 'previous_response_id',
       });
-    previous = await found.handle.transcript();
+    previous = await conversationAfter(found.handle);
   }
   let input;
   try {
@@ -180,7 +179,7 @@ function answerErrors(error: unknown, _request: Request, response: Response, nex
   if (failure.type === 'entity.parse.failed')
     return openaiError(response, 400, `The body is not valid JSON: ${failure.message}`, { code: 'invalid_json' });
   if (failure.type === 'entity.too.large')
-    return openaiError(response, 413, `The body is larger than ${MOST_REQUEST_BYTES} bytes.`, {
+    return openaiError(response, 413, `The body is larger than ${GATEWAY_MAX_BODY_BYTES} bytes.`, {
       code: 'request_too_large',
     });
   openaiError(response, 500, `The gateway failed: ${failure.message ?? String(error)}`);
@@ -194,7 +193,7 @@ function answerErrors(error: unknown, _request: Request, response: Response, nex
 export function mountResponses(app: Express, context: GatewayContext): void {
   const router = express.Router();
   router.use(authenticate(context.keys, refuseOpenai));
-  router.use(express.json({ limit: MOST_REQUEST_BYTES }));
+  router.use(express.json({ limit: GATEWAY_MAX_BODY_BYTES }));
   router.post('/', (request, response) => create(context, request, response));
   router.get('/:id', (request, response) => retrieve(context, request, response));
   router.post('/:id/cancel', (request, response) => cancel(context, request, response));

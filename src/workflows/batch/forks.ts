@@ -26,6 +26,7 @@ import {
   type WorkflowCallResult,
 } from '../../runtime';
 import { payloadFits } from '../run/payload-budget';
+import { childPrincipal } from './child-principal';
 import { abortChild, emit, type Run } from '../run/run-state';
 import { hasBudget } from '../loop/budget-gate';
 
@@ -139,6 +140,7 @@ async function startForkChild(run: Run, agent: AgentSpec, message: string, conte
       // A child spends from what its parent has left, and keeps inside the same window.
       ...(hasBudget(run) ? { budget: remainingBudget(run.settings.budget, run.durable.ledger, Date.now()) } : {}),
       ...(run.settings.contextSettings.window_tokens !== null ? { context: run.settings.contextSettings } : {}),
+      ...childPrincipal(run).input,
     };
     try {
       const child = await startChild('agentRun', {
@@ -146,6 +148,7 @@ async function startForkChild(run: Run, agent: AgentSpec, message: string, conte
         args: [input],
         parentClosePolicy: ParentClosePolicy.ABANDON,
         cancellationType: ChildWorkflowCancellationType.ABANDON,
+        ...childPrincipal(run).options,
       });
       run.live.children.set(meta.memory_key, child);
       if (run.live.abort.requested) abortChild(run, child);

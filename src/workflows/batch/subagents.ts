@@ -34,6 +34,7 @@ import {
   type WorkflowCallResult,
 } from '../../runtime';
 import { hasBudget } from '../loop/budget-gate';
+import { childPrincipal } from './child-principal';
 import { abortChild, childPending, emit, forgetChildApprovals, type Run } from '../run/run-state';
 import { keepVisible } from '../run/visibility';
 
@@ -65,6 +66,7 @@ export async function runSubagent(run: Run, agent: AgentSpec, child: SubagentCal
     input: subagentPrompt(task),
     caller: { workflow_id: workflowInfo().workflowId, agent: run.settings.agent, tool_call_id: call.id, depth },
     ...childBudget(run, child.share),
+    ...childPrincipal(run).input,
   };
   const about = { tool_name: call.name, tool_call_id: call.id, agent: target, child_workflow_id: workflowId };
   // A batch an earlier run of the chain carried said so already.
@@ -244,6 +246,7 @@ async function childOutcome(
       cancellationType: ChildWorkflowCancellationType.ABANDON,
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
       staticSummary: `sub-agent ${input.agent} of ${run.settings.agent}`,
+      ...childPrincipal(run).options,
     });
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;

@@ -72,6 +72,8 @@ interface RunSettings {
   forkId: string | null;
   /** How deep in a call tree of sub-agents the run is (a top-level run: 0). */
   agentDepth: number;
+  /** The principal the run was started for (the gateway's callers), which its children inherit; or null. */
+  principal: string | null;
   /** The active agent's `waits` (null: none); absent until the run has opened with its agent. */
   waits?: WaitSettings | null;
 }
@@ -190,6 +192,7 @@ export function newRun(agent: string, memoryKey: string): Run {
       forkDepth: 0,
       forkId: null,
       agentDepth: 0,
+      principal: null,
     },
     live: {
       abort: { requested: false, reason: '' },
