@@ -34,7 +34,7 @@ export async function a2aPushWatcher(rawInput: unknown): Promise<A2aPushWatcherR
   const input = parseWorkflowInput(A2aPushWatcherInput, rawInput, 'a2aPushWatcher');
   const { awaitTaskChange } = proxyActivities<Activities>({
     startToCloseTimeout: `${WAIT_SECONDS + 60}s`,
-    heartbeatTimeout: '20s',
+    heartbeatTimeout: '10s',
     summary: `wait for a change of task ${input.task_id}`,
     retry: { initialInterval: '1s', maximumInterval: '30s' },
   });

@@ -232,4 +232,244 @@ describe('A2A push notifications on the gateway', () => {
         .configs,
     ).toEqual([pushConfig(task.id, 'hook-1', `${receiver.url}/ok/1`, 'tok-one')]);
   });
+
+  it("Python's a2a-sdk client creates, reads and lists a config on a task that waits, on both bindings; the rest of its changes arrive", async ({
+    world,
+  }) => {
+    for (const binding of ['JSONRPC', 'HTTP+JSON']) {
+      world.fake.enqueue(
+        callTools([toolCall(`p-${binding}`, 'transfer', { to: 'bob', amount: 5 })]),
+        reply(`Paid, by ${binding}.`),
+      );
+      const path = `/ok/py-${binding}`;
+      const run = await runProcess(venvPython, [
+        join(repositoryRoot, 'test/support/a2a_push_client.py'),
+        `${gateway.url}/a2a/payer`,
+        alice,
+        binding,
+        `${receiver.url}${path}`,
+        'tok-py',
+        'Pay bob 5.',
+      ]);
+      expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+      const lines = run.stdout.trim().split('\n');
+      expect(lines.slice(0, 3)).toEqual(['created py True True', 'get py True', "list ['py']"]);
+      const taskId = lines[3]!.replace('task ', '');
+      const client = await a2aClient(gateway.url, 'payer', 'JSONRPC', alice);
+      expect(taskLine((await client.sendMessage(sendRequest(userMessage('approve', { taskId })))) as Task)).toBe(
+        `task COMPLETED | answer=Paid, by ${binding}.`,
+      );
+      await eventually(() => (receiver.delivered(path).length === 2 ? true : undefined), 60_000, 'two pushes');
+      expect(receiver.delivered(path).map(pushLine)).toEqual([
+        'status TASK_STATE_WORKING | transfer approved',
+        `task TASK_STATE_COMPLETED | answer=Paid, by ${binding}.`,
+      ]);
+      for (const one of receiver.delivered(path)) expect(verified(one, 'tok-py')).toBe(true);
+    }
+  });
+
+  it('a receiver that fails twice gets each change once, recorded with its attempts; one that refuses is given up, visibly', async ({
+    world,
+  }) => {
+    const client = await a2aClient(gateway.url, 'payer', 'HTTP+JSON', alice);
+    const start = async (id: string, path: string, answer: string) => {
+      world.fake.enqueue(reply(answer));
+      const request = sendRequest(userMessage('Say something.'));
+      request.configuration!.taskPushNotificationConfig = pushConfig('', id, `${receiver.url}${path}`, 'tok-flaky');
+      return (await client.sendMessage(request)) as Task;
+    };
+    const flaky = await start('flaky', '/flaky/1', 'Slowly.');
+    const watcher = world.client.temporal.workflow.getHandle(`${flaky.id}/a2a-push/flaky`);
+    const result = (await watcher.result()) as A2aPushWatcherResult;
+    expect(result.deliveries.map((one) => [one.state, one.attempts, one.http_status])).toEqual([
+      ['TASK_STATE_WORKING', 3, 200],
+      ['TASK_STATE_COMPLETED', 3, 200],
+    ]);
+    const posts = receiver.received.filter((one) => one.path === '/flaky/1');
+    expect(posts.map((one) => [pushLine(one), one.status])).toEqual([
+      ['status TASK_STATE_WORKING', 500],
+      ['status TASK_STATE_WORKING', 500],
+      ['status TASK_STATE_WORKING', 200],
+      ['task TASK_STATE_COMPLETED | answer=Slowly.', 500],
+      ['task TASK_STATE_COMPLETED | answer=Slowly.', 500],
+      ['task TASK_STATE_COMPLETED | answer=Slowly.', 200],
+    ]);
+    // A retried delivery carries the same delivery id; each is signed again, and verifies.
+    expect(posts.map((one) => one.headers['patchloop-delivery'])).toEqual([
+      ...Array(3).fill(result.deliveries[0]!.delivery_id),
+      ...Array(3).fill(result.deliveries[1]!.delivery_id),
+    ]);
+    for (const one of posts) expect(verified(one, 'tok-flaky')).toBe(true);
+
+    const refused = await start('refused', '/bad/1', 'Never heard.');
+    const given = world.client.temporal.workflow.getHandle(`${refused.id}/a2a-push/refused`);
+    const failure = await given.result().catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(WorkflowFailedError);
+    const cause = (failure as WorkflowFailedError).cause as Error & { type?: string };
+    expect({ type: cause.type, message: cause.message }).toEqual({
+      type: 'NotifyRejected',
+      message: 'gave up after 1 attempt(s): the receiver answered HTTP 400: no such hook',
+    });
+    expect((await given.describe()).status.name).toBe('FAILED');
+    expect(receiver.received.filter((one) => one.path === '/bad/1').map(pushLine)).toEqual([
+      'status TASK_STATE_WORKING',
+    ]);
+    // The config is still the task's: Get reads it, and the watcher's failure says what became of it.
+    expect((await client.getTaskPushNotificationConfig({ tenant: '', taskId: refused.id, id: 'refused' })).url).toBe(
+      `${receiver.url}/bad/1`,
+    );
+  });
+
+  it('Create (HTTP+JSON, with authentication), Delete, limits; after Delete nothing more is delivered', async ({
+    world,
+  }) => {
+    world.fake.enqueue(callTools([toolCall('t4', 'transfer', { to: 'bob', amount: 5 })]), reply('Paid again.'));
+    const rest = await a2aClient(gateway.url, 'payer', 'HTTP+JSON', alice);
+    const rpc = await a2aClient(gateway.url, 'payer', 'JSONRPC', alice);
+    const task = (await rest.sendMessage(sendRequest(userMessage('Pay bob 5.'), true))) as Task;
+    await inputRequired(rest, task.id);
+    const kept: TaskPushNotificationConfig = {
+      ...pushConfig(task.id, 'kept', `${receiver.url}/ok/kept`, ''),
+      authentication: { scheme: 'Bearer', credentials: 'receiver-secret' },
+    };
+    expect(await rest.createTaskPushNotificationConfig(kept)).toEqual(kept);
+    const dropped = pushConfig(task.id, 'dropped', `${receiver.url}/ok/dropped`, 'tok-dropped');
+    expect(await rpc.createTaskPushNotificationConfig(dropped)).toEqual(dropped);
+    // A config without an id gets one.
+    const named = await rpc.createTaskPushNotificationConfig(pushConfig(task.id, '', `${receiver.url}/ok/named`, 't'));
+    expect(named.id).toMatch(/^[0-9a-f-]{36}$/);
+
+    for (const client of [rest, rpc]) {
+      const refused = (config: Partial<TaskPushNotificationConfig>) =>
+        client.createTaskPushNotificationConfig({
+          ...pushConfig(task.id, 'x', `${receiver.url}/ok/x`, 't'),
+          ...config,
+        });
+      await expect(refused({ url: 'ftp://example.com/hook' })).rejects.toThrow(
+        'invalid push notification config: ✖ an http:// or https:// URL\n  → at url',
+      );
+      await expect(refused({ url: `http://example.com/${'a'.repeat(2048)}` })).rejects.toThrow(
+        'invalid push notification config: ✖ Too big: expected string to have <=2048 characters\n  → at url',
+      );
+      await expect(refused({ token: 't'.repeat(513) })).rejects.toThrow(
+        'invalid push notification config: ✖ Too big: expected string to have <=512 characters\n  → at token',
+      );
+      await expect(refused({ id: 'a/b' })).rejects.toThrow(
+        "invalid push notification config: ✖ 1 to 100 letters, digits, '.', '_' or '-'\n  → at id",
+      );
+      await expect(refused({ id: 'kept' })).rejects.toThrow(
+        `task ${task.id} already has a push notification config "kept": delete it first, or use another id`,
+      );
+    }
+
+    await rest.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'dropped' });
+    await rpc.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: named.id });
+    // Deleting one the task does not have changes nothing.
+    await rpc.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'dropped' });
+    for (const client of [rest, rpc])
+      await expect(
+        client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'dropped' }),
+      ).rejects.toThrow(`no push notification config "dropped" on task ${task.id}`);
+    await eventually(
+      async () => {
+        const listed = await rest.listTaskPushNotificationConfig({
+          tenant: '',
+          taskId: task.id,
+          pageSize: 0,
+          pageToken: '',
+        });
+        return listed.configs.length === 1 ? listed.configs : undefined;
+      },
+      30_000,
+      'the deleted configs to leave the list',
+    ).then((configs) => expect(configs).toEqual([kept]));
+
+    // Up to ten configs a task; the eleventh is refused.
+    for (let index = 2; index <= 10; index++)
+      await rpc.createTaskPushNotificationConfig(pushConfig(task.id, `more-${index}`, `${receiver.url}/ok/more`, 't'));
+    await eventually(
+      async () =>
+        (await rpc.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs
+          .length === 10
+          ? true
+          : undefined,
+      30_000,
+      'ten configs listed',
+    );
+    await expect(
+      rest.createTaskPushNotificationConfig(pushConfig(task.id, 'eleventh', `${receiver.url}/ok/x`, 't')),
+    ).rejects.toThrow(`task ${task.id} has 10 push notification configs, the most a task may have: delete one first`);
+
+    expect(taskLine((await rpc.sendMessage(sendRequest(userMessage('approve', { taskId: task.id })))) as Task)).toBe(
+      'task COMPLETED | answer=Paid again.',
+    );
+    await eventually(() => (receiver.delivered('/ok/kept').length === 2 ? true : undefined), 60_000, 'two pushes');
+    await eventually(() => (receiver.delivered('/ok/more').length === 18 ? true : undefined), 60_000, 'the others');
+    const pushes = receiver.delivered('/ok/kept');
+    expect(pushes.map(pushLine)).toEqual([
+      'status TASK_STATE_WORKING | transfer approved',
+      'task TASK_STATE_COMPLETED | answer=Paid again.',
+    ]);
+    for (const one of pushes) {
+      expect(one.headers.authorization).toBe('Bearer receiver-secret');
+      // No token: no token header, and nothing to sign with.
+      expect(one.headers['x-a2a-notification-token']).toBeUndefined();
+      expect(one.headers['patchloop-signature']).toBeUndefined();
+    }
+    expect(receiver.received.filter((one) => one.path === '/ok/dropped' || one.path === '/ok/named')).toEqual([]);
+    // A task that ended has no change left to notify.
+    await expect(
+      rpc.createTaskPushNotificationConfig(pushConfig(task.id, 'late', `${receiver.url}/ok/late`, 't')),
+    ).rejects.toThrow(`task ${task.id} has ended (TASK_STATE_COMPLETED): no change is left to notify`);
+  });
+
+  it('deliveries go on through kill -9 of the worker and a restart of the gateway after Create', async () => {
+    const fake = await FakeModelServer.start({
+      script: [callTools([toolCall('a1', 'add', { a: 2, b: 3 })]), reply('The sum is 5.')],
+    });
+    const taskQueue = `a2a-push-crash-${randomUUID()}`;
+    const client = await clientOn(taskQueue);
+    const adders: AgentDefinitionInput[] = [
+      { name: 'adder', instructions: 'You add.', tools: ['add'], needs_approval: ['add'] },
+    ];
+    const workers: WorkerProcess[] = [];
+    const start = async () => {
+      workers.push(await spawnWorker({ address: temporalAddress(), taskQueue, modelUrl: fake.url, agents: adders }));
+      return workers.at(-1)!;
+    };
+    const serve = () =>
+      listen(createPatchloopGateway({ client, keysFile, agents: adders, log: () => undefined }).app, '127.0.0.1', 0);
+    let own = await serve();
+    try {
+      const first = await start();
+      const a2a = await a2aClient(own.url, 'adder', 'HTTP+JSON', alice);
+      const request = sendRequest(userMessage('Add 2 and 3.'), true);
+      request.configuration!.taskPushNotificationConfig = pushConfig('', 'crash', `${receiver.url}/ok/crash`, 'tok-c');
+      const task = (await a2a.sendMessage(request)) as Task;
+      await eventually(() => (receiver.delivered('/ok/crash').length === 2 ? true : undefined), 60_000, 'two pushes');
+      // Between two changes: the worker dies, the gateway goes away; another of each comes.
+      await first.kill('SIGKILL');
+      await own.close();
+      await start();
+      own = await serve();
+      const again = await a2aClient(own.url, 'adder', 'JSONRPC', alice);
+      expect(
+        taskLine((await again.sendMessage(sendRequest(userMessage('approve', { taskId: task.id })))) as Task),
+      ).toBe('task COMPLETED | answer=The sum is 5.');
+      await eventually(() => (receiver.delivered('/ok/crash').length === 4 ? true : undefined), 120_000, 'four pushes');
+      const pushes = receiver.received.filter((one) => one.path === '/ok/crash');
+      expect(pushes.map(pushLine)).toEqual([
+        'status TASK_STATE_WORKING',
+        'status TASK_STATE_INPUT_REQUIRED | waiting for a decision on add {"a":2,"b":3}: answer "approve" or "reject: REASON"',
+        'status TASK_STATE_WORKING | add approved',
+        'task TASK_STATE_COMPLETED | answer=The sum is 5.',
+      ]);
+      for (const one of pushes) expect(verified(one, 'tok-c')).toBe(true);
+    } finally {
+      await own.close();
+      for (const worker of workers) await worker.kill('SIGKILL');
+      await client.close();
+      await fake.close();
+    }
+  });
 }, 300_000);
