@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
-import { createHmac, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -62,12 +63,37 @@ async function startReceiver() {
   };
 }
 
-/** What a receiver does with a push: checks its signature with the token, then reads the StreamResponse. */
+const pushDocs = (() => {
+  const page = readFileSync(join(repositoryRoot, 'docs/gateway.md'), 'utf8');
+  return page.slice(page.indexOf('\n### Push notifications\n'), page.indexOf('\n## The Responses API\n'));
+})();
+const docBlock = (language: string) => new RegExp(`\`\`\`${language}\n([\\s\\S]*?)\`\`\``).exec(pushDocs)![1]!;
+/** docs/gateway.md's Node check of `Patchloop-Signature`, as a receiver runs it. */
+const docVerify = new Function('require', `${docBlock('js')}\nreturn verify;`)(createRequire(__filename)) as (
+  token: string,
+  header: string,
+  body: Buffer,
+) => boolean;
+
+/** What a receiver does with a push: checks its signature with the token (docs/gateway.md's check). */
 function verified(one: Received, token: string): boolean {
-  const header = String(one.headers['patchloop-signature'] ?? '');
-  const parts = Object.fromEntries(header.split(',').map((part) => part.split('=') as [string, string]));
-  const expected = createHmac('sha256', token).update(`${parts.t}.${one.body}`).digest('hex');
-  return parts.v1 === expected && Math.abs(Date.now() / 1000 - Number(parts.t)) < 300;
+  return docVerify(token, String(one.headers['patchloop-signature'] ?? ''), Buffer.from(one.body));
+}
+
+/** docs/gateway.md's Python check of each push, with a token: what it says of each. */
+async function verifiedInPython(pushes: Received[], token: string): Promise<boolean[]> {
+  const script = join(folder, 'verify.py');
+  const cases = pushes.map((one) => ({ header: one.headers['patchloop-signature'], body: one.body }));
+  writeFileSync(
+    script,
+    `import hashlib, hmac, json, sys, time\n\n${docBlock('python')}\n\n` +
+      `cases = json.load(open(sys.argv[1]))\n` +
+      `print(json.dumps([verify(sys.argv[2], one["header"], one["body"].encode()) for one in cases]))\n`,
+  );
+  writeFileSync(join(folder, 'cases.json'), JSON.stringify(cases));
+  const run = await runProcess(venvPython, [script, join(folder, 'cases.json'), token]);
+  expect(run.stderr).toBe('');
+  return JSON.parse(run.stdout) as boolean[];
 }
 
 /** A push's body as one line: the state it tells of, its message, and the task's artifacts when a task. */
@@ -215,6 +241,8 @@ describe('A2A push notifications on the gateway', () => {
       expect(verified(one, 'tok-one')).toBe(true);
       expect(verified(one, 'another-token')).toBe(false);
     }
+    expect(await verifiedInPython(pushes, 'tok-one')).toEqual([true, true, true, true]);
+    expect(await verifiedInPython(pushes, 'another-token')).toEqual([false, false, false, false]);
     expect(new Set(pushes.map((one) => one.headers['patchloop-delivery'])).size).toBe(4);
     expect(receiver.received.filter((one) => one.path === '/ok/1')).toHaveLength(4);
     const watcher = world.client.temporal.workflow.getHandle(`${task.id}/a2a-push/hook-1`);
