@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import type { StreamResponse, TaskState } from '@a2a-js/sdk';
 import { changeAmong, changeIn, pushBody, taskStateName, taskStateNamed } from '../a2a/push-changes';
 import { isFinal, taskStateOf } from '../a2a/task-states';
@@ -8,8 +8,8 @@ import { eventsQuery } from '../common';
 import type { A2aTaskChange, A2aTaskChangeInput, AgentRunResult } from '../runtime';
 import { startHeartbeat } from './activity-context';
 
-/** How often the wait reads the run's events while nothing changes. */
-const POLL_MS = 1000;
+/** How often the wait reads the run's events: at first, then twice as long each time nothing came, up to the most. */
+const POLL_MS = { first: 500, most: 5000 };
 /** Events read per query. */
 const PAGE_EVENTS = 200;
 
@@ -35,6 +35,8 @@ export async function awaitTaskChange(input: A2aTaskChangeInput): Promise<A2aTas
       if (start.kind !== 'start') return start;
       after = start.after;
     }
+    // A run that waits for hours is asked less often: a change is told within 5 s.
+    let pause = POLL_MS.first;
     while (Date.now() < deadline) {
       // Read before looking: a run that closed before this read has every event in it.
       const closedBefore = (await run.describe()).status.name !== 'RUNNING';
@@ -42,11 +44,19 @@ export async function awaitTaskChange(input: A2aTaskChangeInput): Promise<A2aTas
       const found = changeAmong(ids, page.events, known);
       after = found.after ?? after;
       if (found.change) return changed(after, found.change);
-      if (page.events.length > 0) continue;
+      if (page.events.length > 0) {
+        pause = POLL_MS.first;
+        continue;
+      }
       if (closedBefore) return await closedRunChange(run, ids, known, after);
-      await context.sleep(POLL_MS);
+      await context.sleep(pause);
+      pause = Math.min(pause * 2, POLL_MS.most);
     }
     return { kind: 'none', after, state: input.state };
+  } catch (error) {
+    // The run is gone (deleted, or past its retention): no change will come.
+    if (error instanceof WorkflowNotFoundError) return { kind: 'ended' };
+    throw error;
   } finally {
     stopHeartbeat();
   }
