@@ -68,6 +68,15 @@ export function changeAmong(
   return { after, change: undefined };
 }
 
+/** The `seq` of the last of these events that leaves the task in `state`, if one does. */
+export function lastEventIn(ids: TaskIds, events: readonly RunEvent[], state: TaskState): number | undefined {
+  for (let index = events.length - 1; index >= 0; index--) {
+    const event = events[index]!;
+    if (updatesOf(ids, event).some((update) => stateOf(update) === state)) return event.seq;
+  }
+  return undefined;
+}
+
 /** A part with its text cut to `most` bytes. */
 function cutPart(part: Part, most: number): Part {
   return part.content?.$case === 'text'

@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowFailedError, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import type { StreamResponse, TaskState } from '@a2a-js/sdk';
-import { changeAmong, changeIn, pushBody, taskStateName, taskStateNamed } from '../a2a/push-changes';
+import { changeAmong, changeIn, lastEventIn, pushBody, taskStateName, taskStateNamed } from '../a2a/push-changes';
 import { isFinal, taskStateOf } from '../a2a/task-states';
 import { endOfResult, endUpdates, statusUpdate, type TaskIds } from '../a2a/task-updates';
 import { eventsQuery } from '../common';
@@ -12,6 +12,8 @@ import { startHeartbeat } from './activity-context';
 const POLL_MS = { first: 500, most: 5000 };
 /** Events read per query. */
 const PAGE_EVENTS = 200;
+/** The newest events a new watcher reads to find where the task was when its config was created. */
+const STARTING_EVENTS = 50;
 
 /**
  * The activity `awaitTaskChange` of a push-notification watcher: waits, heartbeating, for the task's next
@@ -75,18 +77,21 @@ function changed(after: number, update: StreamResponse): A2aTaskChange {
 
 /**
  * Where a new watcher starts: after the run's newest event. When the task is no longer in the state it
- * was in when the config was created, that state is the first change (a final one is read again from
- * its event, so its notification holds the answer).
+ * was in when the config was created (it moved on before the watcher's first read), after the last
+ * event that left it in that state, so the changes since come with their messages; else the state it is
+ * in is the first change (a final one read again from its event, so its notification holds the answer).
  */
 async function startingPoint(
   run: WorkflowHandle,
   ids: TaskIds,
   known: TaskState,
 ): Promise<{ kind: 'start'; after: number } | A2aTaskChange> {
-  const page = await run.query(eventsQuery, { after: 0, limit: 1, last: 1 });
+  const page = await run.query(eventsQuery, { after: 0, limit: STARTING_EVENTS, last: STARTING_EVENTS });
   const newest = page.events.at(-1)?.seq ?? 0;
   const current = taskStateOf(page.state);
   if (current === known) return { kind: 'start', after: newest };
+  const since = lastEventIn(ids, page.events, known);
+  if (since !== undefined) return { kind: 'start', after: since };
   if (isFinal(current)) return { kind: 'start', after: Math.max(0, newest - 1) };
   return changed(newest, statusUpdate(ids, current, new Date().toISOString()));
 }

@@ -164,7 +164,7 @@ const approvalLine =
   'status TASK_STATE_INPUT_REQUIRED | waiting for a decision on transfer {"to":"bob","amount":5}: answer "approve" or "reject: REASON"';
 
 describe('A2A push notifications on the gateway', () => {
-  let gateway: { url: string; close(): Promise<void> };
+  let gateway: { url: string; close(): Promise<void> } | undefined;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   beforeAll(async () => {
     receiver = await startReceiver();
@@ -173,22 +173,24 @@ describe('A2A push notifications on the gateway', () => {
       await receiver.close();
     };
   });
-  const open = (world: { client: Parameters<typeof createPatchloopGateway>[0]['client'] }) =>
-    listen(
+  /** The file's gateway, in front of the world's client (opened by the first test that needs it). */
+  const served = async (world: { client: Parameters<typeof createPatchloopGateway>[0]['client'] }) => {
+    gateway ??= await listen(
       createPatchloopGateway({ client: world.client, keysFile, agents, log: () => undefined }).app,
       '127.0.0.1',
       0,
     );
+    return gateway.url;
+  };
 
   it('a config sent with the message (JS SDK, JSON-RPC): every change once, in order, signed; Get, List; another principal finds nothing', async ({
     world,
   }) => {
-    gateway = await open(world);
-    const card = await (await fetch(`${gateway.url}/a2a/payer/.well-known/agent-card.json`)).json();
+    const card = await (await fetch(`${await served(world)}/a2a/payer/.well-known/agent-card.json`)).json();
     expect(card).toMatchObject({ capabilities: { streaming: true, pushNotifications: true } });
 
     world.fake.enqueue(callTools([toolCall('t1', 'transfer', { to: 'bob', amount: 5 })]), reply('Paid bob.'));
-    const client = await a2aClient(gateway.url, 'payer', 'JSONRPC', alice);
+    const client = await a2aClient(await served(world), 'payer', 'JSONRPC', alice);
     const request = sendRequest(userMessage('Pay bob 5.'), true);
     request.configuration!.taskPushNotificationConfig = pushConfig('', 'hook-1', `${receiver.url}/ok/1`, 'tok-one');
     const task = (await client.sendMessage(request)) as Task;
@@ -208,7 +210,7 @@ describe('A2A push notifications on the gateway', () => {
       'the config to be listed',
     );
     for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
-      const other = await a2aClient(gateway.url, 'payer', binding, bob);
+      const other = await a2aClient(await served(world), 'payer', binding, bob);
       const notFound = `no task ${task.id}`;
       await expect(other.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'hook-1' })).rejects.toThrow(
         notFound,
@@ -272,7 +274,7 @@ describe('A2A push notifications on the gateway', () => {
       const path = `/ok/py-${binding}`;
       const run = await runProcess(venvPython, [
         join(repositoryRoot, 'test/support/a2a_push_client.py'),
-        `${gateway.url}/a2a/payer`,
+        `${await served(world)}/a2a/payer`,
         alice,
         binding,
         `${receiver.url}${path}`,
@@ -283,7 +285,7 @@ describe('A2A push notifications on the gateway', () => {
       const lines = run.stdout.trim().split('\n');
       expect(lines.slice(0, 3)).toEqual(['created py True True', 'get py True', "list ['py']"]);
       const taskId = lines[3]!.replace('task ', '');
-      const client = await a2aClient(gateway.url, 'payer', 'JSONRPC', alice);
+      const client = await a2aClient(await served(world), 'payer', 'JSONRPC', alice);
       expect(taskLine((await client.sendMessage(sendRequest(userMessage('approve', { taskId })))) as Task)).toBe(
         `task COMPLETED | answer=Paid, by ${binding}.`,
       );
@@ -299,7 +301,7 @@ describe('A2A push notifications on the gateway', () => {
   it('a receiver that fails twice gets each change once, recorded with its attempts; one that refuses is given up, visibly', async ({
     world,
   }) => {
-    const client = await a2aClient(gateway.url, 'payer', 'HTTP+JSON', alice);
+    const client = await a2aClient(await served(world), 'payer', 'HTTP+JSON', alice);
     const start = async (id: string, path: string, answer: string) => {
       world.fake.enqueue(reply(answer));
       const request = sendRequest(userMessage('Say something.'));
@@ -352,8 +354,8 @@ describe('A2A push notifications on the gateway', () => {
     world,
   }) => {
     world.fake.enqueue(callTools([toolCall('t4', 'transfer', { to: 'bob', amount: 5 })]), reply('Paid again.'));
-    const rest = await a2aClient(gateway.url, 'payer', 'HTTP+JSON', alice);
-    const rpc = await a2aClient(gateway.url, 'payer', 'JSONRPC', alice);
+    const rest = await a2aClient(await served(world), 'payer', 'HTTP+JSON', alice);
+    const rpc = await a2aClient(await served(world), 'payer', 'JSONRPC', alice);
     const task = (await rest.sendMessage(sendRequest(userMessage('Pay bob 5.'), true))) as Task;
     await inputRequired(rest, task.id);
     const kept: TaskPushNotificationConfig = {
@@ -428,11 +430,33 @@ describe('A2A push notifications on the gateway', () => {
       rest.createTaskPushNotificationConfig(pushConfig(task.id, 'eleventh', `${receiver.url}/ok/x`, 't')),
     ).rejects.toThrow(`task ${task.id} has 10 push notification configs, the most a task may have: delete one first`);
 
-    expect(taskLine((await rpc.sendMessage(sendRequest(userMessage('approve', { taskId: task.id })))) as Task)).toBe(
-      'task COMPLETED | answer=Paid again.',
+    // The message that answers the task may bring a config too, within the same limit.
+    const approve = sendRequest(userMessage('approve', { taskId: task.id }));
+    approve.configuration!.taskPushNotificationConfig = pushConfig(
+      '',
+      'on-answer',
+      `${receiver.url}/ok/answer`,
+      'tok-a',
     );
+    await expect(rpc.sendMessage(approve)).rejects.toThrow(`task ${task.id} has 10 push notification configs`);
+    await rpc.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'more-10' });
+    await eventually(
+      async () =>
+        (await rpc.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs
+          .length === 9
+          ? true
+          : undefined,
+      30_000,
+      'nine configs listed',
+    );
+    expect(taskLine((await rpc.sendMessage(approve)) as Task)).toBe('task COMPLETED | answer=Paid again.');
     await eventually(() => (receiver.delivered('/ok/kept').length === 2 ? true : undefined), 60_000, 'two pushes');
-    await eventually(() => (receiver.delivered('/ok/more').length === 18 ? true : undefined), 60_000, 'the others');
+    await eventually(() => (receiver.delivered('/ok/more').length === 16 ? true : undefined), 60_000, 'the others');
+    await eventually(() => (receiver.delivered('/ok/answer').length === 2 ? true : undefined), 60_000, 'its own');
+    expect(receiver.delivered('/ok/answer').map(pushLine)).toEqual([
+      'status TASK_STATE_WORKING | transfer approved',
+      'task TASK_STATE_COMPLETED | answer=Paid again.',
+    ]);
     const pushes = receiver.delivered('/ok/kept');
     expect(pushes.map(pushLine)).toEqual([
       'status TASK_STATE_WORKING | transfer approved',

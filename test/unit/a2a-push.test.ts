@@ -1,6 +1,6 @@
 import { TaskState, type TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { describe, expect, it } from 'vitest';
-import { changeAmong, pushBody, taskStateName, taskStateNamed } from '../../src/a2a/push-changes';
+import { changeAmong, lastEventIn, pushBody, taskStateName, taskStateNamed } from '../../src/a2a/push-changes';
 import { checkedTarget } from '../../src/gateway/a2a/push-configs';
 import { a2aPushDeliveryId, a2aPushWatcherId, type RunEvent } from '../../src/runtime';
 
@@ -57,6 +57,12 @@ describe('A2A push notifications: the changes of a task', () => {
         artifacts: [{ artifactId: 'answer', name: 'answer', parts: [{ text: 'Paid.', mediaType: 'text/plain' }] }],
       },
     });
+  });
+
+  it('a watcher that starts late finds the last event in the state its config was created in', () => {
+    expect(lastEventIn(ids, log, TaskState.TASK_STATE_INPUT_REQUIRED)).toBe(4);
+    expect(lastEventIn(ids, log, TaskState.TASK_STATE_WORKING)).toBe(6);
+    expect(lastEventIn(ids, log.slice(0, 3), TaskState.TASK_STATE_INPUT_REQUIRED)).toBeUndefined();
   });
 
   it('events that change no state leave the cursor past them and tell nothing', () => {

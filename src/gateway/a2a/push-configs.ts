@@ -67,7 +67,11 @@ export function checkedTarget(config: TaskPushNotificationConfig): A2aPushTarget
 export class PushConfigs {
   constructor(private readonly client: PatchloopClient) {}
 
-  /** Starts the watcher of a config on a task in `state` (its wire name); refused past the limits. */
+  /**
+   * Starts the watcher of a config on a task in `state` (its wire name); refused past the limits. The
+   * watcher follows the run from `after`: -1 for a task that goes on (it starts from the run's newest
+   * event), 0 for a task this request has just started (from its first event; it has no other config).
+   */
   async create(ids: TaskIds, state: string, target: A2aPushTarget, after = -1): Promise<TaskPushNotificationConfig> {
     if (after < 0) {
       const existing = await this.list(ids.taskId);
