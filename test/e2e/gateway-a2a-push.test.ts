@@ -261,6 +261,25 @@ describe('A2A push notifications on the gateway', () => {
       (await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' }))
         .configs,
     ).toEqual([pushConfig(task.id, 'hook-1', `${receiver.url}/ok/1`, 'tok-one')]);
+    await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'hook-1' });
+    await eventually(
+      async () => {
+        const listed = await client.listTaskPushNotificationConfig({
+          tenant: '',
+          taskId: task.id,
+          pageSize: 0,
+          pageToken: '',
+        });
+        const got = await client
+          .getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'hook-1' })
+          .catch((error: Error) => error.message);
+        return listed.configs.length === 0 && got === `no push notification config "hook-1" on task ${task.id}`
+          ? true
+          : undefined;
+      },
+      30_000,
+      'the ended config to be deleted',
+    );
   });
 
   it("Python's a2a-sdk client creates, reads and lists a config on a task that waits, on both bindings; the rest of its changes arrive", async ({
