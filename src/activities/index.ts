@@ -1,5 +1,7 @@
 import type { AgentRegistry } from '../agents/registry';
 import type { SecretRedactor } from './redact';
+import { deliverA2aPush } from './a2a-push-delivery';
+import { awaitTaskChange } from './a2a-push-watch';
 import { awaitAgentRun } from './await-agent-run';
 import { createDescribeAgent } from './describe-agent';
 import { McpServers } from './mcp-connections';
@@ -73,6 +75,8 @@ export function createActivities(settings: ActivitySettings) {
     llmPhase: createLlmPhase(settings.provider, requests, settings.registry, settings.chunks, settings.redactor),
     reviewToolCalls: createReviewToolCalls(settings.registry),
     deliverNotification: createDeliverNotification(settings.notifyLinks ?? (() => undefined)),
+    awaitTaskChange,
+    deliverA2aPush,
     toolBatch: createToolBatch(
       settings.registry,
       {

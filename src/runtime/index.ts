@@ -39,6 +39,24 @@ export {
   ToolCallRequest,
 } from './phases';
 export {
+  A2A_PUSH_KEPT_DELIVERIES,
+  A2A_PUSH_MAX_CONFIGS,
+  a2aPushDeliveryId,
+  A2aPushTarget,
+  a2aPushWatcherId,
+  A2aPushWatcherInput,
+  a2aPushWatcherPrefix,
+} from './a2a-push';
+export type {
+  A2aPushDelivery,
+  A2aPushDeliveryInput,
+  A2aPushWatcherInputWire,
+  A2aPushWatcherResult,
+  A2aTaskChange,
+  A2aTaskChangeInput,
+} from './a2a-push';
+export {
+  cutToBytes,
   hostOf,
   notificationBody,
   notifierWorkflowId,

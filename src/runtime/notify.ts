@@ -148,7 +148,7 @@ export function notifierWorkflowId(workflowId: string, firstRunId: string): stri
 }
 
 /** The longest prefix of `text` of at most `most` UTF-8 bytes, never splitting a character. */
-function cutToBytes(text: string, most: number): string {
+export function cutToBytes(text: string, most: number): string {
   if (utf8Bytes(text) <= most) return text;
   // The longest prefix that fits, by bisection (a character takes 1 to 4 bytes).
   let end = 0;

@@ -1,6 +1,6 @@
-import { ApplicationFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { carriedFailure, FailureType } from '../common';
+import { FailureType } from '../common';
 import {
   hostOf,
   NOTIFY_GIVE_UP_SECONDS,
@@ -8,6 +8,7 @@ import {
   NotifierInput,
   type NotifyDelivered,
 } from '../runtime';
+import { gaveUp } from './delivery-give-up';
 import { parseWorkflowInput } from './run/input';
 
 /** One attempt's activity bound, above the delivery's own HTTP timeout (10 s). */
@@ -37,23 +38,4 @@ export async function notifyRunEnd(rawInput: unknown): Promise<NotifyDelivered> 
   } catch (error) {
     throw gaveUp(error);
   }
-}
-
-/**
- * The notifier's failure once the delivery gave up: the last attempt's type and message, and how many
- * attempts there were (each attempt's failure carries its number).
- */
-function gaveUp(error: unknown): ApplicationFailure {
-  let last: ApplicationFailure | undefined;
-  let timedOut = false;
-  for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) {
-    if (cause instanceof TimeoutFailure) timedOut = true;
-    if (cause instanceof ApplicationFailure) last = cause;
-  }
-  const attempts = (last?.details?.[0] as { attempt?: number } | undefined)?.attempt;
-  const why = last?.message ?? (error instanceof Error ? error.message : String(error));
-  const after = timedOut ? `a day${attempts ? ` (${attempts} attempts)` : ''}` : `${attempts ?? 1} attempt(s)`;
-  return carriedFailure(last?.type ?? FailureType.NotifyUnreachable, `gave up after ${after}: ${why}`, {
-    details: [{ attempts: attempts ?? null, last_error: { type: last?.type ?? null, message: why } }],
-  });
 }

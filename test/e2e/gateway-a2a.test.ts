@@ -102,7 +102,7 @@ describe('A2A on the gateway', () => {
         { url: `${gateway.url}/a2a/assistant`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
       ],
       version: '1.0.0',
-      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+      capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false },
       securitySchemes: {
         patchloopKey: {
           httpAuthSecurityScheme: { description: 'A patchloop API key (patchloop keys create)', scheme: 'Bearer' },

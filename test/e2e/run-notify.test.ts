@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, onTestFinished } from 'vitest';
-import { signatureHeader } from '../../src/activities/notify-delivery';
+import { signatureHeader } from '../../src/activities/receiver-post';
 import type { NotificationState, RunHandle } from '../../src/client/patchloop-client';
 import { reply } from '../../src/fake-model/steps';
 import type { NotificationBody } from '../../src/runtime';

@@ -1,8 +1,8 @@
 import { TaskState } from '@a2a-js/sdk';
 import { describe, expect, it } from 'vitest';
 import { checkedContextId, contextOf, newContextId, newTaskId } from '../../src/gateway/a2a/task-ids';
-import { isFinal, runStatusOf, taskStateOf } from '../../src/gateway/a2a/task-states';
-import { endUpdates } from '../../src/gateway/a2a/task-updates';
+import { isFinal, runStatusOf, taskStateOf } from '../../src/a2a/task-states';
+import { endUpdates } from '../../src/a2a/task-updates';
 
 describe('A2A tasks as runs', () => {
   it("a task's id holds its context; a run started otherwise is its own context", () => {

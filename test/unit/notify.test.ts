@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { signatureHeader } from '../../src/activities/notify-delivery';
+import { signatureHeader } from '../../src/activities/receiver-post';
 import {
   AgentDefinition,
   AgentRunInput,

@@ -37,7 +37,7 @@ export function agentCardOf(agent: AgentDefinitionInput, url: string): AgentCard
     ],
     provider: undefined,
     version: '1.0.0',
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: true, extensions: [], extendedAgentCard: false },
     securitySchemes: {
       [SECURITY_SCHEME]: {
         scheme: {

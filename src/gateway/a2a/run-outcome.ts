@@ -1,6 +1,6 @@
 import type { StreamResponse } from '@a2a-js/sdk';
 import { RunFailedError, type RunHandle } from '../../client/patchloop-client';
-import { endUpdates, type TaskIds } from './task-updates';
+import { endOfResult, endUpdates, type TaskIds } from '../../a2a/task-updates';
 
 /**
  * The last updates of a run that has closed, from its result (Temporal's history: no worker needed): its
@@ -12,12 +12,7 @@ export async function closedRunUpdates(run: RunHandle, ids: TaskIds, signal?: Ab
   try {
     const read = () => run.result();
     const result = signal ? await run.workflow.client.withAbortSignal(signal, read) : await read();
-    return endUpdates(
-      ids,
-      { status: result.status, answer: result.answer ?? '', reason: result.abort_reason ?? '' },
-      now(),
-      messageId,
-    );
+    return endUpdates(ids, endOfResult(result), now(), messageId);
   } catch (error) {
     if (!(error instanceof RunFailedError)) throw error;
     return endUpdates(ids, { status: 'failed', answer: '', reason: error.causeMessage }, now(), messageId);

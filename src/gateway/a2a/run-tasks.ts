@@ -11,10 +11,13 @@ import {
   type StreamResponse,
   type SubscribeToTaskRequest,
   type Task,
+  type DeleteTaskPushNotificationConfigRequest,
+  type GetTaskPushNotificationConfigRequest,
+  type ListTaskPushNotificationConfigsRequest,
+  type ListTaskPushNotificationConfigsResponse,
   type TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
 import {
-  PushNotificationNotSupportedError,
   RequestMalformedError,
   RestUnsupportedOperationError,
   TaskNotCancelableError,
@@ -23,16 +26,18 @@ import {
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import type { RunHandle, RunSummary } from '../../client/patchloop-client';
-import type { AgentDefinitionInput, AgentRunInputWire } from '../../runtime';
+import type { A2aPushTarget, AgentDefinitionInput, AgentRunInputWire } from '../../runtime';
 import type { PrincipalRuns } from '../principal-runs';
 import { RateLimited, retryAfter } from '../rate-limits';
 import { conversationAfter } from '../conversation';
 import { callerOf, type Caller } from './caller';
 import { closedRunUpdates } from './run-outcome';
+import { checkedTarget, PushConfigs } from './push-configs';
 import { runUpdates } from './run-updates';
 import { checkedContextId, contextOf, newContextId, newTaskId } from './task-ids';
-import { isFinal, runStatusOf, taskStateOf } from './task-states';
-import { agentMessage, applied, approvalText, endsStream, stateOf, type TaskIds } from './task-updates';
+import { taskStateName } from '../../a2a/push-changes';
+import { isFinal, runStatusOf, taskStateOf } from '../../a2a/task-states';
+import { agentMessage, applied, approvalText, endsStream, stateOf, type TaskIds } from '../../a2a/task-updates';
 
 /** The most tasks one `ListTasks` page holds, and how far pages reach (the visibility store is read from the newest). */
 const LIST_PAGE = { default: 50, most: 100, reach: 1000 };
@@ -83,11 +88,15 @@ function taskFrom(first: Task, updates: StreamResponse[]): Task {
  * answer is read from Temporal, so any gateway process answers any request.
  */
 export class RunTasks implements A2ARequestHandler {
+  private readonly pushes: PushConfigs;
+
   constructor(
     private readonly agent: AgentDefinitionInput,
     private readonly runs: PrincipalRuns,
     private readonly card: AgentCard,
-  ) {}
+  ) {
+    this.pushes = new PushConfigs(runs.client);
+  }
 
   getAgentCard(): Promise<AgentCard> {
     return Promise.resolve(this.card);
@@ -217,12 +226,29 @@ export class RunTasks implements A2ARequestHandler {
     const caller = callerOf(context);
     const message = params.message;
     const text = textOf(message);
-    if (message?.taskId) return this.follow(caller, message.taskId, (run, task) => this.answer(run, task, text));
-    return this.started(caller, message!, text);
+    const push = params.configuration?.taskPushNotificationConfig;
+    const target = push ? checkedTarget(push) : undefined;
+    if (message?.taskId)
+      return this.follow(caller, message.taskId, async (run, task) => {
+        if (target) {
+          const ids = { taskId: task.id, contextId: task.contextId };
+          await this.pushes.create(ids, this.notifiable(task.id, task.status!.state), target);
+        }
+        await this.answer(run, task, text);
+      });
+    return this.started(caller, message!, text, target);
   }
 
-  /** A new task: the run starts (continuing its context's conversation), then its updates. */
-  private async *started(caller: Caller, message: Message, text: string): AsyncGenerator<StreamResponse> {
+  /**
+   * A new task: the run starts (continuing its context's conversation), its push-notification config's
+   * watcher when the message names one (from the task's first event on), then its updates.
+   */
+  private async *started(
+    caller: Caller,
+    message: Message,
+    text: string,
+    push: A2aPushTarget | undefined,
+  ): AsyncGenerator<StreamResponse> {
     const contextId = message.contextId ? checkedContextId(message.contextId) : newContextId();
     const history = await this.conversation(caller, contextId);
     const taskId = newTaskId(contextId);
@@ -237,6 +263,7 @@ export class RunTasks implements A2ARequestHandler {
       throw error instanceof RateLimited ? refusedForRate(caller, error) : error;
     }
     const ids = { taskId, contextId };
+    if (push) await this.pushes.create(ids, taskStateName(TaskState.TASK_STATE_SUBMITTED), push, 0);
     const sent: Message = { ...message, taskId, contextId, role: Role.ROLE_USER };
     const task: Task = {
       id: taskId,
@@ -310,19 +337,45 @@ export class RunTasks implements A2ARequestHandler {
     return task;
   }
 
-  createTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
-    return Promise.reject(new PushNotificationNotSupportedError());
+  async createTaskPushNotificationConfig(
+    params: TaskPushNotificationConfig,
+    context: ServerCallContext,
+  ): Promise<TaskPushNotificationConfig> {
+    const target = checkedTarget(params);
+    const { summary, ids } = await this.found(callerOf(context), params.taskId);
+    return this.pushes.create(ids, this.notifiable(ids.taskId, taskStateOf(summary.status)), target);
   }
 
-  getTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
-    return Promise.reject(new PushNotificationNotSupportedError());
+  /** The state a task's new config starts from; a task that ended has no change left to notify. */
+  private notifiable(taskId: string, state: TaskState): string {
+    if (isFinal(state))
+      throw new UnsupportedOperationError(
+        `task ${taskId} has ended (${TaskState[state]}): no change is left to notify`,
+      );
+    return taskStateName(state);
   }
 
-  listTaskPushNotificationConfigs(): Promise<never> {
-    return Promise.reject(new PushNotificationNotSupportedError());
+  async getTaskPushNotificationConfig(
+    params: GetTaskPushNotificationConfigRequest,
+    context: ServerCallContext,
+  ): Promise<TaskPushNotificationConfig> {
+    await this.found(callerOf(context), params.taskId);
+    return this.pushes.get(params.taskId, params.id);
   }
 
-  deleteTaskPushNotificationConfig(): Promise<void> {
-    return Promise.reject(new PushNotificationNotSupportedError());
+  async listTaskPushNotificationConfigs(
+    params: ListTaskPushNotificationConfigsRequest,
+    context: ServerCallContext,
+  ): Promise<ListTaskPushNotificationConfigsResponse> {
+    await this.found(callerOf(context), params.taskId);
+    return { configs: await this.pushes.list(params.taskId), nextPageToken: '' };
+  }
+
+  async deleteTaskPushNotificationConfig(
+    params: DeleteTaskPushNotificationConfigRequest,
+    context: ServerCallContext,
+  ): Promise<void> {
+    await this.found(callerOf(context), params.taskId);
+    await this.pushes.delete(params.taskId, params.id);
   }
 }

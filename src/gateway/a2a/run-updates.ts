@@ -1,7 +1,7 @@
 import type { StreamResponse } from '@a2a-js/sdk';
 import type { RunHandle } from '../../client/patchloop-client';
 import { closedRunUpdates } from './run-outcome';
-import { endsStream, updatesOf, type TaskIds } from './task-updates';
+import { endsStream, updatesOf, type TaskIds } from '../../a2a/task-updates';
 
 /** How often a follower looks for new events while the run has none. */
 const POLL_MS = 200;

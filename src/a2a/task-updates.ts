@@ -1,5 +1,5 @@
 import { Role, TaskState, type Message, type StreamResponse, type Task } from '@a2a-js/sdk';
-import type { PendingApproval, RunEvent } from '../../runtime';
+import type { PendingApproval, RunEvent } from '../runtime';
 import { isFinal } from './task-states';
 
 /** The task an update is about. */
@@ -28,7 +28,8 @@ export function approvalText(pending: readonly Pick<PendingApproval, 'tool_name'
   return `waiting for a decision on ${calls}: answer "approve" or "reject: REASON"`;
 }
 
-function statusUpdate(
+/** A status update of the task: its state, and a message of the agent's when given. */
+export function statusUpdate(
   ids: TaskIds,
   state: TaskState,
   timestamp: string,
@@ -69,6 +70,15 @@ function answerUpdate(ids: TaskIds, answer: string): StreamResponse {
       },
     },
   };
+}
+
+/** How a closed run ended, from its result (its answer, or why it was aborted). */
+export function endOfResult(result: { status: string; answer: string | null; abort_reason?: string | undefined }): {
+  status: string;
+  answer: string;
+  reason: string;
+} {
+  return { status: result.status, answer: result.answer ?? '', reason: result.abort_reason ?? '' };
 }
 
 /** How a run ended, as its last updates: its answer (when it has one), then the final state. */
