@@ -118,9 +118,15 @@ export function workflowsPath(): string {
  * which zod writes to, are shielded from the SDK's freeze of shared modules (`sharedSchema`).
  */
 export function workflowBundleOptions(): { workflowsPath: string; preloadModules: string[] } {
+  // Stack traces in workflow code cost about half of a workflow thread's time (workflows/stack-traces.ts).
+  const stackTraces = process.env['PATCHLOOP_WORKFLOW_STACK_TRACES'] === '1';
   return {
     workflowsPath: workflowsPath(),
-    preloadModules: [sourceFile('workflows', 'shared-modules'), workflowsPath()],
+    preloadModules: [
+      ...(stackTraces ? [] : [sourceFile('workflows', 'stack-traces')]),
+      sourceFile('workflows', 'shared-modules'),
+      workflowsPath(),
+    ],
   };
 }
 

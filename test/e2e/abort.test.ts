@@ -32,6 +32,8 @@ describe('abort signal', () => {
     const run = await world.client.start({ agent: 'assistant', input: 'explain transformers' });
     await world.fake.waitForRequests(1);
     await replyReceived(run, 'Transformers are '.length);
+    // Workflow code runs without stack traces (workflows/stack-traces.ts): the SDK's call stack has no frames.
+    expect(await run.workflow.query<string>('__stack_trace')).not.toMatch(/\bat /);
     const abortedAt = Date.now();
     await run.abort('user_interrupt');
     const result = await run.result();
