@@ -48,13 +48,7 @@ import { hasBudget, resultBudget, runSpending } from './loop/budget-gate';
 export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const input = parseRunInput(rawInput);
   const run = newRun(input.agent, workflowInfo().workflowId);
-  if (input.fork) {
-    run.settings.origin = runOrigin(run.settings.memoryKey, input.fork);
-    run.settings.forkDepth = input.fork.depth;
-    run.settings.forkId = input.fork.fork_id;
-  }
-  if (input.caller) run.settings.agentDepth = input.caller.depth;
-  if (input.principal) run.settings.principal = input.principal;
+  placeInTree(run, input);
   // Restore before any handler runs: signals and updates buffered for this run land in the carried inbox.
   const position = input.state ? restoreRun(run, input.state) : undefined;
   const chain = { continued: input.state?.continued ?? 0, skipped: false, stepsAtStart: steps(run) };
@@ -169,6 +163,17 @@ async function continueIfDue(
   });
   // A chain moves to the current build here (a run on its own finishes on the build it started on).
   await continueAsNewOnCurrentBuild<typeof agentRun>()(next());
+}
+
+/** Where the run stands among others: a fork's origin and depth, a sub-agent's depth, its principal. */
+function placeInTree(run: Run, input: AgentRunInput): void {
+  if (input.fork) {
+    run.settings.origin = runOrigin(run.settings.memoryKey, input.fork);
+    run.settings.forkDepth = input.fork.depth;
+    run.settings.forkId = input.fork.fork_id;
+  }
+  if (input.caller) run.settings.agentDepth = input.caller.depth;
+  if (input.principal) run.settings.principal = input.principal;
 }
 
 /** Steps a run made: LLM calls and approval decisions (a wait for decisions may continue as new too). */
