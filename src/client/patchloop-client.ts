@@ -12,8 +12,10 @@ import {
 } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import type { UpdateDefinition } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
 import type { z } from 'zod';
 import type { LlmFunction } from '../functions/define-llm-function';
+import { chainEvents, countBillableActions, type BillableActions } from './billable-actions';
 import type { JsonValue, Message } from '../context';
 import type {
   EventDelivered,
@@ -315,6 +317,8 @@ export interface ChildRunSummary {
   started_at: string;
 }
 
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
 export class RunHandle {
   constructor(
     readonly workflow: WorkflowHandle,
@@ -512,6 +516,18 @@ export class RunHandle {
    * The runs this one started (sub-agents and forks, by any run of its chain), from Temporal's visibility
    * store: newest first, at most `limit`.
    */
+  /**
+   * The billable Temporal Cloud actions of the run's whole chain so far, counted from its history
+   * (docs/runs.md#billable-actions); its child runs count in their own.
+   */
+  async billableActions(): Promise<BillableActions> {
+    const client = this.workflow.client;
+    const events: HistoryEvent[] = [];
+    for await (const event of chainEvents(client.workflowService, client.options.namespace, this.workflowId))
+      events.push(event);
+    return countBillableActions(events);
+  }
+
   async childRuns(limit = 100): Promise<ChildRunSummary[]> {
     const children: ChildRunSummary[] = [];
     const query = `ParentWorkflowId = '${this.workflowId.replaceAll("'", "\\'")}'`;
