@@ -1,14 +1,25 @@
 import { type Context } from '@temporalio/activity';
 import { failure, FailureType } from '../common/failure-types';
+import { HEARTBEAT_EVERY_MS, HEARTBEAT_FIRST_MS } from '../runtime';
 
 /**
- * Heartbeats on a 1 s timer (not only per token: a thinking model sends none), because an activity
- * learns of a cancel only through a heartbeat's answer.
+ * Heartbeats on a timer (not only per token: a thinking model sends none), because an activity learns
+ * of a cancel only through a heartbeat's answer; the first after `HEARTBEAT_FIRST_MS`, not at the start:
+ * each heartbeat that reaches the server is a billable action, and most calls end sooner.
  */
-export function startHeartbeat(context: Context, details: () => unknown, intervalMs = 1000): () => void {
-  context.heartbeat(details());
-  const timer = setInterval(() => context.heartbeat(details()), intervalMs);
-  return () => clearInterval(timer);
+export function startHeartbeat(context: Context, details: () => unknown, intervalMs = HEARTBEAT_EVERY_MS): () => void {
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const first = setTimeout(
+    () => {
+      context.heartbeat(details());
+      timer = setInterval(() => context.heartbeat(details()), intervalMs);
+    },
+    Math.min(HEARTBEAT_FIRST_MS, intervalMs),
+  );
+  return () => {
+    clearTimeout(first);
+    clearInterval(timer);
+  };
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { WorkflowService } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { heartbeatsIn } from '../runtime';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 const EventType = temporal.api.enums.v1.EventType;
@@ -36,14 +37,11 @@ export interface BillableActions {
   options_updates: number;
   /**
    * Activity heartbeats that reached the server, estimated (heartbeats are billed but never recorded):
-   * each closed activity's last attempt, one per `heartbeatEveryMs` of its time after the first
-   * `heartbeatEveryMs` when it has a heartbeat timeout; earlier attempts' time is not in history.
+   * those patchloop's cadence sends in each closed activity's last attempt (`heartbeatsIn`), when it
+   * has a heartbeat timeout; earlier attempts' time is not in history, nor a batch's checkpoints.
    */
   heartbeats_estimated: number;
 }
-
-/** patchloop's activities heartbeat once a second, the first time a second after they start. */
-export const PATCHLOOP_HEARTBEAT_EVERY_MS = 1000;
 
 /** Markers of versioning (`patched()` in TypeScript and the core SDKs, `GetVersion` in Go): not billed. */
 const VERSION_MARKERS = new Set(['core_patch', 'Version']);
@@ -53,10 +51,7 @@ const CHANGE_VERSION = 'TemporalChangeVersion';
  * Counts the billable actions of one run's history, or of a whole chain's events in any order of runs
  * (each run's start counts once; the continue-as-new event itself is not counted again).
  */
-export function countBillableActions(
-  events: Iterable<HistoryEvent>,
-  heartbeatEveryMs = PATCHLOOP_HEARTBEAT_EVERY_MS,
-): BillableActions {
+export function countBillableActions(events: Iterable<HistoryEvent>): BillableActions {
   const counts: Omit<BillableActions, 'total'> = {
     workflow_starts: 0,
     activities: 0,
@@ -104,7 +99,7 @@ export function countBillableActions(
     else if (type === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED) counts.child_workflows += 1;
     else if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_OPTIONS_UPDATED) counts.options_updates += 1;
     else if (activityClosedTypes.has(type ?? 0))
-      counts.heartbeats_estimated += estimatedHeartbeats(event, scheduled, started, heartbeatEveryMs);
+      counts.heartbeats_estimated += estimatedHeartbeats(event, scheduled, started);
   }
   counts.local_activity_tasks = markerTasks.size;
   const total = Object.values(counts).reduce((sum, count) => sum + count, 0);
@@ -123,7 +118,6 @@ function estimatedHeartbeats(
   closed: HistoryEvent,
   scheduled: Map<string, HistoryEvent>,
   started: Map<string, HistoryEvent>,
-  everyMs: number,
 ): number {
   const attributes =
     closed.activityTaskCompletedEventAttributes ??
@@ -134,7 +128,7 @@ function estimatedHeartbeats(
   const heartbeatTimeout = scheduled.get(id)?.activityTaskScheduledEventAttributes?.heartbeatTimeout;
   const start = started.get(id)?.eventTime;
   if (!start || !closed.eventTime || !heartbeatTimeout || milliseconds(heartbeatTimeout) <= 0) return 0;
-  return Math.max(0, Math.floor((milliseconds(closed.eventTime) - milliseconds(start)) / everyMs));
+  return heartbeatsIn(milliseconds(closed.eventTime) - milliseconds(start));
 }
 
 function milliseconds(value: { seconds?: unknown; nanos?: number | null }): number {
