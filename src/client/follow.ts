@@ -4,6 +4,7 @@ import { withAccumulatedContent } from '../streaming/accumulated-content';
 import { findStreamSource, readChunks } from '../streaming/chunk-client';
 import { eventsQuery } from '../common';
 import { RunHandle } from './patchloop-client';
+import { WorkflowTaskWatch } from './task-watch';
 
 /** One human-readable line per coarse event, or null for events not worth a line. */
 export function describeEvent(event: LoggedRunEvent): string | null {
@@ -202,7 +203,7 @@ export interface FollowOptions {
 
 /**
  * Follows a run until it ends: coarse events by cursor through the `events` query (never recorded in
- * history) and, for the LLM call in progress, live tokens from the side channel. A follower that joins
+ * history; asked again when one of the run's workflow tasks completes, `WorkflowTaskWatch`) and, for the LLM call in progress, live tokens from the side channel. A follower that joins
  * mid-call gets the call's whole prefix first; every chunk is delivered exactly once. Child runs' events
  * (and theirs, at any depth) are forwarded into the same output, each with its own origin, between the
  * parent's `selfref_fork_start` and `selfref_fork_end` (spec 6.6 step 7), or `subagent_started` and
@@ -261,6 +262,12 @@ async function followEvents(
   let after = options.after ?? 0;
   const tokens = new TokenFollower(run, output);
   const forks = new Map<string, Promise<void>>();
+  // Asked again when a workflow task completes (the history's long poll), else every `intervalMs`.
+  const watch = new WorkflowTaskWatch(run.workflow);
+  const watching = watch.start(stop).then(
+    () => true,
+    () => false,
+  );
   for (;;) {
     try {
       const page = await run.workflow.query(eventsQuery, { after });
@@ -288,7 +295,8 @@ async function followEvents(
       // No worker has answered yet; keep polling until the run ends.
     }
     if (settled || stop.aborted) break;
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    const woken = (await watching) && (await watch.next(stop).catch(() => false));
+    if (!woken) await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
   tokens.stop();
   const forksDone = Promise.all(forks.values());

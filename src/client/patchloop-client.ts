@@ -11,7 +11,7 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
-import type { UpdateDefinition } from '@temporalio/common';
+import type { SearchAttributePair, UpdateDefinition } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import type { z } from 'zod';
 import type { LlmFunction } from '../functions/define-llm-function';
@@ -63,6 +63,7 @@ import { PatchloopSchedules } from './schedules';
 export class PatchloopClient {
   /** Schedules on Temporal Schedules whose fires run this task queue's agents (docs/schedules.md). */
   readonly schedules: PatchloopSchedules;
+  private searchAttributesKnown?: Promise<boolean>;
 
   constructor(
     readonly temporal: Client,
@@ -122,7 +123,9 @@ export class PatchloopClient {
 
   /**
    * Starts a run or session; on behalf of a principal (the gateway's callers), the input names it and
-   * the execution carries it in `PatchloopPrincipal` from its start, so listings find it at once.
+   * the execution carries it in `PatchloopPrincipal` from its start, so listings find it at once. A run
+   * or session also starts with its agent and `running` when the namespace has patchloop's attributes:
+   * attributes given at the start are free, where the run's own first upsert is a billable action.
    */
   private async startWorkflow(
     type: string,
@@ -132,13 +135,31 @@ export class PatchloopClient {
     options: Pick<StartOptions, 'principal'> = {},
   ): Promise<WorkflowHandle> {
     const principal = options.principal;
+    const attributes: SearchAttributePair[] = [
+      ...(principal === undefined ? [] : [{ key: keys.principal, value: principal }]),
+      ...(type !== 'llmFunction' && typeof input['agent'] === 'string' && (await this.searchAttributesPresent())
+        ? [
+            { key: keys.agent, value: input['agent'] },
+            { key: keys.status, value: 'running' },
+          ]
+        : []),
+    ];
     return (await this.temporal.workflow.start(type, {
       taskQueue: this.taskQueue,
       workflowId,
       args: [principal === undefined ? input : { ...input, principal }],
       staticSummary,
-      ...(principal === undefined ? {} : { typedSearchAttributes: [{ key: keys.principal, value: principal }] }),
+      ...(attributes.length > 0 ? { typedSearchAttributes: attributes } : {}),
     })) as WorkflowHandle;
+  }
+
+  /** Whether the namespace has patchloop's search attributes: asked once per client, false when it cannot tell. */
+  private searchAttributesPresent(): Promise<boolean> {
+    this.searchAttributesKnown ??= this.temporal.connection.operatorService
+      .listSearchAttributes({ namespace: this.temporal.options.namespace })
+      .then(({ customAttributes }) => [keys.agent, keys.status].every((key) => key.name in (customAttributes ?? {})))
+      .catch(() => false);
+    return this.searchAttributesKnown;
   }
 
   /** A handle on a session, whatever run of its continue-as-new chain is current. */
