@@ -269,6 +269,8 @@ async function followEvents(
     () => false,
   );
   for (;;) {
+    // Only an answer given after the run ended holds its last events.
+    const ended = settled;
     try {
       const page = await run.workflow.query(eventsQuery, { after });
       for (const event of page.events) {
@@ -290,11 +292,13 @@ async function followEvents(
         await options.onEvent?.(event);
         if (event.event_type === 'llm_call_start' && event.stream) tokens.start(event.llm_call);
       }
-      if (page.events.length > 0) continue;
+      // Asked again at once only when the page stopped at its limit (an older worker does not say).
+      if (page.events.length > 0 && page.more !== false) continue;
     } catch {
       // No worker has answered yet; keep polling until the run ends.
     }
-    if (settled || stop.aborted) break;
+    if (ended || stop.aborted) break;
+    if (settled) continue;
     const woken = (await watching) && (await watch.next(stop).catch(() => false));
     if (!woken) await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
