@@ -240,6 +240,9 @@ export async function followRunEvents(
   return { ended };
 }
 
+/** How many times a follower asks a run that has ended before it gives up on its last events. */
+const TAIL_TRIES = 5;
+
 /** One run's events and tokens until it has ended and its log is read to the end; its forks' too. */
 async function followEvents(
   run: RunHandle,
@@ -268,6 +271,7 @@ async function followEvents(
     () => true,
     () => false,
   );
+  let tailFailures = 0;
   for (;;) {
     // Only an answer given after the run ended holds its last events.
     const ended = settled;
@@ -295,7 +299,12 @@ async function followEvents(
       // Asked again at once only when the page stopped at its limit (an older worker does not say).
       if (page.events.length > 0 && page.more !== false) continue;
     } catch {
-      // No worker has answered yet; keep polling until the run ends.
+      // No worker has answered yet; keep polling until the run ends. Once it has ended, its last events
+      // come from a worker replaying it: asked again a few times before giving up.
+      if (ended && (tailFailures += 1) < TAIL_TRIES) {
+        await new Promise((resolve) => setTimeout(resolve, intervalMs));
+        continue;
+      }
     }
     if (ended || stop.aborted) break;
     if (settled) continue;

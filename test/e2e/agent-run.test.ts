@@ -103,6 +103,8 @@ describe('agentRun on a real dev server', () => {
     // run ends between; never one per 150 ms (20 before).
     expect(asked.every((name) => name === 'events')).toBe(true);
     expect(asked.length).toBeLessThanOrEqual(6);
+    // The shape of 2026-12-06: the agent resolved locally, search attributes from the start, one upsert.
+    await recordHistory(run, 'agent-resolved-locally');
   });
 
   it('runs a parallel batch concurrently and commits results in declared order, not completion order', async ({

@@ -51,6 +51,22 @@ describe('billable actions counted from a recorded history', () => {
     });
   });
 
+  it('the shape of 2026-12-06: the agent resolved locally, attributes from the start, one upsert at the end', () => {
+    // By hand: event 1 starts the run with PatchloopAgent and PatchloopStatus (free); markers 7 and 18 are
+    // local activities of tasks 4 and 15 (the agent, the fast tool); 10 and 19 schedule the model calls;
+    // 25 upserts `completed`; 6, 9, 17 upsert only TemporalChangeVersion. Heartbeats: the first call took
+    // 448 ms (one, at 250 ms), the second 3,151 ms (at 0.25, 1.25, 2.25 s: three).
+    expect(countBillableActions(recorded('agent-resolved-locally'))).toEqual({
+      ...none,
+      total: 10,
+      workflow_starts: 1,
+      activities: 2,
+      local_activity_tasks: 2,
+      search_attribute_upserts: 1,
+      heartbeats_estimated: 4,
+    });
+  });
+
   it('a worker killed during a tool batch: the retry, and the heartbeats of its 3.0 s second attempt', () => {
     // Event 18: the batch's attempt 2, started 21:19:01.467, completed 21:19:04.492 (heartbeat timeout 2 s).
     expect(countBillableActions(recorded('crash-during-batch'))).toEqual({
