@@ -142,11 +142,6 @@ export function actionsLine(actions: BillableActions): string {
   return `${total}${spent.length > 0 ? ` (${spent.map(([kind, count]) => `${count} ${kind.replaceAll('_', ' ')}`).join(', ')})` : ''}`;
 }
 
-/** Actions per iteration, to two decimals. */
-export function actionsPerIteration(actions: BillableActions, iterations: number): number {
-  return iterations > 0 ? Math.round((actions.total / iterations) * 100) / 100 : actions.total;
-}
-
 /**
  * Every event of a workflow's chain of runs, the latest run first (a run started by continue-as-new
  * names the one before), in pages of at most `pageSize` events (a history page stays under gRPC's 4 MB).
