@@ -52,10 +52,10 @@ describe('billable actions counted from a recorded history', () => {
   });
 
   it('the shape of 2026-12-06: the agent resolved locally, attributes from the start, one upsert at the end', () => {
-    // By hand: event 1 starts the run with PatchloopAgent and PatchloopStatus (free); markers 7 and 18 are
+    // By hand: event 1 starts the run with PatchloopAgent and PatchloopStatus (free); markers 9 and 18 are
     // local activities of tasks 4 and 15 (the agent, the fast tool); 10 and 19 schedule the model calls;
-    // 25 upserts `completed`; 6, 9, 17 upsert only TemporalChangeVersion. Heartbeats: the first call took
-    // 448 ms (one, at 250 ms), the second 3,151 ms (at 0.25, 1.25, 2.25 s: three).
+    // 25 upserts `completed`; 6, 8, 17 upsert only TemporalChangeVersion. Heartbeats: the first call took
+    // 400 ms (one, at 250 ms), the second 3,203 ms (at 0.25, 1.25, 2.25 s: three).
     expect(countBillableActions(recorded('agent-resolved-locally'))).toEqual({
       ...none,
       total: 10,

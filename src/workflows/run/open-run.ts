@@ -18,7 +18,7 @@ import {
   type ContextOverride,
 } from '../../runtime';
 import { applyAgentLimits, commit, emit, type Run } from './run-state';
-import { keepVisible, visibleWhenFailing } from './visibility';
+import { decideVisibility, keepVisible, visibleWhenFailing } from './visibility';
 
 /** A local resolution reads the worker's registry and the namespace's attributes (cached): seconds at most. */
 const LOCAL_RESOLVE_SECONDS = 5;
@@ -45,6 +45,7 @@ export async function openRun(
   },
   seed: (agent: AgentSpec) => RunSeed,
 ): Promise<AgentSpec> {
+  decideVisibility(run);
   const agent = input.state
     ? input.state.agent
     : await resolveAgent(input.agent).catch((error: unknown) => {

@@ -23,7 +23,7 @@ export function keepVisible(run: Run, force = false): void {
     { key: keys.toolCalls, value: run.durable.tool_calls },
     { key: keys.totalTokens, value: run.durable.usage?.total_tokens ?? 0 },
   ];
-  if (patched('visible-on-state-change')) {
+  if (visibility.onStateChange) {
     const shown = workflowInfo().typedSearchAttributes;
     const differs = attributes.some(
       ({ key, value }) => (shown.get(key) ?? (typeof value === 'number' ? 0 : null)) !== value,
@@ -39,6 +39,15 @@ export function keepVisible(run: Run, force = false): void {
   upsertSearchAttributes(attributes);
   visibility.state = state;
   visibility.iteration = run.durable.iteration;
+}
+
+/**
+ * Decides, as the run opens and before anything it awaits, whether it keeps its attributes on a change of
+ * state only: a patch asked after a local activity (the agent's resolution) would be recorded in a later
+ * workflow task than a replay asks it in, when the activity's result came after its task had ended.
+ */
+export function decideVisibility(run: Run): void {
+  run.live.visibility.onStateChange = patched('visible-on-state-change');
 }
 
 /**
