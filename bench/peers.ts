@@ -14,9 +14,12 @@
  * - `pydantic-ai`: Pydantic AI's TemporalAgent (Python; model and tool calls as activities).
  *
  * For each system and N (BENCH_ITERATIONS, default 5,20,40,80): history bytes and events (read from
- * Temporal), marginal history bytes per iteration, wall ms per iteration (first to last model call,
- * median and min-max of BENCH_RUNS, default 3). Every run is checked: the model saw N+1 calls and the
- * last carried N tool results of 4 KB.
+ * Temporal), billable actions counted from the history (the total, per iteration, and by kind: `act`
+ * activities, `la` workflow tasks with local activities, `sa` search-attribute upserts, `hb`
+ * heartbeats estimated; each run's start is in the total), marginal history bytes per iteration, wall
+ * ms per iteration (first to last model call, median and min-max of BENCH_RUNS, default 3), on the
+ * servers BENCH_SERVERS names (default `stock,embedded`). Every run is checked: the model saw N+1
+ * calls and the last carried N tool results of 4 KB.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -27,6 +30,7 @@ import type { FakeModelServer, Responder } from '../src/fake-model/server';
 import { callTools, reply } from '../src/fake-model/steps';
 import type { DevServer } from '../src/worker/temporal-cli';
 import type { PatchloopClient } from '../src/client/patchloop-client';
+import { chainEvents, countBillableActions, type BillableActions } from '../src/client/billable-actions';
 import { median, table } from './report';
 import { startBenchWorld } from './world';
 
@@ -48,6 +52,8 @@ interface Measured {
   historyEvents: number;
   /** Runs in the chain (continue-as-new). */
   runs: number;
+  /** Billable Temporal Cloud actions of the chain (docs/runs.md#billable-actions). */
+  actions?: BillableActions;
 }
 
 /** How many tool results the current run must reach before the model answers. */
@@ -59,38 +65,25 @@ const responder: Responder = (body) => {
 };
 
 /**
- * Bytes and events of a workflow's history as Temporal stores it (protobuf-encoded events), over its
- * whole chain of runs: from the latest back (a run started by continue-as-new names the one before).
+ * Bytes and events of a workflow's history as Temporal stores it (protobuf-encoded events), and its
+ * billable actions counted as for patchloop's own runs (`show`), over its whole chain of runs.
  */
 async function history(
   client: PatchloopClient,
   workflowId: string,
-): Promise<{ bytes: number; events: number; runs: number }> {
+): Promise<{ bytes: number; events: number; runs: number; actions: BillableActions }> {
   let bytes = 0;
-  let events = 0;
-  let runs = 0;
-  let run: string | undefined;
-  do {
-    let previous: string | undefined;
-    let nextPageToken: Uint8Array | undefined;
-    do {
-      const page = await client.temporal.workflowService.getWorkflowExecutionHistory({
-        namespace: client.temporal.options.namespace,
-        execution: { workflowId, ...(run ? { runId: run } : {}) },
-        maximumPageSize: 100,
-        ...(nextPageToken ? { nextPageToken } : {}),
-      });
-      for (const event of page.history?.events ?? []) {
-        bytes += temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
-        events += 1;
-        previous ||= event.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
-      }
-      nextPageToken = page.nextPageToken && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
-    } while (nextPageToken);
-    runs += 1;
-    run = previous;
-  } while (run);
-  return { bytes, events, runs };
+  const events: temporal.api.history.v1.IHistoryEvent[] = [];
+  for await (const event of chainEvents(
+    client.temporal.workflowService,
+    client.temporal.options.namespace,
+    workflowId,
+  )) {
+    bytes += temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
+    events.push(event);
+  }
+  const runs = events.filter((event) => event.workflowExecutionStartedEventAttributes).length;
+  return { bytes, events: events.length, runs, actions: countBillableActions(events) };
 }
 
 /** Runs a peer's own runner (its own process, its own SDK) and returns the workflow it ran. */
@@ -140,7 +133,7 @@ async function measureServer(stock: boolean): Promise<Measured[]> {
               throw new Error(
                 `the last call carried ${last.length} tool results, not ${iterations} of 4 KB: ${JSON.stringify(last[0]?.['content']).slice(0, 80)}`,
               );
-            const { bytes, events, runs } = await history(client, started.workflowId);
+            const { bytes, events, runs, actions } = await history(client, started.workflowId);
             measured.push({
               system,
               iterations,
@@ -149,6 +142,7 @@ async function measureServer(stock: boolean): Promise<Measured[]> {
               historyBytes: bytes,
               historyEvents: events,
               runs,
+              actions,
             });
           } catch (error) {
             const message = error instanceof Error ? error.message : String(error);
@@ -198,6 +192,9 @@ function report(title: string, measured: Measured[]): void {
         first ? String(first.historyBytes) : '',
         first ? String(first.historyEvents) : '',
         first ? String(first.runs) : '',
+        first?.actions ? String(first.actions.total) : '',
+        first?.actions ? (first.actions.total / iterations).toFixed(2) : '',
+        first?.actions ? actionKinds(first.actions) : '',
         marginal,
         times.length ? median(times).toFixed(1) : '',
         times.length ? `${Math.min(...times).toFixed(1)}-${Math.max(...times).toFixed(1)}` : '',
@@ -215,6 +212,9 @@ function report(title: string, measured: Measured[]): void {
         'history bytes',
         'events',
         'runs',
+        'actions',
+        'actions/iteration',
+        'of which',
         'marginal bytes/iteration',
         'ms/iteration (median)',
         'min-max',
@@ -226,9 +226,30 @@ function report(title: string, measured: Measured[]): void {
   );
 }
 
+/** The kinds of action a run spent most on, short: `41 act 40 la 7 sa`. */
+function actionKinds(actions: BillableActions): string {
+  const short: Array<[keyof BillableActions, string]> = [
+    ['activities', 'act'],
+    ['activity_retries', 'retry'],
+    ['local_activity_tasks', 'la'],
+    ['search_attribute_upserts', 'sa'],
+    ['timers', 'timer'],
+    ['signals', 'sig'],
+    ['updates', 'upd'],
+    ['heartbeats_estimated', 'hb'],
+  ];
+  return short
+    .filter(([kind]) => actions[kind] > 0)
+    .map(([kind, name]) => `${actions[kind]} ${name}`)
+    .join(' ');
+}
+
+/** Which dev servers to measure on (BENCH_SERVERS, default both): `stock`, `embedded`. */
+const SERVERS = (process.env['BENCH_SERVERS'] ?? 'stock,embedded').split(',');
+
 async function main() {
-  report('stock temporal server start-dev', await measureServer(true));
-  report('embedded default (the demo and the tests)', await measureServer(false));
+  if (SERVERS.includes('stock')) report('stock temporal server start-dev', await measureServer(true));
+  if (SERVERS.includes('embedded')) report('embedded default (the demo and the tests)', await measureServer(false));
 }
 
 main().then(

@@ -1,19 +1,28 @@
 import { type Context } from '@temporalio/activity';
 import { failure, FailureType } from '../common/failure-types';
+import { HEARTBEAT_EVERY_MS, HEARTBEAT_FIRST_MS } from '../runtime';
 import { nudgeableHeartbeat } from './abort-nudges';
 
 /**
- * Heartbeats on a 1 s timer (not only per token: a thinking model sends none), because an activity
- * learns of a cancel only through a heartbeat's answer; and at once when its run is aborted while it
- * runs in this process (./abort-nudges.ts).
+ * Heartbeats on a timer (not only per token: a thinking model sends none), because an activity learns
+ * of a cancel only through a heartbeat's answer; the first after `HEARTBEAT_FIRST_MS`, not at the start:
+ * each heartbeat that reaches the server is a billable action, and most calls end sooner. When its run is
+ * aborted while it runs in this process, it heartbeats at once besides (./abort-nudges.ts).
  */
-export function startHeartbeat(context: Context, details: () => unknown, intervalMs = 1000): () => void {
+export function startHeartbeat(context: Context, details: () => unknown, intervalMs = HEARTBEAT_EVERY_MS): () => void {
   const beat = () => context.heartbeat(details());
-  beat();
-  const timer = setInterval(beat, intervalMs);
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const first = setTimeout(
+    () => {
+      beat();
+      timer = setInterval(beat, intervalMs);
+    },
+    Math.min(HEARTBEAT_FIRST_MS, intervalMs),
+  );
   const workflowId = context.info.workflowExecution?.workflowId;
   const unregister = workflowId ? nudgeableHeartbeat(workflowId, beat) : () => undefined;
   return () => {
+    clearTimeout(first);
     clearInterval(timer);
     unregister();
   };

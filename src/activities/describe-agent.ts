@@ -20,24 +20,46 @@ export interface DeploymentFacts {
   sharedQueue?: (agent: string) => Promise<string | undefined>;
 }
 
-/** Resolves an agent to data once per run; recorded in history, so a replay sees the same agent. */
+/**
+ * Resolves an agent to data once per run; recorded in history, so a replay sees the same agent (a
+ * definition changed by a deploy meanwhile reaches new runs only). `describeAgentLocally` is the same as
+ * a local activity, in the run's first workflow task: no activity to schedule and dispatch (one billable
+ * action less and a server round trip), but null for an agent with MCP servers, whose listing may take
+ * seconds, longer than a workflow task should wait: the run then asks `describeAgent`.
+ */
 export function createDescribeAgent(
   registry: AgentRegistry,
   defaultModel: string,
   facts: DeploymentFacts,
   mcp?: McpServers,
 ) {
-  return async function describeAgent(name: string): Promise<AgentSpec> {
+  async function describeAgent(name: string): Promise<AgentSpec> {
+    const context = Context.current();
     // Listing MCP servers may take seconds: a worker that dies meanwhile is noticed by its heartbeat.
-    const stopHeartbeat = startHeartbeat(Context.current(), () => ({ resolving: name }));
+    const stopHeartbeat = context.info.isLocal ? () => undefined : startHeartbeat(context, () => ({ resolving: name }));
     try {
       return await describe(name);
     } catch (error) {
-      throw await withSearchAttributesFact(await withSharedQueue(error, name));
+      throw await explained(error, name);
     } finally {
       stopHeartbeat();
     }
-  };
+  }
+
+  async function describeAgentLocally(name: string): Promise<AgentSpec | null> {
+    try {
+      if (registry.describe(name, defaultModel, facts.modelWindows).mcp_servers.length > 0) return null;
+    } catch (error) {
+      throw await explained(error, name);
+    }
+    return describeAgent(name);
+  }
+
+  return { describeAgent, describeAgentLocally };
+
+  async function explained(error: unknown, name: string): Promise<unknown> {
+    return withSearchAttributesFact(await withSharedQueue(error, name));
+  }
 
   /**
    * An agent this worker does not serve, on a task queue other workers poll too: the run may be another

@@ -52,7 +52,7 @@ export function createActivities(settings: ActivitySettings) {
   const requests = new RequestCache();
   const mcp = settings.mcp ?? new McpServers();
   return {
-    describeAgent: createDescribeAgent(
+    ...createDescribeAgent(
       settings.registry,
       settings.defaultModel,
       {

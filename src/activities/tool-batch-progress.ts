@@ -97,6 +97,11 @@ export class BatchProgress {
     return true;
   }
 
+  /** Whether every call of the batch has finished (its result, sent next, is then the checkpoint). */
+  complete(): boolean {
+    return this.finished.size === this.input.calls.length;
+  }
+
   /** The batch's result in declared order, within `maxBatchBytes` when payloads go inline. */
   result(aborted: boolean, maxBatchBytes: number | undefined): ToolBatchResult {
     const batch = {

@@ -96,8 +96,9 @@ async function runBatchCall(batch: BatchAttempt, limits: CallLimits, call: ToolC
     runCall(callScope(batch, limits, call, index)),
   );
   // Checkpointed at once (the SDK sends it as soon as its heartbeat throttle allows), so a crash after
-  // this point does not run the call again.
-  if (progress.settle(index, call, outcome) && !context.info.isLocal) context.heartbeat(progress.details());
+  // this point does not run the call again; the batch's last call goes out with its result instead.
+  if (progress.settle(index, call, outcome) && !progress.complete() && !context.info.isLocal)
+    context.heartbeat(progress.details());
 }
 
 /** What one call of the batch may use, from its start. */

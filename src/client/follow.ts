@@ -4,6 +4,7 @@ import { withAccumulatedContent } from '../streaming/accumulated-content';
 import { findStreamSource, readChunks } from '../streaming/chunk-client';
 import { eventsQuery } from '../common';
 import { RunHandle } from './patchloop-client';
+import { WorkflowTaskWatch } from './task-watch';
 
 /** One human-readable line per coarse event, or null for events not worth a line. */
 export function describeEvent(event: LoggedRunEvent): string | null {
@@ -202,7 +203,7 @@ export interface FollowOptions {
 
 /**
  * Follows a run until it ends: coarse events by cursor through the `events` query (never recorded in
- * history) and, for the LLM call in progress, live tokens from the side channel. A follower that joins
+ * history; asked again when one of the run's workflow tasks completes, `WorkflowTaskWatch`) and, for the LLM call in progress, live tokens from the side channel. A follower that joins
  * mid-call gets the call's whole prefix first; every chunk is delivered exactly once. Child runs' events
  * (and theirs, at any depth) are forwarded into the same output, each with its own origin, between the
  * parent's `selfref_fork_start` and `selfref_fork_end` (spec 6.6 step 7), or `subagent_started` and
@@ -239,6 +240,9 @@ export async function followRunEvents(
   return { ended };
 }
 
+/** How many times a follower asks a run that has ended before it gives up on its last events. */
+const TAIL_TRIES = 5;
+
 /** One run's events and tokens until it has ended and its log is read to the end; its forks' too. */
 async function followEvents(
   run: RunHandle,
@@ -261,7 +265,16 @@ async function followEvents(
   let after = options.after ?? 0;
   const tokens = new TokenFollower(run, output);
   const forks = new Map<string, Promise<void>>();
+  // Asked again when a workflow task completes (the history's long poll), else every `intervalMs`.
+  const watch = new WorkflowTaskWatch(run.workflow);
+  const watching = watch.start(stop).then(
+    () => true,
+    () => false,
+  );
+  let tailFailures = 0;
   for (;;) {
+    // Only an answer given after the run ended holds its last events.
+    const ended = settled;
     try {
       const page = await run.workflow.query(eventsQuery, { after });
       for (const event of page.events) {
@@ -283,12 +296,20 @@ async function followEvents(
         await options.onEvent?.(event);
         if (event.event_type === 'llm_call_start' && event.stream) tokens.start(event.llm_call);
       }
-      if (page.events.length > 0) continue;
+      // Asked again at once only when the page stopped at its limit (an older worker does not say).
+      if (page.events.length > 0 && page.more !== false) continue;
     } catch {
-      // No worker has answered yet; keep polling until the run ends.
+      // No worker has answered yet; keep polling until the run ends. Once it has ended, its last events
+      // come from a worker replaying it: asked again a few times before giving up.
+      if (ended && (tailFailures += 1) < TAIL_TRIES) {
+        await new Promise((resolve) => setTimeout(resolve, intervalMs));
+        continue;
+      }
     }
-    if (settled || stop.aborted) break;
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    if (ended || stop.aborted) break;
+    if (settled) continue;
+    const woken = (await watching) && (await watch.next(stop).catch(() => false));
+    if (!woken) await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
   tokens.stop();
   const forksDone = Promise.all(forks.values());

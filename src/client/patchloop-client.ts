@@ -11,9 +11,11 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
-import type { UpdateDefinition } from '@temporalio/common';
+import type { SearchAttributePair, UpdateDefinition } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
 import type { z } from 'zod';
 import type { LlmFunction } from '../functions/define-llm-function';
+import { chainEvents, countBillableActions, type BillableActions } from './billable-actions';
 import type { JsonValue, Message } from '../context';
 import type {
   EventDelivered,
@@ -61,6 +63,7 @@ import { PatchloopSchedules } from './schedules';
 export class PatchloopClient {
   /** Schedules on Temporal Schedules whose fires run this task queue's agents (docs/schedules.md). */
   readonly schedules: PatchloopSchedules;
+  private searchAttributesKnown?: Promise<boolean>;
 
   constructor(
     readonly temporal: Client,
@@ -120,7 +123,9 @@ export class PatchloopClient {
 
   /**
    * Starts a run or session; on behalf of a principal (the gateway's callers), the input names it and
-   * the execution carries it in `PatchloopPrincipal` from its start, so listings find it at once.
+   * the execution carries it in `PatchloopPrincipal` from its start, so listings find it at once. A run
+   * or session also starts with its agent and `running` when the namespace has patchloop's attributes:
+   * attributes given at the start are free, where the run's own first upsert is a billable action.
    */
   private async startWorkflow(
     type: string,
@@ -130,13 +135,31 @@ export class PatchloopClient {
     options: Pick<StartOptions, 'principal'> = {},
   ): Promise<WorkflowHandle> {
     const principal = options.principal;
+    const attributes: SearchAttributePair[] = [
+      ...(principal === undefined ? [] : [{ key: keys.principal, value: principal }]),
+      ...(type !== 'llmFunction' && typeof input['agent'] === 'string' && (await this.searchAttributesPresent())
+        ? [
+            { key: keys.agent, value: input['agent'] },
+            { key: keys.status, value: 'running' },
+          ]
+        : []),
+    ];
     return (await this.temporal.workflow.start(type, {
       taskQueue: this.taskQueue,
       workflowId,
       args: [principal === undefined ? input : { ...input, principal }],
       staticSummary,
-      ...(principal === undefined ? {} : { typedSearchAttributes: [{ key: keys.principal, value: principal }] }),
+      ...(attributes.length > 0 ? { typedSearchAttributes: attributes } : {}),
     })) as WorkflowHandle;
+  }
+
+  /** Whether the namespace has patchloop's search attributes: asked once per client, false when it cannot tell. */
+  private searchAttributesPresent(): Promise<boolean> {
+    this.searchAttributesKnown ??= this.temporal.connection.operatorService
+      .listSearchAttributes({ namespace: this.temporal.options.namespace })
+      .then(({ customAttributes }) => [keys.agent, keys.status].every((key) => key.name in (customAttributes ?? {})))
+      .catch(() => false);
+    return this.searchAttributesKnown;
   }
 
   /** A handle on a session, whatever run of its continue-as-new chain is current. */
@@ -317,6 +340,8 @@ export interface ChildRunSummary {
   status: string;
   started_at: string;
 }
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
 export class RunHandle {
   constructor(
@@ -515,6 +540,18 @@ export class RunHandle {
    * The runs this one started (sub-agents and forks, by any run of its chain), from Temporal's visibility
    * store: newest first, at most `limit`.
    */
+  /**
+   * The billable Temporal Cloud actions of the run's whole chain so far, counted from its history
+   * (docs/runs.md#billable-actions); its child runs count in their own.
+   */
+  async billableActions(): Promise<BillableActions> {
+    const client = this.workflow.client;
+    const events: HistoryEvent[] = [];
+    for await (const event of chainEvents(client.workflowService, client.options.namespace, this.workflowId))
+      events.push(event);
+    return countBillableActions(events);
+  }
+
   async childRuns(limit = 100): Promise<ChildRunSummary[]> {
     const children: ChildRunSummary[] = [];
     const query = `ParentWorkflowId = '${this.workflowId.replaceAll("'", "\\'")}'`;

@@ -1,5 +1,6 @@
 import type { RunSummary } from '../client/patchloop-client';
 import { describeEvent, failedTurnText } from '../client/follow';
+import { actionsLine, type BillableActions } from '../client/billable-actions';
 import { unansweredTask, workerCommandFor, type WorkerWait } from '../client/worker-wait';
 import type { Message } from '../context';
 import type { AgentRunResult } from '../runtime';
@@ -170,6 +171,8 @@ export interface RunView {
   children: ChildNode[];
   failure: string | null;
   history: { events: number; bytes: number };
+  /** Its billable Temporal Cloud actions so far (docs/runs.md#billable-actions); null until read. */
+  actions: BillableActions | null;
   /** The run as the visibility store has it (agent, state, iterations, tool calls, tokens). */
   summary: RunSummary;
   /** A closed run's result as recorded (no transcript filled in); null while it runs, or when it has none. */
@@ -297,6 +300,7 @@ export function overview(view: RunView, now: number, context: PageContext): stri
     ['Started', time(view.started)],
     ['Duration', escape(duration(ended - Date.parse(view.started)))],
     ['History', `${escape(view.history.events)} events, ${escape(view.history.bytes)} bytes`],
+    ['Billable actions', view.actions ? escape(actionsLine(view.actions)) : '-'],
   ];
   return `${unservedNotice(view, context)}<dl class="facts">${facts.map(([name, value]) => `<div><dt>${name}</dt><dd>${value}</dd></div>`).join('')}</dl>
 ${view.failure ? `<p class="failure">Failed: ${escape(view.failure)}</p>` : ''}${failedTurn(status)}${waitNotice(status)}

@@ -499,10 +499,11 @@ async function readPanels(
   const { execution } = described;
   // Each query waits a few seconds for a worker at most: the panels say when none answers.
   const worker = askingWorker(run, description);
-  const [status, version, children] = await Promise.all([
+  const [status, version, children, actions] = await Promise.all([
     worker.ask(() => run.status(Number.MAX_SAFE_INTEGER)),
     worker.ask(() => run.transcriptVersion()),
     childTree(options.client, workflowId, [], 4).catch(() => []),
+    run.billableActions().catch(() => null),
   ]);
   const changed = version === undefined || version.digest !== digest;
   const transcriptRead = changed ? await readTranscript(run, execution, worker) : null;
@@ -517,6 +518,7 @@ async function readPanels(
     children: withStartedChildren(children, events),
     failure: execution === 'failed' ? await failureOf(run) : null,
     result: null,
+    actions,
     detailsPending: false,
   };
   return {

@@ -7,6 +7,7 @@ import {
   type RunSummary,
 } from '../client/patchloop-client';
 import { askingWorker, WORKER_ANSWER_MS } from '../client/worker-wait';
+import type { BillableActions } from '../client/billable-actions';
 import type { Message } from '../context';
 import type { AgentRunResult, RunEvent } from '../runtime';
 import { TIMELINE_ROWS, type ChildNode, type RunView } from './pages';
@@ -91,15 +92,19 @@ export async function readRunView(
   const key = `${workflowId}/${description.runId}${options.allEvents ? '/all' : ''}`;
   const kept = closed ? closedRuns?.get(key) : undefined;
   if (kept) return kept;
-  const [result, children, failure] = await Promise.all([
+  const quick = closed && options.replay === false;
+  const [result, children, failure, actions] = await Promise.all([
     closed && execution === 'completed' ? recordedResult(run) : Promise.resolve(null),
     childTree(client, workflowId, [], TREE_DEPTH).catch(() => []),
     execution === 'failed' ? failureOf(run) : Promise.resolve(null),
+    // Read from the whole history: with the details of a closed run, not its first quick page.
+    quick ? Promise.resolve(null) : run.billableActions().catch(() => null),
   ]);
   const recorded = recordedTranscript(result);
-  if (closed && options.replay === false)
+  if (quick)
     return {
       ...described,
+      actions,
       status: null,
       unserved: null,
       events: [],
@@ -118,6 +123,7 @@ export async function readRunView(
     children,
     failure,
     result,
+    actions,
     worker: askingWorker(run, description, closed ? undefined : WORKER_ANSWER_MS),
   };
   if (closed && closedRuns)
@@ -134,13 +140,14 @@ async function queriedView(
     children: ChildNode[];
     failure: string | null;
     result: AgentRunResult | null;
+    actions: BillableActions | null;
     worker: ReturnType<typeof askingWorker>;
   },
   allEvents = false,
   closedRuns?: ClosedRuns,
   key?: string,
 ): Promise<RunView> {
-  const { run, described, recorded, children, failure, result, worker } = parts;
+  const { run, described, recorded, children, failure, result, actions, worker } = parts;
   const { execution } = described;
   const closed = described.closed !== null;
   // It is asked as little as possible: status and events in one answer (the newest, unless all are
@@ -179,6 +186,7 @@ async function queriedView(
     children: withStartedChildren(children, rest.events),
     failure,
     result,
+    actions,
     detailsPending: false,
   };
   if (closed && key && view.status !== null && transcript !== null) closedRuns?.set(key, view);

@@ -319,6 +319,8 @@ export interface EventPage {
   state: ReportedState;
   /** Events that already left the run's in-memory window (a follower that fell that far behind misses them). */
   events_dropped: number;
+  /** Whether events after this page exist already (the page stopped at its limit); absent from older workers. */
+  more?: boolean;
 }
 
 /** One token chunk on the side channel (never in Temporal history). `chunk_index` is its position in the call's stream. */

@@ -8,6 +8,7 @@ export {
 } from './agent';
 export type { AgentDefinitionInput } from './agent';
 export { digestText, REQUEST_PAGE_CHARS, requestFields, RequestWriter } from './digest';
+export { HEARTBEAT_EVERY_MS, HEARTBEAT_FIRST_MS, heartbeatsIn } from './heartbeats';
 export type { RequestText } from './digest';
 export { ChunkEvent, ChunkStreamEnd, EventOrigin, PROTOCOL_VERSION, RunEvent, StreamEvent } from './events';
 export type {

@@ -6,6 +6,7 @@ import { callTools } from '../../src/fake-model/steps';
 import { defineTool } from '../../src/tools/define-tool';
 import { addTool } from '../../src/tools/examples';
 import type { RunHandle } from '../../src/client/patchloop-client';
+import { HEARTBEAT_EVERY_MS, HEARTBEAT_FIRST_MS } from '../../src/runtime';
 import { callsFinished, eventOf, recordHistory, replyReceived } from '../support/wait';
 
 type HistoryEvent = NonNullable<Awaited<ReturnType<RunHandle['workflow']['fetchHistory']>>['events']>[number];
@@ -67,15 +68,17 @@ describe('abort signal', () => {
     const world = await startWorld({ fake: { script: [{ kind: 'hang', chunks: ['Once '], chunkDelayMs: 10 }] } });
     const run = await world.client.start({ agent: 'assistant', input: 'tell a story' });
     await replyReceived(run, 'Once '.length);
-    // The call heartbeats once a second from its start, and only a heartbeat's answer tells it of a
-    // cancel. The abort goes 250 ms past a whole second of the call, so the next timed heartbeat is
-    // three quarters of a second away: the call must learn of the cancel before it.
+    // The call heartbeats at HEARTBEAT_FIRST_MS, then every HEARTBEAT_EVERY_MS, and only a heartbeat's
+    // answer tells it of a cancel. The abort goes a quarter second after one of its timed heartbeats, so
+    // the next is three quarters of a second away: the call must learn of the cancel before it.
     const scheduled = (await run.workflow.fetchHistory()).events!.findLast(
       (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'llmPhase',
     );
     const started = eventMs(scheduled);
-    const secondsIn = Math.floor((Date.now() - started - 250) / 1000) + 1;
-    const abortAt = started + secondsIn * 1000 + 250;
+    const tick = (beat: number) => started + HEARTBEAT_FIRST_MS + beat * HEARTBEAT_EVERY_MS;
+    let beat = 0;
+    while (tick(beat) + 250 < Date.now() + 50) beat += 1;
+    const abortAt = tick(beat) + 250;
     await untilTime(abortAt);
     await run.abort('now');
     expect((await run.result()).status).toBe('aborted');
@@ -85,7 +88,7 @@ describe('abort signal', () => {
           String(event.activityTaskCompletedEventAttributes?.scheduledEventId ?? '') === String(scheduled!.eventId),
       ),
     );
-    const nextTimedHeartbeat = started + (secondsIn + 1) * 1000;
+    const nextTimedHeartbeat = tick(beat + 1);
     console.log(`abort nudge: the call ended ${completed - abortAt} ms after the abort`);
     expect(completed).toBeLessThan(nextTimedHeartbeat);
   });

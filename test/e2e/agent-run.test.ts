@@ -7,6 +7,7 @@ import { callTools, failWith, reply } from '../../src/fake-model/steps';
 import { defineTool } from '../../src/tools/define-tool';
 import { repeatTool } from '../../src/tools/examples';
 import { eventOf, recordHistory } from '../support/wait';
+import { followRun, type FollowOutput } from '../../src/client/follow';
 
 /** What zod itself produces for a tool's input, minus the `$schema` marker. */
 function zodInputSchema(schema: z.ZodType) {
@@ -68,6 +69,42 @@ describe('agentRun on a real dev server', () => {
     expect(second!.messages.slice(1)).toEqual(result.transcript.slice(1, 4));
     world.fake.assertDone();
     await recordHistory(run, 'tool-happy-path');
+  });
+
+  it('a follower asks the run for its events when a workflow task completed, not on a timer (each query is billed)', async ({
+    startWorld,
+  }) => {
+    // A model call of about 3 s (30 chunks, 100 ms apart): a follower asking every 150 ms asked ~20 times.
+    const text = Array.from({ length: 30 }, (_, index) => `word${index} `);
+    const world = await startWorld({
+      fake: {
+        script: [
+          callTools([{ id: 'call_1', name: 'add', arguments: '{"a": 2, "b": 3}' }]),
+          reply(text, { chunkDelayMs: 100 }),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'assistant', input: 'What is 2 + 3?' });
+    const asked: string[] = [];
+    const query = run.workflow.query.bind(run.workflow);
+    // Counts the questions the follower puts to the run; each still goes to the real worker.
+    run.workflow.query = ((definition: unknown, ...args: unknown[]) => {
+      asked.push(typeof definition === 'string' ? definition : (definition as { name: string }).name);
+      return (query as (...all: unknown[]) => Promise<unknown>)(definition, ...args);
+    }) as typeof run.workflow.query;
+    const events: string[] = [];
+    const output: FollowOutput = { event: (event) => events.push(event.event_type), chunk: () => undefined };
+    const result = await followRun(run, output);
+    expect(result.answer).toBe(text.join(''));
+    expect(events[0]).toBe('react_start');
+    expect(events.at(-1)).toBe('react_end');
+    // The run has 3 workflow tasks (its start, and one after each model call; the tool runs in the one
+    // after the first): the first question and one after each task (4 here), at most one more when the
+    // run ends between; never one per 150 ms (20 before).
+    expect(asked.every((name) => name === 'events')).toBe(true);
+    expect(asked.length).toBeLessThanOrEqual(6);
+    // The shape of 2026-12-06: the agent resolved locally, search attributes from the start, one upsert.
+    await recordHistory(run, 'agent-resolved-locally');
   });
 
   it('runs a parallel batch concurrently and commits results in declared order, not completion order', async ({

@@ -119,9 +119,9 @@ describe('human approval of tool calls', () => {
       tool_name: 'transfer',
       arguments: { to: 'bob', amount: 5 },
     });
-    // What ran before the wait: the agent's description, the model call and the argument review.
+    // What ran before the wait: the model call and the argument review (the agent was resolved locally).
     const before = await scheduled(run);
-    expect(before.activities).toEqual(['describeAgent', 'llmPhase', 'reviewToolCalls']);
+    expect(before.activities).toEqual(['llmPhase', 'reviewToolCalls']);
     // One timer, whose summary says in the UI's timeline what the run waits for (it runs 30 days, then another).
     expect(before.timers).toBe(1);
     // Many queries later, still nothing new: no request, no activity, no timer, not one history event.

@@ -558,7 +558,7 @@ describe('on a server of its own, with its web UI', () => {
     );
     expect(worker.output().slice(from).trimEnd().split('\n')).toEqual([
       expect.stringMatching(
-        /\[WARN\] run run-\S+ \(agentRun\): activity describeAgent failed: UnknownAgent: unknown agent 'ghost-agent'; this worker serves: assistant, careful-assistant$/,
+        /\[WARN\] run run-\S+ \(agentRun\): activity describeAgentLocally failed: UnknownAgent: unknown agent 'ghost-agent'; this worker serves: assistant, careful-assistant$/,
       ),
       expect.stringMatching(
         new RegExp(

@@ -149,14 +149,16 @@ describe('handoffs', () => {
       'agent_handoff',
       'llm_call_start',
     ]);
-    // The target's spec was resolved by an activity: recorded, so replays switch to the same spec.
+    // The target's spec was resolved by a local activity: recorded (its marker), so replays switch to the same spec.
     const history = await run.workflow.fetchHistory();
-    const activities = (history.events ?? []).flatMap((event) =>
-      event.activityTaskScheduledEventAttributes
-        ? [event.activityTaskScheduledEventAttributes.activityType!.name!]
-        : [],
+    const resolved = (history.events ?? []).filter(
+      (event) =>
+        event.markerRecordedEventAttributes?.markerName === 'core_local_activity' &&
+        Buffer.from(event.userMetadata?.summary?.data ?? [])
+          .toString()
+          .includes('resolve agent'),
     );
-    expect(activities.filter((name) => name === 'describeAgent')).toHaveLength(3);
+    expect(resolved).toHaveLength(3);
     await recordHistory(run, 'handoff-and-back');
   });
 

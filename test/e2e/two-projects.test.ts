@@ -78,7 +78,9 @@ it("a second project's worker on the same task queue is told at start, and a run
       'the worker to report the run',
     );
     expect(line).toMatch(
-      new RegExp(`\\[WARN\\] run run-\\S+ \\(agentRun\\): activity describeAgent failed: UnknownAgent: ${message}$`),
+      new RegExp(
+        `\\[WARN\\] run run-\\S+ \\(agentRun\\): activity describeAgentLocally failed: UnknownAgent: ${message}$`,
+      ),
     );
   } finally {
     await second.stop();

@@ -173,7 +173,7 @@ describe('needs_approval and tool_task_queues naming MCP tools', () => {
         return Promise.resolve(listing);
       },
     } as unknown as McpServers;
-    const describeAgent = createDescribeAgent(
+    const { describeAgent } = createDescribeAgent(
       registry,
       'm',
       { payloadsByReference: false, searchAttributes: () => Promise.resolve(false) },
@@ -197,7 +197,7 @@ describe('needs_approval and tool_task_queues naming MCP tools', () => {
         'm',
         { payloadsByReference: false, searchAttributes: () => Promise.resolve(false) },
         mcp,
-      ),
+      ).describeAgent,
       'mcp-user',
     );
     expect(spec.needs_approval).toEqual(['ev_echo']);

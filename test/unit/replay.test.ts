@@ -65,6 +65,7 @@ describe('replay of recorded histories', () => {
       expect.arrayContaining([
         'abort-during-batch',
         'abort-while-streaming',
+        'agent-resolved-locally',
         'crash-during-batch',
         'crash-during-llm',
         'malformed-arguments',

@@ -12,6 +12,7 @@ import {
 import { askApproval, terminalAsker } from './approvals';
 import { parseCommand } from '../arguments';
 import { failedTurnText, followRun, jsonOutput, textOutput } from '../../client/follow';
+import { actionsLine } from '../../client/billable-actions';
 import type { WorkflowExecutionDescription } from '@temporalio/client';
 import {
   recordedTranscript,
@@ -193,6 +194,7 @@ export async function showCommand(client: PatchloopClient, args: string[], print
     : undefined;
   const retrying = retryingPhases(description);
   const notification = await run.notification(description).catch(() => null);
+  const actions = await run.billableActions();
   if (values.json)
     return {
       workflow_id: id,
@@ -203,6 +205,7 @@ export async function showCommand(client: PatchloopClient, args: string[], print
       ...(children.length > 0 ? { children } : {}),
       ...(buildOf(description) ? { build: buildOf(description) } : {}),
       ...(unserved ? { waiting_for_worker: true } : {}),
+      actions,
       transcript,
     };
   // Without the status query, the state the run last reported (its search attribute), else Temporal's.
@@ -242,6 +245,7 @@ export async function showCommand(client: PatchloopClient, args: string[], print
   if (children.length > 0) print(`child runs (sub-agents and forks): ${children.length}`);
   for (const child of children) print(`  ${child.status.padEnd(10)} ${childLink(child.workflow_id)}`);
   print(`history: ${description.historyLength} events, ${description.historySize ?? 0} bytes`);
+  print(`billable actions: ${actionsLine(actions)}`);
   for (const line of transcriptLines(transcript ?? [])) print(line);
   return undefined;
 }

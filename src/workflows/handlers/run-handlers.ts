@@ -60,12 +60,13 @@ function eventPage(
   after = 0,
   limit = 1000,
   last?: number,
-): { events: RunEvent[]; next_after: number; events_dropped: number } {
+): { events: RunEvent[]; next_after: number; events_dropped: number; more: boolean } {
   const most = Math.max(1, Math.min(limit, 5000));
   const newest = typeof last === 'number' && Number.isInteger(last) && last >= 0;
   const count = newest ? Math.min(most, last) : most;
   const events: RunEvent[] = [];
   let chars = 0;
+  let more = false;
   // From the end backwards for the newest, from the start for the oldest; the same bounds either way.
   const order = newest ? [...eventLog(run)].reverse() : eventLog(run);
   for (const logged of order) {
@@ -73,14 +74,16 @@ function eventPage(
       if (newest) break;
       continue;
     }
-    if (events.length >= count) break;
+    more = events.length >= count;
+    if (more) break;
     const event = withOrigin(run, logged);
     chars += JSON.stringify(event).length;
-    if (chars > PAGE_CHARS && events.length > 0) break;
+    more = chars > PAGE_CHARS && events.length > 0;
+    if (more) break;
     events.push(event);
   }
   if (newest) events.reverse();
-  return { events, next_after: events.at(-1)?.seq ?? after, events_dropped: run.durable.events_dropped };
+  return { events, next_after: events.at(-1)?.seq ?? after, events_dropped: run.durable.events_dropped, more };
 }
 
 /** The waits in progress, the earliest wake and the events held (fields absent while the run has none). */

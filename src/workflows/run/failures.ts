@@ -70,6 +70,7 @@ function activityFailure(error: ActivityFailure): ApplicationFailure {
 /** What each activity does, in the words a failure message uses. */
 const PHASE_NAMES: Record<string, string> = {
   describeAgent: 'resolving the agent',
+  describeAgentLocally: 'resolving the agent',
   prepareFunction: 'preparing the function',
   llmPhase: 'the model call',
   toolBatch: 'the tool batch',

@@ -1,4 +1,4 @@
-import { isCancellation, log, patched, proxyActivities } from '@temporalio/workflow';
+import { isCancellation, log, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { asMessages, validateToolLinkage, type Message } from '../../context';
 import { failure, FailureType, searchAttributesIn } from '../../common';
@@ -18,7 +18,10 @@ import {
   type ContextOverride,
 } from '../../runtime';
 import { applyAgentLimits, commit, emit, type Run } from './run-state';
-import { keepVisible, visibleWhenFailing } from './visibility';
+import { decideVisibility, keepVisible, visibleWhenFailing } from './visibility';
+
+/** A local resolution reads the worker's registry and the namespace's attributes (cached): seconds at most. */
+const LOCAL_RESOLVE_SECONDS = 5;
 
 /** How a new run's context begins: its seed messages, and the task its first event names. */
 export interface RunSeed {
@@ -42,6 +45,7 @@ export async function openRun(
   },
   seed: (agent: AgentSpec) => RunSeed,
 ): Promise<AgentSpec> {
+  decideVisibility(run);
   const agent = input.state
     ? input.state.agent
     : await resolveAgent(input.agent).catch((error: unknown) => {
@@ -92,7 +96,22 @@ export function checkedSeed(
   return seed;
 }
 
+/**
+ * The agent's spec, recorded in history: from a local activity in the current workflow task (no
+ * activity to schedule, one billable action less), or, for an agent with MCP servers (their listing
+ * may take seconds) and runs recorded before `agent-resolved-locally`, from the `describeAgent` activity.
+ */
 export async function resolveAgent(name: string): Promise<AgentSpec> {
+  if (patched('agent-resolved-locally')) {
+    const { describeAgentLocally } = proxyLocalActivities<Activities>({
+      startToCloseTimeout: `${LOCAL_RESOLVE_SECONDS}s`,
+      summary: `resolve agent ${name}`,
+      retry: { maximumAttempts: 5, nonRetryableErrorTypes: [FailureType.UnknownAgent] },
+    });
+    const local = await describeAgentLocally(name);
+    // Parsed again here: a spec recorded by an older worker lacks newer limits, which take their defaults.
+    if (local) return AgentSpec.parse(local);
+  }
   const { describeAgent } = proxyActivities<Activities>({
     // Long enough for the slowest MCP server's start (its start_timeout_seconds, bounded) and listing;
     // the activity heartbeats meanwhile, so a worker killed during it costs seconds, not this.

@@ -110,7 +110,8 @@ interface LiveRun {
   /** Approval requests of the batch in flight (empty when no batch waits or ran gated calls). */
   approvals: ApprovalRecord[];
   /** Search attributes: whether the run keeps them, and what it last reported. */
-  visibility: { enabled: boolean; state: ReportedState | null; iteration: number };
+  /** `onStateChange`: upserts on a change of state only (`visible-on-state-change`, decided as the run opens). */
+  visibility: { enabled: boolean; state: ReportedState | null; iteration: number; onStateChange: boolean };
   /** Waits of the batch in flight (`sleep`, `wait_for_event`), in the order they began. */
   waits: WaitInProgress[];
 }
@@ -206,7 +207,7 @@ export function newRun(agent: string, memoryKey: string): Run {
       awaitingBudget: null,
       approvalDecisions: 0,
       approvals: [],
-      visibility: { enabled: false, state: null, iteration: 0 },
+      visibility: { enabled: false, state: null, iteration: 0, onStateChange: false },
       waits: [],
     },
     derived: { snapshot: null, transcriptText: null, checkedTranscript: null, eventChars: 0 },
