@@ -427,14 +427,15 @@ describe('sessions in the list', () => {
 
 describe('on a server of its own, with its web UI', () => {
   // Stopped and started again by the terminal's test; the UI's test reads what the UI reads.
+  // The frontend keeps its port across the restart (the worker reconnects to that address); the UI takes
+  // a free one at each start, since another process may have taken the old one meanwhile.
   const port = freePort();
-  const uiPort = freePort();
   const dbFile = join(mkdtempSync(join(tmpdir(), 'patchloop-manners-')), 'temporal.db');
   const taskQueue = `manners-own-${randomUUID()}`;
   let server: DevServer;
   let worker: WorkerProcess;
   let client: PatchloopClient;
-  const serve = async () => startDevServer({ port: await port, uiPort: await uiPort, headless: false, dbFile });
+  const serve = async () => startDevServer({ port: await port, uiPort: await freePort(), headless: false, dbFile });
   const shell = () => ({ TEMPORAL_ADDRESS: server.address, PATCHLOOP_TASK_QUEUE: taskQueue });
   it.beforeAll(async ({ world }) => {
     server = await serve();

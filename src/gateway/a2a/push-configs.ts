@@ -20,6 +20,8 @@ const MEMO_FIELD = 'a2a_push_config';
 const LIST_REACH = 200;
 /** What a deleted config's watcher ended as. */
 const DELETED = new Set(['CANCELLED', 'TERMINATED']);
+/** How long Delete waits for a running watcher it cancelled to close (a Get or List right after must not find it). */
+const DELETE_WAIT_MS = 15_000;
 
 /** A config as the A2A wire carries it. */
 function wireOf(taskId: string, target: A2aPushTarget): TaskPushNotificationConfig {
@@ -153,6 +155,14 @@ export class PushConfigs {
     const handle = this.client.temporal.workflow.getHandle(a2aPushWatcherId(taskId, id));
     if (description.status.name === 'RUNNING') {
       await handle.cancel();
+      // Answered once the watcher has closed as cancelled, so that Get and List no longer find it; a
+      // watcher whose worker is down closes when one is back, and Delete answers at the bound meanwhile.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        handle.result().catch(() => undefined),
+        new Promise((resolve) => (timer = setTimeout(resolve, DELETE_WAIT_MS))),
+      ]);
+      clearTimeout(timer);
       return;
     }
     await this.client.temporal.workflowService.deleteWorkflowExecution({
