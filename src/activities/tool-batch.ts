@@ -55,7 +55,12 @@ export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSett
     } finally {
       stopHeartbeat();
     }
-    if (signal.aborted && !isUserAbort(context)) throw cancellationError(context);
+    if (signal.aborted && !isUserAbort(context)) {
+      // A shutdown: the retry elsewhere resumes from the last heartbeat, which goes out with this failure;
+      // it must hold every call finished, the last one too (settling that one sends no heartbeat).
+      if (!context.info.isLocal) context.heartbeat(progress.details());
+      throw cancellationError(context);
+    }
     const result = progress.result(signal.aborted, settings.maxBatchBytes);
     // The next request's new messages, if this worker also makes the run's next model call.
     const execution = context.info.workflowExecution;
