@@ -247,8 +247,17 @@ describe.each(['in-process', 'redis'] as const)('event stream (%s chunks)', (tra
         fake: { script: [reply(['uniq', 'ue-', 'chunk', '-marker ', ...words(20)], { chunkDelayMs: 30 })] },
       });
       const run = await world.client.start({ agent: 'assistant', input: 'talk' });
-      if (followed) await followRun(run, collector().output);
-      else await run.result();
+      if (followed) {
+        // The follower joins once the model call is scheduled (read from history, not by a query): a query
+        // that lands while the first workflow task resolves the agent (a local activity) splits that task
+        // in two, an empty one more in history that has nothing to do with chunks.
+        await eventually(async () =>
+          (await run.workflow.fetchHistory()).events!.some((event) => event.activityTaskScheduledEventAttributes)
+            ? true
+            : undefined,
+        );
+        await followRun(run, collector().output);
+      } else await run.result();
       const history = await run.workflow.fetchHistory();
       const text = JSON.stringify(history);
       sizes.push({
