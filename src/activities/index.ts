@@ -9,7 +9,7 @@ import { createRelistMcpTools } from './mcp-tool-listing';
 import { createLlmPhase, type ChunkSink, type ProviderSettings } from './llm-phase';
 import { createPrepareFunction } from './prepare-function';
 import { RequestCache } from './request-source';
-import { createToolBatch, type ToolBatchSettings } from './tool-batch';
+import { createInlineBatch, createToolBatch, type ToolBatchSettings } from './tool-batch';
 import { createReviewToolCalls } from './tool-review';
 import { chargeSchedule, createScheduleStanding } from './schedule-budget';
 import { sendToSession } from './session-message';
@@ -51,6 +51,22 @@ export function createActivities(settings: ActivitySettings) {
   // Shared: the next request is the last one plus what this worker's model call and tools returned.
   const requests = new RequestCache();
   const mcp = settings.mcp ?? new McpServers();
+  const batchSettings: ToolBatchSettings = {
+    abortGraceMs: 200,
+    mcp,
+    ...(settings.redactor ? { redactor: settings.redactor } : {}),
+    // Inline payloads: the batch result keeps to the same budget as everything a workflow sends.
+    ...(settings.payloadsByReference ? {} : { maxBatchBytes: 1_500_000 }),
+    ...(settings.payloadThresholdBytes !== undefined
+      ? { checkpointBytes: Math.floor(settings.payloadThresholdBytes * 0.75) }
+      : {}),
+    ...settings.tools,
+  };
+  // The reply's fast tools, run by the model call's activity (./fast-tools.ts): the same budget.
+  const fastTools = {
+    runBatch: createInlineBatch(settings.registry, batchSettings, requests),
+    maxBytes: batchSettings.maxBatchBytes,
+  };
   return {
     ...createDescribeAgent(
       settings.registry,
@@ -72,26 +88,16 @@ export function createActivities(settings: ActivitySettings) {
     sendToSession,
     relistMcpTools: createRelistMcpTools(settings.registry, mcp, settings.redactor),
     prepareFunction: createPrepareFunction(settings.registry, settings.defaultModel),
-    llmPhase: createLlmPhase(settings.provider, requests, settings.registry, settings.chunks, settings.redactor),
+    llmPhase: createLlmPhase(settings.provider, requests, settings.registry, {
+      chunks: settings.chunks,
+      redactor: settings.redactor,
+      fastTools,
+    }),
     reviewToolCalls: createReviewToolCalls(settings.registry),
     deliverNotification: createDeliverNotification(settings.notifyLinks ?? (() => undefined)),
     awaitTaskChange,
     deliverA2aPush,
-    toolBatch: createToolBatch(
-      settings.registry,
-      {
-        abortGraceMs: 200,
-        mcp,
-        ...(settings.redactor ? { redactor: settings.redactor } : {}),
-        // Inline payloads: the batch result keeps to the same budget as everything a workflow sends.
-        ...(settings.payloadsByReference ? {} : { maxBatchBytes: 1_500_000 }),
-        ...(settings.payloadThresholdBytes !== undefined
-          ? { checkpointBytes: Math.floor(settings.payloadThresholdBytes * 0.75) }
-          : {}),
-        ...settings.tools,
-      },
-      requests,
-    ),
+    toolBatch: createToolBatch(settings.registry, batchSettings, requests),
   };
 }
 

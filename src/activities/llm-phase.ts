@@ -37,6 +37,8 @@ import { plainResponses, streamResponses } from './responses-call';
 import { responsesBody } from './responses-request';
 import { StreamAccumulator, type ArgumentsDelta, type StreamChunk } from './stream-accumulator';
 import { failure, FailureType } from '../common';
+import { recordedReply, withFastTools } from './fast-tools';
+import type { InlineBatch } from './tool-batch';
 
 /** The worker's provider: the default of every agent that does not choose its own. */
 export interface ProviderSettings {
@@ -71,9 +73,14 @@ export function createLlmPhase(
   settings: ProviderSettings,
   cache: RequestCache,
   registry: AgentRegistry,
-  chunks?: ChunkSink,
-  redactor?: SecretRedactor,
+  extras: {
+    chunks?: ChunkSink | undefined;
+    redactor?: SecretRedactor | undefined;
+    /** Runs the reply's fast tools (./fast-tools.ts) within a payload budget (undefined: by reference). */
+    fastTools?: { runBatch: InlineBatch; maxBytes: number | undefined };
+  } = {},
 ) {
+  const { chunks, redactor, fastTools } = extras;
   const worker: PhaseWorker = {
     settings,
     cache,
@@ -84,13 +91,17 @@ export function createLlmPhase(
     // The Responses API's reasoning items of this worker's tool-calling replies, sent back next turn.
     reasoning: new ReasoningMemory(),
   };
-  return function llmPhase(input: LlmPhaseInput): Promise<LlmPhaseResult> {
-    return inGenAiSpan(
+  return async function llmPhase(input: LlmPhaseInput): Promise<LlmPhaseResult> {
+    // An attempt that died while the reply's fast tools ran left the reply in its heartbeat: no new call.
+    const recorded = fastTools && recordedReply(Context.current().info.heartbeatDetails, input);
+    if (recorded) return withFastTools(fastTools.runBatch, input, recorded, fastTools.maxBytes);
+    const result = await inGenAiSpan(
       'chat',
       { 'gen_ai.operation.name': 'chat' },
       (span) => phase(worker, input, span),
       SpanKind.CLIENT,
     );
+    return fastTools ? withFastTools(fastTools.runBatch, input, result, fastTools.maxBytes) : result;
   };
 }
 

@@ -37,36 +37,69 @@ const RESULT_SETTLE_MS = 1000;
  * unfinished; on worker shutdown the batch throws and runs again (idempotency keys make that safe).
  */
 export function createToolBatch(registry: AgentRegistry, settings: ToolBatchSettings, requests?: RequestCache) {
-  return async function toolBatch(input: ToolBatchInput): Promise<ToolBatchResult> {
-    const context = Context.current();
-    const signal = context.cancellationSignal;
-    const budget = Math.min(
-      CHECKPOINT_BYTES,
-      settings.checkpointBytes ?? CHECKPOINT_BYTES,
-      settings.maxBatchBytes ?? CHECKPOINT_BYTES,
-    );
-    const progress = new BatchProgress(input, budget, settings.redactor);
-    // A retried attempt keeps what the previous one finished (its last checkpoint) and runs the rest.
-    progress.resume(context.info.heartbeatDetails);
+  return function toolBatch(input: ToolBatchInput): Promise<ToolBatchResult> {
     // A local activity (fast tools) has no heartbeats: the workflow task it runs in is its liveness.
-    const stopHeartbeat = context.info.isLocal ? () => undefined : startHeartbeat(context, () => progress.details());
-    try {
-      if (!signal.aborted) await runCalls({ registry, settings, input, context, progress });
-    } finally {
-      stopHeartbeat();
-    }
-    if (signal.aborted && !isUserAbort(context)) {
-      // A shutdown: the retry elsewhere resumes from the last heartbeat, which goes out with this failure;
-      // it must hold every call finished, the last one too (settling that one sends no heartbeat).
-      if (!context.info.isLocal) context.heartbeat(progress.details());
-      throw cancellationError(context);
-    }
-    const result = progress.result(signal.aborted, settings.maxBatchBytes);
-    // The next request's new messages, if this worker also makes the run's next model call.
-    const execution = context.info.workflowExecution;
-    if (result.outcome === 'completed' && execution) requests?.answered(runKey(execution), result.mutations);
-    return result;
+    const checkpointed = !Context.current().info.isLocal;
+    return runBatch({ registry, settings, requests }, input, { checkpointed, maxBatchBytes: settings.maxBatchBytes });
   };
+}
+
+/**
+ * A batch of fast tools that the model call's activity runs right after the reply (`fast_tools`): no
+ * checkpoints (the model call's heartbeat is the activity's liveness, and a retry asks the model again),
+ * and the payload budget the reply left.
+ */
+export type InlineBatch = (input: ToolBatchInput, maxBatchBytes: number | undefined) => Promise<ToolBatchResult>;
+
+export function createInlineBatch(
+  registry: AgentRegistry,
+  settings: ToolBatchSettings,
+  requests?: RequestCache,
+): InlineBatch {
+  return (input, maxBatchBytes) =>
+    runBatch({ registry, settings, requests }, input, { checkpointed: false, maxBatchBytes });
+}
+
+interface BatchWorker {
+  registry: AgentRegistry;
+  settings: ToolBatchSettings;
+  requests: RequestCache | undefined;
+}
+
+async function runBatch(
+  worker: BatchWorker,
+  input: ToolBatchInput,
+  mode: { checkpointed: boolean; maxBatchBytes: number | undefined },
+): Promise<ToolBatchResult> {
+  const { registry, settings, requests } = worker;
+  const context = Context.current();
+  const signal = context.cancellationSignal;
+  const budget = Math.min(
+    CHECKPOINT_BYTES,
+    settings.checkpointBytes ?? CHECKPOINT_BYTES,
+    settings.maxBatchBytes ?? CHECKPOINT_BYTES,
+  );
+  const progress = new BatchProgress(input, budget, settings.redactor);
+  // A retried attempt keeps what the previous one finished (its last checkpoint) and runs the rest.
+  if (mode.checkpointed) progress.resume(context.info.heartbeatDetails);
+  const stopHeartbeat = mode.checkpointed ? startHeartbeat(context, () => progress.details()) : () => undefined;
+  try {
+    if (!signal.aborted)
+      await runCalls({ registry, settings, input, context, progress, checkpointed: mode.checkpointed });
+  } finally {
+    stopHeartbeat();
+  }
+  if (signal.aborted && !isUserAbort(context)) {
+    // A shutdown: the retry elsewhere resumes from the last heartbeat, which goes out with this failure;
+    // it must hold every call finished, the last one too (settling that one sends no heartbeat).
+    if (mode.checkpointed) context.heartbeat(progress.details());
+    throw cancellationError(context);
+  }
+  const result = progress.result(signal.aborted, mode.maxBatchBytes);
+  // The next request's new messages, if this worker also makes the run's next model call.
+  const execution = context.info.workflowExecution;
+  if (result.outcome === 'completed' && execution) requests?.answered(runKey(execution), result.mutations);
+  return result;
 }
 
 /** One attempt of a batch: its calls, where their outcomes go, and what they may use. */
@@ -76,6 +109,8 @@ interface BatchAttempt {
   input: ToolBatchInput;
   context: Context;
   progress: BatchProgress;
+  /** Whether finished calls go out in heartbeats (not in a local activity, nor inside the model call's). */
+  checkpointed: boolean;
 }
 
 /** The calls the checkpoint lacks, concurrently; after an abort, each waited for `abortGraceMs` at most. */
@@ -102,7 +137,7 @@ async function runBatchCall(batch: BatchAttempt, limits: CallLimits, call: ToolC
   );
   // Checkpointed at once (the SDK sends it as soon as its heartbeat throttle allows), so a crash after
   // this point does not run the call again; the batch's last call goes out with its result instead.
-  if (progress.settle(index, call, outcome) && !progress.complete() && !context.info.isLocal)
+  if (progress.settle(index, call, outcome) && !progress.complete() && batch.checkpointed)
     context.heartbeat(progress.details());
 }
 

@@ -90,6 +90,41 @@ function activityGroup(agent: PlannedAgent, queue: string | undefined, calls: To
   };
 }
 
+type FusableAgent = PlannedAgent & Pick<AgentSpec, 'needs_approval'>;
+
+/**
+ * The tools whose calls the model call's activity may run itself, right after the reply: those a batch
+ * of their own would run as one local activity with nothing to decide first (fast, on the run's own
+ * task queue, no approval, not carried out by the workflow). The iteration then costs one activity, not
+ * an activity and a workflow task with a local activity.
+ */
+export function fusableTools(agent: FusableAgent): string[] {
+  return agent.tool_descriptors
+    .filter(
+      (tool) =>
+        tool.fast === true &&
+        !tool.mcp &&
+        !tool.agent_call &&
+        !tool.durable_wait &&
+        !(agent.selfref && tool.name === SELFREF_FORK) &&
+        agent.tool_task_queues?.[tool.name] === undefined &&
+        !agent.needs_approval.includes(tool.name),
+    )
+    .map((tool) => tool.name);
+}
+
+/** Whether a reply's calls may run in the model call's activity: some, all of fusable tools, within the budget left. */
+export function fusedCalls(
+  fast: { names: readonly string[]; max_calls: number | null },
+  calls: readonly ToolCallRequest[],
+): boolean {
+  return (
+    calls.length > 0 &&
+    (fast.max_calls === null || calls.length <= fast.max_calls) &&
+    calls.every((call) => fast.names.includes(call.name))
+  );
+}
+
 /** A finished call handled by the workflow itself (a fork, a sub-agent call, a handoff, a rejection). */
 export interface WorkflowCallResult {
   call: ToolCallRequest;

@@ -29,6 +29,7 @@ export {
   LlmPhaseResult,
   LlmRequest,
   PreparedFunction,
+  replyCallRequests,
   replyContent,
   replyToolCalls,
   RequestPage,
@@ -234,7 +235,16 @@ export {
   handoffResultContent,
   handoffTarget,
 } from './handoffs';
-export { cancelledBatch, EMPTY_BATCH, failedCall, mergeInDeclaredOrder, planBatch, succeededCall } from './batch-plan';
+export {
+  cancelledBatch,
+  EMPTY_BATCH,
+  failedCall,
+  fusableTools,
+  fusedCalls,
+  mergeInDeclaredOrder,
+  planBatch,
+  succeededCall,
+} from './batch-plan';
 export type { ActivityGroup, BatchPlan, WorkflowCallResult } from './batch-plan';
 export {
   charged,

@@ -48,36 +48,22 @@ export const LlmPhaseInput = sharedSchema('runtime/phases#LlmPhaseInput', () =>
     purpose: z.enum(['compaction']).optional(),
     /** The agent's `llm_server_error_seconds`; absent (inputs scheduled before it): its default. */
     server_error_seconds: z.number().positive().optional(),
-  }),
-);
-export type LlmPhaseInput = z.infer<typeof LlmPhaseInput>;
-
-/** The phase's facts. Content and tool calls live in `mutations` only: history records them once. */
-export const LlmPhaseResult = sharedSchema('runtime/phases#LlmPhaseResult', () =>
-  z.strictObject({
-    outcome: z.enum(['completed', 'aborted']),
-    /** `[AssistantMessageMutation]`, `[]` for an empty reply, or `[AssistantTruncatedMutation]` on abort. */
-    mutations: z.array(Mutation),
-    /** On abort: the calls the provider had begun to stream (reported on events, never committed). */
-    partial_tool_calls: z.array(z.strictObject({ id: z.string(), name: z.string() })).optional(),
-    usage: TokenUsage.nullable(),
-    finish_reason: z.string().nullable(),
-    duration_ms: z.number(),
     /**
-     * Whether the request went to the provider streamed: a profile may send plain a call the run asked
-     * to stream. Absent from results recorded before it, and when nothing was sent.
+     * Fast tools the phase may run itself once the model replied, when the reply calls these only (at
+     * most `max_calls`): the iteration then needs no workflow task of its own for them (`fusedCalls`).
      */
-    streamed: z.boolean().optional(),
-    /** For typed LLM functions: the final reply checked against the output schema. */
-    output_check: z
-      .union([
-        z.strictObject({ ok: z.literal(true), value: JsonValue }),
-        z.strictObject({ ok: z.literal(false), error: z.string() }),
-      ])
+    fast_tools: z
+      .strictObject({
+        names: z.array(z.string()),
+        max_calls: z.number().int().nonnegative().nullable(),
+        /** The batch's iteration and run chain, as its own activity's input would carry them. */
+        iteration: z.number().int().nonnegative(),
+        run_chain_id: z.string(),
+      })
       .optional(),
   }),
 );
-export type LlmPhaseResult = z.infer<typeof LlmPhaseResult>;
+export type LlmPhaseInput = z.infer<typeof LlmPhaseInput>;
 
 export const ToolCallRequest = sharedSchema('runtime/phases#ToolCallRequest', () =>
   z.strictObject({
@@ -168,6 +154,38 @@ export const ToolBatchResult = sharedSchema('runtime/phases#ToolBatchResult', ()
 );
 export type ToolBatchResult = z.infer<typeof ToolBatchResult>;
 
+/** The phase's facts. Content and tool calls live in `mutations` only: history records them once. */
+export const LlmPhaseResult = sharedSchema('runtime/phases#LlmPhaseResult', () =>
+  z.strictObject({
+    outcome: z.enum(['completed', 'aborted']),
+    /** `[AssistantMessageMutation]`, `[]` for an empty reply, or `[AssistantTruncatedMutation]` on abort. */
+    mutations: z.array(Mutation),
+    /** On abort: the calls the provider had begun to stream (reported on events, never committed). */
+    partial_tool_calls: z.array(z.strictObject({ id: z.string(), name: z.string() })).optional(),
+    usage: TokenUsage.nullable(),
+    finish_reason: z.string().nullable(),
+    duration_ms: z.number(),
+    /**
+     * Whether the request went to the provider streamed: a profile may send plain a call the run asked
+     * to stream. Absent from results recorded before it, and when nothing was sent.
+     */
+    streamed: z.boolean().optional(),
+    /** For typed LLM functions: the final reply checked against the output schema. */
+    output_check: z
+      .union([
+        z.strictObject({ ok: z.literal(true), value: JsonValue }),
+        z.strictObject({ ok: z.literal(false), error: z.string() }),
+      ])
+      .optional(),
+    /**
+     * The reply's calls, run by the phase itself right after the reply (`fast_tools` of the input allowed
+     * it): the batch's result, as a local activity of fast tools would have returned it.
+     */
+    tool_batch: ToolBatchResult.optional(),
+  }),
+);
+export type LlmPhaseResult = z.infer<typeof LlmPhaseResult>;
+
 /**
  * A tool batch's progress in its heartbeat details: the calls that finished so far (by position in the
  * batch) with everything their result carries, so a retried attempt keeps them and runs only the rest.
@@ -249,6 +267,15 @@ export function replyContent(result: LlmPhaseResult): string {
 export function replyToolCalls(result: LlmPhaseResult): ToolCall[] {
   const assistant = result.mutations.find((mutation) => mutation.type === 'AssistantMessageMutation');
   return assistant?.type === 'AssistantMessageMutation' ? (assistant.tool_calls ?? []) : [];
+}
+
+/** The reply's tool calls as a batch's requests. */
+export function replyCallRequests(result: LlmPhaseResult): ToolCallRequest[] {
+  return replyToolCalls(result).map((call) => ({
+    id: call.id,
+    name: call.function.name,
+    arguments: call.function.arguments,
+  }));
 }
 
 /** Answer of the workflow's `compiledRequest` query: one page of the request's JSON text. */

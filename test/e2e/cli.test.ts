@@ -35,17 +35,17 @@ describe('CLI against a real dev server', () => {
     const shown = JSON.parse(show.stdout) as { status: { state: string }; actions: Record<string, number> };
     expect(shown.status.state).toBe('completed');
     // Billable actions (docs/runs.md#billable-actions): the start (its search attributes set by the
-    // client, free), the agent resolved by a local activity in the first workflow task, two model calls,
-    // the fast tool's local activity in the task after the first, and one upsert (completed). Heartbeats
+    // client, free), the agent resolved by a local activity in the first workflow task, two model calls
+    // (the first runs the fast tool with its reply), and one upsert (completed). Heartbeats
     // are estimated from each model call's time: none under a quarter second, which a loaded machine
     // may exceed, so they are bounded by the calls' count and the time the run took, not fixed.
     const { heartbeats_estimated: heartbeats, ...recorded } = shown.actions;
     expect(recorded).toEqual({
-      total: 6 + heartbeats!,
+      total: 5 + heartbeats!,
       workflow_starts: 1,
       activities: 2,
       activity_retries: 0,
-      local_activity_tasks: 2,
+      local_activity_tasks: 1,
       local_activity_retries: 0,
       timers: 0,
       signals: 0,
@@ -58,7 +58,7 @@ describe('CLI against a real dev server', () => {
     expect(heartbeats).toBeLessThanOrEqual(2);
     const shownText = await cli(world, ['show', 'cli-run-1']);
     expect(shownText.stdout).toContain(
-      `billable actions: ${6 + heartbeats!} (1 workflow starts, 2 activities, 2 local activity tasks, 1 search attribute upserts${heartbeats ? `, ${heartbeats} heartbeats estimated` : ''})`,
+      `billable actions: ${5 + heartbeats!} (1 workflow starts, 2 activities, 1 local activity tasks, 1 search attribute upserts${heartbeats ? `, ${heartbeats} heartbeats estimated` : ''})`,
     );
     const followed = await cli(world, ['follow', 'cli-run-1', '--json']);
     const lines = followed.stdout

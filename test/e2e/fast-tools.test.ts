@@ -9,6 +9,7 @@ import type { RunHandle } from '../../src/client/patchloop-client';
 import { defineTool } from '../../src/tools/define-tool';
 import { repeatTool, waitTool } from '../../src/tools/examples';
 import { eventually } from '../support/wait';
+import { countBillableActions } from '../../src/client/billable-actions';
 import { sideEffectWorld } from '../support/side-effect-world';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -44,8 +45,8 @@ function completedWorkflowTasks(events: temporal.api.history.v1.IHistoryEvent[])
   return events.filter((event) => event.workflowTaskCompletedEventAttributes).length;
 }
 
-describe('fast tools: a batch of them runs as a local activity', () => {
-  it('one workflow task and one activity per iteration instead of two of each; the model sees the same requests', async ({
+describe('fast tools: the model call runs them with its reply', () => {
+  it('one workflow task and one activity per iteration instead of two of each, one billable action less; the model sees the same requests', async ({
     startWorld,
   }) => {
     const world = await startWorld({
@@ -82,16 +83,27 @@ describe('fast tools: a batch of them runs as a local activity', () => {
     const plainEvents = await historyEvents(plain);
     expect(scheduledActivities(quickEvents).filter((name) => name === 'toolBatch')).toEqual([]);
     expect(scheduledActivities(plainEvents).filter((name) => name === 'toolBatch')).toHaveLength(3);
-    // Each local batch leaves one marker with its result in history (the agent's resolution one more).
+    expect(scheduledActivities(quickEvents)).toEqual(['llmPhase', 'llmPhase', 'llmPhase', 'llmPhase']);
+    // The batches ran in the model calls' activities: no local activity but the agent's resolution.
     const markers = quickEvents.filter(
       (event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity',
     );
     expect(markers.map((event) => JSON.parse(Buffer.from(event.userMetadata!.summary!.data!).toString()))).toEqual([
       'resolve agent quick',
-      'tools: repeat',
-      'tools: repeat',
-      'tools: repeat',
     ]);
+    // Billed: each iteration one action (its model call) where an ordinary tool costs two.
+    const quickActions = countBillableActions(quickEvents);
+    const plainActions = countBillableActions(plainEvents);
+    console.log(
+      `billable actions for 3 iterations: fast tools ${quickActions.total}, ordinary tools ${plainActions.total}`,
+    );
+    expect(quickActions.local_activity_tasks).toBe(1);
+    expect(quickActions.activities).toBe(4);
+    expect(plainActions.activities).toBe(7);
+    // Heartbeats are estimated from each call's time, which a loaded machine stretches: left out.
+    expect(quickActions.total - quickActions.heartbeats_estimated).toBe(
+      plainActions.total - plainActions.heartbeats_estimated - 3,
+    );
     const quickTasks = completedWorkflowTasks(quickEvents);
     const plainTasks = completedWorkflowTasks(plainEvents);
     console.log(`workflow tasks for 3 iterations: fast tools ${quickTasks}, ordinary tools ${plainTasks}`);
@@ -129,7 +141,7 @@ describe('fast tools: a batch of them runs as a local activity', () => {
     world.fake.assertDone();
   });
 
-  it('an abort that arrives while a fast batch runs: the batch keeps its result, the run stops before the next model call', async ({
+  it('an abort that arrives while the fast tools run: the call is cancelled as any batch call is, no model call follows', async ({
     startWorld,
   }) => {
     let started!: () => void;
@@ -158,16 +170,20 @@ describe('fast tools: a batch of them runs as a local activity', () => {
     const result = await run.result();
     expect(result.status).toBe('aborted');
     expect(result.abort_reason).toBe('user_interrupt');
-    // The run stopped at the boundary after the batch (the AssistantTruncatedMutation marker, spec 3.4): no model call was
-    // started only to be cancelled.
+    // The abort reached the model call's activity while the tool ran: after the grace the call ends with
+    // its cancellation (it ignored its signal, so it may have taken effect), and the run ends there.
     expect(result.transcript.slice(2)).toEqual([
       {
         role: 'assistant',
         content: null,
         tool_calls: [{ id: 'p', type: 'function', function: { name: 'pause', arguments: '{}' } }],
       },
-      { role: 'tool', tool_call_id: 'p', content: '"paused"' },
-      { role: 'assistant', content: '<Truncated due to cancel from user. Reason: user_interrupt>' },
+      {
+        role: 'tool',
+        tool_call_id: 'p',
+        content:
+          "<Tool execution cancelled by user. Tool: pause. Reason: user_interrupt. Tool 'pause' was still running when the run was aborted (it did not stop when told to), and the tool is not marked idempotent: it may or may not have taken effect. Check before calling it again.>",
+      },
     ]);
     validateToolLinkage(result.transcript);
     expect(world.fake.requests).toHaveLength(1);
@@ -178,7 +194,7 @@ describe('fast tools: a batch of them runs as a local activity', () => {
 });
 
 describe('fast tools: crash survival', () => {
-  it('kill -9 while a fast batch runs: a new worker runs the batch again with the same key, the model gets one result', async () => {
+  it('kill -9 while the fast tools run: a new worker takes the reply from the heartbeat and runs the call again with the same key', async () => {
     const { effects, fake, client, start } = await sideEffectWorld(
       [callTools([{ id: 'n', name: 'note', arguments: '{"label": "a", "ms": 3000}' }]), reply('noted')],
       () => ({ name: 'noter', instructions: 'You take notes.', tools: ['note'] }),
@@ -190,6 +206,19 @@ describe('fast tools: crash survival', () => {
       () => (effects.effects.some((effect) => effect.worker === 'first') ? true : undefined),
       30_000,
       'the first worker to start the note',
+    );
+    // The reply goes out in the model call's first heartbeat while its tools run (after 250 ms).
+    await eventually(
+      async () => {
+        const { raw } = await run.workflow.describe();
+        return (raw.pendingActivities ?? []).some(
+          (activity) => activity.activityType?.name === 'llmPhase' && activity.lastHeartbeatTime,
+        )
+          ? true
+          : undefined;
+      },
+      30_000,
+      'the model call to heartbeat its reply',
     );
     await first.kill('SIGKILL');
     await start('second');
@@ -210,6 +239,8 @@ describe('fast tools: crash survival', () => {
     const phases = effects.effects.map((effect) => `${effect.worker}:${effect.phase}`);
     expect(phases).toEqual(['first:start', 'second:start', 'second:end']);
     expect(new Set(effects.effects.map((effect) => effect.key)).size).toBe(1);
+    // The model was asked once for the reply that called the note: the retry took it from the heartbeat.
+    expect(fake.requests).toHaveLength(2);
     expect(fake.requests[1]!.body.messages.at(-1)).toEqual({ role: 'tool', tool_call_id: 'n', content: '"noted a"' });
     fake.assertDone();
   });

@@ -135,7 +135,8 @@ describe('tracing over OTLP', () => {
     const tool = spans.find((span) => span.name === 'execute_tool add')!;
     expect(tool.attributes).toMatchObject({ 'gen_ai.tool.name': 'add', 'gen_ai.operation.name': 'execute_tool' });
     expect(String(tool.attributes['gen_ai.tool.call.id'])).toMatch(/^call_/);
-    expect(byId.get(tool.parentSpanId!)?.name).toBe('RunActivity:toolBatch');
+    // A fast tool runs in the model call's activity, after the model's reply (its `chat` span ended).
+    expect(byId.get(tool.parentSpanId!)?.name).toBe('RunActivity:llmPhase');
     expect(new Set(spans.map((span) => span.traceId)).size).toBeGreaterThanOrEqual(1);
     expect(spans.some((span) => span.name === 'RunWorkflow:agentRun')).toBe(true);
     // One span per operation: nothing duplicated (replays report no spans).

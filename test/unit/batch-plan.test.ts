@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
+  fusableTools,
+  fusedCalls,
   mergeInDeclaredOrder,
   planBatch,
   type ToolBatchResult,
@@ -87,6 +89,42 @@ describe('the plan of a tool batch', () => {
     expect(planBatch({ ...agent, selfref: false }, [call('c', 'selfref_fork')], () => false).routes).toEqual([
       { kind: 'activity', queue: undefined },
     ]);
+  });
+});
+
+describe('fast tools the model call runs with its reply', () => {
+  const fastAgent = {
+    selfref: true,
+    needs_approval: ['approve_me'],
+    tool_descriptors: [
+      tool('add', { fast: true }),
+      tool('repeat', { fast: true }),
+      tool('approve_me', { fast: true }),
+      tool('routed', { fast: true }),
+      tool('charge'),
+      tool('nap', { fast: true, durable_wait: 'sleep' }),
+      tool('research', { fast: true, agent_call: { kind: 'subagent', agent: 'researcher' } }),
+      tool('lookup', { fast: true, mcp: { server: 'docs', tool: 'lookup' } }),
+      tool('selfref_fork', { fast: true }),
+    ],
+    tool_task_queues: { routed: 'elsewhere' },
+  };
+
+  it('are the fast tools a local batch would run with nothing to decide first', () => {
+    expect(fusableTools(fastAgent)).toEqual(['add', 'repeat']);
+    // Each of those would run as one local activity: the same rule as the plan's.
+    const plan = planBatch(fastAgent, [call('a', 'add'), call('r', 'repeat')], () => false);
+    expect(plan.groups).toEqual([{ queue: undefined, calls: [call('a', 'add'), call('r', 'repeat')], local: true }]);
+  });
+
+  it('run only when every call is one of them, within the budget left', () => {
+    const fast = { names: ['add', 'repeat'], max_calls: 2 };
+    expect(fusedCalls(fast, [call('a', 'add'), call('r', 'repeat')])).toBe(true);
+    expect(fusedCalls(fast, [])).toBe(false);
+    expect(fusedCalls(fast, [call('a', 'add'), call('c', 'charge')])).toBe(false);
+    expect(fusedCalls(fast, [call('a', 'add'), call('b', 'add'), call('c', 'add')])).toBe(false);
+    expect(fusedCalls({ ...fast, max_calls: null }, [call('a', 'add'), call('b', 'add'), call('c', 'add')])).toBe(true);
+    expect(fusedCalls({ ...fast, max_calls: 0 }, [call('a', 'add')])).toBe(false);
   });
 });
 

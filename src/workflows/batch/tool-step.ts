@@ -45,6 +45,8 @@ export interface BatchOptions {
   onChildWait?: { due: () => boolean; offer: (batch: () => RunningBatch) => Promise<void> };
   /** The batch as an earlier run of the chain carried it: what finished, the rest re-attached. */
   running?: RunningBatch;
+  /** The batch as the model call's activity ran it (fast tools only): its calls ran; nothing is decided. */
+  prefetched?: ToolBatchResult;
 }
 
 /**
@@ -64,11 +66,13 @@ export async function toolStep(
   if (!options.resumed) emit(run, batchStart!, eventIteration);
   // A batch that was running when the run continued as new was decided before: it goes on (an abort
   // reaches its sub-agents once they are found again).
-  const gate: GateOutcome = options.running
-    ? { type: 'decided', rejected: rejectedResults(run, calls) }
-    : run.live.abort.requested
-      ? { type: 'aborted' }
-      : await approvalGate(loop, calls, eventIteration, options.resumed, options.onWait);
+  const gate: GateOutcome = options.prefetched
+    ? { type: 'decided', rejected: [] }
+    : options.running
+      ? { type: 'decided', rejected: rejectedResults(run, calls) }
+      : run.live.abort.requested
+        ? { type: 'aborted' }
+        : await approvalGate(loop, calls, eventIteration, options.resumed, options.onWait);
   // Calls start once the batch may run: after every gated call is decided. Calls that will not run
   // (rejected, or the whole batch aborted while it waited) do not start.
   const waited = run.live.approvals.length > 0;
@@ -134,7 +138,11 @@ async function runBatch(
   const own = ownCalls(loop, calls, plan, { eventIteration, resumed: carried !== undefined });
   try {
     const [activity, handed] = await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, async () => {
-      const started = startBatch(loop, plan, own, progress, { eventIteration, carried });
+      const started = startBatch(loop, plan, own, progress, {
+        eventIteration,
+        carried,
+        prefetched: options.prefetched,
+      });
       const all = Promise.all([started.activity, started.handedOff, ...started.pending]);
       // Only sub-agents may be left running across continue-as-new (a fork or a handoff is not carried),
       // and only once each has started: a child whose start is still in flight when its parent's run
@@ -168,11 +176,13 @@ function startBatch(
   plan: BatchPlan,
   own: ReadonlyArray<OwnCall | undefined>,
   progress: BatchProgress,
-  batch: { eventIteration: number; carried: RunningBatch | undefined },
+  batch: { eventIteration: number; carried: RunningBatch | undefined; prefetched: ToolBatchResult | undefined },
 ) {
   const activity: Promise<ToolBatchResult> = batch.carried
     ? Promise.resolve(batch.carried.activity)
-    : routedBatches(loop, plan, batch.eventIteration, progress.reports);
+    : batch.prefetched
+      ? ranWithReply(batch.prefetched, progress.reports)
+      : routedBatches(loop, plan, batch.eventIteration, progress.reports);
   const handedOff = runHandoffs(loop, plan.handoffs, progress.reports);
   const pending = own.map((call, index) =>
     call && !progress.finished.has(index)
@@ -313,6 +323,15 @@ async function activityBatch(
       unserved ? new Error(`no worker took these tools from task queue '${taskQueue}' in time`) : error,
     );
   }
+}
+
+/**
+ * The batch the model call's activity ran: taken as a local activity's result would be, without the
+ * wait for signals (the activity's completion came in a workflow task of its own, signals with it).
+ */
+function ranWithReply(batch: ToolBatchResult, reports: ToolCallReport[]): Promise<ToolBatchResult> {
+  reports.push(...batch.reports);
+  return Promise.resolve(batch);
 }
 
 /**

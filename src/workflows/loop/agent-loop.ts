@@ -5,12 +5,13 @@ import {
   decideNext,
   promptContractFor,
   providerTools,
+  replyCallRequests,
   replyContent,
-  replyToolCalls,
   type AgentSpec,
   type AwaitingBatch,
   type RunningBatch,
   type LlmPhaseResult,
+  type ToolBatchResult,
   type ToolCallRequest,
 } from '../../runtime';
 import { affordable, BATCH_ESTIMATE, budgetFigures, type BudgetStop } from './budget-gate';
@@ -35,7 +36,7 @@ export type Boundary = (progress: TurnProgress | (() => TurnProgress)) => Promis
  * A tool batch the loop runs: as the model's reply asked for it (with the reply's patches, committed with
  * its results), or resumed as an earlier run of the chain carried it (`running`: its calls had started).
  */
-type PendingBatch = Omit<AwaitingBatch, 'approvals'> & { resumed: boolean };
+type PendingBatch = Omit<AwaitingBatch, 'approvals'> & { resumed: boolean; prefetched?: ToolBatchResult };
 
 /** How far a turn has come, at an iteration boundary or while a batch waits for approval decisions. */
 export interface TurnProgress {
@@ -102,9 +103,9 @@ export class AgentLoop {
       const it = run.durable.iteration;
       commit(run, [...run.durable.pending.splice(0), ...this.collectHooks()]);
       if (!first) emit(run, { event_type: 'react_iteration_start' });
-      const llm = await llmStep(this.loop, this.mode(), it);
+      const llm = await llmStep(this.loop, this.mode(toolCalls), it);
       if (llm.outcome === 'budget_exhausted') return this.budgetExhausted(llm, it);
-      const calls = requestedCalls(llm);
+      const calls = replyCallRequests(llm);
       const step = decideNext({ ...this.facts(llm, calls), toolCalls, lastCall: false });
       switch (step.type) {
         case 'aborted':
@@ -127,6 +128,8 @@ export class AgentLoop {
             llm_mutations: llm.mutations,
             reply_content: replyContent(llm),
             resumed: false,
+            // The phase ran these fast calls already (`fast_tools`): their results come with the reply.
+            ...(llm.tool_batch ? { prefetched: llm.tool_batch } : {}),
           };
           const ended = await this.runTools(batch, toolCalls, boundary);
           if (ended) return ended;
@@ -151,7 +154,15 @@ export class AgentLoop {
     // A batch costs no tokens, but a limit already reached (wall time) stops it: the reply that asked
     // for it is dropped, as the tool budget drops one (7.5), so the transcript stays valid.
     // A batch carried while its sub-agents ran has started already: it finishes (its children would be left).
-    const { iteration: it, calls, llm_mutations: llmMutations, reply_content: content, resumed, running } = batch;
+    const {
+      iteration: it,
+      calls,
+      llm_mutations: llmMutations,
+      reply_content: content,
+      resumed,
+      running,
+      prefetched,
+    } = batch;
     const stop = running ? undefined : await affordable(run, BATCH_ESTIMATE);
     if (stop && !run.live.abort.requested) return this.budgetExhausted(stop, it);
     const awaiting = (progress: Partial<AwaitingBatch> = {}): AwaitingBatch => ({
@@ -178,6 +189,7 @@ export class AgentLoop {
       ...(onWait ? { onWait } : {}),
       ...(onChildWait ? { onChildWait } : {}),
       ...(running ? { running } : {}),
+      ...(prefetched ? { prefetched } : {}),
     });
     keepHandoffOf(this.loop, result);
     run.durable.tool_calls += calls.length;
@@ -197,7 +209,7 @@ export class AgentLoop {
     const run = this.loop.run;
     const last = await llmStep(this.loop, { withTools: false, stream: false }, it + 1);
     if (last.outcome === 'budget_exhausted') return this.budgetExhausted(last, it + 1);
-    const step = decideNext({ ...this.facts(last, requestedCalls(last)), toolCalls, lastCall: true });
+    const step = decideNext({ ...this.facts(last, replyCallRequests(last)), toolCalls, lastCall: true });
     // Runs recorded before this ended here with the message unread: they replay as they ran.
     if (step.type === 'run_again' && patched('budget-call-goes-on-with-inbox')) {
       commit(run, last.mutations);
@@ -220,8 +232,12 @@ export class AgentLoop {
     };
   }
 
-  private mode(): LlmMode {
-    return { withTools: this.loop.tools.length > 0, stream: this.loop.agent.stream };
+  /** With the turn's tool calls so far, the phase may run the reply's fast tools itself (within the budget). */
+  private mode(toolCalls?: number): LlmMode {
+    const mode = { withTools: this.loop.tools.length > 0, stream: this.loop.agent.stream };
+    if (toolCalls === undefined) return mode;
+    const budget = this.loop.options.maxToolCalls;
+    return { ...mode, toolCallsLeft: budget === null ? null : Math.max(0, budget - toolCalls) };
   }
 
   /** Step 1 hooks, in registration order: the SelfRef queue (6.2), then queued user messages. */
@@ -256,14 +272,6 @@ export class AgentLoop {
     emit(run, events.reactEnd(run, status, finalResponse, iteration, markAborted), iteration);
     return { status, answer: status === 'completed' ? finalResponse : null, finalResponse };
   }
-}
-
-function requestedCalls(result: LlmPhaseResult): ToolCallRequest[] {
-  return replyToolCalls(result).map((call) => ({
-    id: call.id,
-    name: call.function.name,
-    arguments: call.function.arguments,
-  }));
 }
 
 function outputCheckOf(llm: LlmPhaseResult): Pick<TurnResult, 'outputCheck'> {

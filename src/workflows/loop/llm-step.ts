@@ -1,7 +1,14 @@
-import { patched, setCurrentDetails } from '@temporalio/workflow';
+import { patched, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { failure, FailureType } from '../../common';
 import { compileRequestMessages, type JsonObject } from '../../context';
-import { addUsage, reservedOutputTokens, withAbortReason, type LlmPhaseResult } from '../../runtime';
+import {
+  addUsage,
+  fusableTools,
+  reservedOutputTokens,
+  withAbortReason,
+  type LlmPhaseInput,
+  type LlmPhaseResult,
+} from '../../runtime';
 import { affordable, charge, type BudgetStop } from './budget-gate';
 import { compactContext, contextOverflowIn, proactiveCompaction, reactiveCompaction } from './context-step';
 import { callLlmPhase } from './llm-call';
@@ -77,6 +84,7 @@ export async function llmStep(
           iteration: eventIteration,
           llm_call: llmCall,
           ...(loop.options.outputCheck ? { output_check: loop.options.outputCheck } : {}),
+          ...fastToolsOf(loop, mode, eventIteration),
         },
         `llm call ${llmCall}`,
       );
@@ -111,6 +119,24 @@ export async function llmStep(
     emit(run, events.llmCallEnd(llmCall, result), eventIteration);
     return result;
   }
+}
+
+/**
+ * The reply's fast tools the phase may run itself (the batch would run as a local activity otherwise):
+ * with tools offered and the turn's budget known, when the agent has such tools.
+ */
+function fastToolsOf(loop: LoopContext, mode: LlmMode, eventIteration: number): Pick<LlmPhaseInput, 'fast_tools'> {
+  if (!mode.withTools || mode.toolCallsLeft === undefined) return {};
+  const names = fusableTools(loop.agent);
+  if (names.length === 0) return {};
+  return {
+    fast_tools: {
+      names,
+      max_calls: mode.toolCallsLeft,
+      iteration: eventIteration + 1,
+      run_chain_id: workflowInfo().firstExecutionRunId,
+    },
+  };
 }
 
 function causeMessage(error: unknown): string {

@@ -37,7 +37,15 @@ export interface LoopContext {
   handoff?: PendingHandoff;
 }
 
-export type LlmMode = { withTools: boolean; stream: boolean };
+export interface LlmMode {
+  withTools: boolean;
+  stream: boolean;
+  /**
+   * Tool calls the turn's budget has left (null: no budget) when the phase may run the reply's fast tools
+   * itself (`fast_tools`); absent: it may not.
+   */
+  toolCallsLeft?: number | null;
+}
 
 export interface TurnResult {
   status: 'completed' | 'aborted' | 'budget_exhausted';

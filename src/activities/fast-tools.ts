@@ -1,0 +1,64 @@
+import { Context } from '@temporalio/activity';
+import { z } from 'zod';
+import { fusedCalls, LlmPhaseResult, replyCallRequests, type LlmPhaseInput } from '../runtime';
+import { startHeartbeat } from './activity-context';
+import type { InlineBatch } from './tool-batch';
+import { CHECKPOINT_BYTES } from './tool-batch-progress';
+import { sharedSchema } from '../context/shared-schema';
+
+/** Below this much room beside the reply, a batch's results could hardly fit: the batch runs on its own. */
+const MIN_BATCH_BYTES = 64 * 1024;
+
+/**
+ * The reply's fast tools, run by the model call's activity right after the reply when the workflow
+ * allowed it (`fast_tools`) and the reply calls those tools only, within the turn's tool budget: the
+ * batch's result rides with the reply, and the iteration needs no workflow task with a local activity
+ * of its own (one billable action, and one round trip, fewer). Nothing runs after an abort or a
+ * shutdown began. The reply goes out in the activity's heartbeats while the tools run (the first after
+ * 250 ms, so quick tools cost none): a retry after a crash takes it from there (`recordedReply`) and runs
+ * the tools again, with the same idempotency keys, as a fast batch's retry does. A crash within the first
+ * 250 ms asks the model again (docs/agents-and-tools.md#fast-tools).
+ */
+export async function withFastTools(
+  runBatch: InlineBatch,
+  input: LlmPhaseInput,
+  result: LlmPhaseResult,
+  maxBytes: number | undefined,
+): Promise<LlmPhaseResult> {
+  const fast = input.fast_tools;
+  const context = Context.current();
+  if (!fast || result.outcome !== 'completed' || context.cancellationSignal.aborted) return result;
+  const calls = replyCallRequests(result);
+  if (!fusedCalls(fast, calls)) return result;
+  // Inline payloads: the reply and the batch share one payload's budget.
+  const room = maxBytes === undefined ? undefined : maxBytes - Buffer.byteLength(JSON.stringify(result));
+  if (room !== undefined && room < MIN_BATCH_BYTES) return result;
+  const recorded: FusedReply = { digest: input.digest, llm_call: input.llm_call ?? 0, result };
+  const details = Buffer.byteLength(JSON.stringify(recorded)) <= CHECKPOINT_BYTES ? { fused_reply: recorded } : {};
+  const stopHeartbeat = startHeartbeat(context, () => ({ iteration: input.iteration, ...details }));
+  try {
+    const batch = await runBatch(
+      { agent: input.agent, iteration: fast.iteration, calls, run_chain_id: fast.run_chain_id },
+      room,
+    );
+    return { ...result, tool_batch: batch };
+  } finally {
+    stopHeartbeat();
+  }
+}
+
+/** The reply a model call's activity had when it began its fast tools, kept in its heartbeat details. */
+const FusedReply = sharedSchema('activities/fast-tools#FusedReply', () =>
+  z.object({ digest: z.string(), llm_call: z.number(), result: LlmPhaseResult }),
+);
+const FusedDetails = sharedSchema('activities/fast-tools#FusedDetails', () => z.object({ fused_reply: FusedReply }));
+type FusedReply = z.infer<typeof FusedReply>;
+
+/** The reply an earlier attempt of this very call recorded before its fast tools, if any. */
+export function recordedReply(details: unknown, input: LlmPhaseInput): LlmPhaseResult | undefined {
+  if (!input.fast_tools) return undefined;
+  const parsed = FusedDetails.safeParse(details);
+  if (!parsed.success) return undefined;
+  const { digest, llm_call, result } = parsed.data.fused_reply;
+  return digest === input.digest && llm_call === (input.llm_call ?? 0) ? result : undefined;
+}
