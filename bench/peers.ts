@@ -12,6 +12,8 @@
  * - `openai-agents`: the OpenAI Agents SDK with Temporal's integration (Python; Runner.run in the
  *   workflow, the model through the plugin's activity, the tool through activity_as_tool).
  * - `pydantic-ai`: Pydantic AI's TemporalAgent (Python; model and tool calls as activities).
+ * - `patchloop-local` (only when BENCH_SYSTEMS names it): patchloop with its model calls as local
+ *   activities (the agent's `llm_local_activity` opt-in).
  *
  * For each system and N (BENCH_ITERATIONS, default 5,20,40,80): history bytes and events (read from
  * Temporal), billable actions counted from the history (the total, per iteration, and by kind: `act`
@@ -30,6 +32,7 @@ import type { FakeModelServer, Responder } from '../src/fake-model/server';
 import { callTools, reply } from '../src/fake-model/steps';
 import type { DevServer } from '../src/worker/temporal-cli';
 import type { PatchloopClient } from '../src/client/patchloop-client';
+import { assistantAgent } from '../src/agents/assistant';
 import { chainEvents, countBillableActions, type BillableActions } from '../src/client/billable-actions';
 import { median, table } from './report';
 import { startBenchWorld } from './world';
@@ -106,7 +109,9 @@ async function runPeer(system: string, server: DevServer, fake: FakeModelServer,
 }
 
 async function measureServer(stock: boolean): Promise<Measured[]> {
-  const { server, fake, client, close } = await startBenchWorld(responder, { stock });
+  // `patchloop-local`: the same agent with its model calls as local activities (`llm_local_activity`).
+  const agents = [assistantAgent, { ...assistantAgent, name: 'assistant_local', limits: { llm_local_activity: true } }];
+  const { server, fake, client, close } = await startBenchWorld(responder, { stock, agents });
   const measured: Measured[] = [];
   try {
     for (const iterations of ITERATIONS)
@@ -116,8 +121,9 @@ async function measureServer(stock: boolean): Promise<Measured[]> {
           const before = fake.requests.length;
           let started: { workflowId: string };
           try {
-            if (system === 'patchloop') {
-              const handle = await client.start({ agent: 'assistant', input: 'repeat' });
+            if (system === 'patchloop' || system === 'patchloop-local') {
+              const agent = system === 'patchloop' ? 'assistant' : 'assistant_local';
+              const handle = await client.start({ agent, input: 'repeat' });
               const result = await handle.result();
               if (result.status !== 'completed') throw new Error(`run ended ${result.status}`);
               started = { workflowId: handle.workflowId };

@@ -10,6 +10,8 @@ import { nudgeableHeartbeat } from './abort-nudges';
  * aborted while it runs in this process, it heartbeats at once besides (./abort-nudges.ts).
  */
 export function startHeartbeat(context: Context, details: () => unknown, intervalMs = HEARTBEAT_EVERY_MS): () => void {
+  // A local activity has no heartbeats: the workflow task it runs in is its liveness.
+  if (context.info.isLocal) return () => undefined;
   const beat = () => context.heartbeat(details());
   let timer: ReturnType<typeof setInterval> | undefined;
   const first = setTimeout(

@@ -32,6 +32,12 @@ export const AgentLimits = sharedSchema('runtime/agent#AgentLimits', () =>
     llm_server_error_seconds: z.number().positive().default(DEFAULT_LLM_SERVER_ERROR_SECONDS),
     /** An optional cap on attempts inside the budget; null: as many as the budget allows. */
     llm_max_attempts: z.number().int().positive().nullable().default(null),
+    /**
+     * Opt-in: the model calls (not a compaction's summary) run as local activities in the workflow task
+     * that needs them, with the request in their input: no dispatch of their own (docs/agents-and-tools.md#model-calls-as-local-activities
+     * says when that is unsafe: long calls, streaming to followers, prompt aborts).
+     */
+    llm_local_activity: z.boolean().default(false),
     /** A phase without a heartbeat for this long is retried elsewhere (a dead worker). */
     heartbeat_timeout_seconds: z.number().positive().default(10),
     /** Per tool call, unless the tool sets its own. */

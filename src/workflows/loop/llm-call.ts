@@ -17,10 +17,14 @@ export async function callLlmPhase(
   const run = loop.run;
   const serverErrorSeconds = loop.agent.limits.llm_server_error_seconds;
   run.live.request = { ...written, llmCall: input.llm_call ?? 0 };
+  // A local activity runs inside a workflow task, which answers no query until it ends: its request goes
+  // in its input (a local activity's input is not recorded in history).
+  const local = loop.agent.limits.llm_local_activity && !input.purpose;
+  const call = local ? loop.activities.localLlmPhase : loop.activities.llmPhase;
   try {
     if (run.live.abort.requested) return abortedPhase();
     return await inPhaseScope(run, loop.agent.limits.abort_wait_seconds, () =>
-      loop.activities.llmPhase(
+      call(
         {
           agent: loop.agent.name,
           ...(loop.agent.provider ? { provider: loop.agent.provider } : {}),
@@ -28,7 +32,7 @@ export async function callLlmPhase(
           ...(serverErrorSeconds !== undefined ? { server_error_seconds: serverErrorSeconds } : {}),
           ...input,
           digest: run.live.request!.digest,
-          ...(loop.options.transport === 'inline' ? { request: request as LlmPhaseInput['request'] } : {}),
+          ...(local || loop.options.transport === 'inline' ? { request: request as LlmPhaseInput['request'] } : {}),
         },
         summary,
       ),

@@ -19,6 +19,8 @@ type Activity<Name extends keyof Activities> = (
 /** The phase activities, each call with a one-line summary for the Temporal UI (`llm call 3`, `tools: add`). */
 export interface PhaseActivities {
   llmPhase: Activity<'llmPhase'>;
+  /** A model call as a local activity on this worker (the agent's `llm_local_activity`). */
+  localLlmPhase: Activity<'llmPhase'>;
   toolBatch: Activity<'toolBatch'>;
   /** A batch of fast tools only, as a local activity on this worker (`defineTool({ fast })`). */
   localToolBatch: Activity<'toolBatch'>;
@@ -47,6 +49,12 @@ export function phaseActivities(agent: AgentSpec): PhaseActivities {
       nonRetryableErrorTypes: NON_RETRYABLE_PROVIDER_ERRORS,
     },
   };
+  const localLlm: LocalActivityOptions = {
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    startToCloseTimeout: llm.startToCloseTimeout!,
+    scheduleToCloseTimeout: llm.scheduleToCloseTimeout!,
+    retry: llm.retry!,
+  };
   // The slowest call, all its own retries included (each attempt under the tool's timeout).
   const worstCase = (tool: (typeof agent.tool_descriptors)[number]) =>
     (tool.timeout_seconds ?? limits.tool_timeout_seconds) * (tool.max_attempts ?? 1) + (tool.retry_wait_seconds ?? 0);
@@ -71,6 +79,7 @@ export function phaseActivities(agent: AgentSpec): PhaseActivities {
   // A proxy per call carries its summary (user metadata, not part of the determinism check).
   return {
     llmPhase: (input, summary) => proxyActivities<Activities>({ ...llm, summary }).llmPhase(input),
+    localLlmPhase: (input, summary) => proxyLocalActivities<Activities>({ ...localLlm, summary }).llmPhase(input),
     toolBatch: (input, summary, taskQueue) =>
       proxyActivities<Activities>({
         ...tools,
