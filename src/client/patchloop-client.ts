@@ -537,10 +537,6 @@ export class RunHandle {
   }
 
   /**
-   * The runs this one started (sub-agents and forks, by any run of its chain), from Temporal's visibility
-   * store: newest first, at most `limit`.
-   */
-  /**
    * The billable Temporal Cloud actions of the run's whole chain so far, counted from its history
    * (docs/runs.md#billable-actions); its child runs count in their own.
    */
@@ -552,6 +548,10 @@ export class RunHandle {
     return countBillableActions(events);
   }
 
+  /**
+   * The runs this one started (sub-agents and forks, by any run of its chain), from Temporal's visibility
+   * store: newest first, at most `limit`.
+   */
   async childRuns(limit = 100): Promise<ChildRunSummary[]> {
     const children: ChildRunSummary[] = [];
     const query = `ParentWorkflowId = '${this.workflowId.replaceAll("'", "\\'")}'`;
