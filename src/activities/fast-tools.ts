@@ -5,6 +5,7 @@ import { startHeartbeat } from './activity-context';
 import type { InlineBatch } from './tool-batch';
 import { CHECKPOINT_BYTES } from './tool-batch-progress';
 import { sharedSchema } from '../context/shared-schema';
+import type { SecretRedactor } from './redact';
 
 /** Below this much room beside the reply, a batch's results could hardly fit: the batch runs on its own. */
 const MIN_BATCH_BYTES = 64 * 1024;
@@ -19,46 +20,82 @@ const MIN_BATCH_BYTES = 64 * 1024;
  * the tools again, with the same idempotency keys, as a fast batch's retry does. A crash within the first
  * 250 ms asks the model again (docs/agents-and-tools.md#fast-tools).
  */
+export interface FastToolSettings {
+  runBatch: InlineBatch;
+  /** The payload budget of the reply and its batch together; undefined: payloads go by reference. */
+  maxBytes: number | undefined;
+  /** The most a heartbeat may carry (a stored payload would be uploaded anew each second). */
+  heartbeatBytes: number;
+  /** Heartbeat details leave the worker without the redaction interceptor: the reply is redacted here. */
+  redactor?: SecretRedactor | undefined;
+}
+
+/** A reply to run the fast tools of: the one this attempt got, or one an earlier attempt recorded. */
+export interface FusableReply {
+  result: LlmPhaseResult;
+  /** The attempt that got it (part of its calls' idempotency keys). */
+  attempt: number;
+}
+
 export async function withFastTools(
-  runBatch: InlineBatch,
+  settings: FastToolSettings,
   input: LlmPhaseInput,
-  result: LlmPhaseResult,
-  maxBytes: number | undefined,
+  reply: FusableReply,
 ): Promise<LlmPhaseResult> {
+  const { result, attempt } = reply;
   const fast = input.fast_tools;
   const context = Context.current();
   if (!fast || result.outcome !== 'completed' || context.cancellationSignal.aborted) return result;
   const calls = replyCallRequests(result);
   if (!fusedCalls(fast, calls)) return result;
   // Inline payloads: the reply and the batch share one payload's budget.
-  const room = maxBytes === undefined ? undefined : maxBytes - Buffer.byteLength(JSON.stringify(result));
+  const room =
+    settings.maxBytes === undefined ? undefined : settings.maxBytes - Buffer.byteLength(JSON.stringify(result));
   if (room !== undefined && room < MIN_BATCH_BYTES) return result;
-  const recorded: FusedReply = { digest: input.digest, llm_call: input.llm_call ?? 0, result };
-  const details = Buffer.byteLength(JSON.stringify(recorded)) <= CHECKPOINT_BYTES ? { fused_reply: recorded } : {};
-  const stopHeartbeat = startHeartbeat(context, () => ({ iteration: input.iteration, ...details }));
+  const details = { iteration: input.iteration, ...replyDetails(settings, input, reply) };
+  const stopHeartbeat = startHeartbeat(context, () => details);
   try {
-    const batch = await runBatch(
-      { agent: input.agent, iteration: fast.iteration, calls, run_chain_id: fast.run_chain_id },
+    const batch = await settings.runBatch(
+      { agent: input.agent, iteration: fast.iteration, calls, run_chain_id: fast.run_chain_id, reply_attempt: attempt },
       room,
     );
     return { ...result, tool_batch: batch };
+  } catch (error) {
+    // A shutdown in the first quarter second: the reply goes out with the failure all the same.
+    if (!context.info.isLocal) context.heartbeat(details);
+    throw error;
   } finally {
     stopHeartbeat();
   }
 }
 
+/** The reply as the heartbeat carries it: redacted, and only when it fits a heartbeat's budget. */
+function replyDetails(settings: FastToolSettings, input: LlmPhaseInput, reply: FusableReply) {
+  const raw: FusedReply = {
+    digest: input.digest,
+    llm_call: input.llm_call ?? 0,
+    attempt: reply.attempt,
+    result: reply.result,
+  };
+  const redactor = settings.redactor;
+  const recorded = redactor ? redactor.redactValue(raw, (text) => redactor.redact(text)) : raw;
+  return Buffer.byteLength(JSON.stringify(recorded)) <= Math.min(CHECKPOINT_BYTES, settings.heartbeatBytes)
+    ? { fused_reply: recorded }
+    : {};
+}
+
 /** The reply a model call's activity had when it began its fast tools, kept in its heartbeat details. */
 const FusedReply = sharedSchema('activities/fast-tools#FusedReply', () =>
-  z.object({ digest: z.string(), llm_call: z.number(), result: LlmPhaseResult }),
+  z.object({ digest: z.string(), llm_call: z.number(), attempt: z.number(), result: LlmPhaseResult }),
 );
 const FusedDetails = sharedSchema('activities/fast-tools#FusedDetails', () => z.object({ fused_reply: FusedReply }));
 type FusedReply = z.infer<typeof FusedReply>;
 
 /** The reply an earlier attempt of this very call recorded before its fast tools, if any. */
-export function recordedReply(details: unknown, input: LlmPhaseInput): LlmPhaseResult | undefined {
+export function recordedReply(details: unknown, input: LlmPhaseInput): FusableReply | undefined {
   if (!input.fast_tools) return undefined;
   const parsed = FusedDetails.safeParse(details);
   if (!parsed.success) return undefined;
-  const { digest, llm_call, result } = parsed.data.fused_reply;
-  return digest === input.digest && llm_call === (input.llm_call ?? 0) ? result : undefined;
+  const { digest, llm_call, attempt, result } = parsed.data.fused_reply;
+  return digest === input.digest && llm_call === (input.llm_call ?? 0) ? { result, attempt } : undefined;
 }

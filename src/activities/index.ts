@@ -10,6 +10,7 @@ import { createLlmPhase, type ChunkSink, type ProviderSettings } from './llm-pha
 import { createPrepareFunction } from './prepare-function';
 import { RequestCache } from './request-source';
 import { createInlineBatch, createToolBatch, type ToolBatchSettings } from './tool-batch';
+import { CHECKPOINT_BYTES } from './tool-batch-progress';
 import { createReviewToolCalls } from './tool-review';
 import { chargeSchedule, createScheduleStanding } from './schedule-budget';
 import { sendToSession } from './session-message';
@@ -66,6 +67,8 @@ export function createActivities(settings: ActivitySettings) {
   const fastTools = {
     runBatch: createInlineBatch(settings.registry, batchSettings, requests),
     maxBytes: batchSettings.maxBatchBytes,
+    heartbeatBytes: batchSettings.checkpointBytes ?? CHECKPOINT_BYTES,
+    redactor: settings.redactor,
   };
   return {
     ...createDescribeAgent(

@@ -37,8 +37,7 @@ import { plainResponses, streamResponses } from './responses-call';
 import { responsesBody } from './responses-request';
 import { StreamAccumulator, type ArgumentsDelta, type StreamChunk } from './stream-accumulator';
 import { failure, FailureType } from '../common';
-import { recordedReply, withFastTools } from './fast-tools';
-import type { InlineBatch } from './tool-batch';
+import { recordedReply, withFastTools, type FastToolSettings } from './fast-tools';
 
 /** The worker's provider: the default of every agent that does not choose its own. */
 export interface ProviderSettings {
@@ -76,8 +75,8 @@ export function createLlmPhase(
   extras: {
     chunks?: ChunkSink | undefined;
     redactor?: SecretRedactor | undefined;
-    /** Runs the reply's fast tools (./fast-tools.ts) within a payload budget (undefined: by reference). */
-    fastTools?: { runBatch: InlineBatch; maxBytes: number | undefined };
+    /** Runs the reply's fast tools (./fast-tools.ts). */
+    fastTools?: FastToolSettings;
   } = {},
 ) {
   const { chunks, redactor, fastTools } = extras;
@@ -94,14 +93,14 @@ export function createLlmPhase(
   return async function llmPhase(input: LlmPhaseInput): Promise<LlmPhaseResult> {
     // An attempt that died while the reply's fast tools ran left the reply in its heartbeat: no new call.
     const recorded = fastTools && recordedReply(Context.current().info.heartbeatDetails, input);
-    if (recorded) return withFastTools(fastTools.runBatch, input, recorded, fastTools.maxBytes);
+    if (recorded) return withFastTools(fastTools, input, recorded);
     const result = await inGenAiSpan(
       'chat',
       { 'gen_ai.operation.name': 'chat' },
       (span) => phase(worker, input, span),
       SpanKind.CLIENT,
     );
-    return fastTools ? withFastTools(fastTools.runBatch, input, result, fastTools.maxBytes) : result;
+    return fastTools ? withFastTools(fastTools, input, { result, attempt: Context.current().info.attempt }) : result;
   };
 }
 

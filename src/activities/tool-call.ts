@@ -156,11 +156,13 @@ function watched(promise: Promise<unknown>): Watched {
  */
 function idempotencyKey(
   workflowId: string,
-  input: Pick<ToolBatchInput, 'iteration' | 'run_chain_id'>,
+  input: Pick<ToolBatchInput, 'iteration' | 'run_chain_id' | 'reply_attempt'>,
   call: Pick<ToolCallRequest, 'id'>,
 ): string {
+  // A reply asked again may reuse a call id for another call: calls run with their reply say which.
+  const reply = input.reply_attempt !== undefined ? `/reply${input.reply_attempt}` : '';
   // Batches scheduled by workflows that predate run_chain_id keep their old keys.
   return input.run_chain_id
-    ? `${workflowId}/${input.run_chain_id}/${input.iteration}/${call.id}`
+    ? `${workflowId}/${input.run_chain_id}/${input.iteration}${reply}/${call.id}`
     : `${workflowId}/${input.iteration}/${call.id}`;
 }

@@ -86,6 +86,11 @@ export const ToolBatchInput = sharedSchema('runtime/phases#ToolBatchInput', () =
     run_chain_id: z.string().optional(),
     /** Calls of MCP tools, by exposed tool name: the server, the tool's own name, whether it may run again (from the run's spec). */
     mcp_tools: z.record(z.string(), McpToolReference).optional(),
+    /**
+     * Calls the model call's activity runs with its reply: the attempt that got the reply. A reply lost
+     * to a crash is asked again, and the new one may reuse a call id for another call: the key differs.
+     */
+    reply_attempt: z.number().int().positive().optional(),
   }),
 );
 export type ToolBatchInput = z.infer<typeof ToolBatchInput>;

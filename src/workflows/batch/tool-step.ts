@@ -181,7 +181,7 @@ function startBatch(
   const activity: Promise<ToolBatchResult> = batch.carried
     ? Promise.resolve(batch.carried.activity)
     : batch.prefetched
-      ? ranWithReply(batch.prefetched, progress.reports)
+      ? ranWithReply(batch.prefetched, progress.reports, loop.agent.limits.llm_local_activity)
       : routedBatches(loop, plan, batch.eventIteration, progress.reports);
   const handedOff = runHandoffs(loop, plan.handoffs, progress.reports);
   const pending = own.map((call, index) =>
@@ -326,12 +326,18 @@ async function activityBatch(
 }
 
 /**
- * The batch the model call's activity ran: taken as a local activity's result would be, without the
- * wait for signals (the activity's completion came in a workflow task of its own, signals with it).
+ * The batch the model call's activity ran: taken as a local activity's result would be. An activity's
+ * completion came in a workflow task of its own, signals with it; a local model call's (the agent's
+ * `llm_local_activity`) came inside the task, so a slow batch lets signals in as a local batch does.
  */
-function ranWithReply(batch: ToolBatchResult, reports: ToolCallReport[]): Promise<ToolBatchResult> {
+async function ranWithReply(
+  batch: ToolBatchResult,
+  reports: ToolCallReport[],
+  localCall: boolean,
+): Promise<ToolBatchResult> {
   reports.push(...batch.reports);
-  return Promise.resolve(batch);
+  if (localCall) await letSignalsIn(batch);
+  return batch;
 }
 
 /**
