@@ -52,8 +52,10 @@ export async function withFastTools(
   const room =
     settings.maxBytes === undefined ? undefined : settings.maxBytes - Buffer.byteLength(JSON.stringify(result));
   if (room !== undefined && room < MIN_BATCH_BYTES) return result;
-  const details = { iteration: input.iteration, ...replyDetails(settings, input, reply) };
-  const stopHeartbeat = startHeartbeat(context, () => details);
+  // Made at the first heartbeat only (most batches end before one): redacting the reply costs a walk of it.
+  let details: object | undefined;
+  const heartbeatDetails = () => (details ??= { iteration: input.iteration, ...replyDetails(settings, input, reply) });
+  const stopHeartbeat = startHeartbeat(context, heartbeatDetails);
   try {
     const batch = await settings.runBatch(
       { agent: input.agent, iteration: fast.iteration, calls, run_chain_id: fast.run_chain_id, reply_attempt: attempt },
@@ -62,7 +64,7 @@ export async function withFastTools(
     return { ...result, tool_batch: batch };
   } catch (error) {
     // A shutdown in the first quarter second: the reply goes out with the failure all the same.
-    if (!context.info.isLocal) context.heartbeat(details);
+    if (!context.info.isLocal) context.heartbeat(heartbeatDetails());
     throw error;
   } finally {
     stopHeartbeat();

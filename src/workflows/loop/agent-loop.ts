@@ -4,6 +4,7 @@ import {
   collectSelfRefMutations,
   decideNext,
   promptContractFor,
+  fusableTools,
   providerTools,
   replyCallRequests,
   replyContent,
@@ -56,7 +57,15 @@ export class AgentLoop {
 
   constructor(run: Run, agent: AgentSpec, options: LoopOptions) {
     const contract = options.contract ?? promptContractFor(agent);
-    this.loop = { run, agent, options, contract, tools: providerTools(agent), activities: phaseActivities(agent) };
+    this.loop = {
+      run,
+      agent,
+      options,
+      contract,
+      tools: providerTools(agent),
+      fastTools: fusableTools(agent),
+      activities: phaseActivities(agent),
+    };
   }
 
   /** The active agent: the one the loop began with, or the last one a handoff passed the run to. */

@@ -8,6 +8,7 @@ import {
   handoffResultContent,
   handoffTarget,
   promptContractFor,
+  fusableTools,
   providerTools,
   type AgentSpec,
   type ToolBatchResult,
@@ -124,6 +125,7 @@ export function useAgent(loop: LoopContext, agent: AgentSpec): void {
   loop.agent = agent;
   if (!loop.options.contract) loop.contract = promptContractFor(agent);
   loop.tools = providerTools(agent);
+  loop.fastTools = fusableTools(agent);
   loop.activities = phaseActivities(agent);
   loop.run.settings.agent = agent.name;
   loop.run.settings.selfref = agent.selfref;

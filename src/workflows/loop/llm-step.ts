@@ -3,7 +3,6 @@ import { failure, FailureType } from '../../common';
 import { compileRequestMessages, type JsonObject } from '../../context';
 import {
   addUsage,
-  fusableTools,
   reservedOutputTokens,
   withAbortReason,
   type LlmPhaseInput,
@@ -127,7 +126,7 @@ export async function llmStep(
  */
 function fastToolsOf(loop: LoopContext, mode: LlmMode, eventIteration: number): Pick<LlmPhaseInput, 'fast_tools'> {
   if (!mode.withTools || mode.toolCallsLeft === undefined) return {};
-  const names = fusableTools(loop.agent);
+  const names = loop.fastTools;
   if (names.length === 0) return {};
   return {
     fast_tools: {

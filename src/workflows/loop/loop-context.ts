@@ -32,6 +32,8 @@ export interface LoopContext {
   contract: PromptContract;
   /** The agent's tools in the provider's shape. */
   tools: JsonObject[];
+  /** The agent's tools a model call may run with its reply (`fusableTools`). */
+  fastTools: string[];
   activities: PhaseActivities;
   /** A handoff the last batch accepted: it takes effect at the next compile boundary (`settleHandoff`). */
   handoff?: PendingHandoff;
