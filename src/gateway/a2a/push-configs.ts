@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { RequestMalformedError, TaskNotFoundError } from '@a2a-js/sdk/errors';
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { isGrpcServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { z } from 'zod';
 import type { TaskIds } from '../../a2a/task-updates';
 import type { PatchloopClient } from '../../client/patchloop-client';
@@ -22,6 +22,8 @@ const LIST_REACH = 200;
 const DELETED = new Set(['CANCELLED', 'TERMINATED']);
 /** How long Delete waits for a running watcher it cancelled to close (a Get or List right after must not find it). */
 const DELETE_WAIT_MS = 15_000;
+/** gRPC's status code for an execution the server no longer has. */
+const GRPC_NOT_FOUND = 5;
 
 /** A config as the A2A wire carries it. */
 function wireOf(taskId: string, target: A2aPushTarget): TaskPushNotificationConfig {
@@ -165,18 +167,43 @@ export class PushConfigs {
       clearTimeout(timer);
       return;
     }
-    await this.client.temporal.workflowService.deleteWorkflowExecution({
-      namespace: this.client.temporal.options.namespace,
-      workflowExecution: { workflowId: description.workflowId, runId: description.runId },
-    });
+    await this.deleteEnded(description.workflowId, description.runId);
   }
 
-  private async describe(taskId: string, id: string) {
+  /**
+   * Deletes an ended watcher's record, answered once a Get no longer finds it. The server deletes in the
+   * background, and may drop a delete asked while the close's own tasks are pending: asked again (it is
+   * idempotent) every second until the record is gone, within the bound.
+   */
+  private async deleteEnded(workflowId: string, runId: string): Promise<void> {
+    const deadline = Date.now() + DELETE_WAIT_MS;
+    while (Date.now() < deadline) {
+      try {
+        await this.client.temporal.workflowService.deleteWorkflowExecution({
+          namespace: this.client.temporal.options.namespace,
+          workflowExecution: { workflowId, runId },
+        });
+      } catch (error) {
+        if (isGrpcServiceError(error) && error.code === GRPC_NOT_FOUND) return;
+        throw error;
+      }
+      for (let check = 0; check < 10; check += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        if (!(await this.describeRun(workflowId, runId))) return;
+      }
+    }
+  }
+
+  private async describeRun(workflowId: string, runId?: string) {
     try {
-      return await this.client.temporal.workflow.getHandle(a2aPushWatcherId(taskId, id)).describe();
+      return await this.client.temporal.workflow.getHandle(workflowId, runId).describe();
     } catch (error) {
       if (error instanceof WorkflowNotFoundError) return undefined;
       throw error;
     }
+  }
+
+  private describe(taskId: string, id: string) {
+    return this.describeRun(a2aPushWatcherId(taskId, id));
   }
 }
