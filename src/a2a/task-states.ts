@@ -1,28 +1,18 @@
 import { TaskState } from '@a2a-js/sdk';
+import { runPhaseOf, type RunPhase } from '../runtime';
 
-/**
- * A task's state from a run's: what `status` and the visibility store say (patchloop's state, or
- * Temporal's for a run that ended without saying: terminated, timed out).
- */
+/** A task's state from a run's status (`runPhaseOf`, the rule every protocol shares). */
 export function taskStateOf(status: string): TaskState {
-  switch (status) {
-    case 'awaiting_approval':
-      return TaskState.TASK_STATE_INPUT_REQUIRED;
-    case 'completed':
-      return TaskState.TASK_STATE_COMPLETED;
-    case 'aborted':
-    case 'canceled':
-    case 'terminated':
-      return TaskState.TASK_STATE_CANCELED;
-    case 'failed':
-    case 'budget_exhausted':
-    case 'timed out':
-      return TaskState.TASK_STATE_FAILED;
-    default:
-      // running, waiting (a durable wait), awaiting_budget: the run goes on by itself or by an operator.
-      return TaskState.TASK_STATE_WORKING;
-  }
+  return TASK_STATE_OF_PHASE[runPhaseOf(status)];
 }
+
+const TASK_STATE_OF_PHASE: Record<RunPhase, TaskState> = {
+  working: TaskState.TASK_STATE_WORKING,
+  input_required: TaskState.TASK_STATE_INPUT_REQUIRED,
+  completed: TaskState.TASK_STATE_COMPLETED,
+  failed: TaskState.TASK_STATE_FAILED,
+  cancelled: TaskState.TASK_STATE_CANCELED,
+};
 
 /** The patchloop state `ListTasks` filters by for a task state (undefined: no filter). */
 export function runStatusOf(state: TaskState): string | undefined {

@@ -34,10 +34,16 @@ export const COMPILE_SYNTAX = {
 } as const;
 
 export const MCP_SYNTAX = {
-  usage: 'patchloop mcp tools [--agents FILE.json] [agent] [--json]',
+  usage:
+    'patchloop mcp tools [--agents FILE.json] [agent] [--json] | patchloop mcp serve --stdio [--agents FILE.json] [--principal NAME]',
   summary:
-    "The tools each agent (the example agents, those in FILE, or the one named) gets from its MCP servers, as the model sees them: final names (tool_prefix, allow-list, provider-safe), descriptions and parameters; --json gives the full schemas. A server that cannot be started, reached or listed is shown with the McpServerUnavailable message a run would fail with, and the command exits 1; so is an agent whose needs_approval or tool_task_queues names a tool it does not have (UnknownAgentTool). Tools of their own that the agents name (a worker's --tools modules, which this command does not load) are taken by name, unchecked. Needs no Temporal server: it talks to the MCP servers only, with this shell's environment for ${VAR} values.",
-  options: { agents: { type: 'string' }, json: { type: 'boolean' } },
+    "serve --stdio: the agents as an MCP server on standard input and output for a local client (docs/mcp-server.md); the runs are the principal's (--principal, local by default). tools: the tools each agent (the example agents, those in FILE, or the one named) gets from its MCP servers, as the model sees them: final names (tool_prefix, allow-list, provider-safe), descriptions and parameters; --json gives the full schemas. A server that cannot be started, reached or listed is shown with the McpServerUnavailable message a run would fail with, and the command exits 1; so is an agent whose needs_approval or tool_task_queues names a tool it does not have (UnknownAgentTool). Tools of their own that the agents name (a worker's --tools modules, which this command does not load) are taken by name, unchecked. Needs no Temporal server: it talks to the MCP servers only, with this shell's environment for ${VAR} values.",
+  options: {
+    agents: { type: 'string' },
+    json: { type: 'boolean' },
+    stdio: { type: 'boolean' },
+    principal: { type: 'string' },
+  },
   positionals: ['action', '[agent]'],
 } as const;
 

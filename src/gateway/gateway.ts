@@ -3,6 +3,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import type { PatchloopClient } from '../client/patchloop-client';
 import type { AgentDefinitionInput } from '../runtime';
 import { mountA2a } from './a2a/mount';
+import { mountMcp } from './mcp/mount';
 import { KeyRing } from './keys';
 import type { Principal } from './principal';
 import { PrincipalRuns } from './principal-runs';
@@ -117,6 +118,7 @@ export function createPatchloopGateway(options: GatewayOptions): { app: Express;
   });
   app.use('/v1', own);
   mountA2a(app, context);
+  mountMcp(app, context);
   return { app, context };
 }
 

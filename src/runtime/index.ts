@@ -259,3 +259,5 @@ export {
   ScheduleSpending,
 } from './schedule';
 export type { ScheduleDefinitionInput, ScheduledFireInputWire, ScheduledFireResult } from './schedule';
+export { isEndPhase, runPhaseOf } from './run-phase';
+export type { RunPhase } from './run-phase';

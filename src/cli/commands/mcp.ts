@@ -17,6 +17,14 @@ import { listAgentsMcpTools, type AgentListing } from '../../worker/mcp-tools-re
  */
 export async function mcpCommand(args: string[], print: (line: string) => void): Promise<undefined> {
   const { values, positionals } = parseCommand(args, MCP_SYNTAX);
+  if (positionals['action'] === 'serve') {
+    const [{ withClient }, { mcpServeCommand }] = await Promise.all([
+      import('../connect.js'),
+      import('./mcp-serve.js'),
+    ]);
+    await withClient(mcpServeCommand, args, print);
+    return undefined;
+  }
   if (positionals['action'] !== 'tools')
     throw new UsageError(`unknown mcp action '${positionals['action']}'\nusage: ${MCP_SYNTAX.usage}`);
   const config = configFromEnvironment();

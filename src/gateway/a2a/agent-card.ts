@@ -1,14 +1,9 @@
 import { A2A_PROTOCOL_VERSION, type AgentCard } from '@a2a-js/sdk';
 import type { AgentDefinitionInput } from '../../runtime';
+import { agentDescription } from '../agent-description';
 
 /** The scheme name the card gives the gateway's API keys (`Authorization: Bearer KEY`). */
 const SECURITY_SCHEME = 'patchloopKey';
-
-/** The first line of a text, at most `most` characters. */
-function firstLine(text: string, most: number): string {
-  const line = text.trim().split('\n')[0]?.trim() ?? '';
-  return line.length > most ? `${line.slice(0, most - 1)}…` : line;
-}
 
 /**
  * The Agent Card of one patchloop agent served at `url` (`/a2a/AGENT`): JSON-RPC at that URL and
@@ -16,7 +11,7 @@ function firstLine(text: string, most: number): string {
  * and one skill for what the agent does (from its instructions) plus one per tool it may call.
  */
 export function agentCardOf(agent: AgentDefinitionInput, url: string): AgentCard {
-  const description = firstLine(agent.instructions, 300) || `The patchloop agent ${agent.name}.`;
+  const description = agentDescription(agent);
   const text = ['text/plain'];
   const skill = (id: string, name: string, about: string, tags: string[]) => ({
     id,
