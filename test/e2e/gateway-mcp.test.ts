@@ -12,6 +12,7 @@ import {
   CallToolResultSchema,
   ElicitRequestSchema,
   ProgressNotificationSchema,
+  TaskStatusNotificationSchema,
   type ElicitRequest,
   type ElicitResult,
   type Progress,
@@ -206,6 +207,10 @@ describe('MCP on the gateway', () => {
         asked.push(request.params.message);
         return { action: 'accept', content: { approve: true, reason: 'fine by me' } };
       });
+      const notified: string[] = [];
+      client.setNotificationHandler(TaskStatusNotificationSchema, (notification) => {
+        notified.push(notification.params.status);
+      });
       world.fake.enqueue(callTools([toolCall('t1', 'transfer', { to: 'bob', amount: 5 })]), reply('Sent.'));
       const seen: string[] = [];
       let result: unknown;
@@ -227,6 +232,10 @@ describe('MCP on the gateway', () => {
         structuredContent: { status: 'completed', answer: 'Sent.' },
       });
       expect(transfers).toEqual([{ to: 'bob', amount: 5 }]);
+      // The session was told of each change of the task (a courtesy that may trail the result).
+      await eventually(() => (notified.includes('completed') ? true : undefined), 30_000, 'the completed notification');
+      // Changes as the server saw them: the wait, maybe the work after it, the end; never one twice in a row.
+      expect(notified.join(' ')).toMatch(/^input_required( working)? completed$/);
       const taskId = (result as { _meta: Record<string, { taskId: string }> })._meta[
         'io.modelcontextprotocol/related-task'
       ]!.taskId;
