@@ -37,7 +37,7 @@ export const MCP_SYNTAX = {
   usage:
     'patchloop mcp tools [--agents FILE.json] [agent] [--json] | patchloop mcp serve --stdio [--agents FILE.json] [--principal NAME]',
   summary:
-    "serve --stdio: the agents as an MCP server on standard input and output for a local client (docs/mcp-server.md); the runs are the principal's (--principal, local by default). tools: the tools each agent (the example agents, those in FILE, or the one named) gets from its MCP servers, as the model sees them: final names (tool_prefix, allow-list, provider-safe), descriptions and parameters; --json gives the full schemas. A server that cannot be started, reached or listed is shown with the McpServerUnavailable message a run would fail with, and the command exits 1; so is an agent whose needs_approval or tool_task_queues names a tool it does not have (UnknownAgentTool). Tools of their own that the agents name (a worker's --tools modules, which this command does not load) are taken by name, unchecked. Needs no Temporal server: it talks to the MCP servers only, with this shell's environment for ${VAR} values.",
+    "serve --stdio: the agents as an MCP server on standard input and output for a local client (docs/mcp-server.md), on the Temporal service of the environment; the runs are the principal's (--principal, local by default). tools: the tools each agent (the example agents, those in FILE, or the one named) gets from its MCP servers, as the model sees them: final names (tool_prefix, allow-list, provider-safe), descriptions and parameters; --json gives the full schemas. A server that cannot be started, reached or listed is shown with the McpServerUnavailable message a run would fail with, and the command exits 1; so is an agent whose needs_approval or tool_task_queues names a tool it does not have (UnknownAgentTool). Tools of their own that the agents name (a worker's --tools modules, which this command does not load) are taken by name, unchecked. tools needs no Temporal server: it talks to the MCP servers only, with this shell's environment for ${VAR} values.",
   options: {
     agents: { type: 'string' },
     json: { type: 'boolean' },
@@ -175,10 +175,11 @@ export const KEYS_SYNTAX = {
 
 export const SERVE_SYNTAX = {
   usage:
-    'patchloop serve [--port 8400] [--host 127.0.0.1] [--keys-file FILE] [--agents FILE.json] [--runs-per-minute N] [--concurrent-runs N]',
+    'patchloop serve [--port 8400] [--host 127.0.0.1] [--keys-file FILE] [--agents FILE.json] [--runs-per-minute N] [--concurrent-runs N] [--allowed-hosts NAME,...]',
   summary:
-    "The gateway until Ctrl-C (docs/gateway.md): other services start and follow runs over HTTP with an API key (patchloop keys create), each seeing only its own runs. It keeps no state of its own: restarting it loses nothing. --keys-file (or PATCHLOOP_KEYS_FILE) is needed; --agents names the agents callers may ask for (the worker's file; the example agents without it). Per principal, at most --runs-per-minute starts (default 60) and --concurrent-runs runs going on (default 20); over either, 429 with Retry-After.",
+    "The gateway until Ctrl-C (docs/gateway.md): other services start and follow runs over HTTP with an API key (patchloop keys create), each seeing only its own runs. It keeps no state of its own: restarting it loses nothing. --keys-file (or PATCHLOOP_KEYS_FILE) is needed; --agents names the agents callers may ask for (the worker's file; the example agents without it). Per principal, at most --runs-per-minute starts (default 60) and --concurrent-runs runs going on (default 20); over either, 429 with Retry-After. --allowed-hosts: the host names /mcp answers to besides loopback ones when the gateway listens on a loopback address behind a reverse proxy (docs/mcp-server.md).",
   options: {
+    'allowed-hosts': { type: 'string' },
     port: { type: 'string' },
     host: { type: 'string' },
     'keys-file': { type: 'string' },

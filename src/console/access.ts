@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { isIP } from 'node:net';
+import { isLoopbackAddress, isLoopbackHost } from '../config/loopback';
 
 /**
  * Who may do what in the console. Reading pages needs nothing when the console listens on a loopback
@@ -26,19 +26,6 @@ export class AccessRefused extends Error {
   ) {
     super(message);
   }
-}
-
-function isLoopbackAddress(address: string | undefined): boolean {
-  if (!address) return false;
-  const plain = address.startsWith('::ffff:') ? address.slice(7) : address;
-  return plain === '::1' || (isIP(plain) === 4 && plain.startsWith('127.'));
-}
-
-/** `localhost`, `127.x.x.x` or `[::1]`, with or without a port. */
-export function isLoopbackHost(host: string | undefined): boolean {
-  if (!host) return false;
-  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d+$/, '');
-  return name === 'localhost' || name === '[::1]' || (isIP(name) === 4 && name.startsWith('127.'));
 }
 
 /** The cookie value of a signed-in browser: derived from the token, never the token itself. */

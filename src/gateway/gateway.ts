@@ -18,6 +18,11 @@ export interface GatewayOptions {
   /** The agents callers may name (the worker's agents file, or the example agents). */
   agents: AgentDefinitionInput[];
   limits?: Partial<PrincipalLimits>;
+  /**
+   * Host names `/mcp` answers to besides loopback ones when the gateway listens on a loopback address
+   * (a reverse proxy's public name): DNS-rebinding protection, docs/mcp-server.md.
+   */
+  allowedHosts?: string[];
   /** Where the gateway's own lines go (a start, a refused request); stderr by default. */
   log?: (line: string) => void;
 }
@@ -118,7 +123,7 @@ export function createPatchloopGateway(options: GatewayOptions): { app: Express;
   });
   app.use('/v1', own);
   mountA2a(app, context);
-  mountMcp(app, context);
+  mountMcp(app, context, options.allowedHosts);
   return { app, context };
 }
 

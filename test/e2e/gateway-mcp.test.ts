@@ -234,8 +234,10 @@ describe('MCP on the gateway', () => {
       expect(transfers).toEqual([{ to: 'bob', amount: 5 }]);
       // The session was told of each change of the task (a courtesy that may trail the result).
       await eventually(() => (notified.includes('completed') ? true : undefined), 30_000, 'the completed notification');
-      // Changes as the server saw them: the wait, maybe the work after it, the end; never one twice in a row.
-      expect(notified.join(' ')).toMatch(/^input_required( working)? completed$/);
+      // Changes as the server saw them (a wait this short may pass between two looks), the end last, never
+      // one twice in a row.
+      expect(notified.join(' ')).toMatch(/^((input_required|working) )*completed$/);
+      expect(notified.some((status, index) => status === notified[index - 1])).toBe(false);
       const taskId = (result as { _meta: Record<string, { taskId: string }> })._meta[
         'io.modelcontextprotocol/related-task'
       ]!.taskId;
@@ -310,6 +312,57 @@ describe('MCP on the gateway', () => {
     }
   });
 
+  it('a call without a task asks its approval on its own stream; a cancelled call aborts its run, a closed connection does not', async ({
+    world,
+  }) => {
+    const gateway = await gatewayOf(world);
+    try {
+      // Asked within the call, answered: the call ends with the answer.
+      const { client } = await mcpClient(gateway.url, alice, () => ({ action: 'accept', content: { approve: true } }));
+      world.fake.enqueue(callTools([toolCall('a1', 'transfer', { to: 'ann', amount: 1 })]), reply('Paid ann.'));
+      const paid = await client.callTool({ name: 'assistant', arguments: { input: 'Pay ann 1.' } });
+      expect(paid.content).toEqual([{ type: 'text', text: 'Paid ann.' }]);
+      expect(transfers.filter((one) => one.to === 'ann')).toEqual([{ to: 'ann', amount: 1 }]);
+
+      // A client that cannot answer: the run waits; cancelling the call aborts it.
+      const silent = await mcpClient(gateway.url, alice);
+      world.fake.enqueue(callTools([toolCall('a2', 'transfer', { to: 'cid', amount: 2 })]));
+      const cancel = new AbortController();
+      const cancelled = silent.client.callTool({ name: 'assistant', arguments: { input: 'Pay cid 2.' } }, undefined, {
+        signal: cancel.signal,
+      });
+      const waiting = await eventually(
+        async () =>
+          (await world.client.listRuns({ principal: `alice-${tag}`, status: 'awaiting_approval', limit: 5 }))[0],
+        60_000,
+        'the call to wait for approval',
+      );
+      cancel.abort('changed my mind');
+      await expect(cancelled).rejects.toThrow();
+      const aborted = await world.client.run(waiting.workflow_id).result();
+      expect(aborted).toMatchObject({ status: 'aborted', abort_reason: 'the MCP client cancelled the call' });
+
+      // A connection that closes leaves the run going: decided elsewhere, it completes.
+      world.fake.enqueue(callTools([toolCall('a3', 'transfer', { to: 'dee', amount: 3 })]), reply('Paid dee.'));
+      const gone = silent.client.callTool({ name: 'assistant', arguments: { input: 'Pay dee 3.' } });
+      const left = await eventually(
+        async () =>
+          (await world.client.listRuns({ principal: `alice-${tag}`, status: 'awaiting_approval', limit: 5 }))[0],
+        60_000,
+        'the second call to wait for approval',
+      );
+      await silent.client.close();
+      await expect(gone).rejects.toThrow();
+      const run = world.client.run(left.workflow_id);
+      await run.approve('a3', 'decided in the console');
+      expect(await run.result()).toMatchObject({ status: 'completed', answer: 'Paid dee.' });
+      expect(transfers.filter((one) => one.to === 'cid' || one.to === 'dee')).toEqual([{ to: 'dee', amount: 3 }]);
+      await client.close();
+    } finally {
+      await gateway.close();
+    }
+  });
+
   it('refuses a request without a key, with a wrong key, or from a foreign Host, in JSON-RPC shape', async ({
     world,
   }) => {
@@ -334,6 +387,30 @@ describe('MCP on the gateway', () => {
       expect(foreign.status).toBe(403);
       const noSession = await post({ Authorization: `Bearer ${alice}` });
       expect(noSession.status).toBe(400);
+
+      // Another principal's session is not found; a body over the limit is refused.
+      const { client, transport } = await mcpClient(gateway.url, alice);
+      const theirs = await post({ Authorization: `Bearer ${bob}`, 'Mcp-Session-Id': transport.sessionId! });
+      expect(theirs.status).toBe(404);
+      const large = await fetch(`${gateway.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          Authorization: `Bearer ${alice}`,
+          'Content-Type': 'application/json',
+          Accept: 'application/json, text/event-stream',
+          'Mcp-Session-Id': transport.sessionId!,
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping', params: { pad: 'x'.repeat(1024 * 1024) } }),
+      });
+      expect(large.status).toBe(413);
+      // A call for a task with bad arguments gets a protocol error that says what is wrong.
+      await expect(
+        client.request(
+          { method: 'tools/call', params: { name: 'assistant', arguments: { question: 'x' }, task: {} } },
+          z.object({}).loose(),
+        ),
+      ).rejects.toThrow(/invalid arguments for assistant/);
+      await client.close();
     } finally {
       await gateway.close();
     }

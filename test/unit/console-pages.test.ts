@@ -1,13 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import {
-  AccessRefused,
-  checkAction,
-  checkRead,
-  isLoopbackHost,
-  sessionValue,
-  type ConsoleAccess,
-} from '../../src/console/access';
+import { AccessRefused, checkAction, checkRead, sessionValue, type ConsoleAccess } from '../../src/console/access';
+import { isLoopbackHost } from '../../src/config/loopback';
 import { transcript } from '../../src/console/pages';
 import { summaryMessage } from '../../src/runtime';
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { PatchloopClient } from '../../client/patchloop-client';
 import { configFromEnvironment, workflowUiUrl } from '../../config/environment';
-import { isLoopbackHost } from '../../console/access';
+import { isLoopbackHost } from '../../config/loopback';
 import { startConsole } from '../../console/server';
 import { parseCommand, portOption } from '../arguments';
 import { UsageError } from '../errors';

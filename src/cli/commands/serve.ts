@@ -41,7 +41,11 @@ export async function serveCommand(
   });
   if (!attributes.available)
     throw new Error('the gateway records who started each run in the search attribute PatchloopPrincipal (above)');
-  const { app } = createPatchloopGateway({ client, keysFile, agents, limits, log });
+  const allowedHosts = (values['allowed-hosts'] ?? '')
+    .split(',')
+    .map((host) => host.trim())
+    .filter((host) => host !== '');
+  const { app } = createPatchloopGateway({ client, keysFile, agents, limits, log, allowedHosts });
   const server = await listen(app, values.host ?? '127.0.0.1', port);
   print(`patchloop gateway at ${server.url} (agents: ${agents.map((agent) => agent.name).join(', ')})`);
   await untilInterrupted();

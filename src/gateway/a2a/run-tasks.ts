@@ -30,6 +30,7 @@ import type { A2aPushTarget, AgentDefinitionInput, AgentRunInputWire } from '../
 import type { PrincipalRuns } from '../principal-runs';
 import { RateLimited, retryAfter } from '../rate-limits';
 import { conversationAfter } from '../conversation';
+import { abortAndWait } from '../run-abort';
 import { callerOf, type Caller } from './caller';
 import { closedRunUpdates } from './run-outcome';
 import { checkedTarget, PushConfigs } from './push-configs';
@@ -41,8 +42,6 @@ import { agentMessage, applied, approvalText, endsStream, stateOf, type TaskIds 
 
 /** The most tasks one `ListTasks` page holds, and how far pages reach (the visibility store is read from the newest). */
 const LIST_PAGE = { default: 50, most: 100, reach: 1000 };
-/** How long `CancelTask` waits for the run to end after asking it to abort. */
-const CANCEL_WAIT_MS = 30_000;
 
 /** The text of a message's text parts; a message without one is refused. */
 function textOf(message: Message | undefined): string {
@@ -166,11 +165,7 @@ export class RunTasks implements A2ARequestHandler {
     const state = before.status!.state;
     if (state === TaskState.TASK_STATE_CANCELED) return before;
     if (isFinal(state)) throw new TaskNotCancelableError(`task ${params.id} has ended (${TaskState[state]})`);
-    await run.abort('canceled by the A2A client');
-    // The run ends at its next step; a run slower than that is answered as it stands.
-    await run.workflow.client
-      .withAbortSignal(AbortSignal.timeout(CANCEL_WAIT_MS), () => run.workflow.result())
-      .catch(() => undefined);
+    await abortAndWait(run, 'canceled by the A2A client');
     const after = await this.runs.find(callerOf(context).principal, params.id);
     return after ? this.current(run, after.summary, ids) : before;
   }

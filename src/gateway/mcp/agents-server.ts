@@ -25,6 +25,14 @@ type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 /** The longest a progress message is (a line of the run's events). */
 const PROGRESS_MESSAGE_CHARS = 500;
+/** Tasks one connection follows for notifications at once; more are read by the client alone. */
+const MAX_FOLLOWED_TASKS = 100;
+/** Messages queued for one task's `tasks/result` (approval forms) at most. */
+const MAX_TASK_QUEUE = 100;
+/** How often a call answered in the call looks for approvals it has not asked about (a sub-agent's, one dismissed). */
+const APPROVAL_LOOK_MS = 2_000;
+/** How often a followed task's status is looked at besides its events. */
+const STATUS_LOOK_MS = 1_000;
 
 /** A tool error the caller's model reads. */
 function toolError(text: string): CallToolResult {
@@ -59,6 +67,7 @@ export function agentsMcpServer(scope: McpScope): Server {
       capabilities: { tools: {}, logging: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
       taskStore: store,
       taskMessageQueue: new InMemoryTaskMessageQueue(),
+      maxTaskQueueSize: MAX_TASK_QUEUE,
       instructions:
         'Each tool is a patchloop agent: a call starts a durable run. Ask for a task (params.task) for a long run; it survives disconnects and gateway restarts.',
     },
@@ -70,27 +79,44 @@ export function agentsMcpServer(scope: McpScope): Server {
     const agent = scope.agents.get(request.params.name);
     if (!agent) throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
     const made = runInputOf(agent.name, request.params.arguments);
-    if (made.problem !== undefined) return toolError(made.problem);
+    // A call for a task answers a task or a protocol error: a tool result there is no valid answer.
+    if (made.problem !== undefined) {
+      if (request.params.task) throw new McpError(ErrorCode.InvalidParams, made.problem);
+      return toolError(made.problem);
+    }
     if (request.params.task) return startTask(made.input, request, extra);
     return answerInCall(made.input, request, extra);
   });
 
-  async function start(input: AgentRunInputWire, workflowId: string): Promise<RunHandle | CallToolResult> {
+  /** Starts the run, or says why not: a tool error for a call, a protocol error for a task. */
+  async function start(
+    input: AgentRunInputWire,
+    workflowId: string,
+    forTask: boolean,
+  ): Promise<RunHandle | CallToolResult> {
     try {
       return await scope.runs.start(scope.principal, input, { workflowId });
     } catch (error) {
-      if (error instanceof RateLimited)
-        return toolError(`rate limited: ${error.message} (try again in ${Math.ceil(error.retryAfterSeconds)} s)`);
-      throw error;
+      if (!(error instanceof RateLimited)) throw error;
+      const why = `rate limited: ${error.message} (try again in ${Math.ceil(error.retryAfterSeconds)} s)`;
+      if (forTask) throw new McpError(ErrorCode.InvalidRequest, why);
+      return toolError(why);
     }
   }
+
+  let followed = 0;
 
   /** A task-augmented call: the run starts, the task is the answer; the run's changes follow as notifications. */
   async function startTask(input: AgentRunInputWire, request: CallToolRequest, extra: Extra) {
     const task = await extra.taskStore!.createTask(request.params.task!);
-    const run = await start(input, task.taskId);
+    const run = await start(input, task.taskId, true);
     if (!(run instanceof RunHandle)) return run;
-    void followTask(run, task.taskId, request.params._meta?.progressToken).catch(() => undefined);
+    if (followed < MAX_FOLLOWED_TASKS) {
+      followed += 1;
+      void followTask(run, task.taskId, request.params._meta?.progressToken)
+        .catch(() => undefined)
+        .finally(() => (followed -= 1));
+    }
     return { task } satisfies CreateTaskResult;
   }
 
@@ -100,16 +126,26 @@ export function agentsMcpServer(scope: McpScope): Server {
    */
   async function followTask(run: RunHandle, taskId: string, progressToken: string | number | undefined) {
     let last = 'working';
-    const changed = async () => {
+    // One look at a time (a timer's and an event's would both see a change and tell it twice).
+    let looking = Promise.resolve();
+    const look = async () => {
       const task = await store.getTask(taskId);
       if (!task || task.status === last) return;
       last = task.status;
       await server.notification({ method: 'notifications/tasks/status', params: task });
     };
-    for await (const event of runEvents(run, 0, closed.signal)) {
-      const progress = progressToken === undefined ? undefined : progressOf(event, progressToken);
-      if (progress) await server.notification(progress, { relatedTask: { taskId } });
-      if (['approval_requested', 'approval_decided', 'react_end'].includes(event.event_type)) await changed();
+    const changed = () => (looking = looking.then(look).catch(() => undefined));
+    // The run's status (a search attribute) may trail its events: looked at again every second too.
+    const timer = setInterval(() => void changed(), STATUS_LOOK_MS);
+    try {
+      for await (const event of runEvents(run, 0, closed.signal)) {
+        const progress = progressToken === undefined ? undefined : progressOf(event, progressToken);
+        // On the session's own stream (not queued for tasks/result, which drops what is left when it answers).
+        if (progress) await server.notification(progress);
+        if (['approval_requested', 'approval_decided', 'react_end'].includes(event.event_type)) await changed();
+      }
+    } finally {
+      clearInterval(timer);
     }
     if (!closed.signal.aborted) await changed();
   }
@@ -120,13 +156,19 @@ export function agentsMcpServer(scope: McpScope): Server {
    * run; a connection that closes does not (the run goes on; `patchloop show` finds it).
    */
   async function answerInCall(input: AgentRunInputWire, request: CallToolRequest, extra: Extra) {
-    const run = await start(input, newMcpRunId());
+    const run = await start(input, newMcpRunId(), false);
     if (!(run instanceof RunHandle)) return run;
     const progressToken = request.params._meta?.progressToken;
-    for await (const event of runEvents(run, 0, extra.signal)) {
-      const progress = progressToken === undefined ? undefined : progressOf(event, progressToken);
-      if (progress) await extra.sendNotification(progress).catch(() => undefined);
-      if (event.event_type === 'approval_requested') asks.current!.askInCall(run, extra);
+    // At once for the run's own approvals; every few seconds for a sub-agent's and for one dismissed.
+    const look = setInterval(() => asks.current!.askInCall(run, extra), APPROVAL_LOOK_MS);
+    try {
+      for await (const event of runEvents(run, 0, extra.signal)) {
+        const progress = progressToken === undefined ? undefined : progressOf(event, progressToken);
+        if (progress) await extra.sendNotification(progress).catch(() => undefined);
+        if (event.event_type === 'approval_requested') asks.current!.askInCall(run, extra);
+      }
+    } finally {
+      clearInterval(look);
     }
     if (extra.signal.aborted) {
       // Aborted by the client's cancellation, or by the connection closing: only the first aborts the run.

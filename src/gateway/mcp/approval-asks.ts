@@ -8,6 +8,8 @@ import type { PendingApproval } from '../../runtime';
 const ANSWER_WAIT_MS = 24 * 60 * 60 * 1000;
 /** The most argument characters an approval's question shows. */
 const SHOWN_ARGUMENT_CHARS = 2000;
+/** Decided calls a connection remembers (not to ask about one again while the run has not seen the decision yet). */
+const REMEMBERED_DECISIONS = 1000;
 
 /** What a pending call waits for, in words (a task's status message, an elicitation's question). */
 function approvalQuestion(pending: readonly PendingApproval[]): string {
@@ -45,6 +47,8 @@ function approvalForm(run: RunHandle, call: PendingApproval): ElicitRequestFormP
 export class ApprovalAsks {
   /** The calls asked about and not answered yet (by run and call id). */
   private readonly open = new Set<string>();
+  /** The calls this connection decided, oldest first, bounded. */
+  private readonly decided = new Set<string>();
 
   constructor(private readonly server: Server) {}
 
@@ -75,19 +79,26 @@ export class ApprovalAsks {
 
   private ask(run: RunHandle, call: PendingApproval, options: RequestOptions): void {
     const key = `${run.workflow.workflowId}/${call.workflow_id ?? ''}/${call.tool_call_id}`;
-    if (this.open.has(key)) return;
+    if (this.open.has(key) || this.decided.has(key)) return;
     this.open.add(key);
     void this.server
       .elicitInput(approvalForm(run, call), { ...options, timeout: ANSWER_WAIT_MS })
-      .then((answer) => decide(run, call, answer))
+      .then(async (answer) => {
+        if (!(await decide(run, call, answer))) return;
+        this.decided.add(key);
+        if (this.decided.size > REMEMBERED_DECISIONS) this.decided.delete(this.decided.values().next().value!);
+      })
       .catch(() => undefined)
       .finally(() => this.open.delete(key));
   }
 }
 
-/** Applies a client's answer: accepted with `approve` approves, anything else accepted or declined rejects. */
-async function decide(run: RunHandle, call: PendingApproval, answer: ElicitResult): Promise<void> {
-  if (answer.action === 'cancel') return;
+/**
+ * Applies a client's answer: accepted with `approve` approves, anything else accepted or declined
+ * rejects; whether it decided (a dismissed form does not).
+ */
+async function decide(run: RunHandle, call: PendingApproval, answer: ElicitResult): Promise<boolean> {
+  if (answer.action === 'cancel') return false;
   const given = typeof answer.content?.['reason'] === 'string' ? answer.content['reason'].trim() : '';
   if (answer.action === 'accept' && answer.content?.['approve'] === true)
     await run.approve(call.tool_call_id, given || 'approved by the MCP client', call.workflow_id);
@@ -97,4 +108,5 @@ async function decide(run: RunHandle, call: PendingApproval, answer: ElicitResul
       given || (answer.action === 'decline' ? 'declined by the MCP client' : 'rejected by the MCP client'),
       call.workflow_id,
     );
+  return true;
 }

@@ -3,6 +3,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import { isLoopbackAddress, isLoopbackHost } from '../../config/loopback';
 import { authenticate, GATEWAY_MAX_BODY_BYTES, principalOf, type GatewayContext, type Refuse } from '../gateway';
 import type { Principal } from '../principal';
 import { agentsMcpServer } from './agents-server';
@@ -13,14 +14,16 @@ const JSON_RPC = { parseError: -32700, invalidRequest: -32600, sessionNotFound: 
 const MAX_SESSIONS = 1000;
 /** A session nobody used for this long is closed (its tasks are runs: a new session finds them). */
 const SESSION_IDLE_MS = 30 * 60 * 1000;
-/** Host names a gateway listening on a loopback address answers to (DNS-rebinding protection). */
-const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+/** The most sessions one principal keeps in one process; past it its own longest idle one is closed. */
+const MAX_SESSIONS_PER_PRINCIPAL = 100;
 
 interface Session {
   transport: StreamableHTTPServerTransport;
   server: Server;
   principal: Principal;
   used: number;
+  /** Requests of the session being answered now (a call that waits for its run): it is not idle. */
+  open: number;
 }
 
 /** An error in JSON-RPC's shape, with an HTTP status. */
@@ -30,11 +33,10 @@ function refuseRpc(response: Response, status: number, code: number, message: st
 
 const refuseMcp: Refuse = (response, status, message) => refuseRpc(response, status, JSON_RPC.invalidRequest, message);
 
-/** The host name of a Host header or an Origin URL, lower case ('' when there is none or it is broken). */
-function hostNameOf(value: string | undefined, isOrigin: boolean): string {
-  if (!value) return '';
+/** The host of an Origin URL with its port, as a Host header names it ('' when it is broken). */
+function originHost(origin: string): string {
   try {
-    return new URL(isOrigin ? value : `http://${value}`).hostname.toLowerCase();
+    return new URL(origin).host.toLowerCase();
   } catch {
     return '';
   }
@@ -42,18 +44,15 @@ function hostNameOf(value: string | undefined, isOrigin: boolean): string {
 
 /**
  * DNS-rebinding protection: a gateway listening on a loopback address answers only requests whose Host
- * (and Origin, when a browser sent one) name a loopback host; any gateway refuses an Origin that is not
- * its Host (a web page of another site).
+ * (and Origin, when a browser sent one) is a loopback name or one of `allowedHosts` (a reverse proxy's
+ * public name); any gateway refuses an Origin that is not its Host (a web page of another site).
  */
-function fromAllowedHost(request: Request): boolean {
-  const host = hostNameOf(request.get('host'), false);
+function fromAllowedHost(request: Request, allowedHosts: ReadonlySet<string>): boolean {
+  const host = (request.get('host') ?? '').toLowerCase();
   const origin = request.get('origin');
-  const local = request.socket.localAddress ?? '';
-  if (local === '::1' || local.startsWith('127.') || local === '::ffff:127.0.0.1') {
-    if (!LOOPBACK_NAMES.has(host)) return false;
-    return origin === undefined || LOOPBACK_NAMES.has(hostNameOf(origin, true));
-  }
-  return origin === undefined || hostNameOf(origin, true) === host;
+  const allowed = (name: string) => isLoopbackHost(name) || allowedHosts.has(name.replace(/:\d+$/, ''));
+  if (isLoopbackAddress(request.socket.localAddress) && !allowed(host)) return false;
+  return origin === undefined || originHost(origin) === host;
 }
 
 /**
@@ -63,11 +62,13 @@ function fromAllowedHost(request: Request): boolean {
  * of the principal reads them (`RunTaskStore`). A request for a session this process does not have (it
  * restarted) gets 404, the protocol's sign to initialize again.
  */
-export function mountMcp(app: Express, context: GatewayContext): void {
+export function mountMcp(app: Express, context: GatewayContext, allowedHosts: readonly string[] = []): void {
+  const hosts = new Set(allowedHosts.map((host) => host.toLowerCase()));
   const sessions = new Map<string, Session>();
   const sweep = setInterval(() => {
     const now = Date.now();
-    for (const [id, session] of sessions) if (now - session.used > SESSION_IDLE_MS) void close(id);
+    for (const [id, session] of sessions)
+      if (session.open === 0 && now - session.used > SESSION_IDLE_MS) void close(id);
   }, 60_000);
   sweep.unref();
 
@@ -77,16 +78,21 @@ export function mountMcp(app: Express, context: GatewayContext): void {
     await session?.transport.close().catch(() => undefined);
   }
 
+  /** Closes the longest idle session among these (one answering a request last), if any. */
+  async function closeIdlest(among: Array<[string, Session]>): Promise<void> {
+    const [idlest] = among.sort(([, a], [, b]) => Number(a.open > 0) - Number(b.open > 0) || a.used - b.used)[0] ?? [];
+    if (idlest) await close(idlest);
+  }
+
   async function opened(request: Request, response: Response, principal: Principal): Promise<void> {
-    if (sessions.size >= MAX_SESSIONS) {
-      const [idlest] = [...sessions].sort(([, a], [, b]) => a.used - b.used)[0] ?? [];
-      if (idlest) await close(idlest);
-    }
+    const own = [...sessions].filter(([, session]) => session.principal.name === principal.name);
+    if (own.length >= MAX_SESSIONS_PER_PRINCIPAL) await closeIdlest(own);
+    else if (sessions.size >= MAX_SESSIONS) await closeIdlest([...sessions]);
     const server = agentsMcpServer({ principal, runs: context.runs, agents: context.agents });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, server, principal, used: Date.now() });
+        sessions.set(id, { transport, server, principal, used: Date.now(), open: 0 });
       },
       onsessionclosed: (id) => {
         sessions.delete(id);
@@ -98,7 +104,7 @@ export function mountMcp(app: Express, context: GatewayContext): void {
 
   const router = express.Router();
   router.use((request, response, next) => {
-    if (fromAllowedHost(request)) return next();
+    if (fromAllowedHost(request, hosts)) return next();
     refuseRpc(
       response,
       403,
@@ -127,10 +133,17 @@ export function mountMcp(app: Express, context: GatewayContext): void {
         return refuseRpc(response, 400, JSON_RPC.invalidRequest, 'no Mcp-Session-Id: send initialize first');
       }
       const session = sessions.get(id);
-      // Another principal's session is not found, as an unknown one: a caller learns nothing of it.
-      if (!session || session.principal.name !== principal.name)
+      // Another principal's session (or the same name's with another scope) is not found, as an unknown
+      // one: a caller learns nothing of it.
+      if (!session || session.principal.name !== principal.name || session.principal.admin !== principal.admin)
         return refuseRpc(response, 404, JSON_RPC.sessionNotFound, 'Session not found: initialize a new session');
       session.used = Date.now();
+      // Open until its response ends (a call's stream lasts as long as its run).
+      session.open += 1;
+      response.once('close', () => {
+        session.open -= 1;
+        session.used = Date.now();
+      });
       await session.transport.handleRequest(request, response, request.body);
     } catch (error) {
       next(error);

@@ -5,6 +5,7 @@ import type { RunHandle, RunSummary } from '../../client/patchloop-client';
 import { isEndPhase, runPhaseOf, type AgentDefinitionInput } from '../../runtime';
 import type { Principal } from '../principal';
 import type { PrincipalRuns } from '../principal-runs';
+import { abortAndWait } from '../run-abort';
 import { closedCallResult } from './agent-tools';
 
 /** Who an MCP connection serves: the principal its key stands for, its runs, and the agents it may call. */
@@ -20,8 +21,6 @@ const MCP_RUN_PREFIX = 'mcp-';
 const TASK_POLL_MS = 500;
 /** The most tasks a `tasks/list` page holds, and how far pages reach (newest first). */
 const LIST_PAGE = { size: 50, reach: 1000 };
-/** How long a cancel waits for the run to end after asking it to abort. */
-const CANCEL_WAIT_MS = 30_000;
 
 /** A new MCP run's id. */
 export function newMcpRunId(): string {
@@ -114,10 +113,7 @@ export class RunTaskStore implements TaskStore {
     const found = await this.found(taskId);
     if (!found) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
     if (isEndPhase(runPhaseOf(found.summary.status))) return;
-    await found.run.abort('cancelled by the MCP client');
-    await found.run.workflow.client
-      .withAbortSignal(AbortSignal.timeout(CANCEL_WAIT_MS), () => found.run.workflow.result())
-      .catch(() => undefined);
+    await abortAndWait(found.run, 'cancelled by the MCP client');
   }
 
   async listTasks(cursor?: string): Promise<{ tasks: Task[]; nextCursor?: string }> {

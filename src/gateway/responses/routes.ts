@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { abortAndWait } from '../run-abort';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { RunHandle, RunSummary } from '../../client/patchloop-client';
 import { followRunEvents } from '../../client/follow';
@@ -10,9 +11,6 @@ import { InputRefused, runInputOf } from './request-input';
 import { ResponseTimeline, type ResponseHead } from './response-timeline';
 import { runOutcome } from './run-outcome';
 import { ResponsesRequest, UNSUPPORTED_FIELDS, type ResponsesObject } from './wire';
-
-/** How long a cancel waits for the run to end before it answers with the run as it stands. */
-const CANCEL_WAIT_MS = 30_000;
 
 function headOf(summary: RunSummary, request: Partial<ResponseHead> = {}): ResponseHead {
   return {
@@ -160,14 +158,7 @@ async function cancel(context: GatewayContext, request: Request, response: Respo
   const found = await findResponse(context, response, id);
   if (!found) return notFound(response, id);
   if (!found.summary.closed) {
-    // Aborting a run that has ended meanwhile changes nothing: cancel is idempotent.
-    await found.handle.abort('cancelled through the Responses API').catch(() => undefined);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      found.handle.workflow.result().catch(() => undefined),
-      new Promise((resolve) => (timer = setTimeout(resolve, CANCEL_WAIT_MS))),
-    ]);
-    clearTimeout(timer);
+    await abortAndWait(found.handle, 'cancelled through the Responses API');
   }
   response.json(await currentResponse(found.handle, headOf(found.summary)));
 }
