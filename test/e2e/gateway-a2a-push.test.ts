@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -18,6 +17,7 @@ import type { AgentDefinitionInput, A2aPushWatcherResult } from '../../src/runti
 import { defineTool } from '../../src/tools/define-tool';
 import { a2aClient, sendRequest, taskLine, userMessage } from '../support/a2a';
 import { test } from '../support/fixtures';
+import { runProcess } from '../support/gateway-world';
 import { clientOn, temporalAddress } from '../support/temporal';
 import { eventually } from '../support/wait';
 import { repositoryRoot, venvPython } from '../../support/repository';
@@ -109,18 +109,6 @@ function pushLine(one: Received): string {
     ].join(' | ');
   const message = body.statusUpdate?.status.message?.parts.map((part) => part.text).join('');
   return `status ${body.statusUpdate?.status.state}${message ? ` | ${message}` : ''}`;
-}
-
-/** A process to its end: its exit status and output. */
-function runProcess(program: string, args: string[]) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(program, args, { cwd: repositoryRoot, env: process.env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
-    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
 }
 
 const tools = [

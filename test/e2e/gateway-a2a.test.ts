@@ -1,16 +1,13 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TaskState, type ListTasksRequest, type Task } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
-import { z } from 'zod';
 import { callTools, reply, toolCall } from '../../src/fake-model/steps';
 import { createPatchloopGateway, listen } from '../../src/gateway/gateway';
 import { createKey } from '../../src/gateway/keys';
 import type { AgentDefinitionInput } from '../../src/runtime';
-import { defineTool } from '../../src/tools/define-tool';
 import { freePort } from '../../src/worker/free-port';
 import { a2aClient, sendRequest, streamLines, taskLine, updateLine, userMessage } from '../support/a2a';
 import { startCliProcess } from '../support/cli';
@@ -18,47 +15,11 @@ import { clientOn, temporalAddress } from '../support/temporal';
 import { spawnWorker, type WorkerProcess } from '../../support/worker-process';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { test } from '../support/fixtures';
+import { citiesWorld, runProcess } from '../support/gateway-world';
 import { eventually } from '../support/wait';
 import { repositoryRoot, venvPython } from '../../support/repository';
 
-/** A process to its end: its exit status and output. */
-function runProcess(program: string, args: string[], env: Record<string, string> = {}) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(program, args, { cwd: repositoryRoot, env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
-    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-const transfers: Array<{ to: string; amount: number }> = [];
-const tools = [
-  defineTool({
-    name: 'lookup',
-    description: 'Looks a city up.',
-    parameters: z.object({ city: z.string() }),
-    execute: ({ city }) => `${city}: capital of France`,
-  }),
-  defineTool({
-    name: 'transfer',
-    description: 'Sends money.',
-    parameters: z.object({ to: z.string(), amount: z.number() }),
-    execute: (args) => {
-      transfers.push(args);
-      return `sent ${args.amount} to ${args.to}`;
-    },
-  }),
-];
-const agents: AgentDefinitionInput[] = [
-  {
-    name: 'assistant',
-    instructions: 'You answer questions about cities.\nBe brief.',
-    tools: ['lookup', 'transfer'],
-    needs_approval: ['transfer'],
-  },
-];
+const { transfers, tools, agents } = citiesWorld();
 
 /** ListTasks with no filter: the caller's tasks of the agent, newest first. */
 const listAll = (): ListTasksRequest => ({

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
@@ -17,14 +16,14 @@ import {
   type ElicitResult,
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, describe, expect } from 'vitest';
+import { afterAll, describe, expect, onTestFinished } from 'vitest';
 import { z } from 'zod';
 import { callTools, reply, toolCall } from '../../src/fake-model/steps';
 import { createPatchloopGateway, listen } from '../../src/gateway/gateway';
 import { createKey } from '../../src/gateway/keys';
 import type { AgentDefinitionInput } from '../../src/runtime';
-import { defineTool } from '../../src/tools/define-tool';
 import { test } from '../support/fixtures';
+import { citiesWorld, runProcess } from '../support/gateway-world';
 import { eventually, replyReceived } from '../support/wait';
 import { clientOn, temporalAddress, type TestWorld } from '../support/temporal';
 import { FakeModelServer } from '../../src/fake-model/server';
@@ -33,32 +32,7 @@ import { freePort } from '../../src/worker/free-port';
 import { cliEntry } from '../../support/compiled';
 import { repositoryRoot, venvPython } from '../../support/repository';
 
-const transfers: Array<{ to: string; amount: number }> = [];
-const tools = [
-  defineTool({
-    name: 'lookup',
-    description: 'Looks a city up.',
-    parameters: z.object({ city: z.string() }),
-    execute: ({ city }) => `${city}: capital of France`,
-  }),
-  defineTool({
-    name: 'transfer',
-    description: 'Sends money.',
-    parameters: z.object({ to: z.string(), amount: z.number() }),
-    execute: (args) => {
-      transfers.push(args);
-      return `sent ${args.amount} to ${args.to}`;
-    },
-  }),
-];
-const agents: AgentDefinitionInput[] = [
-  {
-    name: 'assistant',
-    instructions: 'You answer questions about cities.\nBe brief.',
-    tools: ['lookup', 'transfer'],
-    needs_approval: ['transfer'],
-  },
-];
+const { transfers, tools, agents } = citiesWorld();
 const it = test.override('worldOptions', { agents, tools });
 
 const folder = mkdtempSync(join(tmpdir(), 'mcp-gateway-'));
@@ -75,25 +49,15 @@ function documented(language: string): string[] {
   return [...page.matchAll(new RegExp('```' + language + '\\n([\\s\\S]*?)```', 'g'))].map((block) => block[1]!);
 }
 
-/** A gateway over the world's client, on any free port. */
-function gatewayOf(world: TestWorld) {
-  return listen(
+/** A gateway over the world's client, on any free port, closed when the test ends. */
+async function gatewayOf(world: TestWorld) {
+  const gateway = await listen(
     createPatchloopGateway({ client: world.client, keysFile, agents, log: () => undefined }).app,
     '127.0.0.1',
     0,
   );
-}
-
-/** A process to its end: its exit status and output. */
-function runProcess(program: string, args: string[], env: Record<string, string> = {}) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(program, args, { cwd: repositoryRoot, env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
-    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  onTestFinished(() => gateway.close());
+  return gateway;
 }
 
 /**
@@ -143,111 +107,101 @@ describe('MCP on the gateway', () => {
     world,
   }) => {
     const gateway = await gatewayOf(world);
-    try {
-      const { client } = await mcpClient(gateway.url, alice);
-      expect(client.getServerCapabilities()).toMatchObject({
-        tools: {},
-        tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
-      });
-      const { tools: listed } = await client.listTools();
-      expect(listed).toEqual([
-        expect.objectContaining({
-          name: 'assistant',
-          description: 'You answer questions about cities. (a patchloop agent: each call is a durable run.)',
-          execution: { taskSupport: 'optional' },
-          inputSchema: expect.objectContaining({ required: ['input'] }),
-        }),
-      ]);
+    const { client } = await mcpClient(gateway.url, alice);
+    expect(client.getServerCapabilities()).toMatchObject({
+      tools: {},
+      tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+    });
+    const { tools: listed } = await client.listTools();
+    expect(listed).toEqual([
+      expect.objectContaining({
+        name: 'assistant',
+        description: 'You answer questions about cities. (a patchloop agent: each call is a durable run.)',
+        execution: { taskSupport: 'optional' },
+        inputSchema: expect.objectContaining({ required: ['input'] }),
+      }),
+    ]);
 
-      world.fake.enqueue(callTools([toolCall('c1', 'lookup', { city: 'Paris' })]), reply('Paris is the capital.'));
-      const progress: Progress[] = [];
-      const result = await client.callTool(
-        { name: 'assistant', arguments: { input: 'What is Paris?', context: 'The user is a tourist.' } },
-        CallToolResultSchema,
-        { onprogress: (one) => progress.push(one) },
-      );
-      expect(result.content).toEqual([{ type: 'text', text: 'Paris is the capital.' }]);
-      expect(result.isError).toBe(false);
-      const output = result.structuredContent as { run_id: string; usage: { total_tokens: number } };
-      expect(output).toEqual({
-        run_id: expect.stringMatching(/^mcp-/),
-        status: 'completed',
-        answer: 'Paris is the capital.',
-        usage: expect.objectContaining({ total_tokens: expect.any(Number) }),
-      });
-      // The model saw the input with the caller's context after it.
-      expect(world.fake.requests.at(-2)!.body.messages.at(-1)).toEqual({
-        role: 'user',
-        content: 'What is Paris?\n\nContext:\nThe user is a tourist.',
-      });
-      // Progress from the run's events, in order, each with the event's seq.
-      const lines = progress.map((one) => one.message);
-      expect(lines).toEqual(expect.arrayContaining(['iteration 1', '-> lookup {"city":"Paris"}']));
-      expect(progress.map((one) => one.progress)).toEqual(
-        [...progress.map((one) => one.progress)].sort((a, b) => a - b),
-      );
+    world.fake.enqueue(callTools([toolCall('c1', 'lookup', { city: 'Paris' })]), reply('Paris is the capital.'));
+    const progress: Progress[] = [];
+    const result = await client.callTool(
+      { name: 'assistant', arguments: { input: 'What is Paris?', context: 'The user is a tourist.' } },
+      CallToolResultSchema,
+      { onprogress: (one) => progress.push(one) },
+    );
+    expect(result.content).toEqual([{ type: 'text', text: 'Paris is the capital.' }]);
+    expect(result.isError).toBe(false);
+    const output = result.structuredContent as { run_id: string; usage: { total_tokens: number } };
+    expect(output).toEqual({
+      run_id: expect.stringMatching(/^mcp-/),
+      status: 'completed',
+      answer: 'Paris is the capital.',
+      usage: expect.objectContaining({ total_tokens: expect.any(Number) }),
+    });
+    // The model saw the input with the caller's context after it.
+    expect(world.fake.requests.at(-2)!.body.messages.at(-1)).toEqual({
+      role: 'user',
+      content: 'What is Paris?\n\nContext:\nThe user is a tourist.',
+    });
+    // Progress from the run's events, in order, each with the event's seq.
+    const lines = progress.map((one) => one.message);
+    expect(lines).toEqual(expect.arrayContaining(['iteration 1', '-> lookup {"city":"Paris"}']));
+    expect(progress.map((one) => one.progress)).toEqual([...progress.map((one) => one.progress)].sort((a, b) => a - b));
 
-      // Bad arguments: a tool error the model reads, and no run.
-      const bad = await client.callTool({ name: 'assistant', arguments: { question: 'x' } });
-      expect(bad.isError).toBe(true);
-      expect((bad.content as Array<{ text: string }>)[0]!.text).toMatch(/^invalid arguments for assistant/);
-      await client.close();
-    } finally {
-      await gateway.close();
-    }
+    // Bad arguments: a tool error the model reads, and no run.
+    const bad = await client.callTool({ name: 'assistant', arguments: { question: 'x' } });
+    expect(bad.isError).toBe(true);
+    expect((bad.content as Array<{ text: string }>)[0]!.text).toMatch(/^invalid arguments for assistant/);
+    await client.close();
   });
 
   it('a task that waits for approval is input_required; the client answers the elicitation and gets the result', async ({
     world,
   }) => {
     const gateway = await gatewayOf(world);
-    try {
-      const asked: string[] = [];
-      const { client } = await mcpClient(gateway.url, alice, (request) => {
-        asked.push(request.params.message);
-        return { action: 'accept', content: { approve: true, reason: 'fine by me' } };
-      });
-      const notified: string[] = [];
-      client.setNotificationHandler(TaskStatusNotificationSchema, (notification) => {
-        notified.push(notification.params.status);
-      });
-      world.fake.enqueue(callTools([toolCall('t1', 'transfer', { to: 'bob', amount: 5 })]), reply('Sent.'));
-      const seen: string[] = [];
-      let result: unknown;
-      for await (const message of client.experimental.tasks.callToolStream(
-        { name: 'assistant', arguments: { input: 'Pay bob 5.' } },
-        CallToolResultSchema,
-        { task: {} },
-      )) {
-        if (message.type === 'taskCreated') seen.push(`created ${message.task.status}`);
-        if (message.type === 'taskStatus') seen.push(message.task.status);
-        if (message.type === 'result') result = message.result;
-        if (message.type === 'error') throw message.error;
-      }
-      expect(seen[0]).toBe('created working');
-      expect(seen).toContain('input_required');
-      expect(asked).toEqual([expect.stringMatching(/asks to call transfer \{"to":"bob","amount":5\}\. Approve\?$/)]);
-      expect(result).toMatchObject({
-        content: [{ type: 'text', text: 'Sent.' }],
-        structuredContent: { status: 'completed', answer: 'Sent.' },
-      });
-      expect(transfers).toEqual([{ to: 'bob', amount: 5 }]);
-      // The session was told of each change of the task (a courtesy that may trail the result).
-      await eventually(() => (notified.includes('completed') ? true : undefined), 30_000, 'the completed notification');
-      // Changes as the server saw them (a wait this short may pass between two looks), the end last, never
-      // one twice in a row.
-      expect(notified.join(' ')).toMatch(/^((input_required|working) )*completed$/);
-      expect(notified.some((status, index) => status === notified[index - 1])).toBe(false);
-      const taskId = (result as { _meta: Record<string, { taskId: string }> })._meta[
-        'io.modelcontextprotocol/related-task'
-      ]!.taskId;
-      expect((await client.experimental.tasks.getTask(taskId)).status).toBe('completed');
-      const tool = world.fake.requests.at(-1)!.body.messages.at(-1);
-      expect(tool).toEqual({ role: 'tool', tool_call_id: 't1', content: '"sent 5 to bob"' });
-      await client.close();
-    } finally {
-      await gateway.close();
+    const asked: string[] = [];
+    const { client } = await mcpClient(gateway.url, alice, (request) => {
+      asked.push(request.params.message);
+      return { action: 'accept', content: { approve: true, reason: 'fine by me' } };
+    });
+    const notified: string[] = [];
+    client.setNotificationHandler(TaskStatusNotificationSchema, (notification) => {
+      notified.push(notification.params.status);
+    });
+    world.fake.enqueue(callTools([toolCall('t1', 'transfer', { to: 'bob', amount: 5 })]), reply('Sent.'));
+    const seen: string[] = [];
+    let result: unknown;
+    for await (const message of client.experimental.tasks.callToolStream(
+      { name: 'assistant', arguments: { input: 'Pay bob 5.' } },
+      CallToolResultSchema,
+      { task: {} },
+    )) {
+      if (message.type === 'taskCreated') seen.push(`created ${message.task.status}`);
+      if (message.type === 'taskStatus') seen.push(message.task.status);
+      if (message.type === 'result') result = message.result;
+      if (message.type === 'error') throw message.error;
     }
+    expect(seen[0]).toBe('created working');
+    expect(seen).toContain('input_required');
+    expect(asked).toEqual([expect.stringMatching(/asks to call transfer \{"to":"bob","amount":5\}\. Approve\?$/)]);
+    expect(result).toMatchObject({
+      content: [{ type: 'text', text: 'Sent.' }],
+      structuredContent: { status: 'completed', answer: 'Sent.' },
+    });
+    expect(transfers).toEqual([{ to: 'bob', amount: 5 }]);
+    // The session was told of each change of the task (a courtesy that may trail the result).
+    await eventually(() => (notified.includes('completed') ? true : undefined), 30_000, 'the completed notification');
+    // Changes as the server saw them (a wait this short may pass between two looks), the end last, never
+    // one twice in a row.
+    expect(notified.join(' ')).toMatch(/^((input_required|working) )*completed$/);
+    expect(notified.some((status, index) => status === notified[index - 1])).toBe(false);
+    const taskId = (result as { _meta: Record<string, { taskId: string }> })._meta[
+      'io.modelcontextprotocol/related-task'
+    ]!.taskId;
+    expect((await client.experimental.tasks.getTask(taskId)).status).toBe('completed');
+    const tool = world.fake.requests.at(-1)!.body.messages.at(-1);
+    expect(tool).toEqual({ role: 'tool', tool_call_id: 't1', content: '"sent 5 to bob"' });
+    await client.close();
   });
 
   it("a task outlives the gateway: after a restart a new session reads and cancels it; another principal's is not found", async ({
@@ -316,135 +270,123 @@ describe('MCP on the gateway', () => {
     world,
   }) => {
     const gateway = await gatewayOf(world);
-    try {
-      // Asked within the call, answered: the call ends with the answer.
-      const { client } = await mcpClient(gateway.url, alice, () => ({ action: 'accept', content: { approve: true } }));
-      world.fake.enqueue(callTools([toolCall('a1', 'transfer', { to: 'ann', amount: 1 })]), reply('Paid ann.'));
-      const paid = await client.callTool({ name: 'assistant', arguments: { input: 'Pay ann 1.' } });
-      expect(paid.content).toEqual([{ type: 'text', text: 'Paid ann.' }]);
-      expect(transfers.filter((one) => one.to === 'ann')).toEqual([{ to: 'ann', amount: 1 }]);
+    // Asked within the call, answered: the call ends with the answer.
+    const { client } = await mcpClient(gateway.url, alice, () => ({ action: 'accept', content: { approve: true } }));
+    world.fake.enqueue(callTools([toolCall('a1', 'transfer', { to: 'ann', amount: 1 })]), reply('Paid ann.'));
+    const paid = await client.callTool({ name: 'assistant', arguments: { input: 'Pay ann 1.' } });
+    expect(paid.content).toEqual([{ type: 'text', text: 'Paid ann.' }]);
+    expect(transfers.filter((one) => one.to === 'ann')).toEqual([{ to: 'ann', amount: 1 }]);
 
-      // A client that cannot answer: the run waits; cancelling the call aborts it.
-      const silent = await mcpClient(gateway.url, alice);
-      world.fake.enqueue(callTools([toolCall('a2', 'transfer', { to: 'cid', amount: 2 })]));
-      const cancel = new AbortController();
-      const cancelled = silent.client.callTool({ name: 'assistant', arguments: { input: 'Pay cid 2.' } }, undefined, {
-        signal: cancel.signal,
-      });
-      const waiting = await eventually(
-        async () =>
-          (await world.client.listRuns({ principal: `alice-${tag}`, status: 'awaiting_approval', limit: 5 }))[0],
-        60_000,
-        'the call to wait for approval',
-      );
-      cancel.abort('changed my mind');
-      await expect(cancelled).rejects.toThrow();
-      const aborted = await world.client.run(waiting.workflow_id).result();
-      expect(aborted).toMatchObject({ status: 'aborted', abort_reason: 'the MCP client cancelled the call' });
+    // A client that cannot answer: the run waits; cancelling the call aborts it.
+    const silent = await mcpClient(gateway.url, alice);
+    world.fake.enqueue(callTools([toolCall('a2', 'transfer', { to: 'cid', amount: 2 })]));
+    const cancel = new AbortController();
+    const cancelled = silent.client.callTool({ name: 'assistant', arguments: { input: 'Pay cid 2.' } }, undefined, {
+      signal: cancel.signal,
+    });
+    const waiting = await eventually(
+      async () =>
+        (await world.client.listRuns({ principal: `alice-${tag}`, status: 'awaiting_approval', limit: 5 }))[0],
+      60_000,
+      'the call to wait for approval',
+    );
+    cancel.abort('changed my mind');
+    await expect(cancelled).rejects.toThrow();
+    const aborted = await world.client.run(waiting.workflow_id).result();
+    expect(aborted).toMatchObject({ status: 'aborted', abort_reason: 'the MCP client cancelled the call' });
 
-      // A connection that closes leaves the run going: decided elsewhere, it completes.
-      world.fake.enqueue(callTools([toolCall('a3', 'transfer', { to: 'dee', amount: 3 })]), reply('Paid dee.'));
-      const gone = silent.client.callTool({ name: 'assistant', arguments: { input: 'Pay dee 3.' } });
-      const left = await eventually(
-        async () =>
-          (await world.client.listRuns({ principal: `alice-${tag}`, status: 'awaiting_approval', limit: 5 }))[0],
-        60_000,
-        'the second call to wait for approval',
-      );
-      await silent.client.close();
-      await expect(gone).rejects.toThrow();
-      const run = world.client.run(left.workflow_id);
-      await run.approve('a3', 'decided in the console');
-      expect(await run.result()).toMatchObject({ status: 'completed', answer: 'Paid dee.' });
-      expect(transfers.filter((one) => one.to === 'cid' || one.to === 'dee')).toEqual([{ to: 'dee', amount: 3 }]);
-      await client.close();
-    } finally {
-      await gateway.close();
-    }
+    // A connection that closes leaves the run going: decided elsewhere, it completes.
+    world.fake.enqueue(callTools([toolCall('a3', 'transfer', { to: 'dee', amount: 3 })]), reply('Paid dee.'));
+    const gone = silent.client.callTool({ name: 'assistant', arguments: { input: 'Pay dee 3.' } });
+    const left = await eventually(
+      async () =>
+        (await world.client.listRuns({ principal: `alice-${tag}`, status: 'awaiting_approval', limit: 5 }))[0],
+      60_000,
+      'the second call to wait for approval',
+    );
+    await silent.client.close();
+    await expect(gone).rejects.toThrow();
+    const run = world.client.run(left.workflow_id);
+    await run.approve('a3', 'decided in the console');
+    expect(await run.result()).toMatchObject({ status: 'completed', answer: 'Paid dee.' });
+    expect(transfers.filter((one) => one.to === 'cid' || one.to === 'dee')).toEqual([{ to: 'dee', amount: 3 }]);
+    await client.close();
   });
 
   it('refuses a request without a key, with a wrong key, or from a foreign Host, in JSON-RPC shape', async ({
     world,
   }) => {
     const gateway = await gatewayOf(world);
-    try {
-      const post = (headers: Record<string, string>) =>
-        fetch(`${gateway.url}/mcp`, {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
-        });
-      const none = await post({});
-      expect(none.status).toBe(401);
-      expect(none.headers.get('www-authenticate')).toBe('Bearer realm="patchloop"');
-      expect(await none.json()).toEqual({
-        jsonrpc: '2.0',
-        id: null,
-        error: { code: -32600, message: 'an API key is needed: Authorization: Bearer KEY' },
-      });
-      expect((await post({ Authorization: 'Bearer nope' })).status).toBe(401);
-      const foreign = await post({ Authorization: `Bearer ${alice}`, Origin: 'http://evil.example.com' });
-      expect(foreign.status).toBe(403);
-      const noSession = await post({ Authorization: `Bearer ${alice}` });
-      expect(noSession.status).toBe(400);
-
-      // Another principal's session is not found; a body over the limit is refused.
-      const { client, transport } = await mcpClient(gateway.url, alice);
-      const theirs = await post({ Authorization: `Bearer ${bob}`, 'Mcp-Session-Id': transport.sessionId! });
-      expect(theirs.status).toBe(404);
-      const large = await fetch(`${gateway.url}/mcp`, {
+    const post = (headers: Record<string, string>) =>
+      fetch(`${gateway.url}/mcp`, {
         method: 'POST',
-        headers: {
-          Authorization: `Bearer ${alice}`,
-          'Content-Type': 'application/json',
-          Accept: 'application/json, text/event-stream',
-          'Mcp-Session-Id': transport.sessionId!,
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping', params: { pad: 'x'.repeat(1024 * 1024) } }),
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
       });
-      expect(large.status).toBe(413);
-      // A call for a task with bad arguments gets a protocol error that says what is wrong.
-      await expect(
-        client.request(
-          { method: 'tools/call', params: { name: 'assistant', arguments: { question: 'x' }, task: {} } },
-          z.object({}).loose(),
-        ),
-      ).rejects.toThrow(/invalid arguments for assistant/);
-      await client.close();
-    } finally {
-      await gateway.close();
-    }
+    const none = await post({});
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toBe('Bearer realm="patchloop"');
+    expect(await none.json()).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: 'an API key is needed: Authorization: Bearer KEY' },
+    });
+    expect((await post({ Authorization: 'Bearer nope' })).status).toBe(401);
+    const foreign = await post({ Authorization: `Bearer ${alice}`, Origin: 'http://evil.example.com' });
+    expect(foreign.status).toBe(403);
+    const noSession = await post({ Authorization: `Bearer ${alice}` });
+    expect(noSession.status).toBe(400);
+
+    // Another principal's session is not found; a body over the limit is refused.
+    const { client, transport } = await mcpClient(gateway.url, alice);
+    const theirs = await post({ Authorization: `Bearer ${bob}`, 'Mcp-Session-Id': transport.sessionId! });
+    expect(theirs.status).toBe(404);
+    const large = await fetch(`${gateway.url}/mcp`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${alice}`,
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        'Mcp-Session-Id': transport.sessionId!,
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping', params: { pad: 'x'.repeat(1024 * 1024) } }),
+    });
+    expect(large.status).toBe(413);
+    // A call for a task with bad arguments gets a protocol error that says what is wrong.
+    await expect(
+      client.request(
+        { method: 'tools/call', params: { name: 'assistant', arguments: { question: 'x' }, task: {} } },
+        z.object({}).loose(),
+      ),
+    ).rejects.toThrow(/invalid arguments for assistant/);
+    await client.close();
   });
 
   it("Python's MCP SDK lists the agents and calls one over Streamable HTTP", async ({ world }) => {
     const gateway = await gatewayOf(world);
-    try {
-      world.fake.enqueue(reply('Lyon is not the capital.'));
-      const outcome = await runProcess(venvPython, [
-        join(repositoryRoot, 'test/support/mcp_gateway_client.py'),
-        `${gateway.url}/mcp`,
-        alice,
-        'assistant',
-        'And Lyon?',
-      ]);
-      expect(outcome.stderr).toBe('');
-      expect(JSON.parse(outcome.stdout)).toEqual({
-        tools: ['assistant'],
-        text: ['Lyon is not the capital.'],
-        is_error: false,
-        structured: expect.objectContaining({ status: 'completed', answer: 'Lyon is not the capital.' }),
-      });
+    world.fake.enqueue(reply('Lyon is not the capital.'));
+    const outcome = await runProcess(venvPython, [
+      join(repositoryRoot, 'test/support/mcp_gateway_client.py'),
+      `${gateway.url}/mcp`,
+      alice,
+      'assistant',
+      'And Lyon?',
+    ]);
+    expect(outcome.stderr).toBe('');
+    expect(JSON.parse(outcome.stdout)).toEqual({
+      tools: ['assistant'],
+      text: ['Lyon is not the capital.'],
+      is_error: false,
+      structured: expect.objectContaining({ status: 'completed', answer: 'Lyon is not the capital.' }),
+    });
 
-      // docs/mcp-server.md's example, as written but at this gateway's address.
-      const script = join(folder, 'mcp_example.py');
-      writeFileSync(script, documented('python')[0]!.replaceAll('http://127.0.0.1:8400', gateway.url));
-      world.fake.enqueue(reply('Paris.'));
-      const example = await runProcess(venvPython, [script], { KEY: alice });
-      expect({ code: example.code, stderr: example.stderr }).toEqual({ code: 0, stderr: '' });
-      expect(example.stdout).toBe("['assistant']\nParis.\ncompleted True\n");
-    } finally {
-      await gateway.close();
-    }
+    // docs/mcp-server.md's example, as written but at this gateway's address.
+    const script = join(folder, 'mcp_example.py');
+    writeFileSync(script, documented('python')[0]!.replaceAll('http://127.0.0.1:8400', gateway.url));
+    world.fake.enqueue(reply('Paris.'));
+    const example = await runProcess(venvPython, [script], { KEY: alice });
+    expect({ code: example.code, stderr: example.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(example.stdout).toBe("['assistant']\nParis.\ncompleted True\n");
   });
 
   it("patchloop mcp serve --stdio, configured as docs/mcp-server.md writes it, serves the agents; its runs the principal's", async ({
