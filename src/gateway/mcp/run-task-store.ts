@@ -64,8 +64,8 @@ export class RunTaskStore implements TaskStore {
   async found(taskId: string): Promise<{ run: RunHandle; summary: RunSummary } | undefined> {
     if (!taskId.startsWith(MCP_RUN_PREFIX)) return undefined;
     const found = await this.scope.runs.find(this.scope.principal, taskId);
-    if (!found || found.summary.type !== 'agentRun' || !this.scope.agents.has(found.summary.agent ?? ''))
-      return undefined;
+    // Not scoped by agent: a handoff changes the run's agent, and the task stays the caller's.
+    if (!found || found.summary.type !== 'agentRun') return undefined;
     return { run: found.handle, summary: found.summary };
   }
 
@@ -124,7 +124,7 @@ export class RunTaskStore implements TaskStore {
       idPrefix: MCP_RUN_PREFIX,
       limit: offset + LIST_PAGE.size + 1,
     });
-    const tasks = listed.filter((summary) => summary.type === 'agentRun' && this.scope.agents.has(summary.agent ?? ''));
+    const tasks = listed.filter((summary) => summary.type === 'agentRun');
     const more = tasks.length > offset + LIST_PAGE.size && offset + LIST_PAGE.size < LIST_PAGE.reach;
     return {
       tasks: tasks.slice(offset, offset + LIST_PAGE.size).map((summary) => taskOf(summary)),
