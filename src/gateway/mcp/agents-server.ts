@@ -58,10 +58,10 @@ function progressOf(event: RunEvent, progressToken: string | number): ServerNoti
  */
 export function agentsMcpServer(scope: McpScope): Server {
   const closed = new AbortController();
-  // The server is made before the store's hook may ask through it.
-  const asks: { current?: ApprovalAsks } = {};
-  const store = new RunTaskStore(scope, (run, taskId) => asks.current!.askForTask(run, taskId));
-  const server = new Server(
+  // The asks go through the server, made next (the store needs them first; they ask only later).
+  const asks: ApprovalAsks = new ApprovalAsks((): Server => server);
+  const store: RunTaskStore = new RunTaskStore(scope, (run, taskId) => asks.askForTask(run, taskId));
+  const server: Server = new Server(
     { name: 'patchloop', version: '1.0.0' },
     {
       capabilities: { tools: {}, logging: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
@@ -72,7 +72,6 @@ export function agentsMcpServer(scope: McpScope): Server {
         'Each tool is a patchloop agent: a call starts a durable run. Ask for a task (params.task) for a long run; it survives disconnects and gateway restarts.',
     },
   );
-  asks.current = new ApprovalAsks(server);
   server.onclose = () => closed.abort();
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...scope.agents.values()].map(agentTool) }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -160,12 +159,12 @@ export function agentsMcpServer(scope: McpScope): Server {
     if (!(run instanceof RunHandle)) return run;
     const progressToken = request.params._meta?.progressToken;
     // At once for the run's own approvals; every few seconds for a sub-agent's and for one dismissed.
-    const look = setInterval(() => asks.current!.askInCall(run, extra), APPROVAL_LOOK_MS);
+    const look = setInterval(() => asks.askInCall(run, extra), APPROVAL_LOOK_MS);
     try {
       for await (const event of runEvents(run, 0, extra.signal)) {
         const progress = progressToken === undefined ? undefined : progressOf(event, progressToken);
         if (progress) await extra.sendNotification(progress).catch(() => undefined);
-        if (event.event_type === 'approval_requested') asks.current!.askInCall(run, extra);
+        if (event.event_type === 'approval_requested') asks.askInCall(run, extra);
       }
     } finally {
       clearInterval(look);

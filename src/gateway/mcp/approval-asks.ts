@@ -11,21 +11,23 @@ const SHOWN_ARGUMENT_CHARS = 2000;
 /** Decided calls a connection remembers (not to ask about one again while the run has not seen the decision yet). */
 const REMEMBERED_DECISIONS = 1000;
 
-/** What a pending call waits for, in words (a task's status message, an elicitation's question). */
+/** One waiting call in words: its sub-agent, its tool and its arguments (cut to a bound). */
+function callText(call: PendingApproval): string {
+  const shown = JSON.stringify(call.arguments);
+  const args = shown.length > SHOWN_ARGUMENT_CHARS ? `${shown.slice(0, SHOWN_ARGUMENT_CHARS)}…` : shown;
+  return `${call.agent ? `${call.agent}: ` : ''}${call.tool_name} ${args}`;
+}
+
+/** What the waiting calls wait for, in words (a task's status message). */
 function approvalQuestion(pending: readonly PendingApproval[]): string {
-  const calls = pending.map((call) => {
-    const shown = JSON.stringify(call.arguments);
-    const args = shown.length > SHOWN_ARGUMENT_CHARS ? `${shown.slice(0, SHOWN_ARGUMENT_CHARS)}…` : shown;
-    return `${call.agent ? `${call.agent}: ` : ''}${call.tool_name} ${args}`;
-  });
-  return `the run waits for a decision on ${calls.join('; ')}`;
+  return `the run waits for a decision on ${pending.map(callText).join('; ')}`;
 }
 
 /** The form an approval asks the client to fill: approve or not, and why. */
 function approvalForm(run: RunHandle, call: PendingApproval): ElicitRequestFormParams {
   return {
     mode: 'form',
-    message: `Run ${run.workflow.workflowId} asks to call ${approvalQuestion([call]).replace(/^the run waits for a decision on /, '')}. Approve?`,
+    message: `Run ${run.workflow.workflowId} asks to call ${callText(call)}. Approve?`,
     requestedSchema: {
       type: 'object',
       properties: {
@@ -50,10 +52,10 @@ export class ApprovalAsks {
   /** The calls this connection decided, oldest first, bounded. */
   private readonly decided = new Set<string>();
 
-  constructor(private readonly server: Server) {}
+  constructor(private readonly serverOf: () => Server) {}
 
   private get canAsk(): boolean {
-    return this.server.getClientCapabilities()?.elicitation !== undefined;
+    return this.serverOf().getClientCapabilities()?.elicitation !== undefined;
   }
 
   /**
@@ -81,7 +83,7 @@ export class ApprovalAsks {
     const key = `${run.workflow.workflowId}/${call.workflow_id ?? ''}/${call.tool_call_id}`;
     if (this.open.has(key) || this.decided.has(key)) return;
     this.open.add(key);
-    void this.server
+    void this.serverOf()
       .elicitInput(approvalForm(run, call), { ...options, timeout: ANSWER_WAIT_MS })
       .then(async (answer) => {
         if (!(await decide(run, call, answer))) return;
