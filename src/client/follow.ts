@@ -199,6 +199,8 @@ export interface FollowOptions {
   signal?: AbortSignal;
   /** Follow child runs (forks, sub-agents) into the same output (default); false: this run's own events only. */
   children?: boolean;
+  /** Called each time the follower has every event there is for now, before it waits for more. */
+  onCaughtUp?: () => void;
 }
 
 /**
@@ -298,6 +300,7 @@ async function followEvents(
       }
       // Asked again at once only when the page stopped at its limit (an older worker does not say).
       if (page.events.length > 0 && page.more !== false) continue;
+      options.onCaughtUp?.();
     } catch {
       // No worker has answered yet; keep polling until the run ends. Once it has ended, its last events
       // come from a worker replaying it: asked again a few times before giving up.

@@ -3,6 +3,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import type { PatchloopClient } from '../client/patchloop-client';
 import type { AgentDefinitionInput } from '../runtime';
 import { mountA2a } from './a2a/mount';
+import { mountAgui } from './ag-ui/mount';
 import { mountMcp } from './mcp/mount';
 import { KeyRing } from './keys';
 import type { Principal } from './principal';
@@ -75,10 +76,13 @@ export function refusedForRate(error: unknown, response: Response, refuse: Refus
   return true;
 }
 
-/** patchloop's own error shape, for its own routes. */
-const refuseOwn: Refuse = (response, status, message) => {
-  response.status(status).json({ error: { type: status === 401 ? 'Unauthorized' : 'RateLimited', message } });
-};
+/** patchloop's own error shape, for its own routes (and AG-UI's, which has none before its stream). */
+export function ownError(response: Response, status: number, type: string, message: string): void {
+  response.status(status).json({ error: { type, message } });
+}
+
+export const refuseOwn: Refuse = (response, status, message) =>
+  ownError(response, status, status === 401 ? 'Unauthorized' : 'RateLimited', message);
 
 /**
  * The gateway: one HTTP server in front of the Temporal client that keeps no state of its own (runs are
@@ -115,7 +119,7 @@ export function createPatchloopGateway(options: GatewayOptions): { app: Express;
   own.get('/runs/:id', async (request, response, next) => {
     try {
       const found = await context.runs.find(principalOf(response), request.params['id']!);
-      if (!found) response.status(404).json({ error: { type: 'NotFound', message: `no run ${request.params['id']}` } });
+      if (!found) ownError(response, 404, 'NotFound', `no run ${request.params['id']}`);
       else response.json(found.summary);
     } catch (error) {
       next(error);
@@ -124,6 +128,7 @@ export function createPatchloopGateway(options: GatewayOptions): { app: Express;
   app.use('/v1', own);
   mountA2a(app, context);
   mountMcp(app, context, options.allowedHosts);
+  mountAgui(app, context);
   return { app, context };
 }
 

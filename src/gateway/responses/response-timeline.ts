@@ -1,4 +1,5 @@
 import type { RunEvent, StreamEvent, TokenUsage } from '../../runtime';
+import { MOST_MESSAGE_CHARS, positionOf, textPosition, unseenPart } from '../stream-positions';
 import type {
   ResponsesMessageItem,
   ResponsesObject,
@@ -8,18 +9,11 @@ import type {
 } from './wire';
 
 /**
- * Sequence numbers come from the run's durable event cursor: event `seq` s owns the block
- * [s × BLOCK, (s + 1) × BLOCK). A model call that starts at event s numbers its item's opening events
- * s × BLOCK + 1 and + 2 and each text delta s × BLOCK + 10 + (characters of the text up to the delta's
- * end); the call's end event e numbers the closing events e × BLOCK + 1..3; the response's last event
- * is (last seq + 1) × BLOCK. The same run always gives the same numbers, whoever reads it and however
- * its tokens were cut, so a stream resumed `starting_after` N (by any gateway) sends exactly what
- * comes after N: a delta the reader saw part of is sent from the first character it did not see.
+ * Sequence numbers are the stream's positions (`../stream-positions.ts`): a model call that starts at
+ * event s numbers its item's opening events s + 1 and + 2 and its text deltas by their text; the call's
+ * end event e numbers the closing events e + 1..3; the response's last event is (last seq + 1), all in
+ * blocks. A stream resumed `starting_after` N sends exactly what comes after N.
  */
-const BLOCK = 10_000_000;
-/** The most text one item streams (its block's room): a longer answer's item ends there. */
-const MOST_ITEM_CHARS = BLOCK - 20;
-
 /** What a response says of itself besides its output, status and usage. */
 export interface ResponseHead {
   id: string;
@@ -95,7 +89,7 @@ interface OpenCall {
 
 /**
  * A run's events and tokens as the Responses API tells them: its output items (one assistant message
- * per model call that answered text) and, for a stream, its events with sequence numbers (`BLOCK`),
+ * per model call that answered text) and, for a stream, its events with sequence numbers (their positions),
  * sending only those after `startingAfter`.
  */
 export class ResponseTimeline {
@@ -158,15 +152,14 @@ export class ResponseTimeline {
     if (end.answer && part && end.answer.length > part.text.length && end.answer.startsWith(part.text))
       part.text = end.answer;
     const response = responseObject(this.head, end, this.output);
-    this.emit((this.lastSeq + 1) * BLOCK, TERMINAL_EVENT[end.status], { response });
+    this.emit(positionOf(this.lastSeq + 1, 0), TERMINAL_EVENT[end.status], { response });
     return response;
   }
 
   private append(call: OpenCall, delta: string): void {
-    const room = MOST_ITEM_CHARS - call.text.length;
+    const room = MOST_MESSAGE_CHARS - call.text.length;
     const text = delta.slice(0, Math.max(0, room));
     if (text.length === 0) return;
-    const base = call.startSeq * BLOCK;
     if (!call.item) {
       const item: ResponsesMessageItem = {
         id: `msg_${this.head.id}_${call.llmCall}`,
@@ -176,22 +169,25 @@ export class ResponseTimeline {
         content: [],
       };
       call.item = { index: this.output.length, id: item.id };
-      this.emit(base + 1, 'response.output_item.added', { output_index: call.item.index, item: { ...item } });
+      this.emit(positionOf(call.startSeq, 1), 'response.output_item.added', {
+        output_index: call.item.index,
+        item: { ...item },
+      });
       const part: ResponsesOutputText = { type: 'output_text', text: '', annotations: [], logprobs: [] };
-      this.emit(base + 2, 'response.content_part.added', { ...this.where(call), part });
+      this.emit(positionOf(call.startSeq, 2), 'response.content_part.added', { ...this.where(call), part });
       this.output.push({ ...item, content: [{ ...part }] });
     }
     const before = call.text.length;
     call.text += text;
     this.output[call.item.index]!.content[0]!.text = call.text;
     // A reader that resumes inside this delta has seen its first characters already.
-    const seen = Math.min(Math.max(0, this.startingAfter - base - 10 - before), text.length);
-    if (base + 10 + call.text.length > this.startingAfter)
+    const unseen = unseenPart(this.startingAfter, call.startSeq, before, text);
+    if (unseen !== '')
       this.send({
         type: 'response.output_text.delta',
-        sequence_number: base + 10 + call.text.length,
+        sequence_number: textPosition(call.startSeq, call.text.length),
         ...this.where(call),
-        delta: text.slice(seen),
+        delta: unseen,
         logprobs: [],
       });
   }
@@ -204,10 +200,13 @@ export class ResponseTimeline {
     const item = this.output[call.item!.index]!;
     item.status = status;
     const part = item.content[0]!;
-    const base = endSeq * BLOCK;
-    this.emit(base + 1, 'response.output_text.done', { ...this.where(call), text: part.text, logprobs: [] });
-    this.emit(base + 2, 'response.content_part.done', { ...this.where(call), part: { ...part } });
-    this.emit(base + 3, 'response.output_item.done', {
+    this.emit(positionOf(endSeq, 1), 'response.output_text.done', {
+      ...this.where(call),
+      text: part.text,
+      logprobs: [],
+    });
+    this.emit(positionOf(endSeq, 2), 'response.content_part.done', { ...this.where(call), part: { ...part } });
+    this.emit(positionOf(endSeq, 3), 'response.output_item.done', {
       output_index: call.item!.index,
       item: { ...item, content: [{ ...part }] },
     });

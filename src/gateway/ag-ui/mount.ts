@@ -1,0 +1,185 @@
+import type { RunAgentInput } from '@ag-ui/core';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import type { SessionHandle } from '../../client/patchloop-client';
+import type { RunStatus } from '../../runtime';
+import {
+  authenticate,
+  GATEWAY_MAX_BODY_BYTES,
+  ownError,
+  principalOf,
+  refusedForRate,
+  refuseOwn,
+  type GatewayContext,
+} from '../gateway';
+import { answerInterrupts } from './interrupt-answers';
+import { newUserText, runAgentInputOf, threadHistory, threadSessionId, ThreadInputRefused } from './thread-input';
+import { positionFromEventId, seqOfPosition, streamTurn, turnStartOf } from './turn-stream';
+import { interruptEndPosition } from './turn-timeline';
+
+/** How long a cancel waits for the turn it aborted to end. */
+const CANCEL_WAIT_MS = 30_000;
+
+/** A refusal before the stream: it changes nothing, and the client reads why. */
+class Refused extends Error {
+  constructor(
+    readonly status: 400 | 404 | 409,
+    readonly type: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+type SessionStatus = RunStatus & { turn_active?: boolean };
+
+/** The caller's thread on this agent: its session, when one was started and has not ended. */
+async function openThread(context: GatewayContext, response: Response, agent: string, threadId: string) {
+  const found = await context.runs.find(
+    principalOf(response),
+    threadSessionId(principalOf(response).name, agent, threadId),
+  );
+  return found && !found.summary.closed ? found.handle : undefined;
+}
+
+async function existingThread(context: GatewayContext, response: Response, agent: string, threadId: string) {
+  const handle = await openThread(context, response, agent, threadId);
+  if (!handle) throw new Refused(404, 'NotFound', `no thread ${threadId} on agent ${agent}`);
+  return handle;
+}
+
+/** A `Last-Event-ID`: the reader lost its stream and comes back for the rest of the same run. */
+async function reattach(
+  context: GatewayContext,
+  response: Response,
+  agent: string,
+  input: RunAgentInput,
+  header: string,
+) {
+  const after = positionFromEventId(header);
+  if (after === undefined)
+    throw new Refused(400, 'InvalidRequest', `Last-Event-ID ${header} is not an id this endpoint sent`);
+  const handle = await existingThread(context, response, agent, input.threadId);
+  const { events } = await handle.allEvents();
+  const turnStart = turnStartOf(events, seqOfPosition(after));
+  return { handle, turnStart, after };
+}
+
+/** A run with `resume` entries: the thread's interrupts answered, the turn goes on from there. */
+async function resume(context: GatewayContext, response: Response, agent: string, input: RunAgentInput) {
+  const handle = await existingThread(context, response, agent, input.threadId);
+  const [{ events }, status] = await Promise.all([handle.allEvents(), handle.status(0, 1, 1)]);
+  const answered = await answerInterrupts(handle, input.resume ?? [], events, status.pending_approvals);
+  return { handle, turnStart: turnStartOf(events, answered), after: interruptEndPosition(answered) };
+}
+
+/** A run with a new user message: the thread's next turn (a new thread starts its session first). */
+async function newTurn(context: GatewayContext, response: Response, agent: string, input: RunAgentInput) {
+  const text = newUserText(input);
+  const principal = principalOf(response);
+  let handle: SessionHandle | undefined = await openThread(context, response, agent, input.threadId);
+  let turnStart = 0;
+  if (!handle) {
+    const sessionId = threadSessionId(principal.name, agent, input.threadId);
+    handle = await context.runs.startSession(principal, { agent, history: threadHistory(input) }, { sessionId });
+    context.log(`ag-ui: ${principal.name} started thread ${input.threadId} as ${sessionId} (agent ${agent})`);
+  } else {
+    const status = (await handle.status(0, 1, 1)) as SessionStatus;
+    if (status.pending_approvals.length > 0)
+      throw new Refused(
+        409,
+        'Conflict',
+        `the thread waits for decisions on ${status.pending_approvals.map((one) => one.tool_call_id).join(', ')}: answer them with "resume"`,
+      );
+    if (status.turn_active || status.queued_user_messages > 0)
+      throw new Refused(
+        409,
+        'Conflict',
+        'a run of this thread is in progress: re-attach with Last-Event-ID, or cancel it',
+      );
+    turnStart = status.next_after;
+  }
+  try {
+    await handle.submit(text);
+  } catch (error) {
+    if (error instanceof WorkflowUpdateFailedError && error.cause)
+      throw new Refused(400, 'InvalidRequest', error.cause.message);
+    throw error;
+  }
+  return { handle, turnStart, after: -1 };
+}
+
+async function run(context: GatewayContext, request: Request, response: Response): Promise<void> {
+  const agent = String(request.params['agent']);
+  if (!context.agents.has(agent))
+    throw new Refused(
+      404,
+      'NotFound',
+      `no agent ${agent}: this gateway serves ${[...context.agents.keys()].join(', ')}`,
+    );
+  const input = runAgentInputOf(request.body);
+  const lastEventId = request.get('last-event-id');
+  let start;
+  try {
+    start =
+      lastEventId !== undefined
+        ? await reattach(context, response, agent, input, lastEventId)
+        : (input.resume ?? []).length > 0
+          ? await resume(context, response, agent, input)
+          : await newTurn(context, response, agent, input);
+  } catch (error) {
+    if (refusedForRate(error, response, refuseOwn)) return;
+    throw error;
+  }
+  await streamTurn(response, start.handle, { threadId: input.threadId, runId: input.runId, ...start });
+}
+
+/** `POST /ag-ui/AGENT/cancel` `{"threadId"}`: aborts the thread's run in progress and answers when it ended. */
+async function cancel(context: GatewayContext, request: Request, response: Response): Promise<void> {
+  const agent = String(request.params['agent']);
+  const threadId = (request.body as { threadId?: unknown } | undefined)?.threadId;
+  if (typeof threadId !== 'string' || threadId === '')
+    throw new Refused(400, 'InvalidRequest', 'the body must be {"threadId": string}');
+  const handle = await existingThread(context, response, agent, threadId);
+  const active = async () => ((await handle.status(0, 1, 1)) as SessionStatus).turn_active === true;
+  if (!(await active())) {
+    response.json({ cancelled: false, message: 'no run of this thread is in progress' });
+    return;
+  }
+  await handle.abort('cancelled through AG-UI');
+  const deadline = Date.now() + CANCEL_WAIT_MS;
+  while (Date.now() < deadline && (await active().catch(() => true)))
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  response.json({ cancelled: true });
+}
+
+/** Refusals, bodies that are not JSON or too large, and failures before the stream: patchloop's own error shape. */
+function answerErrors(error: unknown, _request: Request, response: Response, next: NextFunction): void {
+  if (response.headersSent) return next(error);
+  if (error instanceof Refused) return ownError(response, error.status, error.type, error.message);
+  if (error instanceof ThreadInputRefused) return ownError(response, 400, 'InvalidRequest', error.message);
+  const failure = error as { type?: string; message?: string };
+  if (failure.type === 'entity.parse.failed')
+    return ownError(response, 400, 'InvalidRequest', `the body is not valid JSON: ${failure.message}`);
+  if (failure.type === 'entity.too.large')
+    return ownError(response, 413, 'TooLarge', `the body is larger than ${GATEWAY_MAX_BODY_BYTES} bytes`);
+  ownError(response, 500, 'InternalError', `the gateway failed: ${failure.message ?? String(error)}`);
+}
+
+/**
+ * AG-UI (docs/ag-ui.md): `POST /ag-ui/AGENT` runs the agent on the request's thread and answers with the
+ * run's events (SSE); `POST /ag-ui/AGENT/cancel` aborts a thread's run in progress.
+ */
+export function mountAgui(app: Express, context: GatewayContext): void {
+  const router = express.Router();
+  router.use(authenticate(context.keys, refuseOwn));
+  router.use(express.json({ limit: GATEWAY_MAX_BODY_BYTES }));
+  router.post('/:agent/cancel', (request, response, next) => {
+    cancel(context, request, response).catch(next);
+  });
+  router.post('/:agent', (request, response, next) => {
+    run(context, request, response).catch(next);
+  });
+  router.use(answerErrors);
+  app.use('/ag-ui', router);
+}
