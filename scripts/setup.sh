@@ -18,8 +18,9 @@ fi
 ln -sf ../../bin/patchloop.js node_modules/.bin/patchloop
 # The README's tour and docs/agents-in-time.md's worked example run in the example projects, which
 # install patchloop from this clone as a user's project would (their own node_modules; `npm install`
-# there is what the tour's first command does).
-for example in examples/weather-agent examples/deploy-watcher; do
+# there is what the tour's first command does). docs/ag-ui.md's chat page has its own packages
+# (@ag-ui/client, esbuild).
+for example in examples/weather-agent examples/deploy-watcher examples/ag-ui-chat; do
   if [ ! -d "$example/node_modules" ]; then
     (cd "$example" && npm install --no-audit --no-fund --prefer-offline --loglevel=error)
   fi

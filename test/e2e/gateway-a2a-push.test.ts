@@ -17,7 +17,7 @@ import type { AgentDefinitionInput, A2aPushWatcherResult } from '../../src/runti
 import { defineTool } from '../../src/tools/define-tool';
 import { a2aClient, sendRequest, taskLine, userMessage } from '../support/a2a';
 import { test } from '../support/fixtures';
-import { runProcess } from '../support/gateway-world';
+import { runProcess } from '../../support/gateway-world';
 import { clientOn, temporalAddress } from '../support/temporal';
 import { eventually } from '../support/wait';
 import { repositoryRoot, venvPython } from '../../support/repository';

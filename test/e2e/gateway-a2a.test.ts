@@ -15,7 +15,7 @@ import { clientOn, temporalAddress } from '../support/temporal';
 import { spawnWorker, type WorkerProcess } from '../../support/worker-process';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { test } from '../support/fixtures';
-import { citiesWorld, runProcess } from '../support/gateway-world';
+import { citiesWorld, runProcess } from '../../support/gateway-world';
 import { eventually } from '../support/wait';
 import { repositoryRoot, venvPython } from '../../support/repository';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventType, type BaseEvent } from '@ag-ui/core';
@@ -11,9 +11,12 @@ import { FakeModelServer } from '../../src/fake-model/server';
 import { createPatchloopGateway, listen } from '../../src/gateway/gateway';
 import { createKey } from '../../src/gateway/keys';
 import { spawnWorker } from '../../support/worker-process';
+import { answerApproval, ask, startChatPage } from '../../support/ag-ui-chat';
+import { launchBrowser } from '../../support/browser';
 import { startCliProcess } from '../support/cli';
 import { test } from '../support/fixtures';
-import { citiesWorld } from '../support/gateway-world';
+import { citiesWorld, runProcess } from '../../support/gateway-world';
+import { repositoryRoot } from '../../support/repository';
 import { clientOn, temporalAddress, type TestWorld } from '../support/temporal';
 import { eventually } from '../support/wait';
 import { threadSessionId } from '../../src/gateway/ag-ui/thread-input';
@@ -28,6 +31,14 @@ const tag = randomUUID().slice(0, 8);
 const alice = createKey(keysFile, `alice-${tag}`).key;
 const bob = createKey(keysFile, `bob-${tag}`).key;
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+/** The fenced blocks of a language in docs/ag-ui.md, in order, at `url` instead of the docs' address. */
+function documented(language: string, url: string): string[] {
+  const page = readFileSync(join(repositoryRoot, 'docs/ag-ui.md'), 'utf8');
+  return [...page.matchAll(new RegExp('```' + language + '\\n([\\s\\S]*?)```', 'g'))].map((block) =>
+    block[1]!.replaceAll('http://127.0.0.1:8400', url),
+  );
+}
 
 /** A gateway over the world's client, on any free port, closed when the test ends. */
 async function gatewayOf(world: TestWorld) {
@@ -330,6 +341,93 @@ describe('AG-UI on the gateway', () => {
       body: JSON.stringify({ threadId }),
     });
     expect(await idle.json()).toEqual({ cancelled: false, message: 'no run of this thread is in progress' });
+  });
+
+  it('examples/ag-ui-chat in Chromium: a conversation, an approval answered on the page, a reload that goes on', async ({
+    world,
+  }) => {
+    const gateway = await gatewayOf(world);
+    const chat = await startChatPage(gateway.url, alice);
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      await page.goto(chat.url);
+      world.fake.enqueue(
+        reply('Paris is the capital of France.'),
+        callTools([toolCall('page-pay', 'transfer', { to: 'cy', amount: 7 })]),
+        reply('Sent 7 to cy.'),
+        reply('You paid cy 7.'),
+      );
+      await ask(page, 'What is Paris?', { answer: 'Paris is the capital of France.' });
+      await ask(page, 'Pay cy 7.', 'approval');
+      expect(await page.locator('.approval p').textContent()).toBe(
+        'The agent asks: transfer {"to":"cy","amount":7}: approve?',
+      );
+      expect(transfers.filter((one) => one.to === 'cy')).toEqual([]);
+      await answerApproval(page, true, 'Sent 7 to cy.');
+      expect(transfers.filter((one) => one.to === 'cy')).toEqual([{ to: 'cy', amount: 7 }]);
+      expect(await page.locator('#messages .message').allTextContents()).toEqual([
+        'What is Paris?',
+        'Paris is the capital of France.',
+        'Pay cy 7.',
+        '→ transfer {"to":"cy","amount":7}',
+        '← sent 7 to cy',
+        'Sent 7 to cy.',
+      ]);
+      // The key stayed with the page's server; a reload keeps the thread, and the agent remembers it.
+      expect(await page.content()).not.toContain(alice);
+      await page.reload();
+      await ask(page, 'What did I pay?', { answer: 'You paid cy 7.' });
+      expect(
+        world.fake.requests
+          .at(-1)!
+          .body.messages.slice(1)
+          .map((message) => message.role),
+      ).toEqual(['user', 'assistant', 'user', 'assistant', 'tool', 'assistant', 'user']);
+    } finally {
+      await browser.close();
+      await chat.stop();
+    }
+  });
+
+  it("docs/ag-ui.md's curl and @ag-ui/client examples, run as written (at this gateway's address)", async ({
+    world,
+  }) => {
+    const gateway = await gatewayOf(world);
+    world.fake.enqueue(
+      reply('Paris.'),
+      callTools([toolCall('doc-pay', 'transfer', { to: 'bob', amount: 5 })]),
+      reply('Sent 5 to bob.'),
+    );
+    const curl = await runProcess('bash', ['-c', documented('sh', gateway.url)[0]!], { KEY: alice });
+    expect(curl.code).toBe(0);
+    const lines = curl.stdout.split('\n').filter((line) => line.startsWith('data: '));
+    expect(JSON.parse(lines[0]!.slice(6))).toEqual({
+      type: 'RUN_STARTED',
+      threadId: 'thread-1',
+      runId: 'run-1',
+      protocolVersion: '1.0',
+    });
+    expect(JSON.parse(lines.at(-1)!.slice(6))).toEqual({
+      type: 'RUN_FINISHED',
+      threadId: 'thread-1',
+      runId: 'run-1',
+      outcome: { type: 'success' },
+      result: 'Paris.',
+    });
+    // The TypeScript example, from a file in this checkout (where @ag-ui/client is installed).
+    const scratch = join(repositoryRoot, 'scratch');
+    mkdirSync(scratch, { recursive: true });
+    const script = join(scratch, `ag-ui-example-${randomUUID()}.mts`);
+    writeFileSync(script, documented('ts', gateway.url)[0]!);
+    try {
+      const example = await runProcess(join(repositoryRoot, 'node_modules/.bin/tsx'), [script], { KEY: alice });
+      expect({ code: example.code, stderr: example.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(example.stdout).toBe('asks: transfer {"to":"bob","amount":5}: approve?\nanswer: Sent 5 to bob.\n');
+    } finally {
+      rmSync(script, { force: true });
+    }
+    expect(transfers.filter((one) => one.to === 'bob').length).toBeGreaterThan(0);
   });
 
   it('refuses, before anything runs: no key, an unknown agent, a bad body, a last message not the user’s', async ({

@@ -23,7 +23,7 @@ import { createPatchloopGateway, listen } from '../../src/gateway/gateway';
 import { createKey } from '../../src/gateway/keys';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { test } from '../support/fixtures';
-import { citiesWorld, runProcess } from '../support/gateway-world';
+import { citiesWorld, runProcess } from '../../support/gateway-world';
 import { eventually, replyReceived } from '../support/wait';
 import { clientOn, temporalAddress, type TestWorld } from '../support/temporal';
 import { FakeModelServer } from '../../src/fake-model/server';

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { z } from 'zod';
-import type { AgentDefinitionInput } from '../../src/runtime';
-import { defineTool } from '../../src/tools/define-tool';
-import { repositoryRoot } from '../../support/repository';
+import type { AgentDefinitionInput } from '../src/runtime';
+import { defineTool } from '../src/tools/define-tool';
+import { repositoryRoot } from './repository';
 
 /** A process to its end: its exit status and output. */
 export function runProcess(program: string, args: string[], env: Record<string, string> = {}) {
