@@ -4,46 +4,32 @@
  * docs/images/ag-ui-chat.png. Everything is local: a dev server, a worker in this process, the fake
  * model, the gateway and the page's server.
  */
-import { Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PatchloopClient } from '../src/client/patchloop-client';
-import { configFromEnvironment, withOfflineModel } from '../src/config/environment';
-import { FakeModelServer } from '../src/fake-model/server';
+import { startBenchWorld } from '../bench/world';
 import { callTools, reply, toolCall } from '../src/fake-model/steps';
 import { createPatchloopGateway, listen } from '../src/gateway/gateway';
 import { createKey } from '../src/gateway/keys';
-import { createPatchloopWorker } from '../src/worker/create-worker';
-import { freePort } from '../src/worker/free-port';
-import { startDevServer } from '../src/worker/temporal-cli';
 import { ask, startChatPage } from '../support/ag-ui-chat';
+import { scriptsByAgent } from '../support/agent-scripts';
 import { launchBrowser } from '../support/browser';
 import { citiesWorld } from '../support/gateway-world';
 
 async function main(): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
-  const folder = join(__dirname, '..', 'docs', 'images');
-  mkdirSync(folder, { recursive: true });
-  const scratch = mkdtempSync(join(tmpdir(), 'patchloop-ag-ui-screenshot-'));
-  const server = await startDevServer({ port: await freePort(), dbFile: join(scratch, 'temporal.db') });
-  const fake = await FakeModelServer.start({
-    script: [
-      reply('Paris is the capital of France, on the Seine.'),
-      callTools([toolCall('call_pay', 'transfer', { to: 'Ada', amount: 20 })]),
-    ],
-  });
-  const config = withOfflineModel(
-    { ...configFromEnvironment({}), temporalAddress: server.address, taskQueue: 'patchloop-ag-ui-screenshot' },
-    fake.url,
-    'fake-model',
-  );
   const { agents, tools } = citiesWorld();
-  const connection = await NativeConnection.connect({ address: server.address });
-  const worker = await createPatchloopWorker({ connection, config, agents, tools });
-  const running = worker.run();
-  const client = PatchloopClient.on(await Connection.connect({ address: server.address }), config);
+  const script = scriptsByAgent({
+    assistant: {
+      instructions: agents[0]!.instructions!,
+      steps: [
+        reply('Paris is the capital of France, on the Seine.'),
+        callTools([toolCall('call_pay', 'transfer', { to: 'Ada', amount: 20 })]),
+      ],
+    },
+  });
+  const world = await startBenchWorld(script.responder, { agents, tools });
+  const client = world.client;
+  const scratch = mkdtempSync(join(tmpdir(), 'patchloop-ag-ui-screenshot-'));
   const keysFile = join(scratch, 'keys.json');
   const key = createKey(keysFile, 'screenshots').key;
   const gateway = await listen(
@@ -54,6 +40,7 @@ async function main(): Promise<void> {
   const chat = await startChatPage(gateway.url, key);
   const browser = await launchBrowser();
   try {
+    const folder = join(__dirname, '..', 'docs', 'images');
     const page = await browser.newPage({ viewport: { width: 900, height: 640 }, deviceScaleFactor: 1 });
     await page.goto(chat.url);
     await ask(page, 'What is Paris?', { answer: 'Paris is the capital' });
@@ -67,12 +54,7 @@ async function main(): Promise<void> {
     await browser.close();
     await chat.stop();
     await gateway.close();
-    worker.shutdown();
-    await running;
-    await client.close();
-    await connection.close();
-    await fake.close();
-    await server.stop();
+    await world.close();
   }
 }
 

@@ -31,3 +31,25 @@ export function unseenPart(after: number, startSeq: number, before: number, delt
   const seen = Math.min(Math.max(0, after - textPosition(startSeq, before)), delta.length);
   return delta.slice(seen);
 }
+
+/** A model call's text as its tokens tell it: what was sent, and the attempt being read with its text so far. */
+export interface CallText {
+  text: string;
+  attempt: number;
+  attemptText: string;
+}
+
+/**
+ * What a token chunk adds to the text sent so far: a retried attempt streams again from its start, and
+ * adds only what goes past the sent text; an attempt that answers otherwise adds nothing.
+ */
+export function addedText(call: CallText, chunk: { attempt: number; chunk: string }): string {
+  if (chunk.attempt !== call.attempt) {
+    call.attempt = chunk.attempt;
+    call.attemptText = '';
+  }
+  call.attemptText += chunk.chunk;
+  return call.attemptText.length > call.text.length && call.attemptText.startsWith(call.text)
+    ? call.attemptText.slice(call.text.length)
+    : '';
+}

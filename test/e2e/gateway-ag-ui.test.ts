@@ -1,54 +1,30 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EventType, type BaseEvent } from '@ag-ui/core';
 import { buildResumeArray, HttpAgent, verifyEvents } from '@ag-ui/client';
 import { from, lastValueFrom, toArray } from 'rxjs';
-import { afterAll, describe, expect, onTestFinished } from 'vitest';
+import { describe, expect } from 'vitest';
 import { callTools, reply, toolCall } from '../../src/fake-model/steps';
-import { FakeModelServer } from '../../src/fake-model/server';
-import { createPatchloopGateway, listen } from '../../src/gateway/gateway';
-import { createKey } from '../../src/gateway/keys';
-import { spawnWorker } from '../../support/worker-process';
 import { answerApproval, ask, startChatPage } from '../../support/ag-ui-chat';
 import { launchBrowser } from '../../support/browser';
-import { startCliProcess } from '../support/cli';
+import { startGatewayProcess } from '../support/cli';
 import { test } from '../support/fixtures';
+import { documentedBlocks, gatewayKeys } from '../support/gateway-keys';
 import { citiesWorld, runProcess } from '../../support/gateway-world';
 import { repositoryRoot } from '../../support/repository';
-import { clientOn, temporalAddress, type TestWorld } from '../support/temporal';
+import { crashGateway } from '../support/crash-gateway';
 import { eventually } from '../support/wait';
 import { threadSessionId } from '../../src/gateway/ag-ui/thread-input';
-import timeouts from '../timeouts.json';
 
 const { transfers, tools, agents } = citiesWorld();
 const it = test.override('worldOptions', { agents, tools });
 
-const folder = mkdtempSync(join(tmpdir(), 'ag-ui-gateway-'));
-const keysFile = join(folder, 'keys.json');
-const tag = randomUUID().slice(0, 8);
-const alice = createKey(keysFile, `alice-${tag}`).key;
-const bob = createKey(keysFile, `bob-${tag}`).key;
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const { folder, keysFile, tag, alice, bob, gatewayOf } = gatewayKeys(agents);
 
 /** The fenced blocks of a language in docs/ag-ui.md, in order, at `url` instead of the docs' address. */
 function documented(language: string, url: string): string[] {
-  const page = readFileSync(join(repositoryRoot, 'docs/ag-ui.md'), 'utf8');
-  return [...page.matchAll(new RegExp('```' + language + '\\n([\\s\\S]*?)```', 'g'))].map((block) =>
-    block[1]!.replaceAll('http://127.0.0.1:8400', url),
-  );
-}
-
-/** A gateway over the world's client, on any free port, closed when the test ends. */
-async function gatewayOf(world: TestWorld) {
-  const gateway = await listen(
-    createPatchloopGateway({ client: world.client, keysFile, agents, log: () => undefined }).app,
-    '127.0.0.1',
-    0,
-  );
-  onTestFinished(() => gateway.close());
-  return gateway;
+  return documentedBlocks('ag-ui.md', language).map((block) => block.replaceAll('http://127.0.0.1:8400', url));
 }
 
 type Streamed = { id: string | undefined; event: BaseEvent & Record<string, unknown> };
@@ -228,14 +204,7 @@ describe('AG-UI on the gateway', () => {
     const agentsFile = join(folder, `agents-${randomUUID()}.json`);
     writeFileSync(agentsFile, JSON.stringify(agents));
     const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
-    const serve = async () => {
-      const gateway = await startCliProcess(
-        ['serve', '--port', '0', '--agents', agentsFile, '--keys-file', keysFile],
-        env,
-        { text: 'patchloop gateway at', what: 'the gateway', timeoutMs: timeouts.e2e },
-      );
-      return { process: gateway, url: /patchloop gateway at (\S+)/.exec(gateway.output())![1]! };
-    };
+    const serve = () => startGatewayProcess(agentsFile, keysFile, env);
     const first = await serve();
     const input = userInput(`thread-${randomUUID()}`, 'Count.');
     const before = await readStream(
@@ -282,31 +251,18 @@ describe('AG-UI on the gateway', () => {
   });
 
   it('kill -9 of the worker mid-answer: the AG-UI client gets every delta once, the answer once', async () => {
-    const fake = await FakeModelServer.start({
-      script: [{ kind: 'hang', chunks: ['partial '] }, reply(['recovered ', 'answer'])],
-    });
-    const taskQueue = `ag-ui-crash-${randomUUID()}`;
-    const client = await clientOn(taskQueue);
-    const crashAgents = [{ ...agents[0]!, tools: [], needs_approval: [], limits: { heartbeat_timeout_seconds: 2 } }];
-    const spawn = () => spawnWorker({ address: temporalAddress(), taskQueue, modelUrl: fake.url, agents: crashAgents });
-    const workers = [await spawn()];
-    const gateway = await listen(
-      createPatchloopGateway({ client, keysFile, agents: crashAgents, log: () => undefined }).app,
-      '127.0.0.1',
-      0,
-    );
+    const crash = await crashGateway(keysFile, agents[0]!, ['recovered ', 'answer']);
     try {
       const input = userInput(`thread-${randomUUID()}`, 'hello');
       const seen: Streamed[] = [];
-      const streaming = postRun(gateway.url, alice, input).then((answer) => readStream(answer, undefined, seen));
+      const streaming = postRun(crash.url, alice, input).then((answer) => readStream(answer, undefined, seen));
       // Killed once the client has the first attempt's words.
       await eventually(
         () => (textOf(seen) === 'partial ' ? true : undefined),
         60_000,
         "the first attempt's words to reach the client",
       );
-      await workers[0]!.kill('SIGKILL');
-      workers.push(await spawn());
+      await crash.killWorker();
       const events = await streaming;
       await verified(events);
       expect(events.at(-1)!.event).toMatchObject({ type: 'RUN_FINISHED', result: 'recovered answer' });
@@ -314,12 +270,9 @@ describe('AG-UI on the gateway', () => {
       // answer once.
       expect(textOf(events)).toBe('partial recovered answer');
       expect(standingMessages(events)).toEqual(['recovered answer']);
-      expect(fake.requests).toHaveLength(2);
+      expect(crash.fake.requests).toHaveLength(2);
     } finally {
-      for (const worker of workers) await worker.kill('SIGKILL');
-      await gateway.close();
-      await client.close();
-      await fake.close();
+      await crash.close();
     }
   });
 

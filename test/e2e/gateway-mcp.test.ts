@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
@@ -16,18 +15,17 @@ import {
   type ElicitResult,
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, describe, expect, onTestFinished } from 'vitest';
+import { describe, expect } from 'vitest';
 import { z } from 'zod';
 import { callTools, reply, toolCall } from '../../src/fake-model/steps';
 import { createPatchloopGateway, listen } from '../../src/gateway/gateway';
-import { createKey } from '../../src/gateway/keys';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import { test } from '../support/fixtures';
+import { documentedBlocks, gatewayKeys } from '../support/gateway-keys';
 import { citiesWorld, runProcess } from '../../support/gateway-world';
 import { eventually, replyReceived } from '../support/wait';
-import { clientOn, temporalAddress, type TestWorld } from '../support/temporal';
-import { FakeModelServer } from '../../src/fake-model/server';
-import { spawnWorker } from '../../support/worker-process';
+import { temporalAddress } from '../support/temporal';
+import { crashGateway } from '../support/crash-gateway';
 import { freePort } from '../../src/worker/free-port';
 import { cliEntry } from '../../support/compiled';
 import { repositoryRoot, venvPython } from '../../support/repository';
@@ -35,29 +33,11 @@ import { repositoryRoot, venvPython } from '../../support/repository';
 const { transfers, tools, agents } = citiesWorld();
 const it = test.override('worldOptions', { agents, tools });
 
-const folder = mkdtempSync(join(tmpdir(), 'mcp-gateway-'));
-const keysFile = join(folder, 'keys.json');
-// Principals of this file only: listings by principal span the namespace the test files share.
-const tag = randomUUID().slice(0, 8);
-const alice = createKey(keysFile, `alice-${tag}`).key;
-const bob = createKey(keysFile, `bob-${tag}`).key;
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const { folder, keysFile, tag, alice, bob, gatewayOf } = gatewayKeys(agents);
 
 /** The fenced blocks of a language in docs/mcp-server.md, in order. */
 function documented(language: string): string[] {
-  const page = readFileSync(join(repositoryRoot, 'docs/mcp-server.md'), 'utf8');
-  return [...page.matchAll(new RegExp('```' + language + '\\n([\\s\\S]*?)```', 'g'))].map((block) => block[1]!);
-}
-
-/** A gateway over the world's client, on any free port, closed when the test ends. */
-async function gatewayOf(world: TestWorld) {
-  const gateway = await listen(
-    createPatchloopGateway({ client: world.client, keysFile, agents, log: () => undefined }).app,
-    '127.0.0.1',
-    0,
-  );
-  onTestFinished(() => gateway.close());
-  return gateway;
+  return documentedBlocks('mcp-server.md', language);
 }
 
 /**
@@ -469,21 +449,10 @@ describe('MCP on the gateway', () => {
   });
 
   it('kill -9 of the worker mid-answer: the task finishes once, its progress has no event twice', async () => {
-    const fake = await FakeModelServer.start({
-      script: [{ kind: 'hang', chunks: ['partial '] }, reply('recovered answer')],
-    });
-    const taskQueue = `mcp-crash-${randomUUID()}`;
-    const client = await clientOn(taskQueue);
-    const crashAgents = [{ ...agents[0]!, tools: [], needs_approval: [], limits: { heartbeat_timeout_seconds: 2 } }];
-    const spawn = () => spawnWorker({ address: temporalAddress(), taskQueue, modelUrl: fake.url, agents: crashAgents });
-    const workers = [await spawn()];
-    const gateway = await listen(
-      createPatchloopGateway({ client, keysFile, agents: crashAgents, log: () => undefined }).app,
-      '127.0.0.1',
-      0,
-    );
+    const crash = await crashGateway(keysFile, agents[0]!, 'recovered answer');
+    const client = crash.client;
     try {
-      const { client: mcp } = await mcpClient(gateway.url, alice);
+      const { client: mcp } = await mcpClient(crash.url, alice);
       const progress: Progress[] = [];
       mcp.setNotificationHandler(ProgressNotificationSchema, (notification) => {
         progress.push(notification.params);
@@ -496,10 +465,9 @@ describe('MCP on the gateway', () => {
         z.object({ task: z.object({ taskId: z.string() }) }).loose(),
       );
       const run = client.run(created.task.taskId);
-      await fake.waitForRequests(1);
+      await crash.fake.waitForRequests(1);
       await replyReceived(run, 'partial '.length);
-      await workers[0]!.kill('SIGKILL');
-      workers.push(await spawn());
+      await crash.killWorker();
       const result = await mcp.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
       expect(result.content).toEqual([{ type: 'text', text: 'recovered answer' }]);
       expect(result.structuredContent).toMatchObject({ status: 'completed', answer: 'recovered answer' });
@@ -519,13 +487,10 @@ describe('MCP on the gateway', () => {
         expect.stringMatching(/^model call 1 answered 16 chars \(\d+ ms, \d+ tokens\)$/),
         'run completed after 1 model call(s) and 0 tool call(s)',
       ]);
-      expect(fake.requests).toHaveLength(2);
+      expect(crash.fake.requests).toHaveLength(2);
       await mcp.close();
     } finally {
-      for (const worker of workers) await worker.kill('SIGKILL');
-      await gateway.close();
-      await client.close();
-      await fake.close();
+      await crash.close();
     }
   });
 

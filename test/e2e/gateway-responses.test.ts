@@ -13,10 +13,9 @@ import { FakeModelServer } from '../../src/fake-model/server';
 import { spawnWorker } from '../../support/worker-process';
 import { it, type StartWorld } from '../support/fixtures';
 import { clientOn, temporalAddress, type TestWorld } from '../support/temporal';
-import { startCliProcess } from '../support/cli';
+import { startGatewayProcess } from '../support/cli';
 import { eventOf, eventually } from '../support/wait';
 import { repositoryRoot } from '../../support/repository';
-import timeouts from '../timeouts.json';
 
 const agents = [{ name: 'assistant', instructions: 'You answer briefly.' }];
 const usage = { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 };
@@ -344,15 +343,7 @@ describe('the Responses API, served by the gateway', () => {
     const keysFile = join(folder, 'keys.json');
     const key = createKey(keysFile, 'billing').key;
     const env = { TEMPORAL_ADDRESS: world.config.temporalAddress, PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
-    const serve = async () => {
-      const gateway = await startCliProcess(
-        ['serve', '--port', '0', '--agents', agentsFile, '--keys-file', keysFile],
-        env,
-        { text: 'patchloop gateway at', what: 'the gateway', timeoutMs: timeouts.e2e },
-      );
-      const url = /patchloop gateway at (\S+)/.exec(gateway.output())![1]!;
-      return { process: gateway, url };
-    };
+    const serve = () => startGatewayProcess(agentsFile, keysFile, env);
     const first = await serve();
     const stream = await openai(first.url, key).responses.create({
       model: 'assistant',

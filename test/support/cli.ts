@@ -71,6 +71,20 @@ export async function startCliProcess(
   return { output: () => output, stop, exited, pid: child.pid! };
 }
 
+/** `patchloop serve` as a process on a free port, with the agents and keys of these files: its URL. */
+export async function startGatewayProcess(agentsFile: string, keysFile: string, env: Record<string, string>) {
+  const gateway = await startCliProcess(
+    ['serve', '--port', '0', '--agents', agentsFile, '--keys-file', keysFile],
+    env,
+    {
+      text: 'patchloop gateway at',
+      what: 'the gateway',
+      timeoutMs: timeouts.e2e,
+    },
+  );
+  return { process: gateway, url: /patchloop gateway at (\S+)/.exec(gateway.output())![1]! };
+}
+
 /**
  * `patchloop worker ...` as a process, ready once it reports polling; `stop()` sends SIGINT and waits.
  * It loads the run's shared workflow bundle unless `ownBundle` (a worker that must bundle for itself).

@@ -1,7 +1,7 @@
 import { EventType, type BaseEvent, type Interrupt } from '@ag-ui/core';
 import type { JsonObject } from '../../context';
 import { rejectedCallContent, type RunEvent, type StreamEvent } from '../../runtime';
-import { MOST_MESSAGE_CHARS, positionOf, textPosition, unseenPart } from '../stream-positions';
+import { addedText, MOST_MESSAGE_CHARS, positionOf, textPosition, unseenPart } from '../stream-positions';
 
 /**
  * What each event of a turn tells, at which offset of its block (`stream-positions.ts`). A tool call is
@@ -151,13 +151,8 @@ export class TurnTimeline {
   chunk(chunk: StreamEvent): void {
     const call = this.call;
     if (this.end || chunk.event_type !== 'llm_chunk_arrive' || call?.llmCall !== chunk.llm_call) return;
-    if (chunk.attempt !== call.attempt) {
-      call.attempt = chunk.attempt;
-      call.attemptText = '';
-    }
-    call.attemptText += chunk.chunk;
-    if (call.attemptText.length > call.text.length && call.attemptText.startsWith(call.text))
-      this.append(call, call.attemptText.slice(call.text.length));
+    const added = addedText(call, chunk);
+    if (added !== '') this.append(call, added);
   }
 
   private outcomeOf(event: Extract<RunEvent, { event_type: 'react_end' }>): TurnEnd {

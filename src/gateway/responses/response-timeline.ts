@@ -1,5 +1,5 @@
 import type { RunEvent, StreamEvent, TokenUsage } from '../../runtime';
-import { MOST_MESSAGE_CHARS, positionOf, textPosition, unseenPart } from '../stream-positions';
+import { addedText, MOST_MESSAGE_CHARS, positionOf, textPosition, unseenPart } from '../stream-positions';
 import type {
   ResponsesMessageItem,
   ResponsesObject,
@@ -136,13 +136,8 @@ export class ResponseTimeline {
   chunk(chunk: StreamEvent): void {
     const call = this.call;
     if (chunk.event_type !== 'llm_chunk_arrive' || call?.llmCall !== chunk.llm_call) return;
-    if (chunk.attempt !== call.attempt) {
-      call.attempt = chunk.attempt;
-      call.attemptText = '';
-    }
-    call.attemptText += chunk.chunk;
-    if (call.attemptText.length > call.text.length && call.attemptText.startsWith(call.text))
-      this.append(call, call.attemptText.slice(call.text.length));
+    const added = addedText(call, chunk);
+    if (added !== '') this.append(call, added);
   }
 
   /** The terminal event, with the whole response (its answer in full when the events cut it). */
