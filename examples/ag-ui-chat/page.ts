@@ -3,13 +3,29 @@
  * thread's id is kept in the browser, so a reload continues the same conversation on the server; a
  * tool call that needs approval ends the run with an interrupt, and the page's answer resumes it.
  */
-import { HttpAgent, type Interrupt, type Message, type ResumeEntry } from '@ag-ui/client';
+import {
+  HttpAgent,
+  runHttpRequest,
+  transformHttpEventStream,
+  type BaseEvent,
+  type Interrupt,
+  type Message,
+  type ResumeEntry,
+  type RunAgentInput,
+} from '@ag-ui/client';
+import type { Observable } from 'rxjs';
 
 /**
- * HttpAgent, whose Stop asks the gateway to cancel the thread's run: the run is durable, so closing the
- * stream alone (a reload, a lost connection) leaves it going. The stream then ends with the run, cancelled.
+ * HttpAgent, with the protocol's connect (the gateway's `/connect`: the thread's conversation, and its
+ * run in progress from its start, so a reloaded page has both), and whose Stop asks the gateway to
+ * cancel the thread's run: the run is durable, so closing the stream alone (a reload, a lost
+ * connection) leaves it going. The stream then ends with the run, cancelled.
  */
 class PatchloopAgent extends HttpAgent {
+  protected override connect(input: RunAgentInput): Observable<BaseEvent> {
+    return transformHttpEventStream(runHttpRequest(() => this.fetch(`${this.url}/connect`, this.requestInit(input))));
+  }
+
   override abortRun(): void {
     void fetch(`${this.url}/cancel`, {
       method: 'POST',
@@ -82,11 +98,13 @@ function render(): void {
     : `${state?.status ?? 'ready'}${tokens !== undefined ? ` · ${tokens} tokens so far` : ''}`;
 }
 
-async function run(resume?: ResumeEntry[]): Promise<void> {
+/** A run: a new message, an interrupt's answers, or (`connect`) the thread as the server has it. */
+async function run(resume?: ResumeEntry[], connect = false): Promise<void> {
   busy = true;
   render();
   try {
-    await agent.runAgent(resume ? { resume } : {});
+    if (connect) await agent.connectAgent();
+    else await agent.runAgent(resume ? { resume } : {});
   } catch (error) {
     element('status').textContent = `error: ${(error as Error).message}`;
   } finally {
@@ -120,4 +138,5 @@ element('ask').addEventListener('submit', (event) => {
   void run();
 });
 element('stop').addEventListener('click', () => agent.abortRun());
-render();
+// The conversation so far (after a reload: the server's), and its run in progress, if one is.
+void run(undefined, true);

@@ -276,6 +276,33 @@ describe('AG-UI on the gateway', () => {
     }
   });
 
+  it("two runs posted at once on a new thread: each stream tells its own message's turn", async ({ world }) => {
+    const gateway = await gatewayOf(world);
+    const threadId = `thread-${randomUUID()}`;
+    world.fake.enqueue(reply('Answer A.'), reply('Answer B.'));
+    const [first, second] = await Promise.all(
+      ['Question one?', 'Question two?'].map(async (question) => ({
+        question,
+        answer: await postRun(gateway.url, alice, userInput(threadId, question)),
+      })),
+    );
+    const outcomes = await Promise.all(
+      [first!, second!].map(async ({ question, answer }) => {
+        expect(answer.status).toBe(200);
+        const events = await readStream(answer);
+        await verified(events);
+        return { question, result: events.at(-1)!.event['result'] };
+      }),
+    );
+    // The model answered the questions in the order the thread took them; each stream has its own answer.
+    const asked = world.fake.requests.slice(-2).map((request) => request.body.messages.at(-1)!.content);
+    const answerOf = new Map([
+      [asked[0], 'Answer A.'],
+      [asked[1], 'Answer B.'],
+    ]);
+    for (const { question, result } of outcomes) expect(result).toBe(answerOf.get(question));
+  });
+
   it('cancel aborts the run in progress: its stream ends cancelled, and the thread goes on', async ({ world }) => {
     const gateway = await gatewayOf(world);
     const threadId = `thread-${randomUUID()}`;
@@ -296,7 +323,7 @@ describe('AG-UI on the gateway', () => {
     expect(await idle.json()).toEqual({ cancelled: false, message: 'no run of this thread is in progress' });
   });
 
-  it('examples/ag-ui-chat in Chromium: a conversation, an approval answered on the page, a reload that goes on', async ({
+  it('examples/ag-ui-chat in Chromium: a conversation, a reload while an approval waits, the approval answered on the page', async ({
     world,
   }) => {
     const gateway = await gatewayOf(world);
@@ -317,6 +344,15 @@ describe('AG-UI on the gateway', () => {
         'The agent asks: transfer {"to":"cy","amount":7}: approve?',
       );
       expect(transfers.filter((one) => one.to === 'cy')).toEqual([]);
+      // Reloaded while the run waits: the page connects, and has the conversation and the question again.
+      await page.reload();
+      await page.locator('.approval').waitFor();
+      expect(await page.locator('#messages .message').allTextContents()).toEqual([
+        'What is Paris?',
+        'Paris is the capital of France.',
+        'Pay cy 7.',
+        '→ transfer {"to":"cy","amount":7}',
+      ]);
       await answerApproval(page, true, 'Sent 7 to cy.');
       expect(transfers.filter((one) => one.to === 'cy')).toEqual([{ to: 'cy', amount: 7 }]);
       expect(await page.locator('#messages .message').allTextContents()).toEqual([
@@ -330,6 +366,7 @@ describe('AG-UI on the gateway', () => {
       // The key stayed with the page's server; a reload keeps the thread, and the agent remembers it.
       expect(await page.content()).not.toContain(alice);
       await page.reload();
+      await page.locator('.message.assistant', { hasText: 'Sent 7 to cy.' }).waitFor();
       await ask(page, 'What did I pay?', { answer: 'You paid cy 7.' });
       expect(
         world.fake.requests

@@ -120,6 +120,57 @@ describe('an AG-UI turn timeline', () => {
     ]);
   });
 
+  it('a resume that answered part of the interrupt: the calls still undecided are the interrupt again', () => {
+    const twoGated = log(
+      { event_type: 'llm_call_start', llm_call: 1 },
+      { event_type: 'llm_call_end', llm_call: 1, content: '', tool_calls: [] },
+      { event_type: 'approval_requested', tool_call_id: 'a', tool_name: 'transfer', arguments: { to: 'ann' } },
+      { event_type: 'approval_requested', tool_call_id: 'b', tool_name: 'transfer', arguments: { to: 'bo' } },
+      { event_type: 'approval_decided', tool_call_id: 'b', tool_name: 'transfer', approved: false, reason: 'no' },
+    );
+    const first = read(twoGated.slice(0, 4), -1).end!;
+    expect(first.outcome).toMatchObject({ type: 'interrupt', interrupts: [{ id: 'a' }, { id: 'b' }] });
+    const { sent, end } = read(twoGated, first.position);
+    expect(sent).toEqual([
+      [null, 'STEP_STARTED'],
+      [150_000_003, 'TOOL_CALL_RESULT'],
+      [150_000_007, 'STEP_FINISHED'],
+    ]);
+    expect(end).toEqual({
+      position: 150_000_009,
+      outcome: { type: 'interrupt', interrupts: [expect.objectContaining({ id: 'a' })] },
+    });
+    // A reader back after that interrupt, with nothing decided since, is told it again (never a hang).
+    expect(read(twoGated, end!.position).end?.outcome).toMatchObject({ type: 'interrupt', interrupts: [{ id: 'a' }] });
+  });
+
+  it('an answer longer than its end event holds (16 KB) streams whole: its rest from the turn’s end', () => {
+    const answer = 'x'.repeat(20_000) + 'END';
+    const events = log(
+      { event_type: 'llm_call_start', llm_call: 1 },
+      {
+        event_type: 'llm_call_end',
+        llm_call: 1,
+        content: answer.slice(0, 16_384),
+        content_chars: answer.length,
+        tool_calls: [],
+      },
+      { event_type: 'react_end', status: 'completed', final_response: answer },
+    );
+    const text = (sent: Array<[number | null, string, string?]>) =>
+      sent
+        .filter(([, type]) => type === 'TEXT_MESSAGE_CONTENT')
+        .map(([, , delta]) => delta)
+        .join('');
+    // Streamed live (all of it), read again without tokens, and re-attached past the first 16 KB.
+    const live = read(events, -1, { 11: [chunk(answer)] }).sent;
+    expect(text(live)).toBe(answer);
+    expect(live.map(([, type]) => type)).not.toContain('CUSTOM');
+    expect(text(read(events, -1).sent)).toBe(answer);
+    const at = 110_000_010 + 18_000;
+    expect(text(read(events, at).sent)).toBe(answer.slice(18_000));
+  });
+
   it('a failed turn and an aborted one end with their own outcome', () => {
     const failed = read(log({ event_type: 'turn_failed', error_type: 'ProviderError', message: 'no' }), -1);
     expect(failed.end?.outcome).toEqual({ type: 'error', code: 'ProviderError', message: 'no' });

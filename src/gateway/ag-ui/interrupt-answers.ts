@@ -2,6 +2,7 @@ import type { ResumeEntry } from '@ag-ui/core';
 import { ApprovalRefusedError, type RunHandle } from '../../client/patchloop-client';
 import type { PendingApproval, RunEvent } from '../../runtime';
 import { ThreadInputRefused } from './thread-input';
+import { turnStartOf } from './turn-stream';
 
 /** A resume entry's answer to an approval, as a decision. */
 function decisionOf(entry: ResumeEntry): { approved: boolean; reason?: string } {
@@ -28,9 +29,12 @@ export async function answerInterrupts(
   events: readonly RunEvent[],
   pending: readonly PendingApproval[],
 ): Promise<number> {
+  // The turn in progress's requests only: an interrupt of an earlier turn is no longer one.
+  const turnStart = turnStartOf(events, Number.MAX_SAFE_INTEGER);
   const requested = new Map<string, number>();
   for (const event of events)
-    if (event.event_type === 'approval_requested') requested.set(event.tool_call_id, event.seq);
+    if (event.event_type === 'approval_requested' && event.seq > turnStart)
+      requested.set(event.tool_call_id, event.seq);
   const decisions = entries.map((entry) => {
     const seq = requested.get(entry.interruptId);
     if (seq === undefined) throw new ThreadInputRefused(`resume: this thread has no interrupt ${entry.interruptId}`);

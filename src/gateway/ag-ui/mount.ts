@@ -1,5 +1,5 @@
 import type { RunAgentInput } from '@ag-ui/core';
-import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { SessionHandle } from '../../client/patchloop-client';
 import type { RunStatus } from '../../runtime';
@@ -12,13 +12,17 @@ import {
   refuseOwn,
   type GatewayContext,
 } from '../gateway';
+import { runEvents } from '../run-events';
 import { answerInterrupts } from './interrupt-answers';
+import { aguiMessagesOf, beforeTurnInProgress } from './transcript-messages';
 import { newUserText, runAgentInputOf, threadHistory, threadSessionId, ThreadInputRefused } from './thread-input';
 import { positionFromEventId, seqOfPosition, streamTurn, turnStartOf } from './turn-stream';
 import { interruptEndPosition } from './turn-timeline';
 
 /** How long a cancel waits for the turn it aborted to end. */
 const CANCEL_WAIT_MS = 30_000;
+/** How long a run whose message came in behind another's waits for that one's turn to end before it streams. */
+const TURN_WAIT_MS = 10 * 60_000;
 
 /** A refusal before the stream: it changes nothing, and the client reads why. */
 class Refused extends Error {
@@ -61,6 +65,8 @@ async function reattach(
     throw new Refused(400, 'InvalidRequest', `Last-Event-ID ${header} is not an id this endpoint sent`);
   const handle = await existingThread(context, response, agent, input.threadId);
   const { events } = await handle.allEvents();
+  if (seqOfPosition(after) > (events.at(-1)?.seq ?? 0))
+    throw new Refused(400, 'InvalidRequest', `Last-Event-ID ${header} is past the thread's last event`);
   const turnStart = turnStartOf(events, seqOfPosition(after));
   return { handle, turnStart, after };
 }
@@ -81,8 +87,14 @@ async function newTurn(context: GatewayContext, response: Response, agent: strin
   let turnStart = 0;
   if (!handle) {
     const sessionId = threadSessionId(principal.name, agent, input.threadId);
-    handle = await context.runs.startSession(principal, { agent, history: threadHistory(input) }, { sessionId });
-    context.log(`ag-ui: ${principal.name} started thread ${input.threadId} as ${sessionId} (agent ${agent})`);
+    try {
+      handle = await context.runs.startSession(principal, { agent, history: threadHistory(input) }, { sessionId });
+      context.log(`ag-ui: ${principal.name} started thread ${input.threadId} as ${sessionId} (agent ${agent})`);
+    } catch (error) {
+      // Another run of the thread's first moment started it: this message is its next.
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      handle = context.runs.client.session(sessionId);
+    }
   } else {
     const status = (await handle.status(0, 1, 1)) as SessionStatus;
     if (status.pending_approvals.length > 0)
@@ -106,7 +118,30 @@ async function newTurn(context: GatewayContext, response: Response, agent: strin
       throw new Refused(400, 'InvalidRequest', error.cause.message);
     throw error;
   }
+  // Another run's message may have come in between the look and this one: the turns go in order.
+  turnStart = await ownTurnStart(handle, turnStart, text);
   return { handle, turnStart, after: -1 };
+}
+
+/**
+ * Where the turn of the message `text` starts, the thread having been idle after `turnStart`: its
+ * turn comes after those of the messages received before it, whose ends it waits for.
+ */
+async function ownTurnStart(handle: SessionHandle, turnStart: number, text: string): Promise<number> {
+  const { events } = await handle.allEvents(turnStart);
+  const received = events.filter((event) => event.event_type === 'user_message_received');
+  const own = received.findLastIndex(
+    (event) =>
+      event.event_type === 'user_message_received' &&
+      text.startsWith(event.content) &&
+      (event.content_chars ?? event.content.length) === text.length,
+  );
+  let before = Math.max(0, own);
+  if (before === 0) return turnStart;
+  for await (const event of runEvents(handle, turnStart, AbortSignal.timeout(TURN_WAIT_MS)))
+    if ((event.event_type === 'react_end' || event.event_type === 'turn_failed') && (before -= 1) === 0)
+      return event.seq;
+  throw new Refused(409, 'Conflict', 'the runs before this one on the thread did not end in time: re-attach later');
 }
 
 async function run(context: GatewayContext, request: Request, response: Response): Promise<void> {
@@ -134,6 +169,62 @@ async function run(context: GatewayContext, request: Request, response: Response
   await streamTurn(response, start.handle, { threadId: input.threadId, runId: input.runId, ...start });
 }
 
+/**
+ * `POST /ag-ui/AGENT/connect` (the protocol's connect, for a reader with nothing of its own: a page
+ * that was reloaded): the thread's conversation as a messages snapshot, then the run in progress, if
+ * one is, from its start (to its end, or to the interrupt it waits on). A thread with no session yet
+ * answers an empty conversation.
+ */
+async function connect(context: GatewayContext, request: Request, response: Response): Promise<void> {
+  const agent = String(request.params['agent']);
+  const input = runAgentInputOf(request.body);
+  const handle = await openThread(context, response, agent, input.threadId);
+  const ids = { threadId: input.threadId, runId: input.runId, after: -1 };
+  if (!handle) {
+    response.status(200).set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+    const events = [
+      { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId },
+      { type: 'MESSAGES_SNAPSHOT', messages: [] },
+      { type: 'RUN_FINISHED', threadId: input.threadId, runId: input.runId, outcome: { type: 'success' } },
+    ];
+    response.end(events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join(''));
+    return;
+  }
+  const status = (await handle.status(0, 1, 1)) as SessionStatus;
+  if (status.turn_active !== true) {
+    const messages = aguiMessagesOf(await handle.transcript());
+    return streamTurn(response, handle, { ...ids, turnStart: 0, messages, idle: true });
+  }
+  const { turnStart, messages } = await turnInProgress(handle);
+  return streamTurn(response, handle, { ...ids, turnStart, messages });
+}
+
+/**
+ * Where the turn in progress starts, and the conversation before it, read so that they agree: the
+ * events before and after the transcript tell whether the turn's first model call (which commits its
+ * user message) came in between; then they are read again, a few times at most.
+ */
+async function turnInProgress(handle: SessionHandle) {
+  const stateOf = async () => {
+    const { events } = await handle.allEvents();
+    const turnStart = turnStartOf(events, Number.MAX_SAFE_INTEGER);
+    const turn = events.filter((event) => event.seq > turnStart);
+    const received = turn.find((event) => event.event_type === 'user_message_received');
+    return {
+      turnStart,
+      committed: turn.some((event) => event.event_type === 'llm_call_start'),
+      message: received?.event_type === 'user_message_received' ? received.content : undefined,
+    };
+  };
+  for (let attempt = 1; ; attempt += 1) {
+    const before = await stateOf();
+    const transcript = await handle.transcript();
+    const after = await stateOf();
+    if ((before.committed === after.committed && before.turnStart === after.turnStart) || attempt === 3)
+      return { turnStart: after.turnStart, messages: aguiMessagesOf(beforeTurnInProgress(transcript, after)) };
+  }
+}
+
 /** `POST /ag-ui/AGENT/cancel` `{"threadId"}`: aborts the thread's run in progress and answers when it ended. */
 async function cancel(context: GatewayContext, request: Request, response: Response): Promise<void> {
   const agent = String(request.params['agent']);
@@ -148,7 +239,9 @@ async function cancel(context: GatewayContext, request: Request, response: Respo
   }
   await handle.abort('cancelled through AG-UI');
   const deadline = Date.now() + CANCEL_WAIT_MS;
-  while (Date.now() < deadline && (await active().catch(() => true)))
+  let gone = false;
+  response.on('close', () => (gone = true));
+  while (!gone && Date.now() < deadline && (await active().catch(() => true)))
     await new Promise((resolve) => setTimeout(resolve, 200));
   response.json({ cancelled: true });
 }
@@ -176,6 +269,9 @@ export function mountAgui(app: Express, context: GatewayContext): void {
   router.use(express.json({ limit: GATEWAY_MAX_BODY_BYTES }));
   router.post('/:agent/cancel', (request, response, next) => {
     cancel(context, request, response).catch(next);
+  });
+  router.post('/:agent/connect', (request, response, next) => {
+    connect(context, request, response).catch(next);
   });
   router.post('/:agent', (request, response, next) => {
     run(context, request, response).catch(next);

@@ -1,4 +1,4 @@
-import { EventType, PROTOCOL_VERSION, type BaseEvent } from '@ag-ui/core';
+import { EventType, PROTOCOL_VERSION, type BaseEvent, type Message as AguiMessage } from '@ag-ui/core';
 import type { Response } from 'express';
 import type { RunHandle } from '../../client/patchloop-client';
 import { followRunEvents } from '../../client/follow';
@@ -19,6 +19,10 @@ export interface TurnStreamStart {
   turnStart: number;
   /** Positions the reader has (its `Last-Event-ID`, or an answered interrupt's end); -1: none. */
   after: number;
+  /** The conversation before the turn, for a reader that has none of its own (a connect). */
+  messages?: AguiMessage[];
+  /** No turn to follow (a connect to a thread with no run in progress): the stream ends after the messages. */
+  idle?: boolean;
 }
 
 /**
@@ -97,8 +101,14 @@ export async function streamTurn(response: Response, handle: RunHandle, start: T
       } as BaseEvent,
       null,
     );
+    if (start.messages) write({ type: EventType.MESSAGES_SNAPSHOT, messages: start.messages } as BaseEvent, null);
     const status = await statusWithin(handle);
     if (status) write({ type: EventType.STATE_SNAPSHOT, snapshot: stateOf(status) } as BaseEvent, null);
+    if (start.idle) {
+      const ids = { threadId: start.threadId, runId: start.runId };
+      write({ type: EventType.RUN_FINISHED, ...ids, outcome: { type: 'success' } } as BaseEvent, null);
+      return;
+    }
     const timeline = new TurnTimeline(write, start.after);
     const output = {
       event: (event: RunEvent) => {

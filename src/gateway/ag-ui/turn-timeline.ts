@@ -83,7 +83,12 @@ export class TurnTimeline {
   private readonly told = new Set<string>();
   private readonly parents = new Map<string, string>();
   /** The approval requests in a row not yet closed into an interrupt. */
-  private requests: Array<Extract<RunEvent, { event_type: 'approval_requested' }>> = [];
+  private requests: ApprovalRequest[] = [];
+  /** The turn's approval requests not decided yet (a resume may answer part of them). */
+  private readonly undecided = new Map<string, ApprovalRequest>();
+  private lastSeq = 0;
+  /** The turn's final answer as streamed, when its end event held only the start of it (over 16 KB). */
+  private longAnswer: OpenCall | undefined;
 
   constructor(
     private readonly send: (event: BaseEvent, position: number | null) => void,
@@ -92,6 +97,7 @@ export class TurnTimeline {
 
   event(event: RunEvent): void {
     if (this.end) return;
+    this.lastSeq = event.seq;
     if (event.event_type !== 'approval_requested' && this.requests.length > 0) {
       this.closeRequests();
       if (this.end) return;
@@ -115,8 +121,10 @@ export class TurnTimeline {
         this.startStep(event);
         this.tell(event.seq, event.tool_call_id, event.tool_name, event.arguments);
         this.requests.push(event);
+        this.undecided.set(event.tool_call_id, event);
         return;
       case 'approval_decided':
+        this.undecided.delete(event.tool_call_id);
         if (!event.approved)
           this.result(event.seq, event.tool_call_id, rejectedCallContent(event.tool_name, event.reason));
         return;
@@ -134,6 +142,7 @@ export class TurnTimeline {
       case 'react_iteration_end':
         return this.finishStep(positionOf(event.seq, AT.stepFinished));
       case 'react_end':
+        this.completeLongAnswer(event.final_response);
         return this.finish(event.seq, this.outcomeOf(event));
       case 'turn_failed':
         return this.finish(event.seq, { type: 'error', code: event.error_type, message: event.message });
@@ -142,9 +151,15 @@ export class TurnTimeline {
     }
   }
 
-  /** The reader has every event there is for now: approval requests in a row are the run's interrupt. */
+  /**
+   * The reader has every event there is for now: approval requests in a row are the run's interrupt;
+   * requests a resume did not answer (it answered part of them, or the reader came back after the
+   * interrupt) are one again, for those still undecided.
+   */
   caughtUp(): void {
     if (!this.end && this.requests.length > 0) this.closeRequests();
+    if (!this.end && this.undecided.size > 0)
+      this.finish(this.lastSeq, { type: 'interrupt', interrupts: [...this.undecided.values()].map(interruptOf) });
   }
 
   /** A token of the call under way (the live stream). */
@@ -241,8 +256,15 @@ export class TurnTimeline {
     const call = this.call;
     if (call?.llmCall !== event.llm_call) return;
     this.call = undefined;
-    const continues = event.content.startsWith(call.text);
-    if (continues) this.append(call, event.content.slice(call.text.length));
+    // An event holds the first 16 KB of a longer reply: the reply goes on as long as the two agree.
+    const cut = event.content_chars !== undefined && event.content_chars > event.content.length;
+    const continues = event.content.startsWith(call.text) || (cut && call.text.startsWith(event.content));
+    if (continues && event.content.length > call.text.length) this.append(call, event.content.slice(call.text.length));
+    // The final answer's rest comes with the turn's end (`react_end` holds it whole): its message stays open.
+    if (continues && cut && event.tool_calls.length === 0) {
+      this.longAnswer = call;
+      return;
+    }
     if (call.started)
       this.emit(positionOf(event.seq, AT.textEnded), {
         type: EventType.TEXT_MESSAGE_END,
@@ -251,6 +273,14 @@ export class TurnTimeline {
     let messageId = call.messageId;
     if (!continues) messageId = this.supersede(call, event.seq, event.content);
     for (const toolCall of event.tool_calls) this.parents.set(toolCall.id, messageId);
+  }
+
+  /** The rest of a final answer longer than its call's end event holds (`finish` closes its message). */
+  private completeLongAnswer(answer: string): void {
+    const call = this.longAnswer;
+    this.longAnswer = undefined;
+    if (call && answer.length > call.text.length && answer.startsWith(call.text))
+      this.append(call, answer.slice(call.text.length));
   }
 
   /**
@@ -316,16 +346,7 @@ export class TurnTimeline {
     this.requests = [];
     const last = requests.at(-1)!.seq;
     if (positionOf(last, AT.end) <= this.after) return;
-    this.finish(last, {
-      type: 'interrupt',
-      interrupts: requests.map((request) => ({
-        id: request.tool_call_id,
-        reason: 'tool_approval',
-        message: `${request.tool_name} ${JSON.stringify(request.arguments)}: approve?`,
-        toolCallId: request.tool_call_id,
-        responseSchema: { ...APPROVAL_RESPONSE_SCHEMA },
-      })),
-    });
+    this.finish(last, { type: 'interrupt', interrupts: requests.map(interruptOf) });
   }
 
   /** Closes what is open; the caller sends the state and the last event (always: even a reader past it gets it). */
@@ -339,6 +360,19 @@ export class TurnTimeline {
     this.finishStep(positionOf(seq, AT.endStep));
     this.end = { position: positionOf(seq, AT.end), outcome };
   }
+}
+
+type ApprovalRequest = Extract<RunEvent, { event_type: 'approval_requested' }>;
+
+/** The interrupt of an approval request: its id is the tool call's; the answer a decision. */
+function interruptOf(request: ApprovalRequest): Interrupt {
+  return {
+    id: request.tool_call_id,
+    reason: 'tool_approval',
+    message: `${request.tool_name} ${JSON.stringify(request.arguments)}: approve?`,
+    toolCallId: request.tool_call_id,
+    responseSchema: { ...APPROVAL_RESPONSE_SCHEMA },
+  };
 }
 
 /** The event that opens what `open` stands for again, in a stream that starts inside it. */
