@@ -303,6 +303,32 @@ describe('AG-UI on the gateway', () => {
     for (const { question, result } of outcomes) expect(result).toBe(answerOf.get(question));
   });
 
+  it('close ends the thread’s session (it no longer counts as going on); its next message goes on from the conversation', async ({
+    world,
+  }) => {
+    const gateway = await gatewayOf(world);
+    const threadId = `thread-${randomUUID()}`;
+    world.fake.enqueue(reply('Paris.'), reply('Still Paris.'));
+    const first = await readStream(await postRun(gateway.url, alice, userInput(threadId, 'Capital of France?')));
+    expect(first.at(-1)!.event).toMatchObject({ result: 'Paris.' });
+    const closing = await fetch(`${gateway.url}/ag-ui/assistant/close`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${alice}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ threadId }),
+    });
+    expect(await closing.json()).toEqual({ closed: true });
+    const session = world.client.session(threadSessionId(`alice-${tag}`, 'assistant', threadId));
+    expect((await session.sessionResult()).turns).toBe(1);
+    const next = await readStream(await postRun(gateway.url, alice, userInput(threadId, 'Sure?')));
+    expect(next.at(-1)!.event).toMatchObject({ result: 'Still Paris.' });
+    expect(world.fake.requests.at(-1)!.body.messages.slice(1)).toEqual([
+      { role: 'user', content: 'Capital of France?' },
+      { role: 'assistant', content: 'Paris.' },
+      { role: 'user', content: 'Sure?' },
+    ]);
+    expect((await session.workflow.describe()).status.name).toBe('RUNNING');
+  });
+
   it('cancel aborts the run in progress: its stream ends cancelled, and the thread goes on', async ({ world }) => {
     const gateway = await gatewayOf(world);
     const threadId = `thread-${randomUUID()}`;
@@ -392,6 +418,7 @@ describe('AG-UI on the gateway', () => {
     const curl = await runProcess('bash', ['-c', documented('sh', gateway.url)[0]!], { KEY: alice });
     expect(curl.code).toBe(0);
     const lines = curl.stdout.split('\n').filter((line) => line.startsWith('data: '));
+    await verified(lines.map((line) => ({ id: undefined, event: JSON.parse(line.slice(6)) as Streamed['event'] })));
     expect(JSON.parse(lines[0]!.slice(6))).toEqual({
       type: 'RUN_STARTED',
       threadId: 'thread-1',

@@ -2,7 +2,9 @@ import type { RunAgentInput } from '@ag-ui/core';
 import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { SessionHandle } from '../../client/patchloop-client';
-import type { RunStatus } from '../../runtime';
+import type { Message } from '../../context';
+import type { ChatSessionInputWire, RunStatus } from '../../runtime';
+import { conversationAfter } from '../conversation';
 import {
   authenticate,
   GATEWAY_MAX_BODY_BYTES,
@@ -37,13 +39,29 @@ class Refused extends Error {
 
 type SessionStatus = RunStatus & { turn_active?: boolean };
 
-/** The caller's thread on this agent: its session, when one was started and has not ended. */
-async function openThread(context: GatewayContext, response: Response, agent: string, threadId: string) {
+/** The caller's thread on this agent: its session, if one was started (it may have ended: closed). */
+async function findThread(context: GatewayContext, response: Response, agent: string, threadId: string) {
   const found = await context.runs.find(
     principalOf(response),
     threadSessionId(principalOf(response).name, agent, threadId),
   );
-  return found && !found.summary.closed ? found.handle : undefined;
+  return found && { handle: found.handle, closed: found.summary.closed };
+}
+
+/** The caller's thread on this agent: its session, when one was started and has not ended. */
+async function openThread(context: GatewayContext, response: Response, agent: string, threadId: string) {
+  const found = await findThread(context, response, agent, threadId);
+  return found && !found.closed ? found.handle : undefined;
+}
+
+/**
+ * What a thread whose session ended (it was closed) goes on from: that session's conversation; the
+ * input's messages when it cannot be read (the session failed before it had one).
+ */
+async function conversationOf(closed: SessionHandle | undefined, input: RunAgentInput): Promise<Message[]> {
+  const given = threadHistory(input) as Message[];
+  if (!closed) return given;
+  return (await conversationAfter(closed).catch(() => undefined)) ?? given;
 }
 
 async function existingThread(context: GatewayContext, response: Response, agent: string, threadId: string) {
@@ -83,12 +101,14 @@ async function resume(context: GatewayContext, response: Response, agent: string
 async function newTurn(context: GatewayContext, response: Response, agent: string, input: RunAgentInput) {
   const text = newUserText(input);
   const principal = principalOf(response);
-  let handle: SessionHandle | undefined = await openThread(context, response, agent, input.threadId);
+  const found = await findThread(context, response, agent, input.threadId);
+  let handle = found && !found.closed ? found.handle : undefined;
   let turnStart = 0;
   if (!handle) {
     const sessionId = threadSessionId(principal.name, agent, input.threadId);
+    const history = (await conversationOf(found?.handle, input)) as ChatSessionInputWire['history'];
     try {
-      handle = await context.runs.startSession(principal, { agent, history: threadHistory(input) }, { sessionId });
+      handle = await context.runs.startSession(principal, { agent, history }, { sessionId });
       context.log(`ag-ui: ${principal.name} started thread ${input.threadId} as ${sessionId} (agent ${agent})`);
     } catch (error) {
       // Another run of the thread's first moment started it: this message is its next.
@@ -178,13 +198,15 @@ async function run(context: GatewayContext, request: Request, response: Response
 async function connect(context: GatewayContext, request: Request, response: Response): Promise<void> {
   const agent = String(request.params['agent']);
   const input = runAgentInputOf(request.body);
-  const handle = await openThread(context, response, agent, input.threadId);
+  const found = await findThread(context, response, agent, input.threadId);
+  const handle = found && !found.closed ? found.handle : undefined;
   const ids = { threadId: input.threadId, runId: input.runId, after: -1 };
   if (!handle) {
+    const messages = found ? aguiMessagesOf(await conversationOf(found.handle, input)) : [];
     response.status(200).set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
     const events = [
       { type: 'RUN_STARTED', threadId: input.threadId, runId: input.runId },
-      { type: 'MESSAGES_SNAPSHOT', messages: [] },
+      { type: 'MESSAGES_SNAPSHOT', messages },
       { type: 'RUN_FINISHED', threadId: input.threadId, runId: input.runId, outcome: { type: 'success' } },
     ];
     response.end(events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join(''));
@@ -225,13 +247,28 @@ async function turnInProgress(handle: SessionHandle) {
   }
 }
 
-/** `POST /ag-ui/AGENT/cancel` `{"threadId"}`: aborts the thread's run in progress and answers when it ended. */
-async function cancel(context: GatewayContext, request: Request, response: Response): Promise<void> {
-  const agent = String(request.params['agent']);
+/** The thread a cancel or a close names: `{"threadId"}`, the caller's, open. */
+async function namedThread(context: GatewayContext, request: Request, response: Response) {
   const threadId = (request.body as { threadId?: unknown } | undefined)?.threadId;
   if (typeof threadId !== 'string' || threadId === '')
     throw new Refused(400, 'InvalidRequest', 'the body must be {"threadId": string}');
-  const handle = await existingThread(context, response, agent, threadId);
+  return existingThread(context, response, String(request.params['agent']), threadId);
+}
+
+/**
+ * `POST /ag-ui/AGENT/close` `{"threadId"}`: ends the thread's session after its run in progress, so it
+ * no longer counts among the principal's runs going on. Nothing is lost: the thread's next message
+ * starts a session that goes on from the conversation.
+ */
+async function close(context: GatewayContext, request: Request, response: Response): Promise<void> {
+  const handle = await namedThread(context, request, response);
+  await handle.close();
+  response.json({ closed: true });
+}
+
+/** `POST /ag-ui/AGENT/cancel` `{"threadId"}`: aborts the thread's run in progress and answers when it ended. */
+async function cancel(context: GatewayContext, request: Request, response: Response): Promise<void> {
+  const handle = await namedThread(context, request, response);
   const active = async () => ((await handle.status(0, 1, 1)) as SessionStatus).turn_active === true;
   if (!(await active())) {
     response.json({ cancelled: false, message: 'no run of this thread is in progress' });
@@ -269,6 +306,9 @@ export function mountAgui(app: Express, context: GatewayContext): void {
   router.use(express.json({ limit: GATEWAY_MAX_BODY_BYTES }));
   router.post('/:agent/cancel', (request, response, next) => {
     cancel(context, request, response).catch(next);
+  });
+  router.post('/:agent/close', (request, response, next) => {
+    close(context, request, response).catch(next);
   });
   router.post('/:agent/connect', (request, response, next) => {
     connect(context, request, response).catch(next);
