@@ -336,7 +336,10 @@ function buildOf(attributes: Record<string, unknown>): string | undefined {
 export interface ChildRunSummary {
   workflow_id: string;
   type: string;
-  /** Temporal's status of the execution: running, completed, failed, ... */
+  /**
+   * Temporal's status of the execution (completed, failed, ...); for a running one, how it runs as its
+   * `PatchloopStatus` says (running, waiting, awaiting_approval, ...) when it has one.
+   */
   status: string;
   started_at: string;
 }
@@ -556,10 +559,13 @@ export class RunHandle {
     const children: ChildRunSummary[] = [];
     const query = `ParentWorkflowId = '${this.workflowId.replaceAll("'", "\\'")}'`;
     for await (const execution of this.workflow.client.list({ query, pageSize: Math.min(limit, 100) })) {
+      // A running child says how it runs (waiting, awaiting_approval, ...) in its status attribute.
+      const status = execution.status.name.toLowerCase();
+      const reported = execution.typedSearchAttributes.get(keys.status);
       children.push({
         workflow_id: execution.workflowId,
         type: execution.type,
-        status: execution.status.name.toLowerCase(),
+        status: status === 'running' && typeof reported === 'string' ? reported : status,
         started_at: execution.startTime.toISOString(),
       });
       if (children.length >= limit) break;

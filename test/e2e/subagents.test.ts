@@ -294,6 +294,14 @@ describe('decisions reach the top of the tree', () => {
         ? true
         : undefined,
     );
+    // `show` lists the child as it runs: waiting for the decision, not merely running.
+    const children = await eventually(async () => {
+      const shown = JSON.parse((await runCli(['show', run.workflowId, '--json'], env)).stdout) as {
+        children?: Array<{ workflow_id: string; status: string }>;
+      };
+      return shown.children?.[0]?.status === 'awaiting_approval' ? shown.children : undefined;
+    });
+    expect(children).toEqual([expect.objectContaining({ workflow_id: leadId, status: 'awaiting_approval' })]);
     // An id no run of the tree waits with is refused, naming what waits.
     const wrong = await runCli(['approve', run.workflowId, 'c9'], env);
     expect(wrong.code).not.toBe(0);
