@@ -26,6 +26,7 @@ import { citiesWorld, runProcess } from '../../support/gateway-world';
 import { eventually, replyReceived } from '../support/wait';
 import { temporalAddress } from '../support/temporal';
 import { crashGateway } from '../support/crash-gateway';
+import { startGatewayProcess } from '../support/cli';
 import { freePort } from '../../src/worker/free-port';
 import { cliEntry } from '../../support/compiled';
 import { repositoryRoot, venvPython } from '../../support/repository';
@@ -340,6 +341,52 @@ describe('MCP on the gateway', () => {
       ),
     ).rejects.toThrow(/invalid arguments for assistant/);
     await client.close();
+  });
+
+  it('serve --allowed-hosts: /mcp answers a proxy’s public name on a loopback gateway, and still refuses another', async ({
+    world,
+  }) => {
+    const agentsFile = join(folder, 'allowed-hosts-agents.json');
+    writeFileSync(agentsFile, JSON.stringify(agents));
+    const env = { TEMPORAL_ADDRESS: temporalAddress(), PATCHLOOP_TASK_QUEUE: world.config.taskQueue };
+    const gateway = await startGatewayProcess(agentsFile, keysFile, env, ['--allowed-hosts', 'Agents.Example.com']);
+    try {
+      const port = new URL(gateway.url).port;
+      // The Host header as a reverse proxy sends it (fetch may not set it).
+      const initialize = (host: string) =>
+        new Promise<number>((resolve, reject) => {
+          const outgoing = httpRequest(
+            `${gateway.url}/mcp`,
+            {
+              method: 'POST',
+              headers: {
+                Host: host,
+                Authorization: `Bearer ${alice}`,
+                'Content-Type': 'application/json',
+                Accept: 'application/json, text/event-stream',
+              },
+            },
+            (answer) => {
+              answer.resume();
+              resolve(answer.statusCode!);
+            },
+          );
+          outgoing.on('error', reject);
+          outgoing.end(
+            JSON.stringify({
+              jsonrpc: '2.0',
+              id: 1,
+              method: 'initialize',
+              params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+            }),
+          );
+        });
+      expect(await initialize(`agents.example.com:${port}`)).toBe(200);
+      expect(await initialize(`127.0.0.1:${port}`)).toBe(200);
+      expect(await initialize(`evil.example.com:${port}`)).toBe(403);
+    } finally {
+      await gateway.process.stop();
+    }
   });
 
   it("Python's MCP SDK lists the agents and calls one over Streamable HTTP", async ({ world }) => {

@@ -71,10 +71,15 @@ export async function startCliProcess(
   return { output: () => output, stop, exited, pid: child.pid! };
 }
 
-/** `patchloop serve` as a process on a free port, with the agents and keys of these files: its URL. */
-export async function startGatewayProcess(agentsFile: string, keysFile: string, env: Record<string, string>) {
+/** `patchloop serve` as a process on a free port, with the agents and keys of these files (and `more` options): its URL. */
+export async function startGatewayProcess(
+  agentsFile: string,
+  keysFile: string,
+  env: Record<string, string>,
+  more: string[] = [],
+) {
   const gateway = await startCliProcess(
-    ['serve', '--port', '0', '--agents', agentsFile, '--keys-file', keysFile],
+    ['serve', '--port', '0', '--agents', agentsFile, '--keys-file', keysFile, ...more],
     env,
     {
       text: 'patchloop gateway at',
