@@ -263,12 +263,12 @@ describe('waits in sub-agent runs', () => {
         : undefined,
     );
     expect(await listedWorkflows(`WorkflowId = '${run.workflowId}' AND PatchloopStatus = 'running'`)).toHaveLength(1);
-    // `show` of the caller: it runs the call, and lists the child run (with Temporal's status of it) and
-    // the command that shows it, which says what the child waits for.
+    // `show` of the caller: it runs the call, and lists the child run (as it runs: waiting) and the
+    // command that shows it, which says what the child waits for.
     const shown = await runCli(['show', run.workflowId], env);
     expect(shown.stdout).toContain(`agentRun ${run.workflowId}: running`);
     expect(shown.stdout).toContain('now: iteration 1: running tools build-watcher\n');
-    expect(shown.stdout).toContain(`  running    ${childId} (patchloop show ${childId}`);
+    expect(shown.stdout).toContain(`  waiting    ${childId} (patchloop show ${childId}`);
     const shownChild = await runCli(['show', childId], env);
     expect(shownChild.stdout).toContain(`agentRun ${childId}: waiting`);
     expect(shownChild.stdout).toMatch(/\nwaiting: sleep until \S+ \(the build takes a while\)\n/);
