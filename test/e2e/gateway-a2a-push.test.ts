@@ -1,22 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TaskState, type Task, type TaskPushNotificationConfig } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { WorkflowFailedError } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { beforeAll, describe, expect } from 'vitest';
 import { z } from 'zod';
 import { callTools, reply, toolCall } from '../../src/fake-model/steps';
 import { FakeModelServer } from '../../src/fake-model/server';
 import { createPatchloopGateway, listen } from '../../src/gateway/gateway';
-import { createKey } from '../../src/gateway/keys';
 import type { AgentDefinitionInput, A2aPushWatcherResult } from '../../src/runtime';
 import { defineTool } from '../../src/tools/define-tool';
 import { a2aClient, sendRequest, taskLine, userMessage } from '../support/a2a';
 import { test } from '../support/fixtures';
+import { gatewayKeys } from '../support/gateway-keys';
 import { runProcess } from '../../support/gateway-world';
 import { clientOn, temporalAddress } from '../support/temporal';
 import { eventually } from '../support/wait';
@@ -124,12 +123,7 @@ const agents: AgentDefinitionInput[] = [
 ];
 const it = test.override('worldOptions', { agents, tools });
 
-const folder = mkdtempSync(join(tmpdir(), 'a2a-push-'));
-const keysFile = join(folder, 'keys.json');
-const tag = randomUUID().slice(0, 8);
-const alice = createKey(keysFile, `alice-${tag}`).key;
-const bob = createKey(keysFile, `bob-${tag}`).key;
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const { folder, keysFile, alice, bob } = gatewayKeys(agents);
 
 /** A push config as the JS SDK's client sends it. */
 function pushConfig(taskId: string, id: string, url: string, token: string): TaskPushNotificationConfig {

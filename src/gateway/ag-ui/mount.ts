@@ -18,7 +18,7 @@ import { runEvents } from '../run-events';
 import { answerInterrupts } from './interrupt-answers';
 import { aguiMessagesOf, beforeTurnInProgress } from './transcript-messages';
 import { newUserText, runAgentInputOf, threadHistory, threadSessionId, ThreadInputRefused } from './thread-input';
-import { positionFromEventId, seqOfPosition, streamTurn, turnStartOf } from './turn-stream';
+import { positionFromEventId, seqOfPosition, sseFrame, streamTurn, turnStartOf } from './turn-stream';
 import { interruptEndPosition } from './turn-timeline';
 
 /** How long a cancel waits for the turn it aborted to end. */
@@ -209,7 +209,7 @@ async function connect(context: GatewayContext, request: Request, response: Resp
       { type: 'MESSAGES_SNAPSHOT', messages },
       { type: 'RUN_FINISHED', threadId: input.threadId, runId: input.runId, outcome: { type: 'success' } },
     ];
-    response.end(events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join(''));
+    response.end(events.map((event) => sseFrame(event)).join(''));
     return;
   }
   const status = (await handle.status(0, 1, 1)) as SessionStatus;

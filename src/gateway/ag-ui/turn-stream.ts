@@ -6,6 +6,11 @@ import type { RunEvent, RunStatus } from '../../runtime';
 import { POSITION_BLOCK } from '../stream-positions';
 import { statePosition, TurnTimeline, type TurnEnd } from './turn-timeline';
 
+/** One event as Server-Sent Events frame it: its position as the `id`, when it has one. */
+export function sseFrame(event: object, position: number | null = null): string {
+  return `${position === null ? '' : `id: ${position}\n`}data: ${JSON.stringify(event)}\n\n`;
+}
+
 /** A comment line this often keeps proxies from closing a stream that waits (a long tool, a durable wait). */
 const KEEPALIVE_MS = 15_000;
 /** How long the stream's end waits for the run's status before it ends without it. */
@@ -87,8 +92,7 @@ export async function streamTurn(response: Response, handle: RunHandle, start: T
   const stop = new AbortController();
   response.on('close', () => stop.abort());
   const write = (event: BaseEvent, position: number | null) => {
-    if (!response.writableEnded)
-      response.write(`${position === null ? '' : `id: ${position}\n`}data: ${JSON.stringify(event)}\n\n`);
+    if (!response.writableEnded) response.write(sseFrame(event, position));
   };
   const keepalive = setInterval(() => response.write(': keepalive\n\n'), KEEPALIVE_MS);
   try {
