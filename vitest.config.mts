@@ -54,6 +54,26 @@ const alone = [
   'test/e2e/streaming.test.ts',
 ];
 
+/**
+ * Files that run on the production-shaped server only (in `npm test`): the chaos run (its server
+ * restart is temporal-server's), Worker Deployments, a long run across continue-as-new.
+ */
+const clusterOnly = [
+  'test/e2e/chaos.test.ts',
+  'test/e2e/worker-versions.test.ts',
+  'test/e2e/run-continue-as-new.test.ts',
+];
+
+/**
+ * The cluster subset, run against temporal-server on PostgreSQL (support/temporal-cluster.ts) after the
+ * dev-server phases: what only a production-shaped server shows (a server restart under chaos, SQL
+ * visibility behind list and the console, several worker processes, versioning, sub-agents, approvals,
+ * continue-as-new). `npm run test:cluster` runs every e2e file there instead.
+ */
+const cluster = [...clusterOnly, 'test/e2e/subagents.test.ts', 'test/e2e/console.test.ts', 'test/cluster/**/*.test.ts'];
+/** The cluster subset's latency-bound file, run after it on a cluster of its own, alone. */
+const clusterAlone = ['test/e2e/approvals.test.ts'];
+
 const e2e = {
   globalSetup: ['test/e2e/global-setup.ts'],
   setupFiles: ['test/support/capture.ts'],
@@ -78,9 +98,25 @@ export default defineConfig({
       {
         // Every file has its own task queues and workflow ids, and a shared dev server: files run
         // three at a time (most of an e2e test is waiting for servers and processes, not CPU).
-        test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], exclude: alone, maxWorkers: 3, ...e2e },
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          exclude: [...alone, ...clusterOnly],
+          maxWorkers: 3,
+          ...e2e,
+        },
       },
       { test: { name: 'e2e-alone', include: alone, fileParallelism: false, ...e2e } },
+      { test: { name: 'cluster', include: cluster, maxWorkers: 2, ...e2e } },
+      { test: { name: 'cluster-alone', include: clusterAlone, fileParallelism: false, ...e2e } },
+      {
+        test: {
+          name: 'cluster-all',
+          include: ['test/e2e/**/*.test.ts', 'test/cluster/**/*.test.ts'],
+          maxWorkers: 3,
+          ...e2e,
+        },
+      },
     ],
   },
 });

@@ -9,7 +9,7 @@
  * peak RSS and heap, and from its Prometheus metrics the workflow cache's hits, misses (each a full
  * replay of the run's history, for a workflow task or a query) and forced evictions, side by side.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -20,6 +20,7 @@ import { callTools, reply } from '../src/fake-model/steps';
 import { freePort } from '../src/worker/free-port';
 import { startDevServer } from '../src/worker/temporal-cli';
 import { spawnWorker } from '../support/worker-process';
+import { rssMib } from './process-stats';
 import { percentile, table } from './report';
 
 const LEVELS = (process.env['BENCH_CONCURRENCY'] ?? '100,500,1000').split(',').map(Number);
@@ -43,12 +44,6 @@ const responder: Responder = (body) => {
     firstChunkDelayMs: MODEL_MS,
   });
 };
-
-/** Resident memory of a process, from /proc (MB). */
-function rssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
-}
 
 /** Sums of the samples of each metric a Prometheus text page lists (all label sets together). */
 function metricSums(text: string): Map<string, number> {
@@ -94,9 +89,9 @@ async function level(
     ...configFromEnvironment({}),
     taskQueue,
   });
-  let peakRss = rssMb(worker.child.pid!);
+  let peakRss = rssMib(worker.child.pid!);
   let peakHeap = 0;
-  const sampleRss = setInterval(() => (peakRss = Math.max(peakRss, rssMb(worker.child.pid!))), 250);
+  const sampleRss = setInterval(() => (peakRss = Math.max(peakRss, rssMib(worker.child.pid!))), 250);
   const sampleHeap = setInterval(() => {
     scrape(metricsUrl).then(
       (metrics) => (peakHeap = Math.max(peakHeap, metrics.get('patchloop_worker_heap_used_bytes') ?? 0)),

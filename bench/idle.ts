@@ -15,7 +15,7 @@
  * not every run waits by T the report says so. `--max-cached-workflows N` gives the worker a cache of N
  * runs instead of its default (derived from the heap; the report prints it).
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -29,6 +29,7 @@ import { freePort } from '../src/worker/free-port';
 import { startDevServer } from '../src/worker/temporal-cli';
 import { freshCompiledCli } from '../support/compiled';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
+import { cpuSeconds, rssMib } from './process-stats';
 import { percentile, table } from './report';
 
 const { values: flags } = parseArgs({
@@ -60,18 +61,6 @@ const responder: Responder = (body) => {
   const until = /until (\S+)/.exec(String(body.messages.at(-1)?.['content']))![1]!;
   return callTools([toolCall('call_sleep', 'sleep', { until, reason: 'the bench' })]);
 };
-
-/** Resident memory of a process, from /proc (MiB). */
-function rssMib(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
-}
-
-/** CPU seconds a process has used (user and system), from /proc. */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
 
 /** The worker's RSS sampled every 250 ms for `ms`: median and max. */
 async function sampleRss(pid: number, ms = SAMPLE_MS): Promise<{ median: number; max: number }> {

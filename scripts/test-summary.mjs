@@ -7,8 +7,9 @@ const parts = [];
 const files = [];
 let failed = 0;
 const failures = [];
-// The projects that ran (all three unless named: the e2e ones do not run after a unit failure).
-const projects = process.argv.length > 2 ? process.argv.slice(2) : ['unit', 'e2e', 'e2e-alone'];
+// The projects that ran (all unless named: the e2e ones do not run after a unit failure).
+const projects =
+  process.argv.length > 2 ? process.argv.slice(2) : ['unit', 'e2e', 'e2e-alone', 'cluster', 'cluster-alone'];
 for (const project of projects) {
   const path = `.test-results/${project}.json`;
   if (!existsSync(path)) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what it needs, then typecheck, format check and lint
 # beside the unit tests, then the end-to-end tests (files in parallel, then the latency-bound ones
-# alone), and a summary with every file's time.
+# alone, then the cluster subset on temporal-server and PostgreSQL), and a summary with every file's time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
@@ -39,4 +39,8 @@ phase 'e2e, files in parallel' $((SECONDS - mark))
 mark=$SECONDS
 npx vitest run --project e2e-alone --reporter=default --reporter=json --outputFile.json=.test-results/e2e-alone.json
 phase 'e2e, latency-bound files one at a time' $((SECONDS - mark))
+mark=$SECONDS
+npx vitest run --project cluster --reporter=default --reporter=json --outputFile.json=.test-results/cluster.json
+npx vitest run --project cluster-alone --reporter=default --reporter=json --outputFile.json=.test-results/cluster-alone.json
+phase 'cluster subset on temporal-server and PostgreSQL' $((SECONDS - mark))
 node scripts/test-summary.mjs

@@ -29,6 +29,7 @@ import { configFromEnvironment } from '../src/config/environment';
 import { freePort } from '../src/worker/free-port';
 import { startDevServer, type DevServer } from '../src/worker/temporal-cli';
 import { repositoryRoot } from './repository';
+import { startTemporalCluster } from './temporal-cluster';
 import { commandLine, isRunning, processTree } from './process-tree';
 import { pythonMcpServer } from './mcp-servers';
 import {
@@ -53,7 +54,34 @@ export interface ChaosOptions {
   /** Runs in flight at once. */
   concurrency?: number;
   serverRestart?: boolean;
+  /** Which Temporal the run gets, of its own: the dev server (default) or temporal-server on PostgreSQL. */
+  temporal?: 'dev server' | 'cluster';
   log?: (line: string) => void;
+}
+
+/** The chaos run's own Temporal: restarted in place (the same storage and address) once. */
+interface ChaosTemporal {
+  address: string;
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function chaosTemporal(kind: ChaosOptions['temporal'], folder: string): Promise<ChaosTemporal> {
+  const dynamicConfig = { 'limit.historyCount.suggestContinueAsNew': 400 };
+  if (kind === 'cluster') {
+    const cluster = await startTemporalCluster({ folder: join(folder, 'cluster'), dynamicConfig });
+    return { address: cluster.address, restart: () => cluster.restartServer(), stop: () => cluster.stop() };
+  }
+  const serverOptions = { port: await freePort(), dbFile: join(folder, 'temporal.db'), dynamicConfig };
+  let server: DevServer = await startDevServer(serverOptions);
+  return {
+    address: server.address,
+    restart: async () => {
+      await server.stop();
+      server = await startDevServer(serverOptions);
+    },
+    stop: () => server.stop(),
+  };
 }
 
 export type ProviderFaultKind =
@@ -76,7 +104,8 @@ export interface RunCheck {
   stuck: boolean;
   workflowTaskFailures: number;
   abortToCloseMs: number | null;
-  abortWithWorkerUp: boolean;
+  /** Where the run stood when its abort was sent (null: not aborted). */
+  abortPlace: AbortPlace | null;
   /** The run's MCP calls (see McpCounts); their problems are in `problems`. */
   mcp: McpCounts;
   /** A run of the agent with a sub-agent (isSubagentRun), and its sub-agent calls (their problems are in `problems` too). */
@@ -544,6 +573,19 @@ interface SentMessage {
   fate: 'accepted' | 'delivered' | 'unknown';
 }
 
+/**
+ * Where an abort found its run: served by a worker that is up; held by a worker stopped before the abort
+ * was sent (its phase or its workflow task on that worker: only the heartbeat timeout or the sticky
+ * queue's timeout frees it); or with no worker up at all (it waits for a restart).
+ */
+type AbortPlace = 'worker up' | 'held by a stopped worker' | 'no worker up';
+
+/** A worker process stopped by the chaos: its process tree's pids (a worker's identity is `pid@host`). */
+interface StoppedWorker {
+  pids: number[];
+  at: number;
+}
+
 interface RunRecord {
   index: number;
   handle: RunHandle;
@@ -578,10 +620,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const started = Date.now();
   const log = (line: string) => options.log?.(`${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s  ${line}`);
   const folder = mkdtempSync(join(tmpdir(), 'patchloop-chaos-'));
-  const port = await freePort();
-  const dbFile = join(folder, 'temporal.db');
-  const serverOptions = { port, dbFile, dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 400 } };
-  let server: DevServer = await startDevServer(serverOptions);
+  const server = await chaosTemporal(options.temporal, folder);
   const model = new ChaosModel(options.seed);
   const fake = await FakeModelServer.start({ responder: model.respond, keepBodies: false });
   const taskQueue = `chaos-${options.seed}-${Date.now()}`;
@@ -619,6 +658,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   // Each worker process has its own name, so a side effect is tied to the process that performed it.
   let spawned = 0;
   const deaths: WorkerDeath[] = [];
+  const stopped: StoppedWorker[] = [];
   const workerNames = new Map<WorkerProcess, string>();
   const spawn = async () => {
     const name = `chaos-worker-${(spawned += 1)}`;
@@ -747,12 +787,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       await model.requestsReached(fault.at, () => finished);
       if (finished) break;
       if (fault.kind === 'restart') {
-        log(`chaos: restarting the dev server (request ${model.requestCount})`);
+        log(`chaos: restarting the Temporal server (request ${model.requestCount})`);
         serverDown = true;
         const outage = { from: Date.now(), to: Number.POSITIVE_INFINITY };
         outages.push(outage);
-        await server.stop();
-        server = await startDevServer(serverOptions);
+        await server.restart();
         outage.to = Date.now();
         serverDown = false;
         counts.restarts += 1;
@@ -776,6 +815,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       );
       const death: WorkerDeath = { worker: workerNames.get(worker) ?? 'unknown', at: Date.now() };
       deaths.push(death);
+      if (worker.child.pid !== undefined) stopped.push({ pids: processTree(worker.child.pid), at: death.at });
       mcpProcesses.push(...mcpServerProcesses(worker));
       await worker.kill(fault.kind);
       death.exited = Date.now();
@@ -895,7 +935,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   await faults;
 
   const checks: RunCheck[] = [];
-  for (const record of records.sort((a, b) => a.index - b.index)) checks.push(await checkRun(record, model));
+  for (const record of records.sort((a, b) => a.index - b.index)) checks.push(await checkRun(record, model, stopped));
   // Before the workers stop: a child of an aborted run may still be ending.
   const children = await checkSubagents(records, checks, model, client);
   for (const worker of workers) {
@@ -967,7 +1007,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 }
 
 /** Everything the issue asks of one run, checked against what the model sent and what was accepted. */
-async function checkRun(record: RunRecord, model: ChaosModel): Promise<RunCheck> {
+async function checkRun(record: RunRecord, model: ChaosModel, stopped: StoppedWorker[]): Promise<RunCheck> {
   const problems: string[] = [];
   const result = record.result;
   const history = await record.handle.workflow.fetchHistory().catch(() => undefined);
@@ -1026,7 +1066,7 @@ async function checkRun(record: RunRecord, model: ChaosModel): Promise<RunCheck>
       record.abortSentAt !== null && record.closedAt !== null && result?.status === 'aborted'
         ? record.closedAt - record.abortSentAt
         : null,
-    abortWithWorkerUp: record.abortWithWorkerUp,
+    abortPlace: abortPlace(record, history?.events ?? [], stopped),
     mcp: NO_MCP_CALLS,
     subagentRun: isSubagentRun(record.index),
     subagents: [],
@@ -1034,6 +1074,45 @@ async function checkRun(record: RunRecord, model: ChaosModel): Promise<RunCheck>
     reattachWaits: 0,
     problems,
   };
+}
+
+/**
+ * Where the run stood when its abort was sent, from its history: the workflow task and the activities in
+ * flight before the abort's signal, and the worker each of them started on.
+ */
+function abortPlace(record: RunRecord, events: HistoryEvent[], stopped: StoppedWorker[]): AbortPlace | null {
+  if (record.abortSentAt === null) return null;
+  if (!record.abortWithWorkerUp) return 'no worker up';
+  const signal = events.findIndex(
+    (event) => Number(event.eventType) === 26 && event.workflowExecutionSignaledEventAttributes?.signalName === 'abort',
+  );
+  const before = signal >= 0 ? events.slice(0, signal) : events;
+  const closed = new Set(
+    before.flatMap((event) => {
+      const attributes =
+        event.activityTaskCompletedEventAttributes ??
+        event.activityTaskFailedEventAttributes ??
+        event.activityTaskTimedOutEventAttributes ??
+        event.activityTaskCanceledEventAttributes;
+      return attributes ? [String(attributes.scheduledEventId)] : [];
+    }),
+  );
+  // An activity's started event is written when the attempt ends, so it may come after the signal.
+  const inFlight = before.flatMap((event) =>
+    event.activityTaskScheduledEventAttributes && !closed.has(String(event.eventId)) ? [String(event.eventId)] : [],
+  );
+  const identities = [
+    before.filter((event) => Number(event.eventType) === 6).at(-1)?.workflowTaskStartedEventAttributes?.identity,
+    ...events.flatMap((event) => {
+      const started = event.activityTaskStartedEventAttributes;
+      return started && inFlight.includes(String(started.scheduledEventId)) ? [started.identity] : [];
+    }),
+  ];
+  const pids = identities.map((identity) => Number(/^(\d+)@/.exec(identity ?? '')?.[1]));
+  const held = stopped.some(
+    (worker) => worker.at <= record.abortSentAt! && pids.some((pid) => worker.pids.includes(pid)),
+  );
+  return held ? 'held by a stopped worker' : 'worker up';
 }
 
 type HistoryEvent = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']>[number];
@@ -1606,8 +1685,8 @@ function table(report: Omit<ChaosReport, 'table'>): string {
   const sub = report.subagents;
   const children = runs.flatMap((run) => run.subagents);
   const count = (predicate: (run: RunCheck) => boolean) => runs.filter(predicate).length;
-  const latencies = (up: boolean) =>
-    runs.flatMap((run) => (run.abortToCloseMs !== null && run.abortWithWorkerUp === up ? [run.abortToCloseMs] : []));
+  const latencies = (place: AbortPlace) =>
+    runs.flatMap((run) => (run.abortToCloseMs !== null && run.abortPlace === place ? [run.abortToCloseMs] : []));
   const spread = (values: number[]) =>
     values.length === 0 ? '-' : `${percentile(values, 0.5)} / ${percentile(values, 0.95)} ms (${values.length})`;
   const faults = Object.entries(report.providerFaults)
@@ -1620,9 +1699,9 @@ function table(report: Omit<ChaosReport, 'table'>): string {
     `side effects (counted outside the workers): ${report.sideEffects.calls} calls, ${report.sideEffects.finished} finished calls repeated (besides ${report.sideEffects.finishedInWindow} that finished within ${CHECKPOINT_WINDOW_MS} ms of their worker's kill and ${report.sideEffects.finishedInOutage} that finished while the dev server was down, the documented at-least-once cases), ${report.sideEffects.started} calls in flight at a crash started again`,
     `MCP tools (Python stdio server, executions counted outside the workers; children's calls included): ${mcp.pay + mcp.quote} calls; ${MCP_PAY} (not idempotent) ${mcp.pay} calls, ${mcp.executed} executed, ${mcp.interrupted} interrupted (the model was told it may or may not have taken effect), ${mcp.duplicates} executed twice; ${MCP_QUOTE} (readOnlyHint) ${mcp.quote} calls, ${mcp.resent} sent again after a crash; ${mcp.workerStopsMidCall} worker stops during a ${MCP_PAY} call; ${mcp.serverProcesses} server processes, ${mcp.serverProcessesLeft} left running after their worker stopped`,
     '',
-    '| runs | settled | valid | lost | duplicated | stuck | workflow task failures | MCP calls / interrupted / duplicated | abort-to-close p50 / p95, a worker up | with no worker up |',
-    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-    `| ${runs.length} | ${count((run) => run.settled)} | ${count((run) => run.valid)} | ${runs.reduce((total, run) => total + run.lost, 0)} | ${runs.reduce((total, run) => total + run.duplicated, 0)} | ${count((run) => run.stuck)} | ${runs.reduce((total, run) => total + run.workflowTaskFailures, 0)} | ${mcp.pay + mcp.quote} / ${mcp.interrupted} / ${mcp.duplicates} | ${spread(latencies(true))} | ${spread(latencies(false))} |`,
+    '| runs | settled | valid | lost | duplicated | stuck | workflow task failures | MCP calls / interrupted / duplicated | abort-to-close p50 / p95, a worker up | held by a stopped worker | with no worker up |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    `| ${runs.length} | ${count((run) => run.settled)} | ${count((run) => run.valid)} | ${runs.reduce((total, run) => total + run.lost, 0)} | ${runs.reduce((total, run) => total + run.duplicated, 0)} | ${count((run) => run.stuck)} | ${runs.reduce((total, run) => total + run.workflowTaskFailures, 0)} | ${mcp.pay + mcp.quote} / ${mcp.interrupted} / ${mcp.duplicates} | ${spread(latencies('worker up'))} | ${spread(latencies('held by a stopped worker'))} | ${spread(latencies('no worker up'))} |`,
     '',
     `sub-agents: ${sub.runs} runs of ${LEAD_AGENT} made ${sub.calls} calls of ${HELPER_AGENT} (${sub.twoAtOnce} batches called two at once); children started once ${sub.startedOnce}, more than once ${sub.startedTwice}, never (the call was cancelled first) ${sub.notStarted}; children completed ${sub.completed}, aborted ${sub.aborted}, failed ${sub.failed}; callers' results: the answer ${sub.answered}, an error ${sub.errors}, cancelled ${sub.cancelled}; callers reaching a child they had started: startChild refused ${sub.startsRefused}, awaitAgentRun ${sub.reattachWaits}; ${sub.workerStopsMidChild} worker stops on the worker running a child in flight; ${sub.replayedElsewhere} children ran on more than one worker process`,
     `children's model requests ${sub.modelRequests} for ${sub.llmAttempts} LLM attempts in their histories, besides ${sub.unrecordedRequests} of LLM calls an abort cancelled while they waited to retry (no attempt recorded) (sent again after a broken reply ${sub.resentAfterFault}, after a worker stop, an outage or a timeout ${sub.resentOtherwise}); finished work done again ${sub.restarted}; side effects inside children: ${sub.charges} charge calls, ${MCP_PAY} ${sub.mcp.pay} calls (${sub.mcp.executed} executed, ${sub.mcp.duplicates} executed twice), ${MCP_QUOTE} ${sub.mcp.quote} calls`,

@@ -11,9 +11,12 @@ const { IndexedValueType } = temporal.api.enums.v1;
  * tasks forever, so without them runs simply go without (and the log says how to add them).
  */
 export async function ensureSearchAttributes(
-  connection: Pick<NativeConnection, 'operatorService'> | Pick<Connection, 'operatorService'>,
+  connection:
+    | Pick<NativeConnection, 'operatorService' | 'workflowService'>
+    | Pick<Connection, 'operatorService' | 'workflowService'>,
   namespace: string,
   log: { info(message: string): void; warn(message: string): void },
+  usableWithinMs = USABLE_WITHIN_MS,
 ): Promise<{ available: boolean; registered: string[] }> {
   const keys = Object.values(PATCHLOOP_SEARCH_ATTRIBUTES);
   try {
@@ -38,6 +41,7 @@ export async function ensureSearchAttributes(
     }
     const registered = missing.map((key) => key.name);
     log.info(`registered search attributes ${registered.join(', ')} on namespace ${namespace}`);
+    await untilUsable(connection, namespace, log, usableWithinMs);
     return { available: true, registered };
   } catch (error) {
     const commands = keys
@@ -50,6 +54,47 @@ export async function ensureSearchAttributes(
       `runs will not keep search attributes: they are missing and could not be registered (${(error as Error).message}); an operator can add them with:\n  ${commands}`,
     );
     return { available: false, registered: [] };
+  }
+}
+
+/**
+ * How long a server may take to use attributes just registered: temporal-server keeps the namespace's
+ * (2 s) and the cluster's (60 s) search attributes in caches; the dev server reads them fresh.
+ */
+const USABLE_WITHIN_MS = 90_000;
+
+/**
+ * Waits until the frontend accepts a query over every attribute: a run started with one the server does
+ * not know yet is refused ("no mapping defined for search attribute"), so a worker that registered them
+ * says it is ready only once they are in use. Past the bound, it goes on and warns.
+ */
+async function untilUsable(
+  connection: Pick<NativeConnection, 'workflowService'> | Pick<Connection, 'workflowService'>,
+  namespace: string,
+  log: { info(message: string): void; warn(message: string): void },
+  withinMs: number,
+): Promise<void> {
+  const query = Object.values(PATCHLOOP_SEARCH_ATTRIBUTES)
+    .map((key) => (key.type === 'INT' ? `${key.name} = 0` : `${key.name} = ''`))
+    .join(' AND ');
+  const started = Date.now();
+  let told = false;
+  for (;;) {
+    try {
+      await connection.workflowService.countWorkflowExecutions({ namespace, query });
+      if (told) log.info(`search attributes in use after ${Math.round((Date.now() - started) / 1000)} s`);
+      return;
+    } catch (error) {
+      // Only an unknown attribute (INVALID_ARGUMENT) is worth waiting for; any other refusal stays.
+      if ((error as { code?: unknown }).code !== 3) return;
+      if (Date.now() - started > withinMs) {
+        log.warn(`the server does not use the new search attributes yet: ${(error as Error).message}`);
+        return;
+      }
+      if (!told) log.info('waiting for the server to use the new search attributes (its caches refresh within 60 s)');
+      told = true;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
   }
 }
 

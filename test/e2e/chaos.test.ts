@@ -1,8 +1,9 @@
-import { expect, it } from 'vitest';
+import { expect, inject, it } from 'vitest';
 import { runChaos } from '../../support/chaos';
 
 /**
- * The short, seeded version of `npm run chaos`: its own dev server (restarted once), two worker
+ * The short, seeded version of `npm run chaos`: its own Temporal (restarted once; the dev server, or in
+ * the cluster projects temporal-server on PostgreSQL), two worker
  * processes killed and restarted, each with its own stdio MCP server (Python), provider faults of every
  * kind, user messages and aborts. Two of the runs (1 and 5) call sub-agents, run 5 two at once.
  */
@@ -10,7 +11,7 @@ it(
   'under chaos every run settles with a valid transcript, nothing lost, nothing duplicated, no finished call repeated, no MCP call run twice; every sub-agent child started once, its finished work never done again',
   { timeout: 600_000 },
   async () => {
-    const report = await runChaos({ runs: 8, seed: 7, concurrency: 4 });
+    const report = await runChaos({ runs: 8, seed: 7, concurrency: 4, temporal: inject('temporalKind') });
     console.log(report.table);
     expect(report.serverRestarts).toBe(1);
     expect([report.workerKills, report.workerTerms]).toEqual([2, 1]);

@@ -614,6 +614,8 @@ fetch(${JSON.stringify(`${consoleServer.url}${abortPath()}`)}, { method: 'POST',
       await detailsShown();
       expect(await transcriptText()).toContain(`Noted: ${canary}`);
       expect(await transcriptText()).toContain(`Remember ${canary}.`);
+      // The server's storage is read (the run's id is there in plain), and the canary is not in it.
+      expect(occurrencesInDatabase(run.workflowId)).toBeGreaterThan(0);
       expect(occurrencesInDatabase(canary)).toBe(0);
       const html = await page.content();
       expect(html).not.toContain(secret);

@@ -7,13 +7,19 @@ import { startDevServer, type DevServer } from '../../src/worker/temporal-cli';
 import { freePort } from '../../src/worker/free-port';
 import { freshCompiledCli, writeSharedBundle } from '../../support/compiled';
 import { startRedis, type RedisServer } from '../../support/redis';
+import { startTemporalCluster, type TemporalCluster } from '../../support/temporal-cluster';
 import { cpuSeconds, recordCpu } from '../support/cpu-time';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     temporalAddress: string;
-    /** The dev server's SQLite file: tests look into it for what must never be stored. */
-    temporalDbFile: string;
+    /** Which Temporal the run is on: the dev server, or temporal-server on PostgreSQL (the cluster projects). */
+    temporalKind: 'dev server' | 'cluster';
+    /**
+     * Where the server keeps its data, for tests that look into it for what must never be stored: the
+     * dev server's SQLite file, or the cluster's PostgreSQL data folder.
+     */
+    temporalStorage: string;
     /** The dev server's HTTP API, for services without an SDK. */
     temporalHttpUrl: string;
     /** A real redis-server for the shared token stream. */
@@ -22,11 +28,12 @@ declare module 'vitest' {
 }
 
 let server: DevServer | undefined;
+let cluster: TemporalCluster | undefined;
 let redis: RedisServer | undefined;
 
 /**
- * One real Temporal dev server (SQLite) for the whole e2e run (a missing binary fails the run), and,
- * meanwhile, the compiled CLI built from the current sources and one workflow bundle that every worker
+ * One real Temporal for the whole e2e run (a missing binary fails the run): the dev server (SQLite),
+ * or for the cluster projects temporal-server on PostgreSQL (support/temporal-cluster.ts); and, meanwhile, the compiled CLI built from the current sources and one workflow bundle that every worker
  * of the run loads (PATCHLOOP_TEST_CLI, PATCHLOOP_TEST_WORKFLOW_BUNDLE: test files inherit them).
  */
 export async function setup(project: TestProject): Promise<void> {
@@ -38,21 +45,26 @@ export async function setup(project: TestProject): Promise<void> {
     await writeSharedBundle(cli, bundleFile);
     return cli;
   })();
-  const started = startDevServer({
-    port: await freePort(),
-    httpPort: await freePort(),
-    dbFile,
-    dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 400 },
-  });
-  const [cli, dev] = await Promise.allSettled([compiled, started]);
-  if (dev.status === 'fulfilled') server = dev.value;
+  const dynamicConfig = { 'limit.historyCount.suggestContinueAsNew': 400 };
+  const onCluster = project.name.startsWith('cluster');
+  const started = onCluster
+    ? startTemporalCluster({ folder: join(folder, 'cluster'), dynamicConfig }).then((running) => {
+        cluster = running;
+        return { address: running.address, httpUrl: running.httpUrl, storage: running.databaseFolder };
+      })
+    : startDevServer({ port: await freePort(), httpPort: await freePort(), dbFile, dynamicConfig }).then((dev) => {
+        server = dev;
+        return { address: dev.address, httpUrl: dev.httpUrl!, storage: dbFile };
+      });
+  const [cli, temporal] = await Promise.allSettled([compiled, started]);
   if (cli.status === 'rejected') throw cli.reason;
-  if (dev.status === 'rejected') throw dev.reason;
+  if (temporal.status === 'rejected') throw temporal.reason;
   process.env['PATCHLOOP_TEST_CLI'] = cli.value;
   process.env['PATCHLOOP_TEST_WORKFLOW_BUNDLE'] = bundleFile;
-  project.provide('temporalAddress', dev.value.address);
-  project.provide('temporalDbFile', dbFile);
-  project.provide('temporalHttpUrl', dev.value.httpUrl!);
+  project.provide('temporalAddress', temporal.value.address);
+  project.provide('temporalKind', onCluster ? 'cluster' : 'dev server');
+  project.provide('temporalStorage', temporal.value.storage);
+  project.provide('temporalHttpUrl', temporal.value.httpUrl);
   redis = await startRedis();
   project.provide('redisUrl', redis.url);
 }
@@ -62,10 +74,13 @@ const HISTORY_BUDGET_BYTES = 5 * 1024 * 1024;
 
 export async function teardown(): Promise<void> {
   try {
-    if (server) await checkHistoryBudget(server.address);
+    const address = server?.address ?? cluster?.address;
+    if (address) await checkHistoryBudget(address);
   } finally {
     if (server?.process.pid) recordCpu('temporal dev server', cpuSeconds(server.process.pid));
-    await Promise.all([server?.stop(), redis?.stop()]);
+    const serverPid = cluster?.serverPid();
+    if (serverPid) recordCpu('temporal-server', cpuSeconds(serverPid));
+    await Promise.all([server?.stop(), cluster?.stop(), redis?.stop()]);
   }
 }
 
