@@ -11,6 +11,7 @@ import type { RunHandle } from '../src/client/patchloop-client';
 import type { Responder } from '../src/fake-model/server';
 import { callTools } from '../src/fake-model/steps';
 import { defineTool } from '../src/tools/define-tool';
+import { abortSignalToClose } from '../support/abort-timing';
 import { median, percentile, table } from './report';
 import { startBenchWorld, type BenchWorld } from './world';
 
@@ -68,13 +69,7 @@ async function reach(world: BenchWorld, phase: Phase, index: number): Promise<Ru
 /** The abort signal's event to the close event, in the run's history (ms). */
 async function closedAfterAbort(run: RunHandle): Promise<number> {
   const history = await run.workflow.fetchHistory();
-  const events = history.events ?? [];
-  const time = (event: (typeof events)[number] | undefined) => {
-    const at = event?.eventTime;
-    return at ? Number(at.seconds ?? 0) * 1000 + Math.floor((at.nanos ?? 0) / 1e6) : Number.NaN;
-  };
-  const signal = events.find((event) => event.workflowExecutionSignaledEventAttributes?.signalName === 'abort');
-  return time(events.at(-1)) - time(signal);
+  return abortSignalToClose(history.events ?? []) ?? Number.NaN;
 }
 
 async function measure(nudge: boolean): Promise<Map<Phase, number[]>> {

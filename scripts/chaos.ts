@@ -1,5 +1,6 @@
 /**
- * `npm run chaos [-- --runs N --seed S]`: the seeded chaos run of support/chaos.ts at full size,
+ * `npm run chaos [-- --runs N --seed S --temporal cluster]`: the seeded chaos run of support/chaos.ts at
+ * full size (on a dev server, or on temporal-server and PostgreSQL),
  * printing its table. Exits 1 when any run is not settled, valid, complete and unduplicated, a
  * finished side-effecting call ran twice, a call of the non-idempotent MCP tool was executed twice on
  * its server, an MCP server process outlived its worker, or a sub-agent call's child has a problem (not
@@ -20,8 +21,11 @@ async function main(): Promise<number> {
       runs: { type: 'string', default: '40' },
       seed: { type: 'string', default: '20261201' },
       concurrency: { type: 'string', default: '6' },
+      temporal: { type: 'string', default: 'dev' },
     },
   });
+  if (values.temporal !== 'dev' && values.temporal !== 'cluster')
+    throw new Error(`--temporal is dev (a dev server, the default) or cluster (temporal-server on PostgreSQL)`);
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   // One workflow bundle for every worker the run starts and restarts (each would bundle for ~4 s).
   const folder = mkdtempSync(join(tmpdir(), 'patchloop-chaos-bundle-'));
@@ -32,6 +36,7 @@ async function main(): Promise<number> {
     runs: Number(values.runs),
     seed: Number(values.seed),
     concurrency: Number(values.concurrency),
+    temporal: values.temporal === 'cluster' ? 'cluster' : 'dev server',
     log: (line) => process.stderr.write(`${line}\n`),
   }).finally(() => rmSync(folder, { recursive: true, force: true }));
   console.log(report.table);

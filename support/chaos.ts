@@ -30,6 +30,7 @@ import { freePort } from '../src/worker/free-port';
 import { startDevServer, type DevServer } from '../src/worker/temporal-cli';
 import { repositoryRoot } from './repository';
 import { startTemporalCluster } from './temporal-cluster';
+import { abortSignalToClose } from './abort-timing';
 import { commandLine, isRunning, processTree } from './process-tree';
 import { pythonMcpServer } from './mcp-servers';
 import {
@@ -574,9 +575,9 @@ interface SentMessage {
 }
 
 /**
- * Where an abort found its run: served by a worker that is up; held by a worker stopped before the abort
- * was sent (its phase or its workflow task on that worker: only the heartbeat timeout or the sticky
- * queue's timeout frees it); or with no worker up at all (it waits for a restart).
+ * Where an abort found its run: served by a worker that stays up; held by a worker stopped before the run
+ * closed (its phase or its workflow task on that worker at the abort: only the heartbeat timeout or the
+ * sticky queue's timeout frees it); or with no worker up at all (it waits for a restart).
  */
 type AbortPlace = 'worker up' | 'held by a stopped worker' | 'no worker up';
 
@@ -924,7 +925,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     record.closedAt = Date.now();
     await Promise.all(actions);
     const abortToClose =
-      record.abortSentAt !== null ? ` (abort to close ${record.closedAt - record.abortSentAt} ms)` : '';
+      record.abortSentAt !== null ? ` (abort sent to result ${record.closedAt - record.abortSentAt} ms)` : '';
     log(`run ${index}: ${record.result?.status ?? `error: ${record.error}`}${abortToClose}`);
   };
   const lanes = Array.from({ length: options.concurrency ?? 5 }, async () => {
@@ -936,6 +937,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
   const checks: RunCheck[] = [];
   for (const record of records.sort((a, b) => a.index - b.index)) checks.push(await checkRun(record, model, stopped));
+  for (const check of checks)
+    if (check.abortToCloseMs !== null)
+      log(`run ${check.index}: abort to close ${check.abortToCloseMs} ms (${check.abortPlace})`);
   // Before the workers stop: a child of an aborted run may still be ending.
   const children = await checkSubagents(records, checks, model, client);
   for (const worker of workers) {
@@ -1062,10 +1066,8 @@ async function checkRun(record: RunRecord, model: ChaosModel, stopped: StoppedWo
     duplicated,
     stuck: result === null && !record.failed,
     workflowTaskFailures: taskFailures,
-    abortToCloseMs:
-      record.abortSentAt !== null && record.closedAt !== null && result?.status === 'aborted'
-        ? record.closedAt - record.abortSentAt
-        : null,
+    // Server time, as bench:abort measures it (the client's own adds its calls' latencies).
+    abortToCloseMs: result?.status === 'aborted' ? abortSignalToClose(history?.events ?? []) : null,
     abortPlace: abortPlace(record, history?.events ?? [], stopped),
     mcp: NO_MCP_CALLS,
     subagentRun: isSubagentRun(record.index),
@@ -1109,8 +1111,9 @@ function abortPlace(record: RunRecord, events: HistoryEvent[], stopped: StoppedW
     }),
   ];
   const pids = identities.map((identity) => Number(/^(\d+)@/.exec(identity ?? '')?.[1]));
+  // Stopped before the run closed: before the abort, or while the abort was under way.
   const held = stopped.some(
-    (worker) => worker.at <= record.abortSentAt! && pids.some((pid) => worker.pids.includes(pid)),
+    (worker) => worker.at <= (record.closedAt ?? Infinity) && pids.some((pid) => worker.pids.includes(pid)),
   );
   return held ? 'held by a stopped worker' : 'worker up';
 }
