@@ -113,10 +113,12 @@ export default defineConfig({
         test: {
           name: 'cluster-all',
           include: ['test/e2e/**/*.test.ts', 'test/cluster/**/*.test.ts'],
+          exclude: alone,
           maxWorkers: 3,
           ...e2e,
         },
       },
+      { test: { name: 'cluster-all-alone', include: alone, fileParallelism: false, ...e2e } },
     ],
   },
 });

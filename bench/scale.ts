@@ -22,7 +22,7 @@ import { callTools, reply, toolCall } from '../src/fake-model/steps';
 import { freshCompiledCli, writeSharedBundle } from '../support/compiled';
 import { repositoryRoot } from '../support/repository';
 import { finishedRepeats, startSideEffectServer, type WorkerDeath } from '../support/side-effects';
-import { startTemporalCluster, type TemporalCluster } from '../support/temporal-cluster';
+import { startTemporalCluster, TEMPORAL_SERVER_VERSION, type TemporalCluster } from '../support/temporal-cluster';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process';
 import { cpuSeconds, rssMib } from './process-stats';
 import { percentile, table } from './report';
@@ -39,8 +39,8 @@ const WORKER_COUNTS = flags.workers.split(',').map(Number);
 const MODEL_MS = Number(flags['model-ms']);
 const TOOL_CALLS = 4;
 const ITERATIONS = TOOL_CALLS + 1;
-/** Starts in flight at once. */
-const STARTS_IN_FLIGHT = 64;
+/** Start calls sent together, every 5 ms: all the runs start within a fraction of a second. */
+const STARTS_PER_STEP = 64;
 /** A finished call's checkpoint may still be in its worker when it is killed (support/side-effects.ts). */
 const CHECKPOINT_WINDOW_MS = 1000;
 const TOOLS_MODULE = join(repositoryRoot, 'test', 'support', 'side-effect-tools.ts');
@@ -66,59 +66,42 @@ interface Row {
   problems: string[];
 }
 
-async function pass(
-  cluster: TemporalCluster,
-  bundle: string,
-  workerCount: number,
-  kill: boolean,
-  log: (line: string) => void,
-): Promise<Row> {
-  const taskQueue = `scale-${workerCount}${kill ? '-kill' : ''}-${Date.now()}`;
-  const effects = await startSideEffectServer();
-  const fake = await FakeModelServer.start({ responder, keepBodies: false });
+interface Pass {
+  cluster: TemporalCluster;
+  bundle: string;
+  workers: number;
+  kill: boolean;
+  log: (line: string) => void;
+}
+
+/** `count` worker processes on one task queue, each named for the side effects it performs. */
+async function startWorkers(
+  { cluster, bundle, workers: count }: Pass,
+  taskQueue: string,
+  modelUrl: string,
+  effectsUrl: string,
+): Promise<WorkerProcess[]> {
   const agents = [{ name: 'settler', instructions: 'You settle.', tools: ['settle'] }];
   const workers: WorkerProcess[] = [];
-  for (let index = 0; index < workerCount; index += 1)
+  for (let index = 0; index < count; index += 1)
     workers.push(
       await spawnWorker({
         address: cluster.address,
         taskQueue,
-        modelUrl: fake.url,
+        modelUrl,
         agents,
         args: ['--tools', TOOLS_MODULE, '--workflow-bundle', bundle],
-        env: { PATCHLOOP_TEST_EFFECTS_URL: effects.url, PATCHLOOP_TEST_WORKER_NAME: `w${index}` },
+        env: { PATCHLOOP_TEST_EFFECTS_URL: effectsUrl, PATCHLOOP_TEST_WORKER_NAME: `w${index}` },
       }),
     );
-  const pids = workers.map((worker) => worker.child.pid!);
-  const peakRss = pids.map(() => 0);
-  const sampler = setInterval(() => {
-    for (const [index, pid] of pids.entries()) {
-      if (workers[index]!.child.exitCode !== null || workers[index]!.child.signalCode !== null) continue;
-      peakRss[index] = Math.max(peakRss[index]!, rssMib(pid));
-    }
-  }, 250);
-  const serverPid = cluster.serverPid()!;
-  const serverCpu = cpuSeconds(serverPid);
-  const client = PatchloopClient.on(await Connection.connect({ address: cluster.address }), {
-    ...configFromEnvironment({}),
-    taskQueue,
-  });
-  const deaths: WorkerDeath[] = [];
-  const killer = kill
-    ? (async () => {
-        await fake.waitForRequests(Math.floor((RUNS * ITERATIONS) / 2));
-        const death: WorkerDeath = { worker: 'w1', at: Date.now() };
-        deaths.push(death);
-        log(`killing w1 at ${fake.requests.length} model requests`);
-        await workers[1]!.kill('SIGKILL');
-        death.exited = Date.now();
-      })()
-    : Promise.resolve();
-  const started = Date.now();
+  return workers;
+}
+
+/** Every run started at once (64 start calls every 5 ms), each checked when it ends. */
+async function runAll(client: PatchloopClient, taskQueue: string) {
   const overheads: number[] = [];
   const problems: string[] = [];
   let completed = 0;
-  let next = 0;
   const runOne = async (index: number) => {
     const label = `${taskQueue}-run${index}`;
     const runStarted = Date.now();
@@ -133,50 +116,86 @@ async function pass(
       else completed += 1;
       overheads.push((Date.now() - runStarted - ITERATIONS * MODEL_MS) / ITERATIONS);
     } catch (error) {
-      problems.push(`${label}: ${(error as Error).message}`);
+      const cause = (error as Error).cause as { code?: number; details?: string } | undefined;
+      problems.push(`${label}: ${(error as Error).message}${cause ? ` (${cause.code}: ${cause.details})` : ''}`);
     }
   };
-  // Starts go out STARTS_IN_FLIGHT at a time; every run is in flight at once after that.
   const running: Array<Promise<void>> = [];
-  await Promise.all(
-    Array.from({ length: STARTS_IN_FLIGHT }, async () => {
-      while (next < RUNS) {
-        const index = next++;
-        const run = runOne(index);
-        running.push(run);
-        // The start call resolves quickly; the run's result is awaited below.
-        await Promise.race([run, new Promise((resolve) => setTimeout(resolve, 5))]);
-      }
-    }),
-  );
+  for (let index = 0; index < RUNS; index += 1) {
+    running.push(runOne(index));
+    if (index % STARTS_PER_STEP === STARTS_PER_STEP - 1) await new Promise((resolve) => setTimeout(resolve, 5));
+  }
   await Promise.all(running);
-  await killer;
-  const seconds = (Date.now() - started) / 1000;
-  clearInterval(sampler);
-  const workerCpu = workers.reduce(
-    (total, worker) =>
-      total + (worker.child.exitCode === null && worker.child.signalCode === null ? cpuSeconds(worker.child.pid!) : 0),
-    0,
-  );
-  const ends = effects.effects.filter((effect) => effect.phase === 'end');
-  const settled = new Set(ends.map((effect) => effect.label)).size;
-  if (settled !== RUNS * TOOL_CALLS) problems.push(`${settled} of ${RUNS * TOOL_CALLS} calls settled`);
-  const repeats = finishedRepeats(effects.effects, deaths, CHECKPOINT_WINDOW_MS);
-  if (repeats.outside > 0) problems.push(`${repeats.outside} finished calls ran again`);
-  for (const worker of workers) await worker.kill('SIGTERM');
-  await client.close();
-  await fake.close();
-  await effects.close();
-  return {
-    workers: workerCount,
-    kill,
-    completed,
-    runsPerSecond: RUNS / seconds,
-    overhead: { p50: percentile(overheads, 0.5), p95: percentile(overheads, 0.95) },
-    peakRss,
-    cpu: { workers: workerCpu, server: cpuSeconds(serverPid) - serverCpu },
-    problems: repeats.inWindow > 0 ? [...problems, `(${repeats.inWindow} in the kill's checkpoint window)`] : problems,
-  };
+  return { overheads, problems, completed };
+}
+
+/** Worker `w1` killed (-9) once half of the model calls are made (given up after 10 minutes). */
+async function killHalfWay(fake: FakeModelServer, worker: WorkerProcess, log: (line: string) => void) {
+  const half = Math.floor((RUNS * ITERATIONS) / 2);
+  const reached = await Promise.race([
+    fake.waitForRequests(half).then(() => true),
+    new Promise<false>((resolve) => setTimeout(() => resolve(false), 600_000).unref()),
+  ]);
+  if (!reached) throw new Error(`the model never got ${half} requests: no kill`);
+  const death: WorkerDeath = { worker: 'w1', at: Date.now() };
+  log(`killing w1 at ${fake.requests.length} model requests`);
+  await worker.kill('SIGKILL');
+  death.exited = Date.now();
+  return death;
+}
+
+async function pass(settings: Pass): Promise<Row> {
+  const { cluster, workers: workerCount, kill, log } = settings;
+  const taskQueue = `scale-${workerCount}${kill ? '-kill' : ''}-${Date.now()}`;
+  const effects = await startSideEffectServer();
+  const fake = await FakeModelServer.start({ responder, keepBodies: false });
+  const workers: WorkerProcess[] = [];
+  const client = PatchloopClient.on(await Connection.connect({ address: cluster.address }), {
+    ...configFromEnvironment({}),
+    taskQueue,
+  });
+  const peakRss: number[] = [];
+  const sampler = setInterval(() => {
+    for (const [index, worker] of workers.entries())
+      if (worker.child.exitCode === null && worker.child.signalCode === null)
+        peakRss[index] = Math.max(peakRss[index] ?? 0, rssMib(worker.child.pid!));
+  }, 250);
+  try {
+    workers.push(...(await startWorkers(settings, taskQueue, fake.url, effects.url)));
+    const serverPid = cluster.serverPid()!;
+    const serverCpu = cpuSeconds(serverPid);
+    const killed = kill ? killHalfWay(fake, workers[1]!, log) : Promise.resolve(undefined);
+    const started = Date.now();
+    const { overheads, problems, completed } = await runAll(client, taskQueue);
+    const seconds = (Date.now() - started) / 1000;
+    const death = await killed;
+    const alive = workers.filter((worker) => worker.child.exitCode === null && worker.child.signalCode === null);
+    const ends = effects.effects.filter((effect) => effect.phase === 'end');
+    const settled = new Set(ends.map((effect) => effect.label)).size;
+    if (settled !== RUNS * TOOL_CALLS) problems.push(`${settled} of ${RUNS * TOOL_CALLS} calls settled`);
+    const repeats = finishedRepeats(effects.effects, death ? [death] : [], CHECKPOINT_WINDOW_MS);
+    if (repeats.outside > 0) problems.push(`${repeats.outside} finished calls ran again`);
+    if (repeats.inWindow > 0) problems.push(`(${repeats.inWindow} in the kill's checkpoint window)`);
+    return {
+      workers: workerCount,
+      kill,
+      completed,
+      runsPerSecond: RUNS / seconds,
+      overhead: { p50: percentile(overheads, 0.5), p95: percentile(overheads, 0.95) },
+      peakRss,
+      cpu: {
+        workers: alive.reduce((total, worker) => total + cpuSeconds(worker.child.pid!), 0),
+        server: cpuSeconds(serverPid) - serverCpu,
+      },
+      problems,
+    };
+  } finally {
+    clearInterval(sampler);
+    for (const worker of workers) await worker.kill('SIGTERM');
+    await client.close();
+    await fake.close();
+    await effects.close();
+  }
 }
 
 async function main() {
@@ -190,18 +209,20 @@ async function main() {
   try {
     for (const count of WORKER_COUNTS) {
       log(`${count} worker(s), ${RUNS} runs`);
-      rows.push(await pass(cluster, bundle, count, false, log));
+      rows.push(await pass({ cluster, bundle, workers: count, kill: false, log }));
+      log(JSON.stringify(rows.at(-1)));
     }
     const most = Math.max(...WORKER_COUNTS);
     if (most >= 2) {
       log(`${most} workers, ${RUNS} runs, one killed mid-way`);
-      rows.push(await pass(cluster, bundle, most, true, log));
+      rows.push(await pass({ cluster, bundle, workers: most, kill: true, log }));
+      log(JSON.stringify(rows.at(-1)));
     }
   } finally {
     await cluster.stop();
   }
   console.log(
-    `${RUNS} concurrent runs of ${ITERATIONS} iterations (${TOOL_CALLS} tool calls, then the answer), a ${MODEL_MS} ms model, on temporal-server 1.32.0 and PostgreSQL:\n`,
+    `${RUNS} concurrent runs of ${ITERATIONS} iterations (${TOOL_CALLS} tool calls, then the answer), a ${MODEL_MS} ms model, on temporal-server ${TEMPORAL_SERVER_VERSION} and PostgreSQL:\n`,
   );
   console.log(
     table(

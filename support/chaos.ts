@@ -30,7 +30,7 @@ import { freePort } from '../src/worker/free-port';
 import { startDevServer, type DevServer } from '../src/worker/temporal-cli';
 import { repositoryRoot } from './repository';
 import { startTemporalCluster } from './temporal-cluster';
-import { abortSignalToClose } from './abort-timing';
+import { abortSignalToClose, isAbortSignal } from './abort-timing';
 import { commandLine, isRunning, processTree } from './process-tree';
 import { pythonMcpServer } from './mcp-servers';
 import {
@@ -577,9 +577,10 @@ interface SentMessage {
 /**
  * Where an abort found its run: served by a worker that stays up; held by a worker stopped before the run
  * closed (its phase or its workflow task on that worker at the abort: only the heartbeat timeout or the
- * sticky queue's timeout frees it); or with no worker up at all (it waits for a restart).
+ * sticky queue's timeout frees it); or sent while no worker was up, or the server was down (it waits for
+ * a restart).
  */
-type AbortPlace = 'worker up' | 'held by a stopped worker' | 'no worker up';
+type AbortPlace = 'worker up' | 'held by a stopped worker' | 'no worker or server up';
 
 /** A worker process stopped by the chaos: its process tree's pids (a worker's identity is `pid@host`). */
 interface StoppedWorker {
@@ -618,10 +619,19 @@ async function persistently<T>(
 }
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
-  const started = Date.now();
-  const log = (line: string) => options.log?.(`${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s  ${line}`);
   const folder = mkdtempSync(join(tmpdir(), 'patchloop-chaos-'));
   const server = await chaosTemporal(options.temporal, folder);
+  try {
+    return await chaosOn(server, folder, options);
+  } finally {
+    // Stopped once the runs are checked, or here when the run threw: a cluster is a PostgreSQL too.
+    await server.stop();
+  }
+}
+
+async function chaosOn(server: ChaosTemporal, folder: string, options: ChaosOptions): Promise<ChaosReport> {
+  const started = Date.now();
+  const log = (line: string) => options.log?.(`${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s  ${line}`);
   const model = new ChaosModel(options.seed);
   const fake = await FakeModelServer.start({ responder: model.respond, keepBodies: false });
   const taskQueue = `chaos-${options.seed}-${Date.now()}`;
@@ -1084,10 +1094,8 @@ async function checkRun(record: RunRecord, model: ChaosModel, stopped: StoppedWo
  */
 function abortPlace(record: RunRecord, events: HistoryEvent[], stopped: StoppedWorker[]): AbortPlace | null {
   if (record.abortSentAt === null) return null;
-  if (!record.abortWithWorkerUp) return 'no worker up';
-  const signal = events.findIndex(
-    (event) => Number(event.eventType) === 26 && event.workflowExecutionSignaledEventAttributes?.signalName === 'abort',
-  );
+  if (!record.abortWithWorkerUp) return 'no worker or server up';
+  const signal = events.findIndex(isAbortSignal);
   const before = signal >= 0 ? events.slice(0, signal) : events;
   const closed = new Set(
     before.flatMap((event) => {
@@ -1104,7 +1112,8 @@ function abortPlace(record: RunRecord, events: HistoryEvent[], stopped: StoppedW
     event.activityTaskScheduledEventAttributes && !closed.has(String(event.eventId)) ? [String(event.eventId)] : [],
   );
   const identities = [
-    before.filter((event) => Number(event.eventType) === 6).at(-1)?.workflowTaskStartedEventAttributes?.identity,
+    before.filter((event) => event.workflowTaskStartedEventAttributes).at(-1)?.workflowTaskStartedEventAttributes
+      ?.identity,
     ...events.flatMap((event) => {
       const started = event.activityTaskStartedEventAttributes;
       return started && inFlight.includes(String(started.scheduledEventId)) ? [started.identity] : [];
@@ -1702,9 +1711,9 @@ function table(report: Omit<ChaosReport, 'table'>): string {
     `side effects (counted outside the workers): ${report.sideEffects.calls} calls, ${report.sideEffects.finished} finished calls repeated (besides ${report.sideEffects.finishedInWindow} that finished within ${CHECKPOINT_WINDOW_MS} ms of their worker's kill and ${report.sideEffects.finishedInOutage} that finished while the dev server was down, the documented at-least-once cases), ${report.sideEffects.started} calls in flight at a crash started again`,
     `MCP tools (Python stdio server, executions counted outside the workers; children's calls included): ${mcp.pay + mcp.quote} calls; ${MCP_PAY} (not idempotent) ${mcp.pay} calls, ${mcp.executed} executed, ${mcp.interrupted} interrupted (the model was told it may or may not have taken effect), ${mcp.duplicates} executed twice; ${MCP_QUOTE} (readOnlyHint) ${mcp.quote} calls, ${mcp.resent} sent again after a crash; ${mcp.workerStopsMidCall} worker stops during a ${MCP_PAY} call; ${mcp.serverProcesses} server processes, ${mcp.serverProcessesLeft} left running after their worker stopped`,
     '',
-    '| runs | settled | valid | lost | duplicated | stuck | workflow task failures | MCP calls / interrupted / duplicated | abort-to-close p50 / p95, a worker up | held by a stopped worker | with no worker up |',
+    '| runs | settled | valid | lost | duplicated | stuck | workflow task failures | MCP calls / interrupted / duplicated | abort-to-close p50 / p95, a worker up | held by a stopped worker | no worker or server up |',
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-    `| ${runs.length} | ${count((run) => run.settled)} | ${count((run) => run.valid)} | ${runs.reduce((total, run) => total + run.lost, 0)} | ${runs.reduce((total, run) => total + run.duplicated, 0)} | ${count((run) => run.stuck)} | ${runs.reduce((total, run) => total + run.workflowTaskFailures, 0)} | ${mcp.pay + mcp.quote} / ${mcp.interrupted} / ${mcp.duplicates} | ${spread(latencies('worker up'))} | ${spread(latencies('held by a stopped worker'))} | ${spread(latencies('no worker up'))} |`,
+    `| ${runs.length} | ${count((run) => run.settled)} | ${count((run) => run.valid)} | ${runs.reduce((total, run) => total + run.lost, 0)} | ${runs.reduce((total, run) => total + run.duplicated, 0)} | ${count((run) => run.stuck)} | ${runs.reduce((total, run) => total + run.workflowTaskFailures, 0)} | ${mcp.pay + mcp.quote} / ${mcp.interrupted} / ${mcp.duplicates} | ${spread(latencies('worker up'))} | ${spread(latencies('held by a stopped worker'))} | ${spread(latencies('no worker or server up'))} |`,
     '',
     `sub-agents: ${sub.runs} runs of ${LEAD_AGENT} made ${sub.calls} calls of ${HELPER_AGENT} (${sub.twoAtOnce} batches called two at once); children started once ${sub.startedOnce}, more than once ${sub.startedTwice}, never (the call was cancelled first) ${sub.notStarted}; children completed ${sub.completed}, aborted ${sub.aborted}, failed ${sub.failed}; callers' results: the answer ${sub.answered}, an error ${sub.errors}, cancelled ${sub.cancelled}; callers reaching a child they had started: startChild refused ${sub.startsRefused}, awaitAgentRun ${sub.reattachWaits}; ${sub.workerStopsMidChild} worker stops on the worker running a child in flight; ${sub.replayedElsewhere} children ran on more than one worker process`,
     `children's model requests ${sub.modelRequests} for ${sub.llmAttempts} LLM attempts in their histories, besides ${sub.unrecordedRequests} of LLM calls an abort cancelled while they waited to retry (no attempt recorded) (sent again after a broken reply ${sub.resentAfterFault}, after a worker stop, an outage or a timeout ${sub.resentOtherwise}); finished work done again ${sub.restarted}; side effects inside children: ${sub.charges} charge calls, ${MCP_PAY} ${sub.mcp.pay} calls (${sub.mcp.executed} executed, ${sub.mcp.duplicates} executed twice), ${MCP_QUOTE} ${sub.mcp.quote} calls`,

@@ -12,7 +12,7 @@ import {
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { freePort, portIsFree } from '../src/worker/free-port';
-import { findTemporalCli } from '../src/worker/temporal-cli';
+import { findTemporalCli, isServing, stopProcess } from '../src/worker/temporal-cli';
 import { repositoryRoot } from './repository';
 
 /**
@@ -25,14 +25,12 @@ import { repositoryRoot } from './repository';
  */
 
 /** The server version the set-up builds; docker-compose.yml pins the same images. */
-const TEMPORAL_SERVER_VERSION = '1.32.0';
+export const TEMPORAL_SERVER_VERSION = '1.32.0';
 
 /** Where scripts/setup-temporal-server.sh leaves temporal-server, temporal-sql-tool and the schema files. */
 function temporalServerFolder(env: NodeJS.ProcessEnv = process.env): string {
-  return (
-    env['PATCHLOOP_TEMPORAL_SERVER_DIR'] ??
-    join(env['PATCHLOOP_CACHE'] ?? join(homedir(), '.cache', 'patchloop'), `temporal-server-${TEMPORAL_SERVER_VERSION}`)
-  );
+  const cache = env['PATCHLOOP_CACHE'] ?? join(homedir(), '.cache', 'patchloop');
+  return join(cache, `temporal-server-${TEMPORAL_SERVER_VERSION}`);
 }
 
 export interface TemporalCluster {
@@ -54,7 +52,7 @@ export interface TemporalCluster {
 export interface TemporalClusterOptions {
   /** A folder of its own for the dynamic configuration (the database gets one in the temporary folder). */
   folder: string;
-  /** Dynamic configuration values beyond deploy/temporal/dynamicconfig.yaml's. */
+  /** Dynamic configuration values (deploy/temporal/dynamicconfig.yaml, the compose stack's, sets none). */
   dynamicConfig?: Record<string, string | number | boolean>;
 }
 
@@ -128,15 +126,6 @@ function started(
   return { child, log: () => output };
 }
 
-function stopped(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill(signal);
-    setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-  });
-}
-
 /**
  * A PostgreSQL cluster in a folder of its own (the postgres user's, when run as root: it must reach it),
  * on a free loopback port, its socket in the folder too.
@@ -146,7 +135,12 @@ async function startPostgres(): Promise<{ port: number; child: ChildProcess; dat
   const data = mkdtempSync(join(tmpdir(), 'patchloop-postgres-'));
   const owner = postgresUser();
   if (owner) chownSync(data, owner.uid, owner.gid);
-  run(join(bin, 'initdb'), ['-D', data, '-U', 'temporal', '-A', 'trust'], process.env, 'initdb', owner);
+  try {
+    run(join(bin, 'initdb'), ['-D', data, '-U', 'temporal', '-A', 'trust'], process.env, 'initdb', owner);
+  } catch (error) {
+    rmSync(data, { recursive: true, force: true });
+    throw error;
+  }
   const port = await freePort();
   // A test database: no fsync (the machine does not crash under a test; temporal-server's restarts
   // and kills do not touch PostgreSQL, which keeps every commit).
@@ -168,12 +162,19 @@ async function startPostgres(): Promise<{ port: number; child: ChildProcess; dat
   ];
   const { child, log } = started(join(bin, 'postgres'), args, process.env, owner);
   const ready = join(bin, 'pg_isready');
-  await waitFor(
-    () => spawnSync(ready, ['-h', '127.0.0.1', '-p', String(port), '-U', 'temporal']).status === 0,
-    child,
-    'PostgreSQL',
-    log,
-  );
+  try {
+    await waitFor(
+      () =>
+        spawnSync(ready, ['-h', '127.0.0.1', '-p', String(port), '-U', 'temporal'], { timeout: 10_000 }).status === 0,
+      child,
+      'PostgreSQL',
+      log,
+    );
+  } catch (error) {
+    await stopProcess(child, 'SIGKILL');
+    rmSync(data, { recursive: true, force: true });
+    throw error;
+  }
   return { port, child, data };
 }
 
@@ -256,7 +257,9 @@ async function serverEnvironment(
   const cli = findTemporalCli();
   if (!cli) throw new Error('the temporal CLI is missing: run bash scripts/setup.sh');
   const env: NodeJS.ProcessEnv = {
-    ...process.env,
+    // Nothing else of this process's environment: the server's configuration template and the temporal
+    // CLI read many variables (TEMPORAL_TLS_*, SQL_TLS_*, DBNAME, PROMETHEUS_ENDPOINT, ...).
+    HOME: process.env['HOME'],
     PATH: [dirname(programs.server), dirname(cli), process.env['PATH']].join(delimiter),
     ...Object.fromEntries(names.map((name, index) => [name, String(ports[index])])),
     DB: 'postgres12',
@@ -302,15 +305,7 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
     const start = async () => {
       server = started('sh', [join(scripts, 'start-server.sh')], env);
       const cli = findTemporalCli()!;
-      await waitFor(
-        () =>
-          spawnSync(cli, ['operator', 'cluster', 'health', '--address', address], { encoding: 'utf8' }).stdout.includes(
-            'SERVING',
-          ),
-        server.child,
-        'temporal-server',
-        server.log,
-      );
+      await waitFor(() => isServing(cli, address), server.child, 'temporal-server', server.log);
     };
     await start();
     run('sh', [join(scripts, 'create-namespace.sh')], env, 'create-namespace.sh');
@@ -321,19 +316,19 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
       databaseFolder: database.data,
       serverPid: () => server?.child.pid,
       restartServer: async (how = {}) => {
-        await stopped(server!.child, how.kill ? 'SIGKILL' : 'SIGTERM');
+        await stopProcess(server!.child, how.kill ? 'SIGKILL' : 'SIGTERM');
         await start();
       },
       stop: async () => {
         // Nothing is kept beyond the test: no graceful shutdown (temporal-server's takes seconds).
-        if (server) await stopped(server.child, 'SIGKILL');
-        await stopped(database.child, 'SIGINT');
+        if (server) await stopProcess(server.child, 'SIGKILL');
+        await stopProcess(database.child, 'SIGINT');
         rmSync(database.data, { recursive: true, force: true });
       },
     };
   } catch (error) {
-    if (server) await stopped(server.child, 'SIGKILL');
-    await stopped(database.child, 'SIGINT');
+    if (server) await stopProcess(server.child, 'SIGKILL');
+    await stopProcess(database.child, 'SIGINT');
     rmSync(database.data, { recursive: true, force: true });
     throw error;
   }

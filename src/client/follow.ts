@@ -5,6 +5,7 @@ import { findStreamSource, readChunks } from '../streaming/chunk-client';
 import { eventsQuery } from '../common';
 import { RunHandle } from './patchloop-client';
 import { WorkflowTaskWatch } from './task-watch';
+import { workflowResult } from './workflow-result';
 
 /** One human-readable line per coarse event, or null for events not worth a line. */
 export function describeEvent(event: LoggedRunEvent): string | null {
@@ -233,9 +234,7 @@ export async function followRunEvents(
   let ended = false;
   // The long poll for the result stops with the reader, so nothing of it is left behind.
   const signal = options.signal;
-  const result = (
-    signal ? run.workflow.client.withAbortSignal(signal, () => run.workflow.result()) : run.workflow.result()
-  ).finally(() => (ended = !signal?.aborted));
+  const result = workflowResult(run.workflow, signal ? { signal } : {}).finally(() => (ended = !signal?.aborted));
   // Its outcome is the caller's business (a failed run ends the follow as well).
   result.catch(() => undefined);
   await followEvents(run, output, options, result, options.signal);
@@ -292,7 +291,10 @@ async function followEvents(
         if (fork?.starts && !forks.has(fork.child)) {
           const child = fork.child;
           const handle = new RunHandle(run.workflow.client.getHandle(child), run.chunks);
-          forks.set(child, followEvents(handle, output, { ...options, after: 0 }, handle.workflow.result(), stopForks));
+          forks.set(
+            child,
+            followEvents(handle, output, { ...options, after: 0 }, workflowResult(handle.workflow), stopForks),
+          );
         }
         // E.g. asking a person to decide a call that waits for approval.
         await options.onEvent?.(event);

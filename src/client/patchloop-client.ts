@@ -58,6 +58,7 @@ import { patchloopDataConverter } from '../storage/data-converter';
 import type { ChunkTransport } from '../streaming/chunk';
 import { RedisChunkTransport } from '../streaming/redis-transport';
 import { PatchloopSchedules } from './schedules';
+import { workflowResult } from './workflow-result';
 
 /** A typed client for patchloop runs; anything it does can also be done with the `temporal` CLI. */
 export class PatchloopClient {
@@ -186,7 +187,7 @@ export class PatchloopClient {
     const workflowId = options.workflowId ?? `fn-${name}-${randomUUID()}`;
     const handle = await this.startWorkflow('llmFunction', workflowId, { function: name, args }, `function ${name}`);
     try {
-      return await handle.result();
+      return await workflowResult(handle);
     } catch (error) {
       if (error instanceof WorkflowFailedError) throw new RunFailedError(workflowId, error);
       throw error;
@@ -615,7 +616,7 @@ export class RunHandle {
   async result(): Promise<AgentRunResult> {
     let result: AgentRunResult;
     try {
-      result = (await this.workflow.result()) as AgentRunResult;
+      result = (await workflowResult(this.workflow)) as AgentRunResult;
     } catch (error) {
       if (error instanceof WorkflowFailedError) throw new RunFailedError(this.workflowId, error);
       throw error;
@@ -694,7 +695,7 @@ async function notificationState(
     return { notifier_id, state: 'delivering', attempt: description.raw.pendingActivities?.[0]?.attempt ?? 1 };
   }
   try {
-    return { notifier_id, state: 'delivered', ...((await notifier.result()) as NotifyDelivered) };
+    return { notifier_id, state: 'delivered', ...((await workflowResult(notifier)) as NotifyDelivered) };
   } catch (error) {
     const cause = error instanceof WorkflowFailedError ? (error.cause as ApplicationFailure | undefined) : undefined;
     // The notifier's failure carries its attempts and the last attempt's own error.
@@ -734,7 +735,7 @@ export class SessionHandle extends RunHandle {
 
   /** The session's result, whole: a transcript it left out for its size is read by pages and filled in. */
   async sessionResult(): Promise<ChatSessionResult> {
-    const result = (await this.workflow.result()) as ChatSessionResult;
+    const result = (await workflowResult(this.workflow)) as ChatSessionResult;
     if (!result.transcript_query) return result;
     const transcript = await this.wholeTranscript(result.transcript_length);
     const { transcript_omitted: _omitted, transcript_length: _length, transcript_query: _query, ...rest } = result;

@@ -1,5 +1,6 @@
 import type { RunHandle } from '../client/patchloop-client';
 import type { RunEvent } from '../runtime';
+import { workflowResult } from '../client/workflow-result';
 
 /** How often a follower looks for new events while the run has none. */
 const POLL_MS = 200;
@@ -32,7 +33,8 @@ export async function* runEvents(
   signal: AbortSignal,
 ): AsyncGenerator<RunEvent, void, undefined> {
   let closed = false;
-  const watch = run.workflow.client.withAbortSignal(signal, () => run.workflow.result());
+  // Through the server's refusals (a cap on long polls): a refusal is no end of the run.
+  const watch = workflowResult(run.workflow, { signal });
   watch.then(
     () => (closed = true),
     () => (closed = !signal.aborted),

@@ -331,7 +331,9 @@ function servedRegistry(options: PatchloopWorkerOptions): AgentRegistry {
  */
 async function searchAttributesOf(options: PatchloopWorkerOptions, connection: NativeConnection) {
   const namespace = options.workerOptions?.namespace ?? options.config.namespace;
-  const check = () => ensureSearchAttributes(connection, namespace, Runtime.instance().logger);
+  // At the start, it waits until the server uses them; a later check runs inside a short local activity.
+  const check = (usableWithinMs?: number) =>
+    ensureSearchAttributes(connection, namespace, Runtime.instance().logger, usableWithinMs);
   const found =
     options.searchAttributes !== undefined || options.toolsOnly
       ? { available: options.searchAttributes ?? false, registered: [] }
@@ -339,7 +341,7 @@ async function searchAttributesOf(options: PatchloopWorkerOptions, connection: N
   let lastCheck = { at: Date.now(), available: found.available };
   const now = async (): Promise<boolean> => {
     if (options.searchAttributes !== undefined) return options.searchAttributes;
-    if (Date.now() - lastCheck.at > 60_000) lastCheck = { at: Date.now(), available: (await check()).available };
+    if (Date.now() - lastCheck.at > 60_000) lastCheck = { at: Date.now(), available: (await check(0)).available };
     return lastCheck.available;
   };
   return { found, now };

@@ -20,27 +20,10 @@ export async function ensureSearchAttributes(
 ): Promise<{ available: boolean; registered: string[] }> {
   const keys = Object.values(PATCHLOOP_SEARCH_ATTRIBUTES);
   try {
-    const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
-    const present = customAttributes ?? {};
-    // A name taken with another type would fail every upsert: runs then go without.
-    const clashing = keys.filter((key) => key.name in present && present[key.name] !== indexedType(key.type));
-    if (clashing.length > 0)
-      throw new Error(`${clashing.map((key) => key.name).join(', ')} exist(s) with another type`);
-    const missing = keys.filter((key) => !(key.name in present));
-    if (missing.length === 0) return { available: true, registered: [] };
-    try {
-      await connection.operatorService.addSearchAttributes({
-        namespace,
-        searchAttributes: Object.fromEntries(missing.map((key) => [key.name, indexedType(key.type)])),
-      });
-    } catch (error) {
-      // Workers starting together race to register them: one that lost finds them there now.
-      const { customAttributes: now } = await connection.operatorService.listSearchAttributes({ namespace });
-      if (keys.every((key) => now?.[key.name] === indexedType(key.type))) return { available: true, registered: [] };
-      throw error;
-    }
-    const registered = missing.map((key) => key.name);
-    log.info(`registered search attributes ${registered.join(', ')} on namespace ${namespace}`);
+    const registered = await registerMissing(connection, namespace);
+    if (registered.length > 0)
+      log.info(`registered search attributes ${registered.join(', ')} on namespace ${namespace}`);
+    // Registered now, or a moment ago by another worker: the server may not use them yet.
     await untilUsable(connection, namespace, log, usableWithinMs);
     return { available: true, registered };
   } catch (error) {
@@ -57,6 +40,33 @@ export async function ensureSearchAttributes(
   }
 }
 
+/** Registers the attributes the namespace lacks: their names (none when all are there). */
+async function registerMissing(
+  connection: Pick<NativeConnection, 'operatorService'> | Pick<Connection, 'operatorService'>,
+  namespace: string,
+): Promise<string[]> {
+  const keys = Object.values(PATCHLOOP_SEARCH_ATTRIBUTES);
+  const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+  const present = customAttributes ?? {};
+  // A name taken with another type would fail every upsert: runs then go without.
+  const clashing = keys.filter((key) => key.name in present && present[key.name] !== indexedType(key.type));
+  if (clashing.length > 0) throw new Error(`${clashing.map((key) => key.name).join(', ')} exist(s) with another type`);
+  const missing = keys.filter((key) => !(key.name in present));
+  if (missing.length === 0) return [];
+  try {
+    await connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(missing.map((key) => [key.name, indexedType(key.type)])),
+    });
+  } catch (error) {
+    // Workers starting together race to register them: one that lost finds them there now.
+    const { customAttributes: now } = await connection.operatorService.listSearchAttributes({ namespace });
+    if (keys.every((key) => now?.[key.name] === indexedType(key.type))) return [];
+    throw error;
+  }
+  return missing.map((key) => key.name);
+}
+
 /**
  * How long a server may take to use attributes just registered: temporal-server keeps the namespace's
  * (2 s) and the cluster's (60 s) search attributes in caches; the dev server reads them fresh.
@@ -65,8 +75,8 @@ const USABLE_WITHIN_MS = 90_000;
 
 /**
  * Waits until the frontend accepts a query over every attribute: a run started with one the server does
- * not know yet is refused ("no mapping defined for search attribute"), so a worker that registered them
- * says it is ready only once they are in use. Past the bound, it goes on and warns.
+ * not know yet is refused ("no mapping defined for search attribute"), so a worker says it is ready only
+ * once they are in use (one request when they are). Past the bound (0: one try), it goes on and warns.
  */
 async function untilUsable(
   connection: Pick<NativeConnection, 'workflowService'> | Pick<Connection, 'workflowService'>,
@@ -87,7 +97,7 @@ async function untilUsable(
     } catch (error) {
       // Only an unknown attribute (INVALID_ARGUMENT) is worth waiting for; any other refusal stays.
       if ((error as { code?: unknown }).code !== 3) return;
-      if (Date.now() - started > withinMs) {
+      if (Date.now() - started >= withinMs) {
         log.warn(`the server does not use the new search attributes yet: ${(error as Error).message}`);
         return;
       }

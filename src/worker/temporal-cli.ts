@@ -99,6 +99,25 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
+/** Whether the Temporal frontend at `address` reports SERVING (`temporal operator cluster health`, 10 s at most). */
+export function isServing(cli: string, address: string): boolean {
+  const health = spawnSync(cli, ['operator', 'cluster', 'health', '--address', address], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
+  return health.stdout?.includes('SERVING') ?? false;
+}
+
+/** Sends `signal` to a process and resolves when it has exited (SIGKILL after `killAfterMs`). */
+export function stopProcess(child: ChildProcess, signal: NodeJS.Signals, killAfterMs = 5000): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill(signal);
+    setTimeout(() => child.kill('SIGKILL'), killAfterMs).unref();
+  });
+}
+
 /** Starts `temporal server start-dev` (SQLite, or in memory) and waits until it reports SERVING. */
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const cli = options.cli ?? findTemporalCli();
@@ -127,8 +146,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`temporal dev server exited (${child.exitCode}): ${stderr.trim()}`);
-    const health = spawnSync(cli, ['operator', 'cluster', 'health', '--address', address], { encoding: 'utf8' });
-    if (health.stdout.includes('SERVING')) break;
+    if (isServing(cli, address)) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`temporal dev server did not become healthy in 60 s: ${stderr.trim()}`);
@@ -140,12 +158,6 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     address,
     uiUrl: options.headless === false ? `http://127.0.0.1:${options.uiPort ?? options.port + 1000}` : null,
     httpUrl: options.httpPort ? `http://127.0.0.1:${options.httpPort}` : null,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-        setTimeout(() => child.kill('SIGKILL'), 5000).unref();
-      }),
+    stop: () => stopProcess(child, 'SIGTERM'),
   };
 }

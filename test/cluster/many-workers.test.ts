@@ -31,7 +31,7 @@ function responder(body: ChatRequestBody) {
   const run = String(user?.['content']).replace('run ', '');
   const done = body.messages.filter((message) => message['role'] === 'tool').length;
   if (done < CALLS_PER_RUN)
-    return callTools([toolCall(`c${done}`, 'charge', { label: `run${run}-${done}`, seconds: 0.4 })], {
+    return callTools([toolCall(`c${done}`, 'charge', { label: `run${run}-${done}`, seconds: 2 })], {
       firstChunkDelayMs: 50,
     });
   return reply(`run ${run}: charged ${CALLS_PER_RUN} times`);
@@ -71,7 +71,8 @@ it('runs spread over three worker processes; kill -9 of one mid-call: its runs f
       client.start({ agent: 'clerk', input: `run ${index}` }, { workflowId: `many-workers-${index}-${randomUUID()}` }),
     ),
   );
-  // Kill w2 while one of its calls is in flight (started, not ended), once every worker has done some.
+  // Kill w2 while one of its calls is in flight (started, not ended: a call takes 2 s, so the kill lands
+  // within it however busy the machine), once every worker has started some.
   const inFlight = await eventually(
     () => {
       const by = (worker: string) => effects.effects.filter((effect) => effect.worker === worker);

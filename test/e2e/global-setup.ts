@@ -20,7 +20,7 @@ declare module 'vitest' {
      * dev server's SQLite file, or the cluster's PostgreSQL data folder.
      */
     temporalStorage: string;
-    /** The dev server's HTTP API, for services without an SDK. */
+    /** The server's HTTP API, for services without an SDK. */
     temporalHttpUrl: string;
     /** A real redis-server for the shared token stream. */
     redisUrl: string;
