@@ -8,10 +8,13 @@
 export {
   ApprovalRefusedError,
   EventRefusedError,
+  ForkRefusedError,
   PatchloopClient,
   RunFailedError,
   RunHandle,
   SessionHandle,
+  type ForkOptions,
+  type ForkSummary,
   type RetryingPhase,
 } from './client/patchloop-client';
 export { followRun, jsonOutput, textOutput, type FollowOutput } from './client/follow';

@@ -15,6 +15,7 @@ import { createReviewToolCalls } from './tool-review';
 import { chargeSchedule, createScheduleStanding } from './schedule-budget';
 import { sendToSession } from './session-message';
 import { createDeliverNotification, type NotifyLinks } from './notify-delivery';
+import { createCaptureRunState, type ForkReplayCode } from './fork-capture';
 
 export interface ActivitySettings {
   registry: AgentRegistry;
@@ -45,6 +46,8 @@ export interface ActivitySettings {
   mcp?: McpServers;
   /** The pages a run's end notification links to (its console page, its Temporal UI page), when known. */
   notifyLinks?: NotifyLinks;
+  /** The worker's workflow code and data converter, for the replay a fork reads its point from. */
+  forkReplay?: () => ForkReplayCode | undefined;
 }
 
 /** The activities a patchloop worker registers. Workflows import their type only. */
@@ -101,6 +104,7 @@ export function createActivities(settings: ActivitySettings) {
     awaitTaskChange,
     deliverA2aPush,
     toolBatch: createToolBatch(settings.registry, batchSettings, requests),
+    ...createCaptureRunState(settings.forkReplay ?? (() => undefined)),
   };
 }
 

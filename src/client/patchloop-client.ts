@@ -52,7 +52,7 @@ import {
   userMessageUpdate,
   type UserMessageAccepted,
 } from '../common';
-import { notifierWorkflowId } from '../runtime';
+import { ForkSource, notifierWorkflowId } from '../runtime';
 import { connectionOptions, type PatchloopConfig } from '../config/environment';
 import { patchloopDataConverter } from '../storage/data-converter';
 import type { ChunkTransport } from '../streaming/chunk';
@@ -112,6 +112,60 @@ export class PatchloopClient {
     return new RunHandle(this.temporal.workflow.getHandle(workflowId), this.chunks);
   }
 
+  /**
+   * Starts a fork of a run (docs/fork-and-evals.md): a new `agentRun` whose context is exactly the
+   * original's before its model request at iteration `at`, so that its first request is the original's
+   * byte for byte unless an override changes it; no tool runs again. The fork records where it came
+   * from (`fork_from` in its input, `PatchloopForkOf`, a memo that `forksOf` lists). The id defaults to
+   * `fork-<uuid>`.
+   */
+  async fork(workflowId: string, options: ForkOptions): Promise<RunHandle> {
+    const { workflowId: id, principal, ...changes } = options;
+    const source = ForkSource.parse({ workflow_id: workflowId, ...changes });
+    const original = await this.temporal.workflow.getHandle(workflowId).describe();
+    if (original.type !== 'agentRun')
+      throw new ForkRefusedError(`${workflowId} is a ${original.type}: only agentRun runs fork`);
+    const agent = source.agent ?? original.typedSearchAttributes.get(keys.agent) ?? 'fork';
+    const forkId = id ?? `fork-${randomUUID()}`;
+    const summary = `${agent}: fork of ${workflowId} at iteration ${source.at}`;
+    const handle = await this.startWorkflow(
+      'agentRun',
+      forkId,
+      { agent, input: source.message ?? '', fork_from: source },
+      summary,
+      {
+        ...(principal !== undefined ? { principal } : {}),
+        attributes: [{ key: keys.forkOf, value: workflowId }],
+        memo: { [FORK_MEMO]: { workflow_id: workflowId, at: source.at } },
+      },
+    );
+    return new RunHandle(handle, this.chunks);
+  }
+
+  /**
+   * A fork, then the original aborted with a reason that names the fork (when it still runs): the run
+   * goes on from iteration `at` as the fork.
+   */
+  async rewind(workflowId: string, options: ForkOptions): Promise<{ fork: RunHandle; aborted: boolean }> {
+    const fork = await this.fork(workflowId, options);
+    const original = this.run(workflowId);
+    if ((await original.workflow.describe()).status.name !== 'RUNNING') return { fork, aborted: false };
+    await original.abort(`rewound to iteration ${options.at}: it goes on as ${fork.workflowId}`);
+    return { fork, aborted: true };
+  }
+
+  /** The forks of a run, newest first: their ids, where they forked, and how they stand. */
+  async forksOf(workflowId: string, limit = 100): Promise<ForkSummary[]> {
+    const forks: ForkSummary[] = [];
+    const query = `${keys.forkOf.name} = ${quoted(workflowId)}`;
+    for await (const execution of this.temporal.workflow.list({ query })) {
+      const memo = execution.memo?.[FORK_MEMO] as { at?: number } | undefined;
+      forks.push({ ...runSummaryOf(execution), at: memo?.at ?? null });
+      if (forks.length >= limit) break;
+    }
+    return forks;
+  }
+
   /** Starts workflow `chatSession`; the id defaults to `session-<uuid>`. */
   async startSession(
     input: ChatSessionInputWire,
@@ -133,10 +187,14 @@ export class PatchloopClient {
     workflowId: string,
     input: AgentRunInputWire | ChatSessionInputWire | Record<string, unknown>,
     staticSummary: string,
-    options: Pick<StartOptions, 'principal'> = {},
+    options: Pick<StartOptions, 'principal'> & {
+      attributes?: SearchAttributePair[];
+      memo?: Record<string, unknown>;
+    } = {},
   ): Promise<WorkflowHandle> {
     const principal = options.principal;
     const attributes: SearchAttributePair[] = [
+      ...(options.attributes ?? []),
       ...(principal === undefined ? [] : [{ key: keys.principal, value: principal }]),
       ...(type !== 'llmFunction' && typeof input['agent'] === 'string' && (await this.searchAttributesPresent())
         ? [
@@ -151,6 +209,7 @@ export class PatchloopClient {
       args: [principal === undefined ? input : { ...input, principal }],
       staticSummary,
       ...(attributes.length > 0 ? { typedSearchAttributes: attributes } : {}),
+      ...(options.memo ? { memo: options.memo } : {}),
     })) as WorkflowHandle;
   }
 
@@ -201,7 +260,6 @@ export class PatchloopClient {
    */
   async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
     const limit = filter.limit ?? 20;
-    const quoted = (text: string) => `'${text.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
     const query = [
       `WorkflowType IN ('agentRun', 'chatSession')`,
       ...(filter.agent ? [`${keys.agent.name} = ${quoted(filter.agent)}`] : []),
@@ -245,6 +303,11 @@ export class PatchloopClient {
   }
 }
 
+/** A string literal of Temporal's list filter. */
+function quoted(text: string): string {
+  return `'${text.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+}
+
 function oneLine(text: string, most: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > most ? `${flat.slice(0, most - 1)}…` : flat;
@@ -255,6 +318,30 @@ export interface StartOptions {
   workflowId?: string;
   /** Recorded in the input and in `PatchloopPrincipal` (docs/gateway.md). */
   principal?: string;
+}
+
+/** What `fork` and `rewind` take: the iteration, the overrides (`ForkSource`), the new run's id and principal. */
+export interface ForkOptions {
+  at: number;
+  agent?: string;
+  model?: string;
+  instructions?: string;
+  message?: string;
+  workflowId?: string;
+  principal?: string;
+}
+
+/** A fork as `forksOf` lists it: the run, and the iteration it was forked at. */
+export interface ForkSummary extends RunSummary {
+  at: number | null;
+}
+
+/** The memo a fork starts with: where it comes from (listings return it with each fork). */
+const FORK_MEMO = 'patchloop_fork';
+
+/** A fork the client refuses before it starts anything (the original is not an agentRun). */
+export class ForkRefusedError extends Error {
+  override name = 'ForkRefusedError';
 }
 
 /** What `listRuns` looks for (every field optional). */

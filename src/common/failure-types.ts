@@ -35,6 +35,9 @@ export const FailureType = {
   UnknownFunction: 'UnknownFunction',
   // A schedule's session (\`--session\`) does not exist, is not a chatSession, or has ended: the fire fails.
   UnknownSession: 'UnknownSession',
+  // A fork's point cannot be read: its run does not exist or is not an agentRun, or made no model request
+  // at that iteration (docs/fork-and-evals.md). The fork fails at once.
+  ForkUnavailable: 'ForkUnavailable',
   // An agent's MCP server could not list its tools (after a few attempts): the run fails at its start.
   McpServerUnavailable: 'McpServerUnavailable',
   // An agent's needs_approval or tool_task_queues names a tool it does not have (neither registered nor

@@ -16,6 +16,8 @@ export const PATCHLOOP_SEARCH_ATTRIBUTES = {
   schedule: defineSearchAttributeKey('PatchloopSchedule', SearchAttributeType.KEYWORD),
   /** The principal (API key holder) that started the run through the gateway (docs/gateway.md). */
   principal: defineSearchAttributeKey('PatchloopPrincipal', SearchAttributeType.KEYWORD),
+  /** The workflow id of the run a fork was forked from (`patchloop fork`, docs/fork-and-evals.md). */
+  forkOf: defineSearchAttributeKey('PatchloopForkOf', SearchAttributeType.KEYWORD),
 } as const;
 
 /**

@@ -14,6 +14,14 @@ export interface PatchloopSinks extends Sinks {
      */
     abortRequested(): void;
   };
+  /**
+   * Only in the replay a fork reads its point from (`activities/fork-capture.ts`): the iterations whose
+   * model request the replayed run reached, and its carried state before the one asked for.
+   */
+  patchloopFork: {
+    reached(iteration: number): void;
+    captured(iteration: number, state: unknown): void;
+  };
 }
 
 export interface RunEndedSummary {

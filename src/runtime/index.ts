@@ -90,6 +90,7 @@ export {
 } from './mcp-settings';
 export type { McpGrant } from './mcp-settings';
 export {
+  AgentRunState,
   AwaitingBatch,
   CarriedRun,
   ContinueAsNewPolicy,
@@ -261,3 +262,4 @@ export {
 export type { ScheduleDefinitionInput, ScheduledFireInputWire, ScheduledFireResult } from './schedule';
 export { isEndPhase, runPhaseOf } from './run-phase';
 export type { RunPhase } from './run-phase';
+export { FORK_CAPTURE_MEMO, forkedState, forkOverrides, ForkSource } from './fork';

@@ -7,6 +7,7 @@ import { BudgetOverride, BudgetReport } from './budget';
 import { sharedSchema } from '../context/shared-schema';
 import { NotifySettings } from './notify';
 import { PrincipalName } from './principal';
+import { ForkSource } from './fork';
 
 /** Where a fork child comes from (spec 6.6): its ids and the parent's context it starts from. */
 const ForkOrigin = sharedSchema('runtime/run-input#ForkOrigin', () =>
@@ -71,6 +72,9 @@ export const AgentRunInput = sharedSchema('runtime/run-input#AgentRunInput', () 
     ),
     fork: ForkOrigin.optional().describe('Set by a parent run for a selfref_fork child; not for callers.'),
     caller: CallerOrigin.optional().describe('Set by a parent run for a sub-agent child; not for callers.'),
+    fork_from: ForkSource.optional().describe(
+      'Starts the run as a fork of another run before its model request at iteration `at` (docs/fork-and-evals.md): its context exactly, with the overrides given; `input` is then unused.',
+    ),
     continue_as_new: ContinueAsNewPolicy.default(ContinueAsNewPolicy.parse({})).describe(
       'When the run continues as new at an iteration boundary (besides Temporal suggesting it).',
     ),

@@ -270,6 +270,17 @@ export async function createPatchloopWorker(options: PatchloopWorkerOptions): Pr
     ...(config.payloadStorage.kind !== 'off' ? { payloadThresholdBytes: config.payloadStorage.thresholdBytes } : {}),
     searchAttributes: searchAttributes.now,
     sharedQueue: taskQueue.note,
+    forkReplay: () =>
+      options.toolsOnly
+        ? undefined
+        : {
+            // A bundle given in the SDK's own options is the code the runs run, too.
+            workflows: options.workerOptions?.workflowBundle
+              ? { workflowBundle: options.workerOptions.workflowBundle }
+              : workflows,
+            dataConverter: patchloopDataConverter(config.payloadStorage, config.encryption),
+            payloadsByReference: config.payloadStorage.kind !== 'off',
+          },
     notifyLinks: (workflowId) => {
       const page = consoleRunUrl(workflowId);
       const ui = workflowUiUrl(config, workflowId);

@@ -8,6 +8,9 @@ import {
   type AgentRunResult,
   type AgentSpec,
   unprocessedEvents,
+  forkOverrides,
+  type ForkSource,
+  type RunEventBody,
 } from '../runtime';
 import { AgentLoop, type TurnProgress } from './loop/agent-loop';
 import { carryRun, restoreRun } from './run/carried-run';
@@ -34,6 +37,7 @@ import {
   type Run,
 } from './run/run-state';
 import { sinks } from './sinks';
+import { forkCapture, forkState } from './run/fork-state';
 import { keepVisible } from './run/visibility';
 import { runEndNotice } from './run/run-end-notify';
 import { hasBudget, resultBudget, runSpending } from './loop/budget-gate';
@@ -49,27 +53,25 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const input = parseRunInput(rawInput);
   const run = newRun(input.agent, workflowInfo().workflowId);
   placeInTree(run, input);
+  // A fork reads its state first (an activity): what is sent to it meanwhile waits for its handlers.
+  const state = await startingState(input);
   // Restore before any handler runs: signals and updates buffered for this run land in the carried inbox.
-  const position = input.state ? restoreRun(run, input.state) : undefined;
-  const chain = { continued: input.state?.continued ?? 0, skipped: false, stepsAtStart: steps(run) };
+  const position = state ? restoreRun(run, state) : undefined;
+  const chain = { continued: state?.continued ?? 0, skipped: false, stepsAtStart: steps(run) };
   registerRunHandlers(run, () => ({ continued_as_new: chain.continued, started_agent: input.agent }));
   // A sub-agent run tells its caller which of its calls wait for decisions.
   if (input.caller) relayDecisionsUp(run, input.caller);
   const notice = runEndNotice(input);
   try {
-    const agent = await openRun(run, input, (resolved) =>
+    if (input.fork_from && !input.state) emit(run, forkedEvent(input.fork_from));
+    const agent = await openRun(run, { ...input, state }, (resolved) =>
       // A fork child starts from its parent's context (spec 6.6 step 3), folded at its first compile.
       input.fork
         ? { context: input.fork.context, prompt: input.input, pending: true }
         : { context: checkedSeed(resolved, input), prompt: input.input },
     );
     notice.agentResolved(agent);
-    const loop = new AgentLoop(run, agent, {
-      transport: input.request_transport,
-      maxToolCalls: input.max_tool_calls !== undefined ? input.max_tool_calls : agent.max_tool_calls,
-      foldInbox: true,
-      continueAsNewDue: () => continueAsNewDue(input.continue_as_new),
-    });
+    const loop = runLoop(run, agent, input, chain.continued);
     setHandler(nextRequestQuery, () => loop.previewRequest());
     // The loop's agent is the active one (a handoff may have switched it): that is the one carried on.
     const turn = await loop.turn((progress) => continueIfDue(run, input, loop.agent, progress, chain), position);
@@ -174,6 +176,45 @@ function placeInTree(run: Run, input: AgentRunInput): void {
   }
   if (input.caller) run.settings.agentDepth = input.caller.depth;
   if (input.principal) run.settings.principal = input.principal;
+}
+
+/** The run's ReAct loop with its agent and the input's options. */
+function runLoop(run: Run, agent: AgentSpec, input: AgentRunInput, continued: number): AgentLoop {
+  const loop: AgentLoop = new AgentLoop(run, agent, {
+    transport: input.request_transport,
+    maxToolCalls: input.max_tool_calls !== undefined ? input.max_tool_calls : agent.max_tool_calls,
+    foldInbox: true,
+    continueAsNewDue: () => continueAsNewDue(input.continue_as_new),
+    ...optional(
+      'beforeRequest',
+      forkCapture(run, () => loop.agent, continued),
+    ),
+  });
+  return loop;
+}
+
+/** The state a run starts from: the one continue-as-new carried, or a fork's (read by an activity). */
+async function startingState(input: AgentRunInput): Promise<AgentRunInput['state']> {
+  if (input.state || !input.fork_from) return input.state;
+  return forkState(input.fork_from).catch((error: unknown) => {
+    throw asRunFailure(error);
+  });
+}
+
+/** The first event of a fork: where it comes from and what it changes. */
+function forkedEvent(source: ForkSource): RunEventBody {
+  return {
+    event_type: 'custom_event',
+    event_name: 'forked',
+    data: { workflow_id: source.workflow_id, at: source.at, overrides: forkOverrides(source) },
+    tool_name: '',
+    tool_call_id: '',
+  };
+}
+
+/** `{ [key]: value }` when the value is there, else nothing (for options that must be absent, not undefined). */
+function optional<Key extends string, Value>(key: Key, value: Value | undefined): { [K in Key]?: Value } {
+  return (value === undefined ? {} : { [key]: value }) as { [K in Key]?: Value };
 }
 
 /** Steps a run made: LLM calls and approval decisions (a wait for decisions may continue as new too). */

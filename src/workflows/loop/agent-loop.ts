@@ -110,6 +110,7 @@ export class AgentLoop {
       if (!first && boundary) await boundary({ toolCalls });
       keepVisible(run);
       const it = run.durable.iteration;
+      this.loop.options.beforeRequest?.(it, toolCalls);
       commit(run, [...run.durable.pending.splice(0), ...this.collectHooks()]);
       if (!first) emit(run, { event_type: 'react_iteration_start' });
       const llm = await llmStep(this.loop, this.mode(toolCalls), it);

@@ -22,6 +22,11 @@ export interface LoopOptions {
    * for its sub-agents only, so a long child does not hold the parent's history growing.
    */
   continueAsNewDue?: () => boolean;
+  /**
+   * Called before each iteration's model request (after its boundary, before its patches are committed),
+   * with the turn's tool calls so far: the state a fork of that iteration starts from.
+   */
+  beforeRequest?: (iteration: number, toolCalls: number) => void;
 }
 
 /** What the steps of a turn share: the durable run, the agent and how its requests are built. */

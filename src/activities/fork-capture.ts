@@ -1,0 +1,167 @@
+import { Context } from '@temporalio/activity';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { defaultPayloadConverter, type DataConverter } from '@temporalio/common';
+import {
+  decodeFromPayloadsAtIndex,
+  extstoreInboundOptions,
+  visit,
+  walkGetWorkflowExecutionHistoryResponse,
+} from '@temporalio/common/lib/internal-non-workflow';
+import type { temporal } from '@temporalio/proto';
+import { Worker, type ReplayWorkerOptions } from '@temporalio/worker';
+import { failure, FailureType } from '../common/failure-types';
+import { FORK_CAPTURE_MEMO, INLINE_PAYLOAD_BUDGET, utf8Bytes } from '../runtime';
+import { startHeartbeat } from './activity-context';
+
+/** The worker's own workflow code and data converter: a fork's replay runs exactly what its runs run. */
+export interface ForkReplayCode {
+  workflows: Pick<ReplayWorkerOptions, 'workflowBundle' | 'workflowsPath' | 'bundlerOptions'>;
+  dataConverter: DataConverter;
+  /** Whether large payloads go by reference (else the captured state must fit inline). */
+  payloadsByReference: boolean;
+}
+
+export interface CaptureRunStateInput {
+  workflow_id: string;
+  at: number;
+}
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/**
+ * A fork's point (`runtime/fork.ts`): the state the original run carried before its model request at
+ * iteration `at`. The run of its continue-as-new chain that made that request is found by each run's
+ * first iteration (its start event's carried state); its history is then replayed by this worker's own
+ * workflow code, with a memo that asks the replay to hand the state over (`workflows/run/fork-state.ts`).
+ * Nothing runs again: a replay only reads recorded results. A run that made no request at `at`, is not
+ * an `agentRun` or does not exist fails with `ForkUnavailable`.
+ */
+export function createCaptureRunState(replay: () => ForkReplayCode | undefined) {
+  return {
+    async captureRunState(input: CaptureRunStateInput): Promise<unknown> {
+      const code = replay();
+      if (!code) throw failure(FailureType.ForkUnavailable, 'this worker serves tools only: it runs no workflow code');
+      const context = Context.current();
+      const stopHeartbeat = startHeartbeat(context, () => ({ forking: input.workflow_id, at: input.at }));
+      try {
+        const runId = await runWithIteration(context, input);
+        const history = await context.client.workflow.getHandle(input.workflow_id, runId).fetchHistory();
+        const start = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+        if (!start) throw failure(FailureType.ForkUnavailable, `the history of ${input.workflow_id} has no start`);
+        start.memo = {
+          fields: { ...start.memo?.fields, [FORK_CAPTURE_MEMO]: defaultPayloadConverter.toPayload(input.at) },
+        };
+        const reached: number[] = [];
+        let captured: unknown;
+        await Worker.runReplayHistory(
+          {
+            ...code.workflows,
+            dataConverter: code.dataConverter,
+            replayName: `fork of ${input.workflow_id}`,
+            sinks: {
+              patchloopFork: {
+                reached: {
+                  fn: (_info, iteration: number) => void reached.push(iteration),
+                  callDuringReplay: true,
+                },
+                captured: {
+                  fn: (_info, _iteration: number, state: unknown) => void (captured = state),
+                  callDuringReplay: true,
+                },
+              },
+              patchloop: { runEnded: { fn: () => undefined }, abortRequested: { fn: () => undefined } },
+            },
+          },
+          history,
+          input.workflow_id,
+        );
+        if (captured === undefined)
+          throw failure(
+            FailureType.ForkUnavailable,
+            `${input.workflow_id} made no model request at iteration ${input.at}` +
+              (reached.length > 0
+                ? ` (that run of its chain made them at iterations ${iterationRanges(reached)})`
+                : ' (that run of its chain made none)'),
+          );
+        checkFits(code, captured, input);
+        return captured;
+      } finally {
+        stopHeartbeat();
+      }
+    },
+  };
+}
+
+/**
+ * The run of the chain whose first iteration is `at` or less, walking back from the newest run (a
+ * continued run starts at the iteration its carried state names; the first at 0).
+ */
+async function runWithIteration(context: Context, input: CaptureRunStateInput): Promise<string> {
+  const client = context.client;
+  const description = await client.workflow
+    .getHandle(input.workflow_id)
+    .describe()
+    .catch((error: unknown) => {
+      if (error instanceof WorkflowNotFoundError)
+        throw failure(FailureType.ForkUnavailable, `no run with workflow id ${input.workflow_id}`);
+      throw error;
+    });
+  if (description.type !== 'agentRun')
+    throw failure(
+      FailureType.ForkUnavailable,
+      `${input.workflow_id} is a ${description.type}: only agentRun runs fork (a sub-agent's run is one)`,
+    );
+  let runId: string | undefined = description.runId;
+  while (runId) {
+    const first = await firstEvent(context, input.workflow_id, runId);
+    const start = first?.workflowExecutionStartedEventAttributes;
+    const carried = await decodeFromPayloadsAtIndex<{ state?: { iteration?: number } } | undefined>(
+      client.options.loadedDataConverter,
+      0,
+      start?.input?.payloads,
+    );
+    if ((carried?.state?.iteration ?? 0) <= input.at) return runId;
+    runId = start?.continuedExecutionRunId ?? undefined;
+  }
+  throw failure(FailureType.ForkUnavailable, `${input.workflow_id} has no run that reached iteration ${input.at}`);
+}
+
+/** A run's start event, its payloads read back from External Storage when they went there. */
+async function firstEvent(context: Context, workflowId: string, runId: string): Promise<HistoryEvent | undefined> {
+  const client = context.client;
+  const response = await client.workflowService.getWorkflowExecutionHistory({
+    namespace: client.options.namespace,
+    execution: { workflowId, runId },
+    maximumPageSize: 1,
+  });
+  await visit(
+    response,
+    walkGetWorkflowExecutionHistoryResponse,
+    extstoreInboundOptions(client.options.loadedDataConverter.externalStorage),
+  );
+  return response.history?.events?.[0];
+}
+
+/** Without payloads by reference the state must travel inline: a state too large says what to do. */
+function checkFits(code: ForkReplayCode, state: unknown, input: CaptureRunStateInput): void {
+  if (code.payloadsByReference) return;
+  const bytes = utf8Bytes(JSON.stringify(state));
+  if (bytes > INLINE_PAYLOAD_BUDGET)
+    throw failure(
+      FailureType.ForkUnavailable,
+      `the context of ${input.workflow_id} at iteration ${input.at} is ${bytes} bytes, over Temporal's payload limit: fork it on workers with PATCHLOOP_PAYLOAD_STORAGE=local or s3`,
+    );
+}
+
+/** 3, 4, 5, 9 → "3–5, 9". */
+function iterationRanges(iterations: number[]): string {
+  const sorted = [...new Set(iterations)].sort((a, b) => a - b);
+  const ranges: string[] = [];
+  for (let index = 0; index < sorted.length;) {
+    let end = index;
+    while (end + 1 < sorted.length && sorted[end + 1] === sorted[end]! + 1) end += 1;
+    ranges.push(end === index ? `${sorted[index]}` : `${sorted[index]}–${sorted[end]}`);
+    index = end + 1;
+  }
+  return ranges.join(', ');
+}
