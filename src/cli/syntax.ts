@@ -223,6 +223,31 @@ export const ABORT_SYNTAX = {
   positionals: ['id'],
 } as const;
 
+const FORK_OPTIONS = {
+  at: { type: 'string' },
+  agent: { type: 'string' },
+  model: { type: 'string' },
+  instructions: { type: 'string' },
+  message: { type: 'string' },
+  id: { type: 'string' },
+} as const;
+
+export const FORK_SYNTAX = {
+  usage: 'patchloop fork <id> --at N [--agent A] [--model M] [--instructions TEXT] [--message TEXT] [--id NEW]',
+  summary:
+    "Starts a new run from a run's exact context before its model request at iteration N (as `show` and the events number them), across continue-as-new and for a sub-agent's run: its first request is the original's byte for byte unless --agent, --model, --instructions or --message change it, and no tool runs again. Prints the fork's id; `follow` it. The original lists its forks in `show`. docs/fork-and-evals.md.",
+  options: FORK_OPTIONS,
+  positionals: ['id'],
+} as const;
+
+export const REWIND_SYNTAX = {
+  usage: 'patchloop rewind <id> --at N [--agent A] [--model M] [--instructions TEXT] [--message TEXT] [--id NEW]',
+  summary:
+    'fork, then abort the original (when it still runs) with a reason that names the fork: the run goes on from iteration N as the fork.',
+  options: FORK_OPTIONS,
+  positionals: ['id'],
+} as const;
+
 export const POST_SYNTAX = {
   usage: 'patchloop post <id> <text...>',
   summary:

@@ -337,7 +337,7 @@ export interface ForkSummary extends RunSummary {
 }
 
 /** The memo a fork starts with: where it comes from (listings return it with each fork). */
-const FORK_MEMO = 'patchloop_fork';
+export const FORK_MEMO = 'patchloop_fork';
 
 /** A fork the client refuses before it starts anything (the original is not an agentRun). */
 export class ForkRefusedError extends Error {

@@ -2,7 +2,9 @@ import { describe, expect } from 'vitest';
 import { z } from 'zod';
 import { it } from '../support/fixtures';
 import { validateToolLinkage } from '../../src/context';
-import { callTools, reply } from '../../src/fake-model/steps';
+import { callTools, reply, toolCall } from '../../src/fake-model/steps';
+import { runCli } from '../support/cli';
+import { eventually, startedChild } from '../support/wait';
 import { defineTool } from '../../src/tools/define-tool';
 import { RunFailedError } from '../../src/client/patchloop-client';
 
@@ -69,5 +71,177 @@ describe('fork', () => {
     expect((error as RunFailedError).type).toBe('ForkUnavailable');
     expect((error as RunFailedError).message).toContain('made no model request at iteration 5');
     expect((error as RunFailedError).message).toContain('at iterations 0');
+  });
+
+  it('across continue-as-new: a fork at an iteration of a later run of the chain is that request exactly', async ({
+    startWorld,
+  }) => {
+    const executions: string[] = [];
+    const world = await startWorld({
+      tools: [chargeTool(executions)],
+      agents: [{ name: 'payer', instructions: 'Pay the bills.', tools: ['charge'] }],
+      fake: {
+        script: [...Array.from({ length: 12 }, (_, index) => charge(index)), reply('paid all'), reply('forked late')],
+      },
+    });
+    const original = await world.client.start(
+      { agent: 'payer', input: 'pay them all', continue_as_new: { max_history_events: 40 } },
+      { workflowId: 'fork-chain' },
+    );
+    await original.result();
+    const runs = [];
+    for await (const run of world.client.temporal.workflow.list({ query: `WorkflowId = 'fork-chain'` })) runs.push(run);
+    expect(runs.length).toBeGreaterThanOrEqual(3);
+    const bodies = world.fake.requests.map((request) => JSON.stringify(request.body));
+    const fork = await world.client.fork('fork-chain', { at: 10 });
+    expect((await fork.result()).answer).toBe('forked late');
+    expect(JSON.stringify(world.fake.requests[13]!.body)).toBe(bodies[10]);
+    expect(executions).toHaveLength(12);
+    world.fake.assertDone();
+  });
+
+  it("a sub-agent's run forks as a run of its own, from its own context", async ({ startWorld }) => {
+    const executions: string[] = [];
+    const world = await startWorld({
+      tools: [chargeTool(executions)],
+      agents: [
+        { name: 'manager', instructions: 'You manage.', subagents: ['clerk'] },
+        { name: 'clerk', instructions: 'You pay.', tools: ['charge'] },
+      ],
+      fake: {
+        script: [
+          callTools([toolCall('s1', 'clerk', { input: 'pay the rent' })]),
+          charge(0),
+          reply('rent paid'),
+          reply('the clerk paid the rent'),
+          reply('rent paid again, differently'),
+        ],
+      },
+    });
+    const run = await world.client.start({ agent: 'manager', input: 'get the rent paid' });
+    expect((await run.result()).answer).toBe('the clerk paid the rent');
+    const child = await startedChild(run, 's1');
+    const bodies = world.fake.requests.map((request) => JSON.stringify(request.body));
+    const fork = await world.client.fork(child, { at: 1 });
+    const forked = await fork.result();
+    expect(forked.answer).toBe('rent paid again, differently');
+    // A run of its own: its whole transcript, not a child's omitted one.
+    expect(forked.transcript_omitted).toBeUndefined();
+    expect(forked.transcript[0]).toMatchObject({ role: 'system', content: expect.stringContaining('You pay.') });
+    expect(JSON.stringify(world.fake.requests[4]!.body)).toBe(bodies[2]);
+    expect(executions).toEqual(['charge 100']);
+  });
+
+  it('overrides change only what they name: the model, the instructions (a patch), a message; the CLI forks and show links both ways', async ({
+    startWorld,
+  }) => {
+    const executions: string[] = [];
+    const world = await startWorld({
+      tools: [chargeTool(executions)],
+      agents: [
+        { name: 'payer', instructions: 'Pay the bills.', tools: ['charge'] },
+        { name: 'auditor', instructions: 'Audit the payments.', tools: ['charge'] },
+      ],
+      fake: {
+        script: [
+          charge(0),
+          reply('paid'),
+          reply('by model'),
+          reply('by instructions'),
+          reply('by agent'),
+          reply('cli'),
+        ],
+      },
+    });
+    await (await world.client.start({ agent: 'payer', input: 'pay' }, { workflowId: 'fork-overrides' })).result();
+    const original = JSON.parse(JSON.stringify(world.fake.requests[1]!.body)) as {
+      model: string;
+      messages: Array<Record<string, unknown>>;
+    };
+    const bodyOf = async (options: Parameters<typeof world.client.fork>[1], index: number) => {
+      await (await world.client.fork('fork-overrides', options)).result();
+      return world.fake.requests[index]!.body as typeof original;
+    };
+    expect(await bodyOf({ at: 1, model: 'other-model' }, 2)).toEqual({ ...original, model: 'other-model' });
+    const instructed = await bodyOf({ at: 1, instructions: 'Pay only small bills.', message: 'and the gas' }, 3);
+    expect(instructed.messages).toEqual([
+      { ...original.messages[0], content: expect.stringContaining('Pay only small bills.') },
+      ...original.messages.slice(1),
+      { role: 'user', content: 'and the gas' },
+    ]);
+    expect(JSON.stringify(instructed.messages[0])).not.toContain('Pay the bills.');
+    const audited = await bodyOf({ at: 1, agent: 'auditor' }, 4);
+    expect(audited.messages[0]!['content']).toContain('Audit the payments.');
+    expect(audited.messages.slice(1)).toEqual(original.messages.slice(1));
+
+    const env = {
+      TEMPORAL_ADDRESS: world.config.temporalAddress,
+      PATCHLOOP_TASK_QUEUE: world.config.taskQueue,
+    };
+    const forked = await runCli(['fork', 'fork-overrides', '--at', '1', '--id', 'fork-by-cli', '--json'], env);
+    expect(forked.stderr).toBe('');
+    expect(JSON.parse(forked.stdout)).toEqual({
+      workflow_id: 'fork-by-cli',
+      forked_from: { workflow_id: 'fork-overrides', at: 1 },
+    });
+    expect((await world.client.run('fork-by-cli').result()).answer).toBe('cli');
+    expect(JSON.stringify(world.fake.requests[5]!.body)).toBe(JSON.stringify(original));
+    const shown = await runCli(['show', 'fork-by-cli'], env);
+    expect(shown.stdout).toContain('forked from fork-overrides (patchloop show fork-overrides');
+    expect(shown.stdout).toContain('at iteration 1');
+    await eventually(async () => {
+      const listed = await runCli(['show', 'fork-overrides', '--json'], env);
+      const forks = (JSON.parse(listed.stdout) as { forks?: Array<{ workflow_id: string; at: number }> }).forks ?? [];
+      expect(forks.map((fork) => [fork.workflow_id, fork.at])).toContainEqual(['fork-by-cli', 1]);
+      expect(forks).toHaveLength(4);
+      return true;
+    });
+    const refused = await runCli(['fork', 'fork-overrides', '--at', 'two'], env);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--at must be an iteration');
+    expect(executions).toEqual(['charge 100']);
+    world.fake.assertDone();
+  });
+
+  it('rewind: the fork goes on from the iteration, the running original is aborted with a reason that names it', async ({
+    startWorld,
+  }) => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const executions: string[] = [];
+    const slow = defineTool({
+      name: 'slow_charge',
+      description: 'Charges, slowly.',
+      parameters: z.object({ cents: z.number() }),
+      execute: async ({ cents }, { signal }) => {
+        executions.push(`slow ${cents}`);
+        await Promise.race([held, new Promise((resolve) => signal.addEventListener('abort', resolve))]);
+        return `charged ${cents}`;
+      },
+    });
+    const world = await startWorld({
+      tools: [chargeTool(executions), slow],
+      agents: [{ name: 'payer', instructions: 'Pay the bills.', tools: ['charge', 'slow_charge'] }],
+      fake: {
+        script: [
+          charge(0),
+          callTools([{ id: 'slow_1', name: 'slow_charge', arguments: '{"cents": 500}' }]),
+          reply('rewound answer'),
+        ],
+      },
+    });
+    const original = await world.client.start({ agent: 'payer', input: 'pay' }, { workflowId: 'rewind-original' });
+    await eventually(() => expect(executions).toEqual(['charge 100', 'slow 500']));
+    const bodies = world.fake.requests.map((request) => JSON.stringify(request.body));
+    const { fork, aborted } = await world.client.rewind('rewind-original', { at: 1, workflowId: 'rewind-fork' });
+    expect(aborted).toBe(true);
+    const ended = await original.result();
+    expect(ended.status).toBe('aborted');
+    expect(ended.abort_reason).toBe('rewound to iteration 1: it goes on as rewind-fork');
+    validateToolLinkage(ended.transcript);
+    expect((await fork.result()).answer).toBe('rewound answer');
+    expect(JSON.stringify(world.fake.requests[2]!.body)).toBe(bodies[1]);
+    release();
+    expect(executions).toEqual(['charge 100', 'slow 500']);
   });
 });

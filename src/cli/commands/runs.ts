@@ -15,9 +15,11 @@ import { failedTurnText, followRun, jsonOutput, textOutput } from '../../client/
 import { actionsLine } from '../../client/billable-actions';
 import type { WorkflowExecutionDescription } from '@temporalio/client';
 import {
+  FORK_MEMO,
   recordedTranscript,
   retryingPhases,
   runSummaryOf,
+  type ForkSummary,
   type NotificationState,
   type PatchloopClient,
   type RunHandle,
@@ -195,6 +197,7 @@ export async function showCommand(client: PatchloopClient, args: string[], print
   const retrying = retryingPhases(description);
   const notification = await run.notification(description).catch(() => null);
   const actions = await run.billableActions();
+  const forks = await forkLinks(client, id, description);
   if (values.json)
     return {
       workflow_id: id,
@@ -203,6 +206,8 @@ export async function showCommand(client: PatchloopClient, args: string[], print
       ...(notification ? { notification } : {}),
       ...(retrying.length > 0 ? { retrying } : {}),
       ...(children.length > 0 ? { children } : {}),
+      ...(forks.from ? { forked_from: forks.from } : {}),
+      ...(forks.forks.length > 0 ? { forks: forks.forks } : {}),
       ...(buildOf(description) ? { build: buildOf(description) } : {}),
       ...(unserved ? { waiting_for_worker: true } : {}),
       actions,
@@ -242,12 +247,29 @@ export async function showCommand(client: PatchloopClient, args: string[], print
     );
   const build = buildOf(description);
   if (build) print(`build: ${build}`);
+  if (forks.from) print(`forked from ${childLink(forks.from.workflow_id)} at iteration ${forks.from.at}`);
+  for (const fork of forks.forks)
+    print(`fork at iteration ${fork.at ?? '?'}: ${fork.status.padEnd(10)} ${childLink(fork.workflow_id)}`);
   if (children.length > 0) print(`child runs (sub-agents and forks): ${children.length}`);
   for (const child of children) print(`  ${child.status.padEnd(10)} ${childLink(child.workflow_id)}`);
   print(`history: ${description.historyLength} events, ${description.historySize ?? 0} bytes`);
   print(`billable actions: ${actionsLine(actions)}`);
   for (const line of transcriptLines(transcript ?? [])) print(line);
   return undefined;
+}
+
+/**
+ * Where a fork came from (its start memo), and the forks of this run (a visibility query; none when the
+ * namespace lacks `PatchloopForkOf`).
+ */
+async function forkLinks(
+  client: PatchloopClient,
+  id: string,
+  description: WorkflowExecutionDescription,
+): Promise<{ from: { workflow_id: string; at: number } | undefined; forks: ForkSummary[] }> {
+  const memo = description.memo?.[FORK_MEMO] as { workflow_id: string; at: number } | undefined;
+  const forks = await client.forksOf(id).catch(() => []);
+  return { from: memo ? { workflow_id: memo.workflow_id, at: memo.at } : undefined, forks };
 }
 
 /** Where the run's end notification stands, in one line. */
