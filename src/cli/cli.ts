@@ -52,6 +52,7 @@ const commands: Record<string, Entry> = {
   show: clientCommand(syntax.SHOW_SYNTAX, async () => (await import('./commands/runs.js')).showCommand),
   abort: clientCommand(syntax.ABORT_SYNTAX, async () => (await import('./commands/runs.js')).abortCommand),
   fork: clientCommand(syntax.FORK_SYNTAX, async () => (await import('./commands/fork.js')).forkCommand),
+  eval: clientCommand(syntax.EVAL_SYNTAX, async () => (await import('./commands/eval.js')).evalCommand),
   rewind: clientCommand(syntax.REWIND_SYNTAX, async () => (await import('./commands/fork.js')).rewindCommand),
   post: clientCommand(syntax.POST_SYNTAX, async () => (await import('./commands/runs.js')).postCommand),
   send: clientCommand(syntax.SEND_SYNTAX, async () => (await import('./commands/runs.js')).sendCommand),

@@ -248,6 +248,22 @@ export const REWIND_SYNTAX = {
   positionals: ['id'],
 } as const;
 
+export const EVAL_SYNTAX = {
+  usage:
+    'patchloop eval <dataset> (--agent A [--model M] | --compare A B) [--concurrency N] [--json FILE] [--junit FILE]',
+  summary:
+    'Evaluates an agent on a dataset (JSON or YAML: {cases: [{name, input | from_run: {run, at}, expect}]}): each case is a real durable run on a worker, scored by its expectations (answer_equals, answer_contains, answer_matches, tools_exact, tools_in_order, tools_any_order, max_llm_calls, max_total_tokens, judge). With `tools: recorded` the calls are answered from the recorded run. --compare runs two agents and shows them side by side with the score, token and cost deltas. Prints a table, writes JSON and JUnit XML; exits 1 when a case failed. docs/fork-and-evals.md.',
+  options: {
+    agent: { type: 'string' },
+    model: { type: 'string' },
+    compare: { type: 'string' },
+    concurrency: { type: 'string' },
+    json: { type: 'string' },
+    junit: { type: 'string' },
+  },
+  positionals: ['dataset', '[other]'],
+} as const;
+
 export const POST_SYNTAX = {
   usage: 'patchloop post <id> <text...>',
   summary:

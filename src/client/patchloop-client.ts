@@ -52,7 +52,9 @@ import {
   userMessageUpdate,
   type UserMessageAccepted,
 } from '../common';
-import { ForkSource, notifierWorkflowId } from '../runtime';
+import { ForkSource, notifierWorkflowId, type ToolRecordings } from '../runtime';
+
+type ToolRecordingsWire = Omit<ToolRecordings, 'fallthrough'> & { fallthrough?: boolean };
 import { connectionOptions, type PatchloopConfig } from '../config/environment';
 import { patchloopDataConverter } from '../storage/data-converter';
 import type { ChunkTransport } from '../streaming/chunk';
@@ -120,7 +122,7 @@ export class PatchloopClient {
    * `fork-<uuid>`.
    */
   async fork(workflowId: string, options: ForkOptions): Promise<RunHandle> {
-    const { workflowId: id, principal, ...changes } = options;
+    const { workflowId: id, principal, toolRecordings, ...changes } = options;
     const source = ForkSource.parse({ workflow_id: workflowId, ...changes });
     const original = await this.temporal.workflow.getHandle(workflowId).describe();
     if (original.type !== 'agentRun')
@@ -131,7 +133,12 @@ export class PatchloopClient {
     const handle = await this.startWorkflow(
       'agentRun',
       forkId,
-      { agent, input: source.message ?? '', fork_from: source },
+      {
+        agent,
+        input: source.message ?? '',
+        fork_from: source,
+        ...(toolRecordings ? { tool_recordings: toolRecordings } : {}),
+      },
       summary,
       {
         ...(principal !== undefined ? { principal } : {}),
@@ -329,6 +336,8 @@ export interface ForkOptions {
   message?: string;
   workflowId?: string;
   principal?: string;
+  /** The fork's tool calls answered from a recorded run (`tool_recordings`, evaluations). */
+  toolRecordings?: ToolRecordingsWire;
 }
 
 /** A fork as `forksOf` lists it: the run, and the iteration it was forked at. */

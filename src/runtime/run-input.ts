@@ -8,6 +8,7 @@ import { sharedSchema } from '../context/shared-schema';
 import { NotifySettings } from './notify';
 import { PrincipalName } from './principal';
 import { ForkSource } from './fork';
+import { ToolRecordings } from './tool-recordings';
 
 /** Where a fork child comes from (spec 6.6): its ids and the parent's context it starts from. */
 const ForkOrigin = sharedSchema('runtime/run-input#ForkOrigin', () =>
@@ -42,6 +43,11 @@ export const AgentRunInput = sharedSchema('runtime/run-input#AgentRunInput', () 
     history: ChatMessages.nullish().describe(
       'Earlier conversation (OpenAI chat shape); checked before the run starts. null means none (the HTTP API payload shorthand sends [] as null).',
     ),
+    model: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("Overrides the agent's model for this run (an evaluation's candidate, docs/fork-and-evals.md)."),
     max_tool_calls: z
       .number()
       .int()
@@ -74,6 +80,9 @@ export const AgentRunInput = sharedSchema('runtime/run-input#AgentRunInput', () 
     caller: CallerOrigin.optional().describe('Set by a parent run for a sub-agent child; not for callers.'),
     fork_from: ForkSource.optional().describe(
       'Starts the run as a fork of another run before its model request at iteration `at` (docs/fork-and-evals.md): its context exactly, with the overrides given; `input` is then unused.',
+    ),
+    tool_recordings: ToolRecordings.optional().describe(
+      "Answers the run's tool calls from a recorded run's results instead of running them (evaluations, docs/fork-and-evals.md).",
     ),
     continue_as_new: ContinueAsNewPolicy.default(ContinueAsNewPolicy.parse({})).describe(
       'When the run continues as new at an iteration boundary (besides Temporal suggesting it).',

@@ -186,6 +186,10 @@ function runLoop(run: Run, agent: AgentSpec, input: AgentRunInput, continued: nu
     foldInbox: true,
     continueAsNewDue: () => continueAsNewDue(input.continue_as_new),
     ...optional(
+      'recordedTools',
+      input.tool_recordings ? { recordings: input.tool_recordings, used: new Map<string, number>() } : undefined,
+    ),
+    ...optional(
       'beforeRequest',
       forkCapture(run, () => loop.agent, continued),
     ),

@@ -26,6 +26,7 @@ import { failedBatch } from './failed-batch';
 import { approvalGate, rejectedResults, type ApprovalWaitHook, type GateOutcome } from './approval-gate';
 import { runFork } from './forks';
 import { runWait } from './durable-waits';
+import { recordedResults } from './recorded-tools';
 import { runHandoffs } from '../loop/handoffs';
 import { runSubagent, subagentWorkflowId } from './subagents';
 import type { LoopContext } from '../loop/loop-context';
@@ -87,7 +88,13 @@ export async function toolStep(
   const raw =
     gate.type === 'aborted'
       ? cancelledBatch(calls)
-      : await runBatch(loop, calls, eventIteration, gate.rejected, options);
+      : await runBatch(
+          loop,
+          calls,
+          eventIteration,
+          [...gate.rejected, ...recordedResults(loop, calls, gate.rejected)],
+          options,
+        );
   run.live.approvals = [];
   const batch = { ...raw, mutations: withAbortReason(raw.mutations, run.live.abort.reason) };
   for (const event of events.batchOutcome(calls, batch, Date.now() - startedAt)) emit(run, event, eventIteration);

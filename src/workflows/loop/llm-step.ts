@@ -125,7 +125,7 @@ export async function llmStep(
  * with tools offered and the turn's budget known, when the agent has such tools.
  */
 function fastToolsOf(loop: LoopContext, mode: LlmMode, eventIteration: number): Pick<LlmPhaseInput, 'fast_tools'> {
-  if (!mode.withTools || mode.toolCallsLeft === undefined) return {};
+  if (!mode.withTools || mode.toolCallsLeft === undefined || loop.options.recordedTools) return {};
   const names = loop.fastTools;
   if (names.length === 0) return {};
   return {

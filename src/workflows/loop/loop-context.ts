@@ -3,6 +3,7 @@ import type { AgentSpec, BudgetLimit, LlmPhaseResult } from '../../runtime';
 import type { PendingHandoff } from './handoffs';
 import type { PhaseActivities } from './phase-activities';
 import type { Run } from '../run/run-state';
+import type { RecordedTools } from '../batch/recorded-tools';
 
 export interface LoopOptions {
   transport: 'query' | 'inline';
@@ -27,6 +28,8 @@ export interface LoopOptions {
    * with the turn's tool calls so far: the state a fork of that iteration starts from.
    */
   beforeRequest?: (iteration: number, toolCalls: number) => void;
+  /** Tool calls answered from a recorded run (`tool_recordings`): no fast tools run with the reply then. */
+  recordedTools?: RecordedTools;
 }
 
 /** What the steps of a turn share: the durable run, the agent and how its requests are built. */

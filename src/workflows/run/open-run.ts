@@ -39,6 +39,7 @@ export async function openRun(
   run: Run,
   input: {
     agent: string;
+    model?: string | undefined;
     state?: { agent: AgentSpec } | undefined;
     context?: ContextOverride | undefined;
     budget?: BudgetOverride | undefined;
@@ -46,13 +47,15 @@ export async function openRun(
   seed: (agent: AgentSpec) => RunSeed,
 ): Promise<AgentSpec> {
   decideVisibility(run);
-  const agent = input.state
+  const resolved = input.state
     ? input.state.agent
     : await resolveAgent(input.agent).catch((error: unknown) => {
         // The worker says in the failure whether the run may still show as failed (an unknown agent).
         visibleWhenFailing(run, searchAttributesIn(error));
         throw error;
       });
+  // A new chain's model override (a continued one carries the spec with it already).
+  const agent = input.model !== undefined && !input.state ? { ...resolved, model: input.model } : resolved;
   run.settings.selfref = agent.selfref;
   run.settings.contextSettings = effectiveContext(agent.context, input.context);
   run.settings.budget = effectiveBudget(agent.budget, input.budget);
