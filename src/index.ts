@@ -18,6 +18,7 @@ export {
   type RetryingPhase,
 } from './client/patchloop-client';
 export { followRun, jsonOutput, textOutput, type FollowOutput } from './client/follow';
+export { evaluate, type Candidate, type EvaluateOptions, type EvaluationReport } from './client/evaluation';
 export {
   PatchloopSchedules,
   UnknownScheduleError,
