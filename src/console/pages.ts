@@ -1,4 +1,4 @@
-import type { RunSummary } from '../client/patchloop-client';
+import type { ForkSummary, RunSummary } from '../client/patchloop-client';
 import { describeEvent, failedTurnText } from '../client/follow';
 import { actionsLine, type BillableActions } from '../client/billable-actions';
 import { unansweredTask, workerCommandFor, type WorkerWait } from '../client/worker-wait';
@@ -175,6 +175,10 @@ export interface RunView {
   actions: BillableActions | null;
   /** The run as the visibility store has it (agent, state, iterations, tool calls, tokens). */
   summary: RunSummary;
+  /** The run this one is a fork of, and the iteration (its start memo). */
+  forkedFrom?: { workflow_id: string; at: number } | null;
+  /** Its forks (`PatchloopForkOf`). */
+  forks?: ForkSummary[];
   /** A closed run's result as recorded (no transcript filled in); null while it runs, or when it has none. */
   result: AgentRunResult | null;
   /**
@@ -202,6 +206,7 @@ export function runPage(view: RunView, context: PageContext, now: number, allEve
     view.workflowId,
     `<nav class="crumbs"><a href="/">Runs</a>${view.parent ? ` › <a href="${runPath(view.parent)}">${escape(view.parent)}</a>` : ''} › <span>${escape(view.workflowId)}</span></nav>
 <h1><span class="agent">${escape(view.status?.agent ?? view.summary.agent ?? view.type)}</span> <code>${escape(view.workflowId)}</code> <span id="state">${stateBadge(view)}</span></h1>
+${view.forkedFrom ? `<p class="sub forked-from">Forked from <a href="${runPath(view.forkedFrom.workflow_id)}">${escape(view.forkedFrom.workflow_id)}</a> at iteration ${escape(view.forkedFrom.at)}</p>` : ''}
 <p class="links">${view.type}${ui ? ` · <a href="${escape(ui)}" class="external" rel="noreferrer">open in the Temporal web UI</a>` : ''}</p>
 <p id="notice" role="status" aria-live="polite"></p>
 <section id="overview" class="panel">${overview(view, now, context)}</section>
@@ -212,7 +217,7 @@ ${controls(view, context)}
 <section class="panel transcript"><h2>Transcript</h2><div id="transcript">${view.detailsPending && view.transcript === null ? reading(view, allEvents) : transcript(view.transcript)}</div></section>
 <section class="panel timeline"><h2>Timeline</h2><div id="timeline-panel">${view.detailsPending ? reading(view, allEvents) : timelinePanel(view, allEvents)}</div></section>
 </div>
-<section id="children" class="panel">${childrenTree(view.children)}</section>`,
+<section id="children" class="panel">${childrenPanel(view)}</section>`,
     {
       page: 'run',
       'workflow-id': view.workflowId,
@@ -542,12 +547,33 @@ function timelineRow(event: RunEvent, prices: TokenPrices | null): string {
     event.event_type === 'subagent_started' || event.event_type === 'subagent_finished'
       ? ` <a href="${runPath(event.child_workflow_id)}" title="${escape(event.child_workflow_id)}">open the child run</a>`
       : '';
-  return `<tr class="event type-${escape(event.event_type)}" data-seq="${event.seq}" data-type="${escape(event.event_type)}"><td class="num">${event.seq}</td><td>${escape(event.timestamp.slice(11, 23))}</td><td><span class="type">${escape(event.event_type)}</span> ${escape(preview(line, 240))}${child}</td><td class="num">${escape(took)}</td><td class="num">${usage ? `${usage.estimated ? '~' : ''}${escape(usage.total_tokens)}` : ''}</td><td class="num">${cost !== null ? `$${escape(cost.toFixed(5))}` : ''}</td></tr>`;
+  // A model call's start: the run's context before it is where a fork of that iteration begins.
+  const fork =
+    event.event_type === 'llm_call_start'
+      ? ` <button type="button" class="fork" data-fork-at="${event.iteration}" title="a new run from the context before this model call">fork from here</button>`
+      : '';
+  return `<tr class="event type-${escape(event.event_type)}" data-seq="${event.seq}" data-type="${escape(event.event_type)}"><td class="num">${event.seq}</td><td>${escape(event.timestamp.slice(11, 23))}</td><td><span class="type">${escape(event.event_type)}</span> ${escape(preview(line, 240))}${child}${fork}</td><td class="num">${escape(took)}</td><td class="num">${usage ? `${usage.estimated ? '~' : ''}${escape(usage.total_tokens)}` : ''}</td><td class="num">${cost !== null ? `$${escape(cost.toFixed(5))}` : ''}</td></tr>`;
+}
+
+// The children panel: child runs as a tree, then the run's forks with the iteration each starts from.
+
+export function childrenPanel(view: Pick<RunView, 'children' | 'forks'>): string {
+  return `${childrenTree(view.children)}${forkList(view.forks ?? [])}`;
+}
+
+function forkList(forks: ForkSummary[]): string {
+  if (forks.length === 0) return '';
+  return `<h2>Forks</h2><ul class="forks">${forks
+    .map(
+      (fork) =>
+        `<li><a href="${runPath(fork.workflow_id)}">${escape(fork.workflow_id)}</a> at iteration ${escape(fork.at ?? '?')} <span class="agent">${escape(fork.agent ?? '')}</span> ${badge(fork.status)}</li>`,
+    )
+    .join('')}</ul>`;
 }
 
 // Child runs as a tree.
 
-export function childrenTree(children: ChildNode[]): string {
+function childrenTree(children: ChildNode[]): string {
   if (children.length === 0) return '<h2>Child runs</h2><p class="sub">This run started no other runs.</p>';
   return `<h2>Child runs</h2>${childList(children)}`;
 }

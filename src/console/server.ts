@@ -37,7 +37,7 @@ import {
   timelinePanel,
   timelineRows,
   transcript,
-  childrenTree,
+  childrenPanel,
   extendForm,
   type ListFilters,
   type PageContext,
@@ -89,7 +89,7 @@ const SECURITY_HEADERS = {
 
 /**
  * `patchloop console`: the run list (`/`), a run (`/runs/<workflow id>`) with its live feed over SSE
- * (`/runs/<id>/live`), and the actions (`POST /api/runs/<id>/{approve,reject,abort,message,extend-budget}`),
+ * (`/runs/<id>/live`), and the actions (`POST /api/runs/<id>/{approve,reject,abort,message,extend-budget,fork}`),
  * all through the client: what the page shows and does is what the CLI and the client do.
  */
 export async function startConsole(options: ConsoleOptions): Promise<ConsoleServer> {
@@ -243,7 +243,7 @@ async function handle(
         // The page has a transcript its result records already: it is not sent twice.
         ...(recordedTranscript(view.result) ? {} : { transcript: transcript(view.transcript) }),
         timeline: timelinePanel(view, allEvents),
-        children: childrenTree(view.children),
+        children: childrenPanel(view),
       });
     } catch (error) {
       if (error instanceof RunNotFound) {
@@ -309,7 +309,7 @@ async function action(
   path: string,
   options: ConsoleOptions,
 ): Promise<void> {
-  const match = /^\/api\/runs\/([^/]+)\/(approve|reject|abort|message|extend-budget)$/.exec(path);
+  const match = /^\/api\/runs\/([^/]+)\/(approve|reject|abort|message|extend-budget|fork)$/.exec(path);
   try {
     if (!match) throw new ActionError(404, 'NotFound', `no action at ${path}`);
     let body: Record<string, unknown>;
@@ -345,6 +345,16 @@ async function action(
         return sendJson(response, 200, { workflow_id: run.workflowId, signal: 'abort' });
       case 'message':
         return await applied(() => run.submit(text('content', true)!));
+      case 'fork': {
+        const at = body['at'];
+        if (typeof at !== 'number' || !Number.isInteger(at) || at < 0)
+          throw new ActionError(400, 'BadRequest', "'at' must be an iteration (a whole number, 0 or more)");
+        const fork = await options.client.fork(run.workflowId, { at });
+        return sendJson(response, 200, {
+          workflow_id: fork.workflowId,
+          forked_from: { workflow_id: run.workflowId, at },
+        });
+      }
       default: {
         const extension = BudgetExtension.safeParse(
           Object.fromEntries(Object.entries(body).filter(([, value]) => value !== null && value !== '')),
@@ -499,11 +509,12 @@ async function readPanels(
   const { execution } = described;
   // Each query waits a few seconds for a worker at most: the panels say when none answers.
   const worker = askingWorker(run, description);
-  const [status, version, children, actions] = await Promise.all([
+  const [status, version, children, actions, forks] = await Promise.all([
     worker.ask(() => run.status(Number.MAX_SAFE_INTEGER)),
     worker.ask(() => run.transcriptVersion()),
     childTree(options.client, workflowId, [], 4).catch(() => []),
     run.billableActions().catch(() => null),
+    options.client.forksOf(workflowId).catch(() => []),
   ]);
   const changed = version === undefined || version.digest !== digest;
   const transcriptRead = changed ? await readTranscript(run, execution, worker) : null;
@@ -516,6 +527,7 @@ async function readPanels(
     eventsDropped: 0,
     transcript: transcriptRead,
     children: withStartedChildren(children, events),
+    forks,
     failure: execution === 'failed' ? await failureOf(run) : null,
     result: null,
     actions,
@@ -529,7 +541,7 @@ async function readPanels(
       running: isRunning(view),
       overview: overview(view, Date.now(), context),
       approvals: approvals(view, context),
-      children: childrenTree(view.children),
+      children: childrenPanel(view),
       extend: extendForm(view, context),
       ...(changed ? { transcript: transcript(view.transcript) } : {}),
     },

@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
 import {
+  FORK_MEMO,
   recordedTranscript,
   runSummaryOf,
   type PatchloopClient,
@@ -52,9 +53,14 @@ export class ClosedRuns {
 export function describedRun(
   workflowId: string,
   description: WorkflowExecutionDescription,
-): Pick<RunView, 'workflowId' | 'type' | 'execution' | 'started' | 'closed' | 'parent' | 'history' | 'summary'> {
+): Pick<
+  RunView,
+  'workflowId' | 'type' | 'execution' | 'started' | 'closed' | 'parent' | 'history' | 'summary' | 'forkedFrom'
+> {
+  const fork = description.memo?.[FORK_MEMO] as { workflow_id: string; at: number } | undefined;
   return {
     workflowId,
+    forkedFrom: fork ? { workflow_id: fork.workflow_id, at: fork.at } : null,
     summary: runSummaryOf(description),
     type: description.type,
     execution: description.status.name.toLowerCase().replace(/_/g, ' '),
@@ -91,19 +97,22 @@ export async function readRunView(
   // Kept with the events the page showed: every one (`allEvents`) or the newest.
   const key = `${workflowId}/${description.runId}${options.allEvents ? '/all' : ''}`;
   const kept = closed ? closedRuns?.get(key) : undefined;
-  if (kept) return kept;
+  // A closed run's page is kept, but forks of it may start at any time: they are read again.
+  if (kept) return { ...kept, forks: await client.forksOf(workflowId).catch(() => kept.forks ?? []) };
   const quick = closed && options.replay === false;
-  const [result, children, failure, actions] = await Promise.all([
+  const [result, children, failure, actions, forks] = await Promise.all([
     closed && execution === 'completed' ? recordedResult(run) : Promise.resolve(null),
     childTree(client, workflowId, [], TREE_DEPTH).catch(() => []),
     execution === 'failed' ? failureOf(run) : Promise.resolve(null),
     // Read from the whole history: with the details of a closed run, not its first quick page.
     quick ? Promise.resolve(null) : run.billableActions().catch(() => null),
+    client.forksOf(workflowId).catch(() => []),
   ]);
   const recorded = recordedTranscript(result);
   if (quick)
     return {
       ...described,
+      forks,
       actions,
       status: null,
       unserved: null,
@@ -118,7 +127,7 @@ export async function readRunView(
     };
   const parts = {
     run,
-    described,
+    described: { ...described, forks },
     recorded,
     children,
     failure,

@@ -7,6 +7,8 @@ import { runCli } from '../support/cli';
 import { eventually, startedChild } from '../support/wait';
 import { defineTool } from '../../src/tools/define-tool';
 import { RunFailedError } from '../../src/client/patchloop-client';
+import { startConsole } from '../../src/console/server';
+import { LIST_STATUSES } from '../../src/cli/syntax';
 
 /** A side-effecting tool that counts its executions. */
 function chargeTool(executions: string[]) {
@@ -243,5 +245,63 @@ describe('fork', () => {
     expect(JSON.stringify(world.fake.requests[2]!.body)).toBe(bodies[1]);
     release();
     expect(executions).toEqual(['charge 100', 'slow 500']);
+  });
+
+  it('the console: "fork from here" on each model call starts a fork; the pages link both ways', async ({
+    startWorld,
+  }) => {
+    const world = await startWorld({
+      tools: [chargeTool([])],
+      agents: [{ name: 'payer', instructions: 'Pay the bills.', tools: ['charge'] }],
+      fake: { script: [charge(0), reply('paid'), reply('paid from the console')] },
+    });
+    await (await world.client.start({ agent: 'payer', input: 'pay' }, { workflowId: 'fork-console' })).result();
+    const token = 'fork-console-token-0123456789abcdef';
+    const logged: string[] = [];
+    const console = await startConsole({
+      client: world.client,
+      host: '127.0.0.1',
+      port: 0,
+      access: { token, loopbackBind: true },
+      temporalLink: () => null,
+      states: LIST_STATUSES,
+      log: (line) => logged.push(line),
+    });
+    try {
+      const page = async (id: string) => (await fetch(`${console.url}/runs/${id}`)).text();
+      // A closed run's timeline and children come with its details (each read replays its history).
+      const details = async (id: string) =>
+        (await (await fetch(`${console.url}/runs/${id}/details`)).json()) as Record<string, string>;
+      const { timeline } = await details('fork-console');
+      expect([timeline, logged]).toEqual([
+        expect.stringContaining('<button type="button" class="fork" data-fork-at="0"'),
+        [],
+      ]);
+      expect(timeline).toContain('data-fork-at="1"');
+      const post = (body: unknown) =>
+        fetch(`${console.url}/api/runs/fork-console/fork`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+          body: JSON.stringify(body),
+        });
+      const refused = await post({ at: 'one' });
+      expect(refused.status).toBe(400);
+      const started = await post({ at: 1 });
+      expect(started.status).toBe(200);
+      const { workflow_id: forkId } = (await started.json()) as { workflow_id: string };
+      expect((await world.client.run(forkId).result()).answer).toBe('paid from the console');
+      expect(JSON.stringify(world.fake.requests[2]!.body)).toBe(JSON.stringify(world.fake.requests[1]!.body));
+      expect(await page(forkId)).toContain('Forked from <a href="/runs/fork-console">fork-console</a> at iteration 1');
+      await eventually(async () => {
+        const listed = (await details('fork-console'))['children']!;
+        return listed.includes(
+          `<h2>Forks</h2><ul class="forks"><li><a href="/runs/${forkId}">${forkId}</a> at iteration 1`,
+        )
+          ? true
+          : undefined;
+      });
+    } finally {
+      await console.close();
+    }
   });
 });

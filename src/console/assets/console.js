@@ -37,6 +37,20 @@ function runPage() {
   const timeline = document.getElementById('timeline');
   const controls = document.getElementById('controls');
 
+  // "fork from here" on a model call of the timeline: a new run from the context before it, then its page.
+  document.addEventListener('click', async (event) => {
+    const button = event.target.closest('button[data-fork-at]');
+    if (!button) return;
+    button.disabled = true;
+    try {
+      const answer = await act(workflowId, 'fork', { at: Number(button.dataset.forkAt) });
+      window.location.href = `/runs/${encodeURIComponent(answer.workflow_id)}`;
+    } catch (error) {
+      say(error.message, 'error');
+      button.disabled = false;
+    }
+  });
+
   document.addEventListener('click', async (event) => {
     const button = event.target.closest('button[data-action]');
     if (!button) return;
