@@ -53,7 +53,7 @@ export function createCaptureRunState(replay: () => ForkReplayCode | undefined) 
         };
         const reached: number[] = [];
         let captured: unknown;
-        await Worker.runReplayHistory(
+        const replayed = Worker.runReplayHistory(
           {
             ...code.workflows,
             dataConverter: code.dataConverter,
@@ -75,6 +75,18 @@ export function createCaptureRunState(replay: () => ForkReplayCode | undefined) 
           history,
           input.workflow_id,
         );
+        // The replay goes on to the end of the history: what fails after the point (a run recorded by a
+        // build whose code this one cannot replay, say) does not take back what it captured; what fails
+        // before it is said once, not retried.
+        const failed = await replayed.then(
+          () => undefined,
+          (error: unknown) => error as Error,
+        );
+        if (captured === undefined && failed)
+          throw failure(
+            FailureType.ForkUnavailable,
+            `this worker's code cannot replay ${input.workflow_id} up to iteration ${input.at}: ${failed.message}`,
+          );
         if (captured === undefined)
           throw failure(
             FailureType.ForkUnavailable,
@@ -115,12 +127,12 @@ async function runWithIteration(context: Context, input: CaptureRunStateInput): 
   while (runId) {
     const first = await firstEvent(context, input.workflow_id, runId);
     const start = first?.workflowExecutionStartedEventAttributes;
-    const carried = await decodeFromPayloadsAtIndex<{ state?: { iteration?: number } } | undefined>(
-      client.options.loadedDataConverter,
-      0,
-      start?.input?.payloads,
-    );
-    if ((carried?.state?.iteration ?? 0) <= input.at) return runId;
+    const carried = await decodeFromPayloadsAtIndex<
+      { state?: { iteration?: number; awaiting_batch?: unknown } } | undefined
+    >(client.options.loadedDataConverter, 0, start?.input?.payloads);
+    // A run that continued as new while a batch ran resumes the batch first: its first request is the next iteration's.
+    const state = carried?.state;
+    if ((state?.iteration ?? 0) + (state?.awaiting_batch ? 1 : 0) <= input.at) return runId;
     runId = start?.continuedExecutionRunId ?? undefined;
   }
   throw failure(FailureType.ForkUnavailable, `${input.workflow_id} has no run that reached iteration ${input.at}`);

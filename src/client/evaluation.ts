@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import type { Message } from '../context';
 import {
   checkCase,
   judgePrompt,
+  NO_RECORDING,
   parseVerdict,
   recordedCalls,
   type CaseOutcome,
@@ -70,14 +72,7 @@ export async function evaluate(
 ): Promise<EvaluationReport> {
   const recordings = new Map<string, Promise<ToolRecordings['calls']>>();
   const recorded = (run: string) => {
-    if (!recordings.has(run))
-      recordings.set(
-        run,
-        client
-          .run(run)
-          .result()
-          .then((result) => recordedCalls(result.transcript)),
-      );
+    if (!recordings.has(run)) recordings.set(run, recordedTranscript(client.run(run)).then(recordedCalls));
     return recordings.get(run)!;
   };
   const results: CaseResult[] = new Array<CaseResult>(dataset.cases.length);
@@ -85,13 +80,24 @@ export async function evaluate(
   let done = 0;
   const lane = async () => {
     for (let index = next++; index < dataset.cases.length; index = next++) {
-      results[index] = await runCase(client, dataset, dataset.cases[index]!, candidate, recorded);
+      const testCase = dataset.cases[index]!;
+      const started = Date.now();
+      // A case that cannot run (its recorded run unreadable, a start refused) fails alone.
+      results[index] = await runCase(client, dataset, testCase, candidate, recorded).catch((error: unknown) =>
+        failedCase(testCase, '', started, error instanceof Error ? error.message : String(error)),
+      );
       done += 1;
       options.onCase?.(results[index]!, done, dataset.cases.length);
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, lane));
   return report(candidate, results);
+}
+
+/** A recorded run's whole transcript, once it has ended: its result's, or (left out of it) the query's. */
+async function recordedTranscript(run: RunHandle): Promise<Message[]> {
+  const result = await run.result();
+  return result.transcript_omitted ? run.transcript() : result.transcript;
 }
 
 function report(candidate: Candidate, cases: CaseResult[]): EvaluationReport {
@@ -187,7 +193,8 @@ async function outcomeOf(
   };
   const judge = testCase.expect.judge;
   if (!judge || !ended) return { outcome, cost: costOf(ended) };
-  const task = testCase.input ?? `(the run ${testCase.from_run!.run} from its iteration ${testCase.from_run!.at})`;
+  // A fork's task: the last thing its user asked in the conversation it goes on with.
+  const task = testCase.input ?? lastUserMessage(ended.transcript);
   const judging = await client.start(
     { agent: judge.agent, input: judgePrompt(judge.rubric, task, ended.answer ?? '') },
     { workflowId: `${run.workflowId}-judge` },
@@ -205,11 +212,16 @@ function costOf(result: { budget?: { spent: Record<string, number> } } | null): 
   return cost ? cost : null;
 }
 
-/** Calls the run answered with "no recorded result" (recorded tools without fallthrough). */
+/** Calls the run answered with no recording (recorded tools without fallthrough). */
 function unrecordedCalls(events: RunEvent[]): string[] {
   return events.flatMap((event) =>
-    event.event_type === 'tool_call_error' && event.error.includes('no recorded result') ? [event.tool_name] : [],
+    event.event_type === 'tool_call_error' && event.error.includes(NO_RECORDING) ? [event.tool_name] : [],
   );
+}
+
+function lastUserMessage(transcript: readonly Message[]): string {
+  const content = [...transcript].reverse().find((message) => message['role'] === 'user')?.['content'];
+  return typeof content === 'string' ? content : JSON.stringify(content ?? '');
 }
 
 function failedCase(testCase: EvalCase, id: string, started: number, problem: string): CaseResult {

@@ -66,7 +66,7 @@ import { workflowResult } from './workflow-result';
 export class PatchloopClient {
   /** Schedules on Temporal Schedules whose fires run this task queue's agents (docs/schedules.md). */
   readonly schedules: PatchloopSchedules;
-  private searchAttributesKnown?: Promise<boolean>;
+  private searchAttributesKnown?: Promise<Set<string>>;
 
   constructor(
     readonly temporal: Client,
@@ -142,7 +142,7 @@ export class PatchloopClient {
       summary,
       {
         ...(principal !== undefined ? { principal } : {}),
-        attributes: [{ key: keys.forkOf, value: workflowId }],
+        attributes: (await this.searchAttributesPresent(keys.forkOf)) ? [{ key: keys.forkOf, value: workflowId }] : [],
         memo: { [FORK_MEMO]: { workflow_id: workflowId, at: source.at } },
       },
     );
@@ -155,6 +155,8 @@ export class PatchloopClient {
    */
   async rewind(workflowId: string, options: ForkOptions): Promise<{ fork: RunHandle; aborted: boolean }> {
     const fork = await this.fork(workflowId, options);
+    // Only a fork that has its state goes on for the original: one that cannot read it fails here first.
+    await untilForked(fork);
     const original = this.run(workflowId);
     if ((await original.workflow.describe()).status.name !== 'RUNNING') return { fork, aborted: false };
     await original.abort(`rewound to iteration ${options.at}: it goes on as ${fork.workflowId}`);
@@ -220,13 +222,17 @@ export class PatchloopClient {
     })) as WorkflowHandle;
   }
 
-  /** Whether the namespace has patchloop's search attributes: asked once per client, false when it cannot tell. */
-  private searchAttributesPresent(): Promise<boolean> {
+  /**
+   * Whether the namespace has patchloop's search attributes (by default the agent and status ones), asked
+   * once per client; false when it cannot tell.
+   */
+  private async searchAttributesPresent(...wanted: Array<{ name: string }>): Promise<boolean> {
     this.searchAttributesKnown ??= this.temporal.connection.operatorService
       .listSearchAttributes({ namespace: this.temporal.options.namespace })
-      .then(({ customAttributes }) => [keys.agent, keys.status].every((key) => key.name in (customAttributes ?? {})))
-      .catch(() => false);
-    return this.searchAttributesKnown;
+      .then(({ customAttributes }) => new Set(Object.keys(customAttributes ?? {})))
+      .catch(() => new Set<string>());
+    const present = await this.searchAttributesKnown;
+    return (wanted.length > 0 ? wanted : [keys.agent, keys.status]).every((key) => present.has(key.name));
   }
 
   /** A handle on a session, whatever run of its continue-as-new chain is current. */
@@ -310,6 +316,29 @@ export class PatchloopClient {
   }
 }
 
+/**
+ * Waits until a fork has read its state (its `status` query answers: its handlers are set), or throws
+ * its failure when it could not (`RunFailedError`, `ForkUnavailable`). At most ten minutes.
+ */
+async function untilForked(fork: RunHandle): Promise<void> {
+  const deadline = Date.now() + 600_000;
+  for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
+    if (
+      await fork.status().then(
+        () => true,
+        () => false,
+      )
+    )
+      return;
+    if ((await fork.workflow.describe()).status.name !== 'RUNNING') {
+      await fork.result();
+      return;
+    }
+    if (Date.now() > deadline) throw new Error(`the fork ${fork.workflowId} did not read its state within ten minutes`);
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
+}
+
 /** A string literal of Temporal's list filter. */
 function quoted(text: string): string {
   return `'${text.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
@@ -327,13 +356,8 @@ export interface StartOptions {
   principal?: string;
 }
 
-/** What `fork` and `rewind` take: the iteration, the overrides (`ForkSource`), the new run's id and principal. */
-export interface ForkOptions {
-  at: number;
-  agent?: string;
-  model?: string;
-  instructions?: string;
-  message?: string;
+/** What `fork` and `rewind` take: the iteration and the overrides (`ForkSource`), the new run's id and principal. */
+export interface ForkOptions extends Omit<ForkSource, 'workflow_id'> {
   workflowId?: string;
   principal?: string;
   /** The fork's tool calls answered from a recorded run (`tool_recordings`, evaluations). */

@@ -23,7 +23,17 @@ const EvalExpectation = sharedSchema('runtime/evaluation#EvalExpectation', () =>
     answer_equals: z.string().optional(),
     answer_contains: z.union([z.string(), z.array(z.string())]).optional(),
     /** A regular expression (JavaScript syntax) the answer must match. */
-    answer_matches: z.string().optional(),
+    answer_matches: z
+      .string()
+      .refine((text) => {
+        try {
+          new RegExp(text);
+          return true;
+        } catch {
+          return false;
+        }
+      }, 'not a valid regular expression')
+      .optional(),
     /** The tools the run called, exactly these in this order. */
     tools_exact: z.array(z.string()).optional(),
     /** These tools in this order, others allowed between them. */

@@ -263,6 +263,6 @@ export type { ScheduleDefinitionInput, ScheduledFireInputWire, ScheduledFireResu
 export { isEndPhase, runPhaseOf } from './run-phase';
 export type { RunPhase } from './run-phase';
 export { FORK_CAPTURE_MEMO, forkedState, forkOverrides, ForkSource } from './fork';
-export { recordedAnswers, recordedCalls, ToolRecordings } from './tool-recordings';
+export { NO_RECORDING, recordedAnswers, recordedCalls, ToolRecordings } from './tool-recordings';
 export { checkCase, EvalCase, EvalDataset, judgePrompt, parseVerdict } from './evaluation';
 export type { CaseOutcome, CheckResult } from './evaluation';

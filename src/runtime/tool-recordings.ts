@@ -20,6 +20,9 @@ export const ToolRecordings = sharedSchema('runtime/tool-recordings#ToolRecordin
 );
 export type ToolRecordings = z.infer<typeof ToolRecordings>;
 
+/** The start of the error result a call with no recording gets (evaluations read it in the run's events). */
+export const NO_RECORDING = 'no recorded result for this call';
+
 /** The key a call is matched by: its tool and its arguments as canonical JSON. */
 function callKey(name: string, argumentText: string): string {
   const parsed = repairToolArguments(argumentText);

@@ -20,7 +20,7 @@ import {
   continueAsNewOnCurrentBuild,
   newBuildCurrent,
 } from './run/continue-as-new';
-import { nextRequestQuery } from '../common';
+import { nextRequestQuery, PATCHLOOP_SEARCH_ATTRIBUTES } from '../common';
 import { parseVersionedInput } from './run/input';
 import { asRunFailure, withSpending, withUnprocessedMessages } from './run/failures';
 import { checkedSeed, openRun } from './run/open-run';
@@ -53,8 +53,9 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
   const input = parseRunInput(rawInput);
   const run = newRun(input.agent, workflowInfo().workflowId);
   placeInTree(run, input);
-  // A fork reads its state first (an activity): what is sent to it meanwhile waits for its handlers.
-  const state = await startingState(input);
+  // A fork reads its state first (an activity): signals sent meanwhile wait for its handlers; updates and
+  // queries are refused until it has read it (seconds; `rewind` waits for that before it aborts).
+  const state = await startingState(run, input);
   // Restore before any handler runs: signals and updates buffered for this run land in the carried inbox.
   const position = state ? restoreRun(run, state) : undefined;
   const chain = { continued: state?.continued ?? 0, skipped: false, stepsAtStart: steps(run) };
@@ -198,9 +199,15 @@ function runLoop(run: Run, agent: AgentSpec, input: AgentRunInput, continued: nu
 }
 
 /** The state a run starts from: the one continue-as-new carried, or a fork's (read by an activity). */
-async function startingState(input: AgentRunInput): Promise<AgentRunInput['state']> {
+async function startingState(run: Run, input: AgentRunInput): Promise<AgentRunInput['state']> {
   if (input.state || !input.fork_from) return input.state;
   return forkState(input.fork_from).catch((error: unknown) => {
+    // The client started the fork as running when the namespace has the attributes: it shows as failed.
+    if (workflowInfo().typedSearchAttributes.get(PATCHLOOP_SEARCH_ATTRIBUTES.status) !== undefined) {
+      run.live.visibility.enabled = true;
+      run.live.state = 'failed';
+      keepVisible(run);
+    }
     throw asRunFailure(error);
   });
 }

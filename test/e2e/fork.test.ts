@@ -235,6 +235,14 @@ describe('fork', () => {
     const original = await world.client.start({ agent: 'payer', input: 'pay' }, { workflowId: 'rewind-original' });
     await eventually(() => expect(executions).toEqual(['charge 100', 'slow 500']));
     const bodies = world.fake.requests.map((request) => JSON.stringify(request.body));
+    // A rewind to an iteration the run never reached: the fork fails, the original goes on.
+    await expect(world.client.rewind('rewind-original', { at: 9, workflowId: 'rewind-bad' })).rejects.toThrow(
+      /made no model request at iteration 9/,
+    );
+    expect((await original.workflow.describe()).status.name).toBe('RUNNING');
+    await eventually(async () =>
+      (await world.client.listRuns({ idPrefix: 'rewind-bad' }))[0]?.status === 'failed' ? true : undefined,
+    );
     const { fork, aborted } = await world.client.rewind('rewind-original', { at: 1, workflowId: 'rewind-fork' });
     expect(aborted).toBe(true);
     const ended = await original.result();

@@ -1,6 +1,7 @@
 import {
   failedCall,
   isSelfRefTool,
+  NO_RECORDING,
   recordedAnswers,
   succeededCall,
   type ToolCallRequest,
@@ -41,7 +42,7 @@ export function recordedResults(
     return [
       failedCall(
         call,
-        `no recorded result for this call in run ${replay.recordings.from_run} (this run answers tools from its recordings)`,
+        `${NO_RECORDING} in run ${replay.recordings.from_run} (this run answers tools from its recordings)`,
         0,
       ),
     ];

@@ -46,9 +46,12 @@ export function forkCapture(
   const info = workflowInfo();
   const at = info.memo?.[FORK_CAPTURE_MEMO];
   if (typeof at !== 'number' || !info.unsafe.isReplaying) return undefined;
+  let captured = false;
   return (iteration, toolCalls) => {
     sinks.patchloopFork.reached(iteration);
-    if (iteration !== at) return;
+    // The first request of that iteration (a message that arrived during it makes the run ask again).
+    if (iteration !== at || captured) return;
+    captured = true;
     const state = carryRun(run, agent(), { toolCalls }, continued, false);
     sinks.patchloopFork.captured(iteration, { schema_version: RUN_STATE_SCHEMA_VERSION, ...state });
   };
