@@ -1,8 +1,9 @@
 import { describe, expect } from 'vitest';
 import { z } from 'zod';
-import { it } from '../support/fixtures';
+import { it, type StartWorld } from '../support/fixtures';
+import type { AgentDefinitionInput } from '../../src/runtime';
 import { validateToolLinkage } from '../../src/context';
-import { callTools, reply, toolCall } from '../../src/fake-model/steps';
+import { callTools, reply, toolCall, type FakeStep } from '../../src/fake-model/steps';
 import { runCli } from '../support/cli';
 import { eventually, startedChild } from '../support/wait';
 import { defineTool } from '../../src/tools/define-tool';
@@ -26,16 +27,26 @@ function chargeTool(executions: string[]) {
 const charge = (index: number) =>
   callTools([{ id: `call_${index}`, name: 'charge', arguments: JSON.stringify({ cents: 100 + index }) }]);
 
+const payer: AgentDefinitionInput = { name: 'payer', instructions: 'Pay the bills.', tools: ['charge'] };
+
+/** A world whose agents (the payer by default) have the counting charge tool, and its fake model's script. */
+async function payingWorld(startWorld: StartWorld, script: FakeStep[], agents: AgentDefinitionInput[] = [payer]) {
+  const executions: string[] = [];
+  const world = await startWorld({ tools: [chargeTool(executions)], agents, fake: { script } });
+  return { world, executions };
+}
+
 describe('fork', () => {
   it("a fork's first request is the original's request at that iteration, byte for byte, and no tool runs again", async ({
     startWorld,
   }) => {
-    const executions: string[] = [];
-    const world = await startWorld({
-      tools: [chargeTool(executions)],
-      agents: [{ name: 'payer', instructions: 'Pay the bills.', tools: ['charge'] }],
-      fake: { script: [charge(0), charge(1), charge(2), reply('paid three'), reply('paid, differently')] },
-    });
+    const { world, executions } = await payingWorld(startWorld, [
+      charge(0),
+      charge(1),
+      charge(2),
+      reply('paid three'),
+      reply('paid, differently'),
+    ]);
     const original = await world.client.start({ agent: 'payer', input: 'pay them' }, { workflowId: 'fork-original' });
     const result = await original.result();
     expect(result.answer).toBe('paid three');
@@ -78,14 +89,11 @@ describe('fork', () => {
   it('across continue-as-new: a fork at an iteration of a later run of the chain is that request exactly', async ({
     startWorld,
   }) => {
-    const executions: string[] = [];
-    const world = await startWorld({
-      tools: [chargeTool(executions)],
-      agents: [{ name: 'payer', instructions: 'Pay the bills.', tools: ['charge'] }],
-      fake: {
-        script: [...Array.from({ length: 12 }, (_, index) => charge(index)), reply('paid all'), reply('forked late')],
-      },
-    });
+    const { world, executions } = await payingWorld(startWorld, [
+      ...Array.from({ length: 12 }, (_, index) => charge(index)),
+      reply('paid all'),
+      reply('forked late'),
+    ]);
     const original = await world.client.start(
       { agent: 'payer', input: 'pay them all', continue_as_new: { max_history_events: 40 } },
       { workflowId: 'fork-chain' },
@@ -103,23 +111,20 @@ describe('fork', () => {
   });
 
   it("a sub-agent's run forks as a run of its own, from its own context", async ({ startWorld }) => {
-    const executions: string[] = [];
-    const world = await startWorld({
-      tools: [chargeTool(executions)],
-      agents: [
+    const { world, executions } = await payingWorld(
+      startWorld,
+      [
+        callTools([toolCall('s1', 'clerk', { input: 'pay the rent' })]),
+        charge(0),
+        reply('rent paid'),
+        reply('the clerk paid the rent'),
+        reply('rent paid again, differently'),
+      ],
+      [
         { name: 'manager', instructions: 'You manage.', subagents: ['clerk'] },
         { name: 'clerk', instructions: 'You pay.', tools: ['charge'] },
       ],
-      fake: {
-        script: [
-          callTools([toolCall('s1', 'clerk', { input: 'pay the rent' })]),
-          charge(0),
-          reply('rent paid'),
-          reply('the clerk paid the rent'),
-          reply('rent paid again, differently'),
-        ],
-      },
-    });
+    );
     const run = await world.client.start({ agent: 'manager', input: 'get the rent paid' });
     expect((await run.result()).answer).toBe('the clerk paid the rent');
     const child = await startedChild(run, 's1');
@@ -137,24 +142,11 @@ describe('fork', () => {
   it('overrides change only what they name: the model, the instructions (a patch), a message; the CLI forks and show links both ways', async ({
     startWorld,
   }) => {
-    const executions: string[] = [];
-    const world = await startWorld({
-      tools: [chargeTool(executions)],
-      agents: [
-        { name: 'payer', instructions: 'Pay the bills.', tools: ['charge'] },
-        { name: 'auditor', instructions: 'Audit the payments.', tools: ['charge'] },
-      ],
-      fake: {
-        script: [
-          charge(0),
-          reply('paid'),
-          reply('by model'),
-          reply('by instructions'),
-          reply('by agent'),
-          reply('cli'),
-        ],
-      },
-    });
+    const { world, executions } = await payingWorld(
+      startWorld,
+      [charge(0), reply('paid'), reply('by model'), reply('by instructions'), reply('by agent'), reply('cli')],
+      [payer, { name: 'auditor', instructions: 'Audit the payments.', tools: ['charge'] }],
+    );
     await (await world.client.start({ agent: 'payer', input: 'pay' }, { workflowId: 'fork-overrides' })).result();
     const original = JSON.parse(JSON.stringify(world.fake.requests[1]!.body)) as {
       model: string;
@@ -258,11 +250,7 @@ describe('fork', () => {
   it('the console: "fork from here" on each model call starts a fork; the pages link both ways', async ({
     startWorld,
   }) => {
-    const world = await startWorld({
-      tools: [chargeTool([])],
-      agents: [{ name: 'payer', instructions: 'Pay the bills.', tools: ['charge'] }],
-      fake: { script: [charge(0), reply('paid'), reply('paid from the console')] },
-    });
+    const { world } = await payingWorld(startWorld, [charge(0), reply('paid'), reply('paid from the console')]);
     await (await world.client.start({ agent: 'payer', input: 'pay' }, { workflowId: 'fork-console' })).result();
     const token = 'fork-console-token-0123456789abcdef';
     const logged: string[] = [];
