@@ -2,14 +2,10 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
+import { shellWords } from '../support/shell-words';
 import { it } from '../support/fixtures';
 import { repositoryRoot } from '../../support/repository';
 import { runCli, startCliWorker } from '../support/cli';
-
-/** Shell words of a command line as the page writes them (quotes removed). */
-function words(line: string): string[] {
-  return [...line.matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)].map((match) => match[1] ?? match[2] ?? match[3]!);
-}
 
 describe('docs/fork-and-evals.md', () => {
   it('runs its commands on the weather example as the page writes them, and prints what the page shows', async ({
@@ -34,13 +30,13 @@ describe('docs/fork-and-evals.md', () => {
       OPENAI_BASE_URL: '',
     };
     const [workerLine, ...commands] = lines;
-    const workerArgs = words(workerLine!);
+    const workerArgs = shellWords(workerLine!);
     expect(workerArgs.slice(0, 3)).toEqual(['npx', 'patchloop', 'worker']);
     const worker = await startCliWorker(workerArgs.slice(3), env, { cwd: example });
     const folder = mkdtempSync(join(tmpdir(), 'patchloop-fork-docs-'));
     try {
       for (const line of commands) {
-        const argv = words(line);
+        const argv = shellWords(line);
         expect(argv.slice(0, 2)).toEqual(['npx', 'patchloop']);
         const args = argv
           .slice(2)

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { describe, expect } from 'vitest';
+import { shellWords } from '../support/shell-words';
 import { z } from 'zod';
 import { PatchloopClient } from '../../src/client/patchloop-client';
 import { configFromEnvironment } from '../../src/config/environment';
@@ -442,11 +443,6 @@ describe('schedules on Temporal Schedules', () => {
   });
 });
 
-/** Shell words of a command line as docs/schedules.md writes them (quotes removed). */
-function words(line: string): string[] {
-  return [...line.matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)].map((match) => match[1] ?? match[2] ?? match[3]!);
-}
-
 describe('docs/schedules.md', () => {
   it('runs its commands as the page writes them, and prints what the page shows', async ({ startWorld }) => {
     const world = await startWorld({ fake: { responder: model('The deploy is green.') } });
@@ -461,7 +457,7 @@ describe('docs/schedules.md', () => {
     expect(lines).toHaveLength(8);
     const queue = world.config.taskQueue;
     for (const line of lines) {
-      const argv = words(line);
+      const argv = shellWords(line);
       expect(argv.slice(0, 2)).toEqual(['npx', 'patchloop']);
       const args = argv.slice(2).map((word) => (word === 'agents.json' ? join(folder, word) : word));
       const ran = await cli(world, args);

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { shellWords } from '../support/shell-words';
 import { parseCommand, type CommandSyntax, type OptionSpec } from '../../src/cli/arguments';
 import * as syntax from '../../src/cli/syntax';
 import { RunEvent } from '../../src/runtime';
@@ -58,14 +59,6 @@ function shellLines(markdown: string): string[] {
     }
   }
   return lines;
-}
-
-/** Shell words, quotes removed (enough for the commands docs show: no expansions are evaluated). */
-function words(command: string): string[] {
-  const found: string[] = [];
-  for (const match of command.matchAll(/'([^']*)'|"((?:[^"\\]|\\.)*)"|(\S+)/g))
-    found.push(match[1] ?? match[2] ?? match[3]!);
-  return found;
 }
 
 const commands = new Map<string, CommandSyntax<OptionSpec>>(
@@ -128,7 +121,7 @@ describe('the documentation', () => {
       for (const line of shellLines(read(page))) {
         // A command put in the background (`serve ... &`) is checked as the command.
         for (const part of line.replace(/\s+&\s*$/, '').split(/\s*(?:&&|\|\||;|\|)\s*/)) {
-          const argv = words(part);
+          const argv = shellWords(part);
           const at = argv.findIndex(
             (word, index) => word === 'patchloop' && (index === 0 || argv[index - 1] === 'npx'),
           );
