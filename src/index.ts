@@ -13,6 +13,7 @@ export {
   RunFailedError,
   RunHandle,
   SessionHandle,
+  type ForkMemo,
   type ForkOptions,
   type ForkSummary,
   type RetryingPhase,

@@ -10,7 +10,7 @@ import {
 import type { temporal } from '@temporalio/proto';
 import { Worker, type ReplayWorkerOptions } from '@temporalio/worker';
 import { failure, FailureType } from '../common/failure-types';
-import { FORK_CAPTURE_MEMO, INLINE_PAYLOAD_BUDGET, utf8Bytes } from '../runtime';
+import { FORK_CAPTURE_MEMO, forkPoint, INLINE_PAYLOAD_BUDGET, utf8Bytes, type ForkUnit } from '../runtime';
 import { startHeartbeat } from './activity-context';
 
 /** The worker's own workflow code and data converter: a fork's replay runs exactly what its runs run. */
@@ -23,7 +23,10 @@ export interface ForkReplayCode {
 
 export interface CaptureRunStateInput {
   workflow_id: string;
+  /** The iteration of a run, or the turn of a session. */
   at: number;
+  /** What the fork is, and so what the original must be (forks recorded before sessions forked: `agentRun`). */
+  workflow_type?: 'agentRun' | 'chatSession';
 }
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -53,28 +56,32 @@ export function createCaptureRunState(replay: () => ForkReplayCode | undefined) 
         };
         const reached: number[] = [];
         let captured: unknown;
-        const replayed = Worker.runReplayHistory(
-          {
-            ...code.workflows,
-            dataConverter: code.dataConverter,
-            replayName: `fork of ${input.workflow_id}`,
-            sinks: {
-              patchloopFork: {
-                reached: {
-                  fn: (_info, iteration: number) => void reached.push(iteration),
-                  callDuringReplay: true,
-                },
-                captured: {
-                  fn: (_info, _iteration: number, state: unknown) => void (captured = state),
-                  callDuringReplay: true,
+        // A run whose first workflow task has not completed yet (it has just continued as new) has reached
+        // nothing; a replay of a history without one would wait for it forever.
+        const replayed = history.events?.some((event) => event.workflowTaskCompletedEventAttributes)
+          ? Worker.runReplayHistory(
+              {
+                ...code.workflows,
+                dataConverter: code.dataConverter,
+                replayName: `fork of ${input.workflow_id}`,
+                sinks: {
+                  patchloopFork: {
+                    reached: {
+                      fn: (_info, iteration: number) => void reached.push(iteration),
+                      callDuringReplay: true,
+                    },
+                    captured: {
+                      fn: (_info, _iteration: number, state: unknown) => void (captured = state),
+                      callDuringReplay: true,
+                    },
+                  },
+                  patchloop: { runEnded: { fn: () => undefined }, abortRequested: { fn: () => undefined } },
                 },
               },
-              patchloop: { runEnded: { fn: () => undefined }, abortRequested: { fn: () => undefined } },
-            },
-          },
-          history,
-          input.workflow_id,
-        );
+              history,
+              input.workflow_id,
+            )
+          : Promise.resolve();
         // The replay goes on to the end of the history: what fails after the point (a run recorded by a
         // build whose code this one cannot replay, say) does not take back what it captured; what fails
         // before it is said once, not retried.
@@ -82,19 +89,13 @@ export function createCaptureRunState(replay: () => ForkReplayCode | undefined) 
           () => undefined,
           (error: unknown) => error as Error,
         );
+        const unit = unitOf(input);
         if (captured === undefined && failed)
           throw failure(
             FailureType.ForkUnavailable,
-            `this worker's code cannot replay ${input.workflow_id} up to iteration ${input.at}: ${failed.message}`,
+            `this worker's code cannot replay ${input.workflow_id} up to ${forkPoint(input.at, unit)}: ${failed.message}`,
           );
-        if (captured === undefined)
-          throw failure(
-            FailureType.ForkUnavailable,
-            `${input.workflow_id} made no model request at iteration ${input.at}` +
-              (reached.length > 0
-                ? ` (that run of its chain made them at iterations ${iterationRanges(reached)})`
-                : ' (that run of its chain made none)'),
-          );
+        if (captured === undefined) throw failure(FailureType.ForkUnavailable, notReached(input, reached));
         checkFits(code, captured, input);
         return captured;
       } finally {
@@ -118,24 +119,31 @@ async function runWithIteration(context: Context, input: CaptureRunStateInput): 
         throw failure(FailureType.ForkUnavailable, `no run with workflow id ${input.workflow_id}`);
       throw error;
     });
-  if (description.type !== 'agentRun')
+  const expected = input.workflow_type ?? 'agentRun';
+  if (description.type !== expected)
     throw failure(
       FailureType.ForkUnavailable,
-      `${input.workflow_id} is a ${description.type}: only agentRun runs fork (a sub-agent's run is one)`,
+      `${input.workflow_id} is a ${description.type}, not a ${expected}: a fork is a workflow of its original's type`,
     );
   let runId: string | undefined = description.runId;
   while (runId) {
-    const first = await firstEvent(context, input.workflow_id, runId);
-    const start = first?.workflowExecutionStartedEventAttributes;
+    const event: HistoryEvent | undefined = await firstEvent(context, input.workflow_id, runId);
+    const start = event?.workflowExecutionStartedEventAttributes;
     const carried = await decodeFromPayloadsAtIndex<
-      { state?: { iteration?: number; awaiting_batch?: unknown } } | undefined
+      { state?: { iteration?: number; awaiting_batch?: unknown; turns?: number } } | undefined
     >(client.options.loadedDataConverter, 0, start?.input?.payloads);
-    // A run that continued as new while a batch ran resumes the batch first: its first request is the next iteration's.
     const state = carried?.state;
-    if ((state?.iteration ?? 0) + (state?.awaiting_batch ? 1 : 0) <= input.at) return runId;
+    // A session's run begins with the turn after those it carried; a run that continued as new while a
+    // batch ran resumes the batch first: its first request is the next iteration's.
+    const first =
+      expected === 'chatSession' ? (state?.turns ?? 0) + 1 : (state?.iteration ?? 0) + (state?.awaiting_batch ? 1 : 0);
+    if (first <= input.at) return runId;
     runId = start?.continuedExecutionRunId ?? undefined;
   }
-  throw failure(FailureType.ForkUnavailable, `${input.workflow_id} has no run that reached iteration ${input.at}`);
+  throw failure(
+    FailureType.ForkUnavailable,
+    `${input.workflow_id} has no run that reached ${forkPoint(input.at, unitOf(input))}`,
+  );
 }
 
 /** A run's start event, its payloads read back from External Storage when they went there. */
@@ -161,8 +169,30 @@ function checkFits(code: ForkReplayCode, state: unknown, input: CaptureRunStateI
   if (bytes > INLINE_PAYLOAD_BUDGET)
     throw failure(
       FailureType.ForkUnavailable,
-      `the context of ${input.workflow_id} at iteration ${input.at} is ${bytes} bytes, over Temporal's payload limit: fork it on workers with PATCHLOOP_PAYLOAD_STORAGE=local or s3`,
+      `the context of ${input.workflow_id} at ${forkPoint(input.at, unitOf(input))} is ${bytes} bytes, over Temporal's payload limit: fork it on workers with PATCHLOOP_PAYLOAD_STORAGE=local or s3`,
     );
+}
+
+/** What `at` counts: a session's turns, a run's iterations. */
+function unitOf(input: CaptureRunStateInput): ForkUnit {
+  return input.workflow_type === 'chatSession' ? 'turn' : 'iteration';
+}
+
+/** A point the replay never reached, and the ones that run of the chain did reach. */
+function notReached(input: CaptureRunStateInput, reached: number[]): string {
+  if (unitOf(input) === 'turn')
+    return (
+      `${input.workflow_id} had no turn ${input.at}` +
+      (reached.length > 0
+        ? ` (that run of it began turns ${iterationRanges(reached)})`
+        : ' (that run of it began none)')
+    );
+  return (
+    `${input.workflow_id} made no model request at iteration ${input.at}` +
+    (reached.length > 0
+      ? ` (that run of its chain made them at iterations ${iterationRanges(reached)})`
+      : ' (that run of its chain made none)')
+  );
 }
 
 /** 3, 4, 5, 9 → "3–5, 9". */

@@ -74,6 +74,7 @@ const commands: Record<string, Entry> = {
     async () => (await import('./commands/codec-server.js')).codecServerCommand,
   ),
   mcp: plainCommand(syntax.MCP_SYNTAX, async () => (await import('./commands/mcp.js')).mcpCommand),
+  policy: plainCommand(syntax.POLICY_SYNTAX, async () => (await import('./commands/policy.js')).policyCommand),
   compile: {
     ...plainCommand(syntax.COMPILE_SYNTAX, async () => {
       const { compileCommand } = await import('./commands/compile.js');

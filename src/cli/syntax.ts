@@ -235,7 +235,7 @@ const FORK_OPTIONS = {
 export const FORK_SYNTAX = {
   usage: 'patchloop fork <id> --at N [--agent A] [--model M] [--instructions TEXT] [--message TEXT] [--id NEW]',
   summary:
-    "Starts a new run from a run's exact context before its model request at iteration N (as `show` and the events number them), across continue-as-new and for a sub-agent's run: its first request is the original's byte for byte unless --agent, --model, --instructions or --message change it, and no tool runs again. Prints the fork's id; `follow` it. The original lists its forks in `show`. docs/fork-and-evals.md.",
+    "Starts a new run from a run's exact context before its model request at iteration N (as `show` and the events number them), across continue-as-new and for a sub-agent's run: its first request is the original's byte for byte unless --agent, --model, --instructions or --message change it, and no tool runs again. Prints the fork's id; `follow` it. A session forks as a session at its turn N (1 for the first): the turns before it, and that turn's message answered again (or --message instead); `send` it more. The original lists its forks in `show`. docs/fork-and-evals.md.",
   options: FORK_OPTIONS,
   positionals: ['id'],
 } as const;
@@ -243,9 +243,17 @@ export const FORK_SYNTAX = {
 export const REWIND_SYNTAX = {
   usage: 'patchloop rewind <id> --at N [--agent A] [--model M] [--instructions TEXT] [--message TEXT] [--id NEW]',
   summary:
-    'fork, then abort the original (when it still runs) with a reason that names the fork: the run goes on from iteration N as the fork.',
+    'fork, then abort the original (when it still runs) with a reason that names the fork: the run goes on from iteration N as the fork. A session is closed too (an abort ends its current turn only), and goes on from turn N as the fork.',
   options: FORK_OPTIONS,
   positionals: ['id'],
+} as const;
+
+export const POLICY_SYNTAX = {
+  usage: 'patchloop policy check <agent> <tool> [ARGS] [--principal NAME] [--agents FILE.json] [--json]',
+  summary:
+    "What the agent's tool policy decides for a call of TOOL with ARGS (a JSON object, {} by default) in a run started for --principal: allow, deny or approve, and the rule that decided it (its number and the rule, needs_approval, or no rule). The same function the workflow decides with; the example agents, or those in FILE. No Temporal server. docs/guardrails.md#tool-policy.",
+  options: { principal: { type: 'string' }, agents: { type: 'string' }, json: { type: 'boolean' } },
+  positionals: ['action', 'agent', 'tool', '[arguments]'],
 } as const;
 
 export const EVAL_SYNTAX = {

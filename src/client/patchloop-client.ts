@@ -52,7 +52,7 @@ import {
   userMessageUpdate,
   type UserMessageAccepted,
 } from '../common';
-import { ForkSource, notifierWorkflowId, type ToolRecordings } from '../runtime';
+import { ForkSource, forkPoint, notifierWorkflowId, type ForkUnit, type ToolRecordings } from '../runtime';
 
 type ToolRecordingsWire = Omit<ToolRecordings, 'fallthrough'> & { fallthrough?: boolean };
 import { connectionOptions, type PatchloopConfig } from '../config/environment';
@@ -117,49 +117,58 @@ export class PatchloopClient {
   /**
    * Starts a fork of a run (docs/fork-and-evals.md): a new `agentRun` whose context is exactly the
    * original's before its model request at iteration `at`, so that its first request is the original's
-   * byte for byte unless an override changes it; no tool runs again. The fork records where it came
-   * from (`fork_from` in its input, `PatchloopForkOf`, a memo that `forksOf` lists). The id defaults to
+   * byte for byte unless an override changes it; no tool runs again. A session forks as a session at its
+   * turn `at` (1 for the first): the turns before it, and that turn's message answered again (or
+   * `message` instead); its handle is a `SessionHandle`. The fork records where it came from
+   * (`fork_from` in its input, `PatchloopForkOf`, a memo that `forksOf` lists). The id defaults to
    * `fork-<uuid>`.
    */
   async fork(workflowId: string, options: ForkOptions): Promise<RunHandle> {
     const { workflowId: id, principal, toolRecordings, ...changes } = options;
     const source = ForkSource.parse({ workflow_id: workflowId, ...changes });
     const original = await this.temporal.workflow.getHandle(workflowId).describe();
-    if (original.type !== 'agentRun')
-      throw new ForkRefusedError(`${workflowId} is a ${original.type}: only agentRun runs fork`);
+    const session = original.type === 'chatSession';
+    if (original.type !== 'agentRun' && !session)
+      throw new ForkRefusedError(
+        `${workflowId} is a ${original.type}: only agentRun runs and chatSession sessions fork`,
+      );
+    if (session && source.at < 1)
+      throw new ForkRefusedError(`a session forks at a turn: 1 for its first, not ${source.at}`);
+    if (session && toolRecordings) throw new ForkRefusedError('a session forks with live tools only');
     const agent = source.agent ?? original.typedSearchAttributes.get(keys.agent) ?? 'fork';
     const forkId = id ?? `fork-${randomUUID()}`;
-    const summary = `${agent}: fork of ${workflowId} at iteration ${source.at}`;
-    const handle = await this.startWorkflow(
-      'agentRun',
-      forkId,
-      {
-        agent,
-        input: source.message ?? '',
-        fork_from: source,
-        ...(toolRecordings ? { tool_recordings: toolRecordings } : {}),
-      },
-      summary,
-      {
-        ...(principal !== undefined ? { principal } : {}),
-        attributes: (await this.searchAttributesPresent(keys.forkOf)) ? [{ key: keys.forkOf, value: workflowId }] : [],
-        memo: { [FORK_MEMO]: { workflow_id: workflowId, at: source.at } },
-      },
-    );
-    return new RunHandle(handle, this.chunks);
+    const unit: ForkUnit = session ? 'turn' : 'iteration';
+    const summary = `${agent}: fork of ${workflowId} at ${forkPoint(source.at, unit)}`;
+    const input = session
+      ? { agent, fork_from: source }
+      : {
+          agent,
+          input: source.message ?? '',
+          fork_from: source,
+          ...(toolRecordings ? { tool_recordings: toolRecordings } : {}),
+        };
+    const handle = await this.startWorkflow(session ? 'chatSession' : 'agentRun', forkId, input, summary, {
+      ...(principal !== undefined ? { principal } : {}),
+      attributes: (await this.searchAttributesPresent(keys.forkOf)) ? [{ key: keys.forkOf, value: workflowId }] : [],
+      memo: { [FORK_MEMO]: { workflow_id: workflowId, at: source.at, ...(session ? { unit } : {}) } },
+    });
+    return session ? new SessionHandle(handle, this.chunks) : new RunHandle(handle, this.chunks);
   }
 
   /**
    * A fork, then the original aborted with a reason that names the fork (when it still runs): the run
-   * goes on from iteration `at` as the fork.
+   * goes on from iteration `at` as the fork. A session's original is closed too (an abort ends its
+   * current turn only): its turns already queued are answered, and it takes no more.
    */
   async rewind(workflowId: string, options: ForkOptions): Promise<{ fork: RunHandle; aborted: boolean }> {
     const fork = await this.fork(workflowId, options);
     // Only a fork that has its state goes on for the original: one that cannot read it fails here first.
     await untilForked(fork);
-    const original = this.run(workflowId);
+    const original = this.session(workflowId);
     if ((await original.workflow.describe()).status.name !== 'RUNNING') return { fork, aborted: false };
-    await original.abort(`rewound to iteration ${options.at}: it goes on as ${fork.workflowId}`);
+    const point = forkPoint(options.at, fork instanceof SessionHandle ? 'turn' : 'iteration');
+    await original.abort(`rewound to ${point}: it goes on as ${fork.workflowId}`);
+    if (fork instanceof SessionHandle) await original.close();
     return { fork, aborted: true };
   }
 
@@ -168,8 +177,8 @@ export class PatchloopClient {
     const forks: ForkSummary[] = [];
     const query = `${keys.forkOf.name} = ${quoted(workflowId)}`;
     for await (const execution of this.temporal.workflow.list({ query })) {
-      const memo = execution.memo?.[FORK_MEMO] as { at?: number } | undefined;
-      forks.push({ ...runSummaryOf(execution), at: memo?.at ?? null });
+      const memo = forkMemoOf(execution.memo);
+      forks.push({ ...runSummaryOf(execution), at: memo?.at ?? null, unit: memo?.unit ?? 'iteration' });
       if (forks.length >= limit) break;
     }
     return forks;
@@ -364,15 +373,31 @@ export interface ForkOptions extends Omit<ForkSource, 'workflow_id'> {
   toolRecordings?: ToolRecordingsWire;
 }
 
-/** A fork as `forksOf` lists it: the run, and the iteration it was forked at. */
+/** A fork as `forksOf` lists it: the run, and the iteration (or a session's turn) it was forked at. */
 export interface ForkSummary extends RunSummary {
   at: number | null;
+  unit: ForkUnit;
+}
+
+/** What a fork's start memo holds (`FORK_MEMO`): where it comes from. */
+export interface ForkMemo {
+  workflow_id: string;
+  at: number;
+  /** Absent for a run's fork (an iteration). */
+  unit?: ForkUnit;
 }
 
 /** The memo a fork starts with: where it comes from (listings return it with each fork). */
-export const FORK_MEMO = 'patchloop_fork';
+const FORK_MEMO = 'patchloop_fork';
 
-/** A fork the client refuses before it starts anything (the original is not an agentRun). */
+/** Where a workflow was forked from, read from its memo (as a description or a listing returns it). */
+export function forkMemoOf(memo: Record<string, unknown> | undefined): ForkMemo | undefined {
+  const fork = memo?.[FORK_MEMO] as Partial<ForkMemo> | undefined;
+  if (typeof fork?.workflow_id !== 'string' || typeof fork.at !== 'number') return undefined;
+  return { workflow_id: fork.workflow_id, at: fork.at, ...(fork.unit === 'turn' ? { unit: fork.unit } : {}) };
+}
+
+/** A fork the client refuses before it starts anything (the original is neither a run nor a session, say). */
 export class ForkRefusedError extends Error {
   override name = 'ForkRefusedError';
 }

@@ -1,9 +1,9 @@
-import type { ForkSummary, RunSummary } from '../client/patchloop-client';
+import type { ForkMemo, ForkSummary, RunSummary } from '../client/patchloop-client';
 import { describeEvent, failedTurnText } from '../client/follow';
 import { actionsLine, type BillableActions } from '../client/billable-actions';
 import { unansweredTask, workerCommandFor, type WorkerWait } from '../client/worker-wait';
 import type { Message } from '../context';
-import type { AgentRunResult } from '../runtime';
+import { forkPoint, type AgentRunResult, type ForkUnit } from '../runtime';
 import { costOf, isClearedResult, isSummaryMessage, type RunEvent, type RunStatus, type TokenPrices } from '../runtime';
 
 /**
@@ -175,8 +175,8 @@ export interface RunView {
   actions: BillableActions | null;
   /** The run as the visibility store has it (agent, state, iterations, tool calls, tokens). */
   summary: RunSummary;
-  /** The run this one is a fork of, and the iteration (its start memo). */
-  forkedFrom?: { workflow_id: string; at: number } | null;
+  /** The run this one is a fork of, and the iteration or turn (its start memo). */
+  forkedFrom?: ForkMemo | null;
   /** Its forks (`PatchloopForkOf`). */
   forks?: ForkSummary[];
   /** A closed run's result as recorded (no transcript filled in); null while it runs, or when it has none. */
@@ -206,7 +206,7 @@ export function runPage(view: RunView, context: PageContext, now: number, allEve
     view.workflowId,
     `<nav class="crumbs"><a href="/">Runs</a>${view.parent ? ` › <a href="${runPath(view.parent)}">${escape(view.parent)}</a>` : ''} › <span>${escape(view.workflowId)}</span></nav>
 <h1><span class="agent">${escape(view.status?.agent ?? view.summary.agent ?? view.type)}</span> <code>${escape(view.workflowId)}</code> <span id="state">${stateBadge(view)}</span></h1>
-${view.forkedFrom ? `<p class="sub forked-from">Forked from <a href="${runPath(view.forkedFrom.workflow_id)}">${escape(view.forkedFrom.workflow_id)}</a> at iteration ${escape(view.forkedFrom.at)}</p>` : ''}
+${view.forkedFrom ? `<p class="sub forked-from">Forked from <a href="${runPath(view.forkedFrom.workflow_id)}">${escape(view.forkedFrom.workflow_id)}</a> at ${escape(forkPoint(view.forkedFrom.at, view.forkedFrom.unit))}</p>` : ''}
 <p class="links">${view.type}${ui ? ` · <a href="${escape(ui)}" class="external" rel="noreferrer">open in the Temporal web UI</a>` : ''}</p>
 <p id="notice" role="status" aria-live="polite"></p>
 <section id="overview" class="panel">${overview(view, now, context)}</section>
@@ -241,7 +241,7 @@ export function timelinePanel(view: RunView, allEvents: boolean): string {
   const hidden = view.eventsBefore + view.events.length - shown.length;
   return `${view.eventsDropped > 0 ? `<p class="sub">${escape(view.eventsDropped)} older events left the run's log.</p>` : ''}${hidden > 0 ? `<p class="sub">${escape(hidden)} earlier events are not shown: <a href="${runPath(view.workflowId)}?events=all">show all</a>.</p>` : ''}
 <table><colgroup><col class="seq"><col class="time"><col><col class="figure"><col class="figure"><col class="cost"></colgroup><thead><tr><th>#</th><th>Time</th><th>Event</th><th>Duration</th><th>Tokens</th><th>Cost</th></tr></thead>
-<tbody id="timeline">${timelineRows(shown, view.status?.prices ?? null)}</tbody></table>`;
+<tbody id="timeline">${timelineRows(shown, view.status?.prices ?? null, forkUnitOf(view.type))}</tbody></table>`;
 }
 
 /** The run's state as the page's header shows it. */
@@ -524,11 +524,37 @@ function preview(text: string, most: number): string {
 
 // The timeline: one row per event, with what it cost.
 
-export function timelineRows(events: RunEvent[], prices: TokenPrices | null): string {
-  return events.map((event) => timelineRow(event, prices)).join('\n');
+export function timelineRows(events: RunEvent[], prices: TokenPrices | null, unit: ForkUnit): string {
+  return events.map((event) => timelineRow(event, prices, unit)).join('\n');
 }
 
-function timelineRow(event: RunEvent, prices: TokenPrices | null): string {
+/** What a fork of a workflow of this type starts at: a session's turn, a run's iteration. */
+export function forkUnitOf(type: string | undefined): ForkUnit {
+  return type === 'chatSession' ? 'turn' : 'iteration';
+}
+
+/**
+ * "fork from here": on a run's model calls (the context before one is where a fork of that iteration
+ * begins), on a session's turns (where a fork of that turn begins).
+ */
+function forkButton(event: RunEvent, unit: ForkUnit): string {
+  const at =
+    unit === 'iteration'
+      ? event.event_type === 'llm_call_start'
+        ? event.iteration
+        : undefined
+      : event.event_type === 'custom_event' && event.event_name === 'turn_started'
+        ? (event.data as { turn?: number } | null)?.turn
+        : undefined;
+  if (at === undefined) return '';
+  const title =
+    unit === 'turn'
+      ? 'a new session from the context as this turn began'
+      : 'a new run from the context before this model call';
+  return ` <button type="button" class="fork" data-fork-at="${escape(at)}" title="${title}">fork from here</button>`;
+}
+
+function timelineRow(event: RunEvent, prices: TokenPrices | null, unit: ForkUnit): string {
   const took =
     'duration_ms' in event
       ? duration(event.duration_ms)
@@ -547,11 +573,7 @@ function timelineRow(event: RunEvent, prices: TokenPrices | null): string {
     event.event_type === 'subagent_started' || event.event_type === 'subagent_finished'
       ? ` <a href="${runPath(event.child_workflow_id)}" title="${escape(event.child_workflow_id)}">open the child run</a>`
       : '';
-  // A model call's start: the run's context before it is where a fork of that iteration begins.
-  const fork =
-    event.event_type === 'llm_call_start'
-      ? ` <button type="button" class="fork" data-fork-at="${event.iteration}" title="a new run from the context before this model call">fork from here</button>`
-      : '';
+  const fork = forkButton(event, unit);
   return `<tr class="event type-${escape(event.event_type)}" data-seq="${event.seq}" data-type="${escape(event.event_type)}"><td class="num">${event.seq}</td><td>${escape(event.timestamp.slice(11, 23))}</td><td><span class="type">${escape(event.event_type)}</span> ${escape(preview(line, 240))}${child}${fork}</td><td class="num">${escape(took)}</td><td class="num">${usage ? `${usage.estimated ? '~' : ''}${escape(usage.total_tokens)}` : ''}</td><td class="num">${cost !== null ? `$${escape(cost.toFixed(5))}` : ''}</td></tr>`;
 }
 
@@ -566,7 +588,7 @@ function forkList(forks: ForkSummary[]): string {
   return `<h2>Forks</h2><ul class="forks">${forks
     .map(
       (fork) =>
-        `<li><a href="${runPath(fork.workflow_id)}">${escape(fork.workflow_id)}</a> at iteration ${escape(fork.at ?? '?')} <span class="agent">${escape(fork.agent ?? '')}</span> ${badge(fork.status)}</li>`,
+        `<li><a href="${runPath(fork.workflow_id)}">${escape(fork.workflow_id)}</a> at ${escape(`${fork.unit} ${fork.at ?? '?'}`)} <span class="agent">${escape(fork.agent ?? '')}</span> ${badge(fork.status)}</li>`,
     )
     .join('')}</ul>`;
 }

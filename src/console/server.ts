@@ -7,6 +7,7 @@ import { followRunEvents } from '../client/follow';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   ApprovalRefusedError,
+  ForkRefusedError,
   recordedTranscript,
   type PatchloopClient,
   type RunHandle,
@@ -36,6 +37,7 @@ import {
   stateBadge,
   timelinePanel,
   timelineRows,
+  forkUnitOf,
   transcript,
   childrenPanel,
   extendForm,
@@ -348,7 +350,11 @@ async function action(
       case 'fork': {
         const at = body['at'];
         if (typeof at !== 'number' || !Number.isInteger(at) || at < 0)
-          throw new ActionError(400, 'BadRequest', "'at' must be an iteration (a whole number, 0 or more)");
+          throw new ActionError(
+            400,
+            'BadRequest',
+            "'at' must be an iteration, or a session's turn (a whole number, 0 or more)",
+          );
         const fork = await options.client.fork(run.workflowId, { at });
         return sendJson(response, 200, {
           workflow_id: fork.workflowId,
@@ -370,7 +376,10 @@ async function action(
     if (error instanceof WorkflowNotFoundError)
       return sendJson(response, 404, { error: { type: 'NotFound', message: 'no such run' } });
     // What the run refused (an id that does not wait, a run that ended): its own words.
-    const refused = error instanceof ApprovalRefusedError || (error as Error).name === 'WorkflowUpdateFailedError';
+    const refused =
+      error instanceof ApprovalRefusedError ||
+      error instanceof ForkRefusedError ||
+      (error as Error).name === 'WorkflowUpdateFailedError';
     const message = (error as { cause?: Error }).cause?.message ?? (error as Error).message;
     return sendJson(response, refused ? 409 : 502, {
       error: { type: refused ? 'Refused' : 'Failed', message: refused ? message : (error as Error).message },
@@ -436,6 +445,7 @@ async function liveFeed(
   };
   const keepAlive = setInterval(() => response.write(': keep-alive\n\n'), 15_000);
   const run = options.client.run(workflowId);
+  const unit = forkUnitOf(await options.client.workflowType(workflowId).catch(() => undefined));
   let digest: string | null = null;
   let prices: TokenPrices | null = null;
   let pending: Promise<void> | null = null;
@@ -469,7 +479,7 @@ async function liveFeed(
       {
         event: (event) => {
           events.push(event);
-          emit('timeline', { seq: event.seq, html: timelineRows([event], prices) });
+          emit('timeline', { seq: event.seq, html: timelineRows([event], prices, unit) });
           if (event.event_type === 'llm_call_end') emit('live', { llm_call: event.llm_call, done: true });
           void refresh();
         },

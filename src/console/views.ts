@@ -1,6 +1,6 @@
 import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
 import {
-  FORK_MEMO,
+  forkMemoOf,
   recordedTranscript,
   runSummaryOf,
   type PatchloopClient,
@@ -57,10 +57,9 @@ export function describedRun(
   RunView,
   'workflowId' | 'type' | 'execution' | 'started' | 'closed' | 'parent' | 'history' | 'summary' | 'forkedFrom'
 > {
-  const fork = description.memo?.[FORK_MEMO] as { workflow_id: string; at: number } | undefined;
   return {
     workflowId,
-    forkedFrom: fork ? { workflow_id: fork.workflow_id, at: fork.at } : null,
+    forkedFrom: forkMemoOf(description.memo) ?? null,
     summary: runSummaryOf(description),
     type: description.type,
     execution: description.status.name.toLowerCase().replace(/_/g, ' '),

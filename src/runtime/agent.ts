@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ToolPolicy } from './tool-policy';
 import { JsonObject } from '../context';
 import { sharedSchema } from '../context/shared-schema';
 import { ContextSettings } from './context-settings';
@@ -126,6 +127,12 @@ export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () 
      * before they run (the `approve` update).
      */
     needs_approval: z.array(z.string().min(1)).default([]),
+    /**
+     * Tool policy (docs/guardrails.md#tool-policy): rules read in order, the first that matches a call
+     * deciding it (`allow`, `deny`: an error result and the tool never runs, `approve`: a person decides).
+     * A call no rule matches is decided by `needs_approval` (approve) or allowed.
+     */
+    policy: ToolPolicy.optional(),
     /**
      * Tools (of `tools`, or MCP tools by the name the model sees) that run on another task queue, served
      * by `patchloop worker --tools-only` (which needs the agent, and connects to its MCP servers itself): a

@@ -78,7 +78,7 @@ export const ApprovalRecord = sharedSchema('runtime/approvals#ApprovalRecord', (
       .strictObject({
         approved: z.boolean(),
         reason: z.string().optional(),
-        by: z.enum(['update', 'timeout']),
+        by: z.enum(['update', 'timeout', 'policy']),
       })
       .optional(),
   }),
@@ -125,9 +125,10 @@ export function undecidedRecords(records: readonly ApprovalRecord[]): ApprovalRe
 export const APPROVAL_TIMED_OUT = 'approval timed out';
 
 /** The result the model sees for a call a person rejected (the same shape as a cancellation marker). */
-export function rejectedCallContent(toolName: string, reason: string | undefined): string {
+export function rejectedCallContent(toolName: string, reason: string | undefined, by?: string): string {
   const why = reason !== undefined && reason.trim() !== '' ? ` Reason: ${reason}` : '';
-  return `<Tool call rejected by the approver. Tool: ${toolName}.${why}>`;
+  const who = by === 'policy' ? 'denied by the tool policy' : 'rejected by the approver';
+  return `<Tool call ${who}. Tool: ${toolName}.${why}>`;
 }
 
 /**

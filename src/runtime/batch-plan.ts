@@ -1,3 +1,4 @@
+import { globMatches } from './tool-policy';
 import { repairToolArguments, toolFailureContent, type Mutation } from '../context';
 import type { AgentSpec } from './agent';
 import { cancelledCallMutation } from './abort-mutations';
@@ -90,7 +91,7 @@ function activityGroup(agent: PlannedAgent, queue: string | undefined, calls: To
   };
 }
 
-type FusableAgent = PlannedAgent & Pick<AgentSpec, 'needs_approval'>;
+type FusableAgent = PlannedAgent & Pick<AgentSpec, 'needs_approval' | 'policy'>;
 
 /**
  * The tools whose calls the model call's activity may run itself, right after the reply: those a batch
@@ -108,7 +109,9 @@ export function fusableTools(agent: FusableAgent): string[] {
         !tool.durable_wait &&
         !(agent.selfref && tool.name === SELFREF_FORK) &&
         agent.tool_task_queues?.[tool.name] === undefined &&
-        !agent.needs_approval.includes(tool.name),
+        !agent.needs_approval.includes(tool.name) &&
+        // A call a policy rule could deny or gate is decided by the workflow first.
+        !(agent.policy ?? []).some((rule) => rule.decision !== 'allow' && globMatches(rule.tool, tool.name)),
     )
     .map((tool) => tool.name);
 }

@@ -1,10 +1,9 @@
-import { z } from 'zod';
 import { applyMutations } from '../context';
-import { sharedSchema } from '../context/shared-schema';
 import type { AgentSpec } from './agent';
 import { emptyUsageLedger } from './budget';
-import type { AgentRunState } from './carried-state';
+import type { CarriedRun } from './carried-state';
 import { handoffMutation } from './handoffs';
+import type { ForkSource } from './fork-source';
 
 /**
  * Forks (`patchloop fork`, docs/fork-and-evals.md): a new run whose context is exactly another run's as
@@ -12,25 +11,6 @@ import { handoffMutation } from './handoffs';
  * to that point (`activities/fork-capture.ts`), the workflow starts from what it captured with
  * `forkedState`, and nothing the original did (a tool call, a model call) runs again.
  */
-
-/** Where a fork comes from and what it changes (`fork_from` of `agentRun`'s input). */
-export const ForkSource = sharedSchema('runtime/fork#ForkSource', () =>
-  z.strictObject({
-    /** The original run's workflow id (any run of its continue-as-new chain). */
-    workflow_id: z.string().min(1),
-    /** The iteration whose model request the fork makes again (as `show` and the events number them). */
-    at: z.number().int().nonnegative(),
-    /** Another agent answers from there on: its spec (tools, model, limits) and its instructions. */
-    agent: z.string().min(1).optional(),
-    /** Another model for the same agent. */
-    model: z.string().min(1).optional(),
-    /** Other instructions: the transcript's system prompt becomes them (a patch at the first compile). */
-    instructions: z.string().min(1).optional(),
-    /** A user message the fork's first request adds (queued as a message that arrived then would be). */
-    message: z.string().min(1).optional(),
-  }),
-);
-export type ForkSource = z.infer<typeof ForkSource>;
 
 /**
  * The memo key that asks a replay of a run to capture its state at an iteration: the capture activity
@@ -50,7 +30,7 @@ export function forkOverrides(source: ForkSource): string[] {
  * usage, budget ledger, counters, events and updates are its own), then the overrides: another agent's
  * spec or model, other instructions (the system prompt patched, as a handoff patches it) and a message.
  */
-export function forkedState(captured: AgentRunState, source: ForkSource, agent?: AgentSpec): AgentRunState {
+export function forkedState<State extends CarriedRun>(captured: State, source: ForkSource, agent?: AgentSpec): State {
   let spec = agent ?? captured.agent;
   if (source.model !== undefined) spec = { ...spec, model: source.model };
   if (source.instructions !== undefined) spec = { ...spec, instructions: source.instructions };
@@ -62,7 +42,10 @@ export function forkedState(captured: AgentRunState, source: ForkSource, agent?:
   const inbox = [...captured.inbox];
   let nextInboxId = captured.next_inbox_id;
   if (source.message !== undefined) inbox.push({ id: nextInboxId++, content: source.message });
-  const { child_approvals: _children, awaiting_batch: _batch, ...kept } = captured;
+  // A fork waits for no sub-agent and resumes no batch: it starts at a model request.
+  const kept: State = { ...captured };
+  delete kept.child_approvals;
+  delete kept.awaiting_batch;
   return {
     ...kept,
     agent: spec,
@@ -81,3 +64,39 @@ export function forkedState(captured: AgentRunState, source: ForkSource, agent?:
     continued: 0,
   };
 }
+
+/**
+ * What a session's fork starts from: the session's state as its turn `at` began (the turns before it
+ * done, the turn's message not yet in the context) and that turn's message.
+ */
+export interface SessionForkPoint<State extends CarriedRun> {
+  state: State;
+  message: string;
+}
+
+/**
+ * A session's fork: the captured state as `forkedState` makes it (the turns counted on, so the fork's first
+ * reply is turn `at`), with one message queued: the original turn's, or the override. Messages the
+ * original had queued for later turns are not the fork's: it answers the ones it is sent.
+ */
+export function forkedSession<State extends CarriedRun>(
+  captured: SessionForkPoint<State>,
+  source: ForkSource,
+  agent?: AgentSpec,
+): State {
+  const { message, ...changes } = source;
+  const state = forkedState(captured.state, changes, agent);
+  return {
+    ...state,
+    inbox: [{ id: state.next_inbox_id, content: message ?? captured.message }],
+    next_inbox_id: state.next_inbox_id + 1,
+  };
+}
+
+/** Where a fork starts, in words: "iteration 3" of a run, "turn 2" of a session. */
+export function forkPoint(at: number, unit: ForkUnit = 'iteration'): string {
+  return `${unit} ${at}`;
+}
+
+/** What a fork's `at` counts: a run's iterations, a session's turns. */
+export type ForkUnit = 'iteration' | 'turn';

@@ -122,6 +122,8 @@ export {
   lastTurnFailure,
   SESSION_SCHEMA_VERSION,
   SESSION_SCHEMA_VERSIONS,
+  SessionForkCapture,
+  SessionState,
   TurnReply,
 } from './session';
 export type { ChatSessionInputWire } from './session';
@@ -262,7 +264,11 @@ export {
 export type { ScheduleDefinitionInput, ScheduledFireInputWire, ScheduledFireResult } from './schedule';
 export { isEndPhase, runPhaseOf } from './run-phase';
 export type { RunPhase } from './run-phase';
-export { FORK_CAPTURE_MEMO, forkedState, forkOverrides, ForkSource } from './fork';
+export { FORK_CAPTURE_MEMO, forkedSession, forkedState, forkOverrides, forkPoint } from './fork';
+export { ForkSource } from './fork-source';
+export { decideCall, describeSource, globMatches, PolicyRule, ToolPolicy } from './tool-policy';
+export type { PolicyVerdict } from './tool-policy';
+export type { ForkUnit } from './fork';
 export { NO_RECORDING, recordedAnswers, recordedCalls, ToolRecordings } from './tool-recordings';
 export { checkCase, EvalCase, EvalDataset, judgePrompt, parseVerdict } from './evaluation';
 export type { CaseOutcome, CheckResult } from './evaluation';

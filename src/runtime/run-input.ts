@@ -7,7 +7,7 @@ import { BudgetOverride, BudgetReport } from './budget';
 import { sharedSchema } from '../context/shared-schema';
 import { NotifySettings } from './notify';
 import { PrincipalName } from './principal';
-import { ForkSource } from './fork';
+import { ForkSource } from './fork-source';
 import { ToolRecordings } from './tool-recordings';
 
 /** Where a fork child comes from (spec 6.6): its ids and the parent's context it starts from. */

@@ -7,6 +7,7 @@ import { BudgetOverride } from './budget';
 import { PrincipalName } from './principal';
 import { sharedSchema } from '../context/shared-schema';
 import type { LoggedRunEvent } from './events';
+import { ForkSource } from './fork-source';
 
 export const SESSION_SCHEMA_VERSION = 5;
 export const SESSION_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4, 5];
@@ -18,11 +19,18 @@ export const SESSION_SCHEMA_VERSIONS: readonly number[] = [1, 2, 3, 4, 5];
  * version 4 the latest updates applied (`recent_updates`), version 5 the events held for durable waits;
  * older states still load (version 1's events counted as dropped).
  */
-const SessionState = sharedSchema('runtime/session#SessionState', () =>
+export const SessionState = sharedSchema('runtime/session#SessionState', () =>
   CarriedRun.extend({
     schema_version: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4), z.literal(5)]),
     turns: z.number().int().nonnegative(),
   }).transform((state) => (state.schema_version === 1 ? { ...state, events_dropped: state.event_seq } : state)),
+);
+
+export type SessionState = z.infer<typeof SessionState>;
+
+/** What a fork of a session reads from it (`forkedSession`): its state as turn `at` began, and that turn's message. */
+export const SessionForkCapture = sharedSchema('runtime/session#SessionForkCapture', () =>
+  z.strictObject({ state: SessionState, message: z.string() }),
 );
 
 /** Input of workflow `chatSession` (schemas/chat-session-input.schema.json). */
@@ -40,6 +48,9 @@ export const ChatSessionInput = sharedSchema('runtime/session#ChatSessionInput',
     ),
     principal: PrincipalName.optional().describe(
       'Who started the session through the gateway (docs/gateway.md); set by the gateway, not by its callers.',
+    ),
+    fork_from: ForkSource.optional().describe(
+      'Starts the session as a fork of another at one of its turns (`patchloop fork`, docs/fork-and-evals.md).',
     ),
     state: SessionState.optional().describe('Carried by continue-as-new; not for callers.'),
   }),

@@ -8,9 +8,6 @@ import {
   type AgentRunResult,
   type AgentSpec,
   unprocessedEvents,
-  forkOverrides,
-  type ForkSource,
-  type RunEventBody,
 } from '../runtime';
 import { AgentLoop, type TurnProgress } from './loop/agent-loop';
 import { carryRun, restoreRun } from './run/carried-run';
@@ -20,7 +17,7 @@ import {
   continueAsNewOnCurrentBuild,
   newBuildCurrent,
 } from './run/continue-as-new';
-import { nextRequestQuery, PATCHLOOP_SEARCH_ATTRIBUTES } from '../common';
+import { nextRequestQuery } from '../common';
 import { parseVersionedInput } from './run/input';
 import { asRunFailure, withSpending, withUnprocessedMessages } from './run/failures';
 import { checkedSeed, openRun } from './run/open-run';
@@ -37,7 +34,7 @@ import {
   type Run,
 } from './run/run-state';
 import { sinks } from './sinks';
-import { forkCapture, forkState } from './run/fork-state';
+import { forkCapture, forkedEvent, forkStart, forkState } from './run/fork-state';
 import { keepVisible } from './run/visibility';
 import { runEndNotice } from './run/run-end-notify';
 import { hasBudget, resultBudget, runSpending } from './loop/budget-gate';
@@ -201,26 +198,8 @@ function runLoop(run: Run, agent: AgentSpec, input: AgentRunInput, continued: nu
 /** The state a run starts from: the one continue-as-new carried, or a fork's (read by an activity). */
 async function startingState(run: Run, input: AgentRunInput): Promise<AgentRunInput['state']> {
   if (input.state || !input.fork_from) return input.state;
-  return forkState(input.fork_from).catch((error: unknown) => {
-    // The client started the fork as running when the namespace has the attributes: it shows as failed.
-    if (workflowInfo().typedSearchAttributes.get(PATCHLOOP_SEARCH_ATTRIBUTES.status) !== undefined) {
-      run.live.visibility.enabled = true;
-      run.live.state = 'failed';
-      keepVisible(run);
-    }
-    throw asRunFailure(error);
-  });
-}
-
-/** The first event of a fork: where it comes from and what it changes. */
-function forkedEvent(source: ForkSource): RunEventBody {
-  return {
-    event_type: 'custom_event',
-    event_name: 'forked',
-    data: { workflow_id: source.workflow_id, at: source.at, overrides: forkOverrides(source) },
-    tool_name: '',
-    tool_call_id: '',
-  };
+  const source = input.fork_from;
+  return forkStart(run, () => forkState(source));
 }
 
 /** `{ [key]: value }` when the value is there, else nothing (for options that must be absent, not undefined). */

@@ -19,6 +19,7 @@ import {
   lastTurnFailure,
   type ChatSessionResult,
   type TurnReply,
+  type RunEventBody,
 } from '../runtime';
 import { AgentLoop } from './loop/agent-loop';
 import {
@@ -52,6 +53,7 @@ import {
   userMessageMutation,
 } from './run/run-state';
 import { sinks } from './sinks';
+import { forkedEvent, forkStart, sessionForkCapture, sessionForkState } from './run/fork-state';
 
 /** A session's own state beside its durable run. */
 interface Session {
@@ -68,6 +70,8 @@ interface Session {
   loop?: AgentLoop;
   /** A continue-as-new the payload limit stopped was reported (once). */
   skipped: boolean;
+  /** In a fork's capture replay only: called as each turn begins (`sessionForkCapture`). */
+  capture?: (turn: number, turns: number, message: string) => void;
 }
 
 /**
@@ -79,14 +83,17 @@ interface Session {
 export async function chatSession(rawInput: unknown): Promise<ChatSessionResult> {
   const input = parseSessionInput(rawInput);
   const run = newRun(input.agent, workflowInfo().workflowId);
+  // A fork reads its state first (an activity; `forkStart` says what callers see meanwhile).
+  const fork = input.fork_from;
+  const state = input.state ?? (fork ? await forkStart(run, () => sessionForkState(fork)) : undefined);
   // Restore before any handler runs: updates and signals buffered for the new run are delivered as soon
   // as their handlers are registered, and must land in the carried inbox.
-  if (input.state) restoreRun(run, input.state);
+  if (state) restoreRun(run, state);
   const session: Session = {
     run,
     input,
-    turns: input.state?.turns ?? 0,
-    continued: input.state?.continued ?? 0,
+    turns: state?.turns ?? 0,
+    continued: state?.continued ?? 0,
     turnActive: false,
     closing: false,
     replies: new Map(),
@@ -95,7 +102,8 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
   };
   registerSessionHandlers(session);
   try {
-    const agent = await openSession(session);
+    if (fork && !input.state) emit(run, forkedEvent(fork, 'turn'));
+    const agent = await openSession(session, state);
     for (let entry = await nextMessage(session); entry; entry = await nextMessage(session)) {
       await serveTurn(session, entry);
       // The list's counters follow each turn (sessions recorded before moved them every ten iterations).
@@ -194,9 +202,9 @@ function registerSessionHandlers(session: Session): void {
 }
 
 /** The agent (carried, or resolved for a new session), the seed context and the loop. */
-async function openSession(session: Session): Promise<AgentSpec> {
+async function openSession(session: Session, state: ChatSessionInput['state']): Promise<AgentSpec> {
   const { run, input } = session;
-  const agent = await openRun(run, input, (resolved) => ({
+  const agent = await openRun(run, { ...input, state }, (resolved) => ({
     context: seedWithoutInput(checkedSeed(resolved, { history: input.history ?? [], input: '' }, 'chatSession')),
     prompt: '',
   }));
@@ -205,6 +213,12 @@ async function openSession(session: Session): Promise<AgentSpec> {
     maxToolCalls: input.max_tool_calls ?? agent.max_tool_calls,
     foldInbox: false,
   });
+  const capture = sessionForkCapture(
+    run,
+    () => session.loop!.agent,
+    () => session.continued,
+  );
+  if (capture) session.capture = capture;
   return agent;
 }
 
@@ -229,6 +243,9 @@ async function nextMessage(session: Session): Promise<InboxEntry | undefined> {
 async function serveTurn(session: Session, entry: InboxEntry): Promise<void> {
   const { run } = session;
   const checkpoint = turnCheckpoint(run, session.loop);
+  // Where a fork of this turn starts: the turns before it done, its message not yet in the context.
+  session.capture?.(session.turns + 1, session.turns, entry.content);
+  emit(run, turnStartedEvent(session.turns + 1));
   run.durable.pending.push(userMessageMutation(entry.content));
   run.live.abort = { requested: false, reason: '' };
   session.turnActive = true;
@@ -300,6 +317,11 @@ function keepMessage(run: Run, content: string): void {
     if (!(error instanceof ContextError)) throw error;
     run.durable.pending = pending;
   }
+}
+
+/** A turn's start: the console offers a fork of the session there. */
+function turnStartedEvent(turn: number): RunEventBody {
+  return { event_type: 'custom_event', event_name: 'turn_started', data: { turn }, tool_name: '', tool_call_id: '' };
 }
 
 /** The input of a session, carried state included (its schema version checked first). */

@@ -8,8 +8,7 @@ import { runCli } from '../support/cli';
 import { eventually, startedChild } from '../support/wait';
 import { defineTool } from '../../src/tools/define-tool';
 import { RunFailedError } from '../../src/client/patchloop-client';
-import { startConsole } from '../../src/console/server';
-import { LIST_STATUSES } from '../../src/cli/syntax';
+import { testConsole } from '../support/console';
 
 /** A side-effecting tool that counts its executions. */
 function chargeTool(executions: string[]) {
@@ -254,15 +253,7 @@ describe('fork', () => {
     await (await world.client.start({ agent: 'payer', input: 'pay' }, { workflowId: 'fork-console' })).result();
     const token = 'fork-console-token-0123456789abcdef';
     const logged: string[] = [];
-    const console = await startConsole({
-      client: world.client,
-      host: '127.0.0.1',
-      port: 0,
-      access: { token, loopbackBind: true },
-      temporalLink: () => null,
-      states: LIST_STATUSES,
-      log: (line) => logged.push(line),
-    });
+    const console = await testConsole(world.client, token, (line) => logged.push(line));
     try {
       const page = async (id: string) => (await fetch(`${console.url}/runs/${id}`)).text();
       // A closed run's timeline and children come with its details (each read replays its history).

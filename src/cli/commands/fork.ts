@@ -25,7 +25,7 @@ function forkArguments(
   const at = values.at === undefined ? Number.NaN : Number(values.at);
   if (!Number.isInteger(at) || at < 0)
     throw new UsageError(
-      `--at must be an iteration (a whole number, 0 or more), not '${values.at ?? ''}'\nusage: ${syntax.usage}`,
+      `--at must be an iteration, or a session's turn (a whole number, 0 or more), not '${values.at ?? ''}'\nusage: ${syntax.usage}`,
     );
   const { agent, model, instructions, message, id } = values;
   return {

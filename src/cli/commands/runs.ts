@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Message } from '../../context';
 import {
   exhaustedSummary,
+  forkPoint,
   type AgentRunResult,
   type BudgetOverride,
   type RunEvent,
@@ -15,7 +16,8 @@ import { failedTurnText, followRun, jsonOutput, textOutput } from '../../client/
 import { actionsLine } from '../../client/billable-actions';
 import type { WorkflowExecutionDescription } from '@temporalio/client';
 import {
-  FORK_MEMO,
+  forkMemoOf,
+  type ForkMemo,
   recordedTranscript,
   retryingPhases,
   runSummaryOf,
@@ -247,9 +249,10 @@ export async function showCommand(client: PatchloopClient, args: string[], print
     );
   const build = buildOf(description);
   if (build) print(`build: ${build}`);
-  if (forks.from) print(`forked from ${childLink(forks.from.workflow_id)} at iteration ${forks.from.at}`);
+  if (forks.from)
+    print(`forked from ${childLink(forks.from.workflow_id)} at ${forkPoint(forks.from.at, forks.from.unit)}`);
   for (const fork of forks.forks)
-    print(`fork at iteration ${fork.at ?? '?'}: ${fork.status.padEnd(10)} ${childLink(fork.workflow_id)}`);
+    print(`fork at ${fork.unit} ${fork.at ?? '?'}: ${fork.status.padEnd(10)} ${childLink(fork.workflow_id)}`);
   if (children.length > 0) print(`child runs (sub-agents and forks): ${children.length}`);
   for (const child of children) print(`  ${child.status.padEnd(10)} ${childLink(child.workflow_id)}`);
   print(`history: ${description.historyLength} events, ${description.historySize ?? 0} bytes`);
@@ -266,10 +269,8 @@ async function forkLinks(
   client: PatchloopClient,
   id: string,
   description: WorkflowExecutionDescription,
-): Promise<{ from: { workflow_id: string; at: number } | undefined; forks: ForkSummary[] }> {
-  const memo = description.memo?.[FORK_MEMO] as { workflow_id: string; at: number } | undefined;
-  const forks = await client.forksOf(id).catch(() => []);
-  return { from: memo ? { workflow_id: memo.workflow_id, at: memo.at } : undefined, forks };
+): Promise<{ from: ForkMemo | undefined; forks: ForkSummary[] }> {
+  return { from: forkMemoOf(description.memo), forks: await client.forksOf(id).catch(() => []) };
 }
 
 /** Where the run's end notification stands, in one line. */

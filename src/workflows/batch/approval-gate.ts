@@ -2,7 +2,10 @@ import { setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { argumentsForEvents } from '../../context';
 import {
   APPROVAL_TIMED_OUT,
+  decideCall,
+  describeSource,
   rejectedCallContent,
+  type PolicyVerdict,
   type ApprovalRecord,
   type ToolCallRequest,
   type ToolReview,
@@ -39,29 +42,31 @@ export async function approvalGate(
 ): Promise<GateOutcome> {
   const run = loop.run;
   if (!resumed) {
-    // By position: a provider may repeat a call id within one batch.
-    const positions = calls.flatMap((call, index) => (loop.agent.needs_approval.includes(call.name) ? [index] : []));
-    // No command at all for a batch without gated tools: runs without approvals replay as before.
-    if (positions.length === 0) return { type: 'decided', rejected: [] };
-    const candidates = positions.map((index) => calls[index]!);
-    const reviews = await review(loop, candidates, eventIteration);
     const requestedAt = new Date(Date.now()).toISOString();
-    // The review answers in the candidates' order.
-    run.live.approvals = reviews.flatMap((entry, at) =>
-      entry.needs_approval && candidates[at]
-        ? [
-            {
-              tool_call_id: candidates[at].id,
-              tool_name: candidates[at].name,
-              arguments: entry.arguments ?? {},
-              requested_at: requestedAt,
-              call_index: positions[at]!,
-            },
-          ]
-        : [],
+    // The agent's policy (and its needs_approval) decides each call, by position: a provider may repeat
+    // a call id within one batch. No command at all for a batch it allows whole: runs without approvals
+    // replay as before.
+    const verdicts = calls.map((call) =>
+      decideCall(loop.agent, {
+        tool: call.name,
+        arguments: call.arguments,
+        principal: run.settings.principal ?? undefined,
+      }),
     );
+    const positions = verdicts.flatMap((verdict, index) => (verdict.decision === 'approve' ? [index] : []));
+    if (verdicts.every((verdict) => verdict.decision === 'allow')) return { type: 'decided', rejected: [] };
+    // A rule that says approve gates the call whatever its review says; needs_approval leaves it to the review.
+    const forced = positions.map((index) => 'rule' in verdicts[index]!.source);
+    run.live.approvals =
+      positions.length > 0
+        ? await approvalRecords(loop, calls, { positions, forced }, eventIteration, requestedAt)
+        : [];
     for (const record of run.live.approvals)
       emit(run, { event_type: 'approval_requested', ...pendingOf(record) }, eventIteration);
+    // Denied calls are decided now, by the policy: they never run, and the model reads why.
+    verdicts.forEach((verdict, index) => {
+      if (verdict.decision === 'deny') deny(loop, { call: calls[index]!, index, verdict }, eventIteration, requestedAt);
+    });
   }
   keepVisible(run);
   while (!run.live.abort.requested && undecided(run).length > 0) {
@@ -86,6 +91,66 @@ export async function approvalGate(
   }
   if (run.live.abort.requested) return { type: 'aborted' };
   return { type: 'decided', rejected: rejectedResults(run, calls) };
+}
+
+/**
+ * A call the policy denied: decided by it, not by a person. Its record carries the rejection (and travels
+ * with the batch across continue-as-new); the log says which rule denied it.
+ */
+function deny(
+  loop: LoopContext,
+  denied: { call: ToolCallRequest; index: number; verdict: PolicyVerdict },
+  eventIteration: number,
+  requestedAt: string,
+): void {
+  const { call, index, verdict } = denied;
+  const reason = verdict.reason ?? `denied by ${describeSource(loop.agent, verdict.source)}`;
+  loop.run.live.approvals.push({
+    tool_call_id: call.id,
+    tool_name: call.name,
+    arguments: argumentsForEvents(call.arguments),
+    requested_at: requestedAt,
+    call_index: index,
+    decision: { approved: false, reason, by: 'policy' },
+  });
+  emit(
+    loop.run,
+    {
+      event_type: 'custom_event',
+      event_name: 'tool_denied',
+      data: { reason, rule: 'rule' in verdict.source ? verdict.source.rule + 1 : null },
+      tool_name: call.name,
+      tool_call_id: call.id,
+    },
+    eventIteration,
+  );
+}
+
+/** The approval records of the calls at `positions` that their review says wait for a person. */
+async function approvalRecords(
+  loop: LoopContext,
+  calls: readonly ToolCallRequest[],
+  gated: { positions: number[]; forced: boolean[] },
+  eventIteration: number,
+  requestedAt: string,
+): Promise<ApprovalRecord[]> {
+  const { positions, forced } = gated;
+  const candidates = positions.map((index) => calls[index]!);
+  const reviews = await review(loop, candidates, eventIteration);
+  // The review answers in the candidates' order.
+  return reviews.flatMap((entry, at) =>
+    (entry.needs_approval || forced[at]) && candidates[at]
+      ? [
+          {
+            tool_call_id: candidates[at].id,
+            tool_name: candidates[at].name,
+            arguments: entry.arguments ?? argumentsForEvents(candidates[at].arguments),
+            requested_at: requestedAt,
+            call_index: positions[at]!,
+          },
+        ]
+      : [],
+  );
 }
 
 /** Reviews the candidates; if the review itself fails, every candidate waits for a person. */
@@ -166,7 +231,7 @@ export function rejectedResults(run: Run, calls: readonly ToolCallRequest[]): Wo
       return [
         {
           call,
-          content: rejectedCallContent(call.name, record.decision?.reason),
+          content: rejectedCallContent(call.name, record.decision?.reason, record.decision?.by),
           report: { tool_call_id: call.id, tool_name: call.name, success: true, duration_ms: 0 },
         },
       ];
