@@ -10,7 +10,14 @@ import {
 import type { temporal } from '@temporalio/proto';
 import { Worker, type ReplayWorkerOptions } from '@temporalio/worker';
 import { failure, FailureType } from '../common/failure-types';
-import { FORK_CAPTURE_MEMO, forkPoint, INLINE_PAYLOAD_BUDGET, utf8Bytes, type ForkUnit } from '../runtime';
+import {
+  FORK_CAPTURE_MEMO,
+  forkPoint,
+  INLINE_PAYLOAD_BUDGET,
+  inheritedSettings,
+  utf8Bytes,
+  type ForkUnit,
+} from '../runtime';
 import { startHeartbeat } from './activity-context';
 
 /** The worker's own workflow code and data converter: a fork's replay runs exactly what its runs run. */
@@ -47,7 +54,7 @@ export function createCaptureRunState(replay: () => ForkReplayCode | undefined) 
       const context = Context.current();
       const stopHeartbeat = startHeartbeat(context, () => ({ forking: input.workflow_id, at: input.at }));
       try {
-        const runId = await runWithIteration(context, input);
+        const { runId, originalInput } = await runWithIteration(context, input);
         const history = await context.client.workflow.getHandle(input.workflow_id, runId).fetchHistory();
         const start = history.events?.[0]?.workflowExecutionStartedEventAttributes;
         if (!start) throw failure(FailureType.ForkUnavailable, `the history of ${input.workflow_id} has no start`);
@@ -96,8 +103,10 @@ export function createCaptureRunState(replay: () => ForkReplayCode | undefined) 
             `this worker's code cannot replay ${input.workflow_id} up to ${forkPoint(input.at, unit)}: ${failed.message}`,
           );
         if (captured === undefined) throw failure(FailureType.ForkUnavailable, notReached(input, reached));
-        checkFits(code, captured, input);
-        return captured;
+        // The original's own overrides travel beside the state (the fork's input takes them where it has none).
+        const forked = { ...(captured as object), inherited: inheritedSettings(originalInput) };
+        checkFits(code, forked, input);
+        return forked;
       } finally {
         stopHeartbeat();
       }
@@ -109,7 +118,10 @@ export function createCaptureRunState(replay: () => ForkReplayCode | undefined) 
  * The run of the chain whose first iteration is `at` or less, walking back from the newest run (a
  * continued run starts at the iteration its carried state names; the first at 0).
  */
-async function runWithIteration(context: Context, input: CaptureRunStateInput): Promise<string> {
+async function runWithIteration(
+  context: Context,
+  input: CaptureRunStateInput,
+): Promise<{ runId: string; originalInput: unknown }> {
   const client = context.client;
   const description = await client.workflow
     .getHandle(input.workflow_id)
@@ -130,14 +142,14 @@ async function runWithIteration(context: Context, input: CaptureRunStateInput): 
     const event: HistoryEvent | undefined = await firstEvent(context, input.workflow_id, runId);
     const start = event?.workflowExecutionStartedEventAttributes;
     const carried = await decodeFromPayloadsAtIndex<
-      { state?: { iteration?: number; awaiting_batch?: unknown; turns?: number } } | undefined
+      { state?: { iteration?: number; awaiting_batch?: unknown; turns?: number }; [key: string]: unknown } | undefined
     >(client.options.loadedDataConverter, 0, start?.input?.payloads);
     const state = carried?.state;
     // A session's run begins with the turn after those it carried; a run that continued as new while a
     // batch ran resumes the batch first: its first request is the next iteration's.
     const first =
       expected === 'chatSession' ? (state?.turns ?? 0) + 1 : (state?.iteration ?? 0) + (state?.awaiting_batch ? 1 : 0);
-    if (first <= input.at) return runId;
+    if (first <= input.at) return { runId, originalInput: carried };
     runId = start?.continuedExecutionRunId ?? undefined;
   }
   throw failure(

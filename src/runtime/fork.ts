@@ -100,3 +100,28 @@ export function forkPoint(at: number, unit: ForkUnit = 'iteration'): string {
 
 /** What a fork's `at` counts: a run's iterations, a session's turns. */
 export type ForkUnit = 'iteration' | 'turn';
+
+/** The settings of the original's input a fork keeps: the caller's overrides of the agent's for that run. */
+const INHERITED = ['context', 'budget', 'max_tool_calls'] as const;
+type Inherited = (typeof INHERITED)[number];
+
+/**
+ * The original's own overrides (its input's `context`, `budget`, `max_tool_calls`), as the capture read
+ * them from the start of the run it replayed: a fork of a run started with a budget has that budget too.
+ */
+export function inheritedSettings(originalInput: unknown): Record<string, unknown> {
+  if (originalInput === null || typeof originalInput !== 'object') return {};
+  const input = originalInput as Record<string, unknown>;
+  return Object.fromEntries(INHERITED.flatMap((key) => (input[key] !== undefined ? [[key, input[key]]] : [])));
+}
+
+/** A fork's input with the original's overrides where the fork's own input sets none. */
+export function withInherited<Input extends { [Key in Inherited]?: unknown }>(
+  input: Input,
+  inherited: Partial<Pick<Input, Inherited>>,
+): Input {
+  const filled = INHERITED.flatMap((key) =>
+    input[key] === undefined && inherited[key] !== undefined ? [[key, inherited[key]]] : [],
+  );
+  return { ...input, ...Object.fromEntries(filled) };
+}

@@ -264,7 +264,15 @@ export {
 export type { ScheduleDefinitionInput, ScheduledFireInputWire, ScheduledFireResult } from './schedule';
 export { isEndPhase, runPhaseOf } from './run-phase';
 export type { RunPhase } from './run-phase';
-export { FORK_CAPTURE_MEMO, forkedSession, forkedState, forkOverrides, forkPoint } from './fork';
+export {
+  FORK_CAPTURE_MEMO,
+  forkedSession,
+  forkedState,
+  forkOverrides,
+  forkPoint,
+  inheritedSettings,
+  withInherited,
+} from './fork';
 export { ForkSource } from './fork-source';
 export { decideCall, describeSource, globMatches, PolicyRule, ToolPolicy } from './tool-policy';
 export type { PolicyVerdict } from './tool-policy';

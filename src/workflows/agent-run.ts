@@ -8,6 +8,8 @@ import {
   type AgentRunResult,
   type AgentSpec,
   unprocessedEvents,
+  withInherited,
+  type AgentRunState,
 } from '../runtime';
 import { AgentLoop, type TurnProgress } from './loop/agent-loop';
 import { carryRun, restoreRun } from './run/carried-run';
@@ -34,7 +36,7 @@ import {
   type Run,
 } from './run/run-state';
 import { sinks } from './sinks';
-import { forkCapture, forkedEvent, forkStart, forkState } from './run/fork-state';
+import { forkCapture, forkedEvent, forkStart, forkState, type ForkStart } from './run/fork-state';
 import { keepVisible } from './run/visibility';
 import { runEndNotice } from './run/run-end-notify';
 import { hasBudget, resultBudget, runSpending } from './loop/budget-gate';
@@ -47,12 +49,16 @@ import { hasBudget, resultBudget, runSpending } from './loop/budget-gate';
  * passes `continue_as_new`, the run continues as new carrying its whole state: a run of any length.
  */
 export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
-  const input = parseRunInput(rawInput);
-  const run = newRun(input.agent, workflowInfo().workflowId);
-  placeInTree(run, input);
+  const parsed = parseRunInput(rawInput);
+  const run = newRun(parsed.agent, workflowInfo().workflowId);
+  placeInTree(run, parsed);
   // A fork reads its state first (an activity): signals sent meanwhile wait for its handlers; updates and
-  // queries are refused until it has read it (seconds; `rewind` waits for that before it aborts).
-  const state = await startingState(run, input);
+  // queries are refused until it has read it (seconds; `rewind` waits for that before it aborts). It
+  // keeps the original's own overrides (budget, context, tool calls) where its input has none.
+  const forked = await forkStarting(run, parsed);
+  // Checked as the input is: the original's values as it was given them.
+  const input = forked ? parseRunInput(withInherited(rawInput as Record<string, unknown>, forked.inherited)) : parsed;
+  const state = input.state ?? forked?.state;
   // Restore before any handler runs: signals and updates buffered for this run land in the carried inbox.
   const position = state ? restoreRun(run, state) : undefined;
   const chain = { continued: state?.continued ?? 0, skipped: false, stepsAtStart: steps(run) };
@@ -195,9 +201,9 @@ function runLoop(run: Run, agent: AgentSpec, input: AgentRunInput, continued: nu
   return loop;
 }
 
-/** The state a run starts from: the one continue-as-new carried, or a fork's (read by an activity). */
-async function startingState(run: Run, input: AgentRunInput): Promise<AgentRunInput['state']> {
-  if (input.state || !input.fork_from) return input.state;
+/** A new fork's start (read by an activity); none for a run that is not one, or a fork's continued run. */
+async function forkStarting(run: Run, input: AgentRunInput): Promise<ForkStart<AgentRunState> | undefined> {
+  if (input.state || !input.fork_from) return undefined;
   const source = input.fork_from;
   return forkStart(run, () => forkState(source));
 }

@@ -20,6 +20,8 @@ import {
   type ChatSessionResult,
   type TurnReply,
   type RunEventBody,
+  withInherited,
+  type ForkSource,
 } from '../runtime';
 import { AgentLoop } from './loop/agent-loop';
 import {
@@ -81,11 +83,9 @@ interface Session {
  * history passes the configured size, the session continues as new carrying its context state itself.
  */
 export async function chatSession(rawInput: unknown): Promise<ChatSessionResult> {
-  const input = parseSessionInput(rawInput);
-  const run = newRun(input.agent, workflowInfo().workflowId);
-  // A fork reads its state first (an activity; `forkStart` says what callers see meanwhile).
-  const fork = input.fork_from;
-  const state = input.state ?? (fork ? await forkStart(run, () => sessionForkState(fork)) : undefined);
+  const parsed = parseSessionInput(rawInput);
+  const run = newRun(parsed.agent, workflowInfo().workflowId);
+  const { input, state, fork } = await sessionStart(run, rawInput, parsed);
   // Restore before any handler runs: updates and signals buffered for the new run are delivered as soon
   // as their handlers are registered, and must land in the carried inbox.
   if (state) restoreRun(run, state);
@@ -102,7 +102,7 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
   };
   registerSessionHandlers(session);
   try {
-    if (fork && !input.state) emit(run, forkedEvent(fork, 'turn'));
+    if (fork) emit(run, forkedEvent(fork, 'turn'));
     const agent = await openSession(session, state);
     for (let entry = await nextMessage(session); entry; entry = await nextMessage(session)) {
       await serveTurn(session, entry);
@@ -158,6 +158,23 @@ export async function chatSession(rawInput: unknown): Promise<ChatSessionResult>
     keepVisible(run);
     throw withUnprocessedMessages(asRunFailure(error), unprocessedMessages(run));
   }
+}
+
+/**
+ * The input and state a session starts from: its own, or a fork's (read by an activity; `forkStart` says
+ * what callers see meanwhile), which keeps the original's own overrides where its input has none (checked
+ * as the input is: the original's values as it was given them).
+ */
+async function sessionStart(
+  run: Run,
+  rawInput: unknown,
+  parsed: ChatSessionInput,
+): Promise<{ input: ChatSessionInput; state: ChatSessionInput['state']; fork: ForkSource | undefined }> {
+  const fork = parsed.state ? undefined : parsed.fork_from;
+  if (!fork) return { input: parsed, state: parsed.state, fork };
+  const forked = await forkStart(run, () => sessionForkState(fork));
+  const input = parseSessionInput(withInherited(rawInput as Record<string, unknown>, forked.inherited));
+  return { input, state: forked.state, fork };
 }
 
 /** The handlers every run has, plus the session's own: a turn-only abort, close, and `send`. */

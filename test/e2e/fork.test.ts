@@ -73,6 +73,25 @@ describe('fork', () => {
     world.fake.assertDone();
   });
 
+  it("a fork keeps the original's own overrides: a run started with a budget forks with that budget", async ({
+    startWorld,
+  }) => {
+    const { world, executions } = await payingWorld(startWorld, [charge(0), charge(1)]);
+    const original = await world.client.start(
+      { agent: 'payer', input: 'pay', budget: { max_llm_calls: 1 } },
+      { workflowId: 'fork-budget' },
+    );
+    expect((await original.result()).status).toBe('budget_exhausted');
+    const fork = await world.client.fork('fork-budget', { at: 0 });
+    // One model call, as the original's budget allows: a second would find the script done and fail.
+    const forked = await fork.result();
+    expect(forked.status).toBe('budget_exhausted');
+    expect(forked.budget?.limit).toMatchObject({ max_llm_calls: 1 });
+    expect(JSON.stringify(world.fake.requests[1]!.body)).toBe(JSON.stringify(world.fake.requests[0]!.body));
+    expect(executions).toEqual(['charge 100', 'charge 101']);
+    world.fake.assertDone();
+  });
+
   it('an iteration with no model request fails the fork clearly', async ({ startWorld }) => {
     const world = await startWorld({ fake: { script: [reply('hello')] } });
     const original = await world.client.start({ agent: 'assistant', input: 'hi' }, { workflowId: 'fork-short' });

@@ -31,18 +31,30 @@ const CAPTURE_SECONDS = 600;
  * the model request of `source.at` and returns what the run carried there; then another agent is
  * resolved (recorded, as a handoff's), and `forkedState` applies the overrides.
  */
-export async function forkState(source: ForkSource): Promise<AgentRunState> {
-  const captured = AgentRunState.parse(await capture(source, 'agentRun'));
-  return forkedState(captured, source, await otherAgent(source));
+export async function forkState(source: ForkSource): Promise<ForkStart<AgentRunState>> {
+  const { captured, inherited } = await capture(source, 'agentRun');
+  return { state: forkedState(AgentRunState.parse(captured), source, await otherAgent(source)), inherited };
 }
 
 /** A session's fork: its state as turn `source.at` began, with that turn's message (or the override) queued. */
-export async function sessionForkState(source: ForkSource): Promise<SessionState> {
-  const captured = SessionForkCapture.parse(await capture(source, 'chatSession'));
-  return forkedSession(captured, source, await otherAgent(source));
+export async function sessionForkState(source: ForkSource): Promise<ForkStart<SessionState>> {
+  const { captured, inherited } = await capture(source, 'chatSession');
+  return {
+    state: forkedSession(SessionForkCapture.parse(captured), source, await otherAgent(source)),
+    inherited,
+  };
 }
 
-async function capture(source: ForkSource, workflowType: 'agentRun' | 'chatSession'): Promise<unknown> {
+/** Where a fork starts: its state, and the original's own overrides of its agent's settings (`withInherited`). */
+export interface ForkStart<State> {
+  state: State;
+  inherited: Record<string, unknown>;
+}
+
+async function capture(
+  source: ForkSource,
+  workflowType: 'agentRun' | 'chatSession',
+): Promise<{ captured: unknown; inherited: Record<string, unknown> }> {
   const point =
     workflowType === 'chatSession'
       ? `as its turn ${source.at} began`
@@ -52,7 +64,14 @@ async function capture(source: ForkSource, workflowType: 'agentRun' | 'chatSessi
     summary: `read ${source.workflow_id} ${point}`,
     retry: { maximumAttempts: 3, nonRetryableErrorTypes: [FailureType.ForkUnavailable] },
   });
-  return captureRunState({ workflow_id: source.workflow_id, at: source.at, workflow_type: workflowType });
+  const answer = (await captureRunState({
+    workflow_id: source.workflow_id,
+    at: source.at,
+    workflow_type: workflowType,
+  })) as { inherited?: Record<string, unknown> };
+  // Captures recorded before forks inherited anything have no `inherited`.
+  const { inherited, ...captured } = answer;
+  return { captured, inherited: inherited ?? {} };
 }
 
 function otherAgent(source: ForkSource): Promise<AgentSpec | undefined> {
