@@ -13,7 +13,6 @@ import { failure, FailureType } from '../common/failure-types';
 import {
   FORK_CAPTURE_MEMO,
   forkPoint,
-  forkUnitOf,
   INLINE_PAYLOAD_BUDGET,
   inheritedSettings,
   utf8Bytes,
@@ -188,7 +187,7 @@ function checkFits(code: ForkReplayCode, state: unknown, input: CaptureRunStateI
 
 /** What `at` counts: a session's turns, a run's iterations. */
 function unitOf(input: CaptureRunStateInput): ForkUnit {
-  return forkUnitOf(input.workflow_type ?? 'agentRun');
+  return input.workflow_type === 'chatSession' ? 'turn' : 'iteration';
 }
 
 /** A point the replay never reached, and the ones that run of the chain did reach. */

@@ -270,7 +270,6 @@ export {
   forkedState,
   forkOverrides,
   forkPoint,
-  forkUnitOf,
   inheritedSettings,
   withInherited,
 } from './fork';
