@@ -17,11 +17,12 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 # `npx patchloop ...` in this clone runs the CLI (npm links dependencies' bins, not the package's own).
 ln -sf ../../bin/patchloop.js node_modules/.bin/patchloop
-# The README's tour and docs/agents-in-time.md's worked example run in the example projects, which
+# The README's tour and the worked examples of docs/agents-in-time.md and docs/guardrails.md run in the
+# example projects, which
 # install patchloop from this clone as a user's project would (their own node_modules; `npm install`
 # there is what the tour's first command does). docs/ag-ui.md's chat page has its own packages
 # (@ag-ui/client, esbuild).
-for example in examples/weather-agent examples/deploy-watcher examples/ag-ui-chat; do
+for example in examples/weather-agent examples/deploy-watcher examples/ag-ui-chat examples/support-desk; do
   if [ ! -d "$example/node_modules" ]; then
     (cd "$example" && npm install --no-audit --no-fund --prefer-offline --loglevel=error)
   fi

@@ -59,6 +59,13 @@ export {
   type ToolRetryPolicy,
 } from './tools/define-tool';
 export { describedImages, imageFile, imageUrl } from './tools/images';
+export {
+  defineGuardrail,
+  type Guardrail,
+  type GuardrailContext,
+  type GuardrailDefinition,
+} from './tools/define-guardrail';
+export type { GuardrailStage, GuardrailSubject, GuardrailVerdict } from './runtime';
 export { defineLlmFunction, type LlmFunction, type LlmFunctionDefinition } from './functions/define-llm-function';
 export { AgentDefinition, AgentLimits, type AgentDefinitionInput } from './runtime';
 export {

@@ -12,6 +12,7 @@ import { RequestCache } from './request-source';
 import { createInlineBatch, createToolBatch, type ToolBatchSettings } from './tool-batch';
 import { CHECKPOINT_BYTES } from './tool-batch-progress';
 import { createReviewToolCalls } from './tool-review';
+import { createCheckGuardrails } from './guardrail-check';
 import { chargeSchedule, createScheduleStanding } from './schedule-budget';
 import { sendToSession } from './session-message';
 import { createDeliverNotification, type NotifyLinks } from './notify-delivery';
@@ -100,6 +101,7 @@ export function createActivities(settings: ActivitySettings) {
       fastTools,
     }),
     reviewToolCalls: createReviewToolCalls(settings.registry),
+    checkGuardrails: createCheckGuardrails(settings.registry),
     deliverNotification: createDeliverNotification(settings.notifyLinks ?? (() => undefined)),
     awaitTaskChange,
     deliverA2aPush,

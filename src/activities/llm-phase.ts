@@ -170,8 +170,7 @@ async function phase(worker: PhaseWorker, input: LlmPhaseInput, span: Span): Pro
     answered = await sendRequest(attempt);
   } catch (error) {
     // An abort before the first byte throws (APIUserAbortError): that is the abort path, not a failure.
-    if (context.cancellationSignal.aborted)
-      return abortPath(context, publisher, abortedResult(stream, attempt.started, attempt.sentStreamed));
+    if (context.cancellationSignal.aborted) return abortPath(context, publisher, abortedResult(attempt));
     const { failure, record } = classifyAttempt(error, lastFailure, {
       body: attempt.observer.errorBody,
       serverErrorSeconds: input.server_error_seconds,
@@ -186,6 +185,8 @@ async function phase(worker: PhaseWorker, input: LlmPhaseInput, span: Span): Pro
     stopHeartbeat();
   }
   if (!answered.reply.streamed) publisher.chunk(answered.reply.content);
+  // Held text that is no answer (the reply calls tools) goes out now; an answer's waits for its checks.
+  if (answered.reply.toolCalls.length > 0) publisher.release();
   publisher.end('completed');
   return completedPhase(attempt, answered);
 }
@@ -458,24 +459,35 @@ function chunkPublisher(sink: ChunkSink | undefined, context: Context, input: Ll
   const llmCall = input.llm_call ?? 0;
   let index = 0;
   const enabled = sink !== undefined && llmCall > 0;
+  // With output guardrails (`hold_answer`): text tokens wait here until the reply shows it is no answer.
+  const held: string[] | undefined = input.hold_answer ? [] : undefined;
+  const publishText = (text: string) => {
+    if (!enabled) return;
+    sink.transport.publish({
+      event_type: 'llm_chunk_arrive',
+      protocol_version: PROTOCOL_VERSION,
+      run_id: runId,
+      iteration: input.iteration,
+      llm_call: llmCall,
+      attempt,
+      chunk_index: index,
+      chunk: text,
+      timestamp: new Date().toISOString(),
+    });
+    index += 1;
+  };
   return {
     announcement: enabled
       ? { stream_url: sink.url, stream_token: sink.tokens.tokenFor(runId), llm_call: llmCall, attempt }
       : {},
     chunk(text: string) {
       if (!enabled || text === '') return;
-      sink.transport.publish({
-        event_type: 'llm_chunk_arrive',
-        protocol_version: PROTOCOL_VERSION,
-        run_id: runId,
-        iteration: input.iteration,
-        llm_call: llmCall,
-        attempt,
-        chunk_index: index,
-        chunk: text,
-        timestamp: new Date().toISOString(),
-      });
-      index += 1;
+      if (held) held.push(text);
+      else publishText(text);
+    },
+    /** Publishes the held text (a reply that calls tools is no answer for the output checks). */
+    release() {
+      for (const text of held?.splice(0) ?? []) publishText(text);
     },
     argumentsDelta(delta: ArgumentsDelta) {
       if (!enabled) return;
@@ -544,11 +556,15 @@ function completedResult(reply: Reply, started: number): LlmPhaseResult {
   };
 }
 
-/** The workflow fills in the abort reason: it holds it, the activity does not. */
-function abortedResult(stream: StreamAccumulator, started: number, streamed: boolean | undefined): LlmPhaseResult {
+/**
+ * The workflow fills in the abort reason: it holds it, the activity does not. With output guardrails the
+ * partial text is dropped: it was never checked, so it reaches neither the transcript nor any reader.
+ */
+function abortedResult(attempt: PhaseAttempt): LlmPhaseResult {
+  const { stream, started, sentStreamed: streamed } = attempt;
   return {
     outcome: 'aborted',
-    mutations: [truncatedReplyMutation(stream.content)],
+    mutations: [truncatedReplyMutation(attempt.input.hold_answer ? '' : stream.content)],
     partial_tool_calls: stream.toolCalls().map((call) => ({ id: call.id, name: call.function.name })),
     usage: stream.usage,
     finish_reason: null,

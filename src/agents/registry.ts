@@ -22,9 +22,11 @@ import {
   MODEL_WINDOWS,
   modelWindow,
   agentModel,
+  GUARDRAIL_STAGES,
 } from '../runtime';
 import type { LlmFunction } from '../functions/define-llm-function';
 import type { Tool } from '../tools/define-tool';
+import type { Guardrail } from '../tools/define-guardrail';
 import { failure, FailureType } from '../common';
 
 /** The agents and tools a worker serves. Checked once, when the worker starts. */
@@ -32,8 +34,19 @@ export class AgentRegistry {
   private readonly tools = new Map<string, Tool>();
   private readonly agents = new Map<string, AgentDefinition>();
   private readonly functions = new Map<string, LlmFunction>();
+  private readonly guardrails = new Map<string, Guardrail>();
 
-  constructor(tools: readonly Tool[], agents: readonly AgentDefinitionInput[], functions: readonly LlmFunction[] = []) {
+  constructor(
+    tools: readonly Tool[],
+    agents: readonly AgentDefinitionInput[],
+    functions: readonly LlmFunction[] = [],
+    guardrails: readonly Guardrail[] = [],
+  ) {
+    for (const guardrail of guardrails) {
+      if (this.guardrails.has(guardrail.name))
+        throw new ConfigurationError(`guardrail '${guardrail.name}' is registered twice`);
+      this.guardrails.set(guardrail.name, guardrail);
+    }
     for (const tool of tools) {
       if (isSelfRefTool(tool.name)) throw new ConfigurationError(`tool name '${tool.name}' is reserved for SelfRef`);
       if (this.tools.has(tool.name)) throw new ConfigurationError(`tool '${tool.name}' is registered twice`);
@@ -57,6 +70,7 @@ export class AgentRegistry {
       if (unknown) throw new ConfigurationError(unknown);
       const servers = mcpServersProblem(agent);
       if (servers) throw new ConfigurationError(servers);
+      this.checkGuardrails(agent);
       this.agents.set(agent.name, agent);
     }
     for (const agent of this.agents.values()) this.checkAgentCalls(agent);
@@ -95,6 +109,31 @@ export class AgentRegistry {
       throw new ConfigurationError(
         `agent '${agent.name}': tool_task_queues names ${routed.map((call) => call.name).join(', ')}, which call agents: the workflow runs them`,
       );
+  }
+
+  /** Every code check an agent lists is registered, may run at that stage, and takes its options. */
+  private checkGuardrails(agent: AgentDefinition): void {
+    for (const stage of GUARDRAIL_STAGES) {
+      for (const check of agent.guardrails?.[stage] ?? []) {
+        if (!('guardrail' in check)) continue;
+        const where = `agent '${agent.name}': guardrails.${stage}: '${check.guardrail}'`;
+        const guardrail = this.guardrails.get(check.guardrail);
+        if (!guardrail)
+          throw new ConfigurationError(
+            `${where} is not registered (this worker has ${[...this.guardrails.keys()].join(', ') || 'no guardrails'})`,
+          );
+        if (!guardrail.stages.includes(stage))
+          throw new ConfigurationError(`${where} checks ${guardrail.stages.join(', ')} only`);
+        const options = guardrail.options.safeParse(check.options ?? {});
+        if (!options.success)
+          throw new ConfigurationError(`${where}: options: ${options.error.issues[0]?.message ?? 'invalid'}`);
+      }
+    }
+  }
+
+  /** A registered guardrail (the agents' were checked when the worker started). */
+  guardrail(name: string): Guardrail | undefined {
+    return this.guardrails.get(name);
   }
 
   /** The agent's sub-agent and handoff tools. */

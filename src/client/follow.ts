@@ -52,7 +52,9 @@ export function describeEvent(event: LoggedRunEvent): string | null {
       return `  <= ${event.agent} agent ${event.status}${event.error ? `: ${event.error}` : ''}${tokens}`;
     }
     case 'custom_event':
-      return `  * ${event.event_name} ${preview(JSON.stringify(event.data))}`;
+      return event.event_name === 'guardrail_verdict'
+        ? `  ${guardrailVerdictLine(event)}`
+        : `  * ${event.event_name} ${preview(JSON.stringify(event.data))}`;
     case 'context_compaction_start':
       return `  compacting the context (${event.reason}): about ${event.tokens_before} tokens of a ${event.window_tokens}-token window`;
     case 'context_compaction_end':
@@ -90,6 +92,16 @@ export function describeEvent(event: LoggedRunEvent): string | null {
     default:
       return null;
   }
+}
+
+/**
+ * A guardrail's verdict in words (`follow`, `show`, the console): the check, the stage (and tool), what it
+ * decided and why. The event never holds the text it judged.
+ */
+export function guardrailVerdictLine(event: Extract<LoggedRunEvent, { event_type: 'custom_event' }>): string {
+  const data = (event.data ?? {}) as { stage?: string; check?: string; decision?: string; reason?: string };
+  const where = event.tool_name ? `${data.stage} of ${event.tool_name}` : data.stage;
+  return `guardrail ${data.check} (${where}): ${data.decision}${data.reason ? `: ${preview(data.reason, 240)}` : ''}`;
 }
 
 /**

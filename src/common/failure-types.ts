@@ -66,6 +66,9 @@ export const FailureType = {
   EventAlreadyDelivered: 'EventAlreadyDelivered',
   // A retried update that the run applied before it continued as new, whose result it could not keep.
   UpdateRepeated: 'UpdateRepeated',
+  // A guardrail blocked the run's input or its answer (docs/guardrails.md): the run, or a session's turn,
+  // ends with the check's name and reason; nothing of the blocked text is in the failure or the result.
+  GuardrailBlocked: 'GuardrailBlocked',
   // A tool call's error, as its events report it (the model gets the error as the call's result).
   ToolError: 'ToolError',
   ToolTimeout: 'ToolTimeout',

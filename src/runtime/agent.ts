@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ToolPolicy } from './tool-policy';
+import { GuardrailSettings } from './guardrails';
 import { JsonObject } from '../context';
 import { sharedSchema } from '../context/shared-schema';
 import { ContextSettings } from './context-settings';
@@ -133,6 +134,11 @@ export const AgentDefinition = sharedSchema('runtime/agent#AgentDefinition', () 
      * A call no rule matches is decided by `needs_approval` (approve) or allowed.
      */
     policy: ToolPolicy.optional(),
+    /**
+     * Guardrails (docs/guardrails.md): checks run on the run's input and user messages, on tool calls'
+     * arguments and results, and on answers before any reader sees them (their tokens are held).
+     */
+    guardrails: GuardrailSettings.optional(),
     /**
      * Tools (of `tools`, or MCP tools by the name the model sees) that run on another task queue, served
      * by `patchloop worker --tools-only` (which needs the agent, and connects to its MCP servers itself): a

@@ -78,7 +78,7 @@ export const ApprovalRecord = sharedSchema('runtime/approvals#ApprovalRecord', (
       .strictObject({
         approved: z.boolean(),
         reason: z.string().optional(),
-        by: z.enum(['update', 'timeout', 'policy']),
+        by: z.enum(['update', 'timeout', 'policy', 'guardrail']),
       })
       .optional(),
   }),
@@ -127,7 +127,12 @@ export const APPROVAL_TIMED_OUT = 'approval timed out';
 /** The result the model sees for a call a person rejected (the same shape as a cancellation marker). */
 export function rejectedCallContent(toolName: string, reason: string | undefined, by?: string): string {
   const why = reason !== undefined && reason.trim() !== '' ? ` Reason: ${reason}` : '';
-  const who = by === 'policy' ? 'denied by the tool policy' : 'rejected by the approver';
+  const who =
+    by === 'policy'
+      ? 'denied by the tool policy'
+      : by === 'guardrail'
+        ? 'blocked by a guardrail'
+        : 'rejected by the approver';
   return `<Tool call ${who}. Tool: ${toolName}.${why}>`;
 }
 

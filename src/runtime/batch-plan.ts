@@ -1,4 +1,5 @@
 import { globMatches } from './tool-policy';
+import { stageChecksFor } from './guardrails';
 import { repairToolArguments, toolFailureContent, type Mutation } from '../context';
 import type { AgentSpec } from './agent';
 import { cancelledCallMutation } from './abort-mutations';
@@ -91,7 +92,7 @@ function activityGroup(agent: PlannedAgent, queue: string | undefined, calls: To
   };
 }
 
-type FusableAgent = PlannedAgent & Pick<AgentSpec, 'needs_approval' | 'policy'>;
+type FusableAgent = PlannedAgent & Pick<AgentSpec, 'needs_approval' | 'policy' | 'guardrails'>;
 
 /**
  * The tools whose calls the model call's activity may run itself, right after the reply: those a batch
@@ -111,7 +112,10 @@ export function fusableTools(agent: FusableAgent): string[] {
         agent.tool_task_queues?.[tool.name] === undefined &&
         !agent.needs_approval.includes(tool.name) &&
         // A call a policy rule could deny or gate is decided by the workflow first.
-        !(agent.policy ?? []).some((rule) => rule.decision !== 'allow' && globMatches(rule.tool, tool.name)),
+        !(agent.policy ?? []).some((rule) => rule.decision !== 'allow' && globMatches(rule.tool, tool.name)) &&
+        // So is a call or a result a guardrail checks.
+        stageChecksFor(agent.guardrails, 'tool', tool.name).length === 0 &&
+        stageChecksFor(agent.guardrails, 'tool_result', tool.name).length === 0,
     )
     .map((tool) => tool.name);
 }

@@ -276,6 +276,23 @@ export {
 export { ForkSource } from './fork-source';
 export { decideCall, describeSource, globMatches, PolicyRule, ToolPolicy } from './tool-policy';
 export type { PolicyVerdict } from './tool-policy';
+export {
+  blockedContent,
+  checkedVerdict,
+  checkName,
+  GUARDRAIL_STAGES,
+  GuardrailCheck,
+  GuardrailCheckInput,
+  GuardrailCheckResult,
+  GuardrailSubject,
+  GuardrailVerdict,
+  judgeMessages,
+  judgeVerdict,
+  rewrittenArguments,
+  stageChecksFor,
+  stopsStage,
+} from './guardrails';
+export type { GuardrailStage } from './guardrails';
 export type { ForkUnit } from './fork';
 export { NO_RECORDING, recordedAnswers, recordedCalls, ToolRecordings } from './tool-recordings';
 export { checkCase, EvalCase, EvalDataset, judgePrompt, parseVerdict } from './evaluation';

@@ -44,8 +44,17 @@ export const LlmPhaseInput = sharedSchema('runtime/phases#LlmPhaseInput', () =>
     output_check: z.string().optional(),
     /** The agent's provider choices (the worker's defaults fill the rest); absent: the worker's provider. */
     provider: ProviderSelection.optional(),
-    /** `compaction`: a call that writes the context's summary (its own span; not the next request's prefix). */
-    purpose: z.enum(['compaction']).optional(),
+    /**
+     * `compaction`: a call that writes the context's summary; `guardrail`: a judge's call (each its own
+     * span, not the next request's prefix, no tokens on the side channel).
+     */
+    purpose: z.enum(['compaction', 'guardrail']).optional(),
+    /**
+     * The agent has output guardrails: a reply's text tokens are held back. A reply that calls tools
+     * publishes them when it is complete; a final answer's never leave the activity (the answer reaches
+     * readers checked, with the call's end event), nor does an aborted reply's partial text.
+     */
+    hold_answer: z.literal(true).optional(),
     /** The agent's `llm_server_error_seconds`; absent (inputs scheduled before it): its default. */
     server_error_seconds: z.number().positive().optional(),
     /**

@@ -14,6 +14,7 @@ import { assistantAgent } from '../agents/assistant';
 import { exampleTools } from '../tools/examples';
 import { missingProviderKeys, ProviderApi, ProviderProfileName, type AgentDefinitionInput } from '../runtime';
 import type { Tool } from '../tools/define-tool';
+import type { Guardrail } from '../tools/define-guardrail';
 import type { LlmFunction } from '../functions/define-llm-function';
 import { exampleFunctions } from '../functions/examples';
 import {
@@ -58,6 +59,8 @@ export interface PatchloopWorkerOptions {
   /** Defaults to the example agent `assistant` and its tools. */
   agents?: AgentDefinitionInput[];
   tools?: Tool[];
+  /** Code checks agents name in their `guardrails` (`defineGuardrail`). */
+  guardrails?: Guardrail[];
   /** Defaults to the example functions `summarize` and `classify_sentiment`. */
   functions?: LlmFunction[];
   /**
@@ -323,6 +326,7 @@ function servedRegistry(options: PatchloopWorkerOptions): AgentRegistry {
     options.tools ?? exampleTools,
     options.agents ?? [assistantAgent],
     options.functions ?? exampleFunctions,
+    options.guardrails ?? [],
   );
   const missingKeys = options.toolsOnly ? [] : missingProviderKeys(registry.definitions, process.env);
   if (missingKeys.length > 0) throw new ConfigurationError(missingKeys.join('; '));

@@ -12,6 +12,9 @@ import {
   type AgentRunState,
 } from '../runtime';
 import { AgentLoop, type TurnProgress } from './loop/agent-loop';
+import { admittedMessage } from './loop/guardrail-step';
+import { checksAt } from './loop/guardrail-checks';
+import { phaseActivities } from './loop/phase-activities';
 import { carryRun, restoreRun } from './run/carried-run';
 import {
   carriedInputFits,
@@ -72,7 +75,9 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
       // A fork child starts from its parent's context (spec 6.6 step 3), folded at its first compile.
       input.fork
         ? { context: input.fork.context, prompt: input.input, pending: true }
-        : { context: checkedSeed(resolved, input), prompt: input.input },
+        : checksAt(resolved, 'input')
+          ? screenedSeed(run, resolved, input)
+          : { context: checkedSeed(resolved, input), prompt: input.input },
     );
     notice.agentResolved(agent);
     const loop = runLoop(run, agent, input, chain.continued);
@@ -125,6 +130,17 @@ export async function agentRun(rawInput: unknown): Promise<AgentRunResult> {
     await notice.failed(run, failed);
     throw withUnprocessedMessages(charged, unprocessedMessages(run));
   }
+}
+
+/**
+ * The seed of a run whose agent checks its input: the task as the input guardrails let it go on (a
+ * rewrite is what the transcript, `react_start` and the model get); a block fails the run before any
+ * model call.
+ */
+async function screenedSeed(run: Run, agent: AgentSpec, input: AgentRunInput) {
+  const guard = { run, agent, activities: phaseActivities(agent), options: { transport: input.request_transport } };
+  const prompt = await admittedMessage(guard, input.input, run.durable.iteration);
+  return { context: checkedSeed(agent, { ...input, input: prompt }), prompt };
 }
 
 /** The input of a run, carried state included (its schema version checked first). */

@@ -24,6 +24,7 @@ import {
   type ForkSource,
 } from '../runtime';
 import { AgentLoop } from './loop/agent-loop';
+import { checksAt } from './loop/guardrail-checks';
 import {
   carriedInputFits,
   continueAsNewDue,
@@ -263,16 +264,35 @@ async function serveTurn(session: Session, entry: InboxEntry): Promise<void> {
   // Where a fork of this turn starts: the turns before it done, its message not yet in the context.
   session.capture?.(session.turns + 1, session.turns, entry.content);
   emit(run, turnStartedEvent(session.turns + 1));
-  run.durable.pending.push(userMessageMutation(entry.content));
   run.live.abort = { requested: false, reason: '' };
   session.turnActive = true;
-  const reply = await runTurn(run, session.loop!, checkpoint, entry.content);
+  const content = await admittedContent(session, entry.content);
+  if (typeof content === 'string') run.durable.pending.push(userMessageMutation(content));
+  const reply = typeof content === 'string' ? await runTurn(run, session.loop!, checkpoint, content) : content;
   session.turnActive = false;
   // An abort ends its turn only: the next messages are accepted as usual.
   run.live.abort = { requested: false, reason: '' };
   session.turns += 1;
   // Only a `send` waits for its reply; messages queued by signal or by `user_message` do not.
   if (session.waiting.has(entry.id)) session.replies.set(entry.id, { ...reply, turn: session.turns });
+}
+
+/**
+ * The message as the agent's input guardrails let it go on; a blocked one fails its turn (`turn_failed`,
+ * `GuardrailBlocked`) and never enters the transcript.
+ */
+async function admittedContent(session: Session, content: string): Promise<string | Omit<TurnReply, 'turn'>> {
+  const { run } = session;
+  const loop = session.loop!;
+  if (!checksAt(loop.agent, 'input')) return content;
+  try {
+    return await loop.admitted(content, run.durable.iteration);
+  } catch (error) {
+    const failure = turnFailure(error);
+    if (!failure) throw error;
+    emit(run, { event_type: 'turn_failed', error_type: failure.type, message: failure.message });
+    return { status: 'failed', reply: null, error: failure };
+  }
 }
 
 /** The context state a failed turn rolls back to, and the active agent (a handoff is rolled back with it). */

@@ -13,6 +13,7 @@ import { inject } from 'vitest';
 import { PatchloopClient } from '../../src/client/patchloop-client';
 import { FakeModelServer, type FakeModelOptions } from '../../src/fake-model/server';
 import type { AgentDefinitionInput } from '../../src/runtime';
+import type { Guardrail } from '../../src/tools/define-guardrail';
 import type { Tool } from '../../src/tools/define-tool';
 import { configFromEnvironment, type PatchloopConfig } from '../../src/config/environment';
 import { createPatchloopWorker, workflowBundleOptions, type PatchloopWorker } from '../../src/worker/create-worker';
@@ -63,6 +64,7 @@ export interface WorldOptions {
   config?: Partial<PatchloopConfig>;
   agents?: AgentDefinitionInput[];
   tools?: Tool[];
+  guardrails?: Guardrail[];
 }
 
 /**
@@ -88,6 +90,7 @@ export async function startWorld(options: WorldOptions = {}): Promise<TestWorld>
     workflowBundle: await workflowBundle(),
     ...(options.agents ? { agents: options.agents } : {}),
     ...(options.tools ? { tools: options.tools } : {}),
+    ...(options.guardrails ? { guardrails: options.guardrails } : {}),
   });
   const running = worker.run();
   const client = PatchloopClient.on(await Connection.connect({ address: config.temporalAddress }), config);

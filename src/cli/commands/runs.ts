@@ -12,7 +12,7 @@ import {
 } from '../../runtime';
 import { askApproval, terminalAsker } from './approvals';
 import { parseCommand } from '../arguments';
-import { failedTurnText, followRun, jsonOutput, textOutput } from '../../client/follow';
+import { failedTurnText, followRun, guardrailVerdictLine, jsonOutput, textOutput } from '../../client/follow';
 import { actionsLine } from '../../client/billable-actions';
 import type { WorkflowExecutionDescription } from '@temporalio/client';
 import {
@@ -200,6 +200,9 @@ export async function showCommand(client: PatchloopClient, args: string[], print
   const notification = await run.notification(description).catch(() => null);
   const actions = await run.billableActions();
   const forks = await forkLinks(client, id, description);
+  const verdicts = (status?.events ?? []).flatMap((event) =>
+    event.event_type === 'custom_event' && event.event_name === 'guardrail_verdict' ? [event] : [],
+  );
   if (values.json)
     return {
       workflow_id: id,
@@ -210,6 +213,14 @@ export async function showCommand(client: PatchloopClient, args: string[], print
       ...(children.length > 0 ? { children } : {}),
       ...(forks.from ? { forked_from: forks.from } : {}),
       ...(forks.forks.length > 0 ? { forks: forks.forks } : {}),
+      ...(verdicts.length > 0
+        ? {
+            guardrail_verdicts: verdicts.map((event) => ({
+              ...(event.data as object),
+              tool_call_id: event.tool_call_id,
+            })),
+          }
+        : {}),
       ...(buildOf(description) ? { build: buildOf(description) } : {}),
       ...(unserved ? { waiting_for_worker: true } : {}),
       actions,
@@ -243,6 +254,7 @@ export async function showCommand(client: PatchloopClient, args: string[], print
       `retrying: ${phase.activity}, attempt ${phase.attempt}; last error: ${phase.last_failure.type}: ${phase.last_failure.message}`,
     );
   if (notification) print(`notify: ${notificationLine(notification)}`);
+  for (const verdict of verdicts) print(guardrailVerdictLine(verdict));
   for (const pending of status?.pending_approvals ?? [])
     print(
       `waiting for approval: ${pending.tool_name} ${JSON.stringify(pending.arguments)} (call ${pending.tool_call_id})`,

@@ -21,6 +21,7 @@ import { FakeModelServer } from '../../fake-model/server';
 import { ScriptedModel } from '../../fake-model/scripted-model';
 import { modelScriptsFrom, type ModelScript } from '../../fake-model/script';
 import { exampleTools } from '../../tools/examples';
+import type { Guardrail } from '../../tools/define-guardrail';
 import type { Tool } from '../../tools/define-tool';
 import { prometheusTelemetry, startHeapGauges } from '../../worker/metrics';
 import { CliError, temporalUnreachable } from '../errors';
@@ -43,7 +44,8 @@ export async function workerCommand(args: string[], print: (line: string) => voi
   const { metricsAddress } = setup.settings;
   const stopHeapGauges = metricsAddress ? startHeapGauges(Runtime.instance().metricMeter) : undefined;
   const stopWatchingParent = process.env['npm_lifecycle_event'] ? stopWithWrapper(print) : undefined;
-  const tools = [...exampleTools, ...(await loadTools(values.tools ?? []))];
+  const loaded = await loadTools(values.tools ?? []);
+  const tools = [...exampleTools, ...loaded.tools];
   const bundle = await workflowBundleOf(setup);
   const connection = await connectWorker(setup.environment);
   workerLog.watchConnection(connection);
@@ -57,6 +59,7 @@ export async function workerCommand(args: string[], print: (line: string) => voi
       config,
       agents: setup.agents,
       tools,
+      guardrails: loaded.guardrails,
       toolsOnly: setup.toolsOnly,
       ...(bundle.workflowBundle ? { workflowBundle: bundle.workflowBundle } : {}),
       ...(tracing ? { tracing } : {}),
@@ -245,15 +248,23 @@ function settingsOrUsageError(values: WorkerValues): WorkerProcessSettings {
   }
 }
 
-/** The tools of each `--tools` module, in order. */
-async function loadTools(files: string[]): Promise<Tool[]> {
+/** The tools of each `--tools` module, in order, and the guardrails they export (`guardrails`). */
+async function loadTools(files: string[]): Promise<{ tools: Tool[]; guardrails: Guardrail[] }> {
   const tools: Tool[] = [];
-  for (const file of files) tools.push(...(await toolsOf(file)));
-  return tools;
+  const guardrails: Guardrail[] = [];
+  for (const file of files) {
+    const module = await toolsOf(file);
+    tools.push(...module.tools);
+    guardrails.push(...module.guardrails);
+  }
+  return { tools, guardrails };
 }
 
-/** The tools a module exports as `tools` (or as its default export): an array of `defineTool` results. */
-async function toolsOf(file: string): Promise<Tool[]> {
+/**
+ * The tools a module exports as `tools` (or as its default export): an array of `defineTool` results;
+ * beside them, optionally, `guardrails`: an array of `defineGuardrail` results.
+ */
+async function toolsOf(file: string): Promise<{ tools: Tool[]; guardrails: Guardrail[] }> {
   let loaded: Record<string, unknown>;
   try {
     loaded = await importUserModule(file);
@@ -268,7 +279,25 @@ async function toolsOf(file: string): Promise<Tool[]> {
       `${file} must export 'tools': an array of defineTool(...) results${notTool >= 0 ? ` (tools[${notTool}] is not one)` : ''}`,
       CliErrorType.ToolsNotLoaded,
     );
-  return tools as Tool[];
+  const guardrails = exportNamed(loaded, 'guardrails') ?? [];
+  const notGuardrail = Array.isArray(guardrails) ? guardrails.findIndex((value) => !isGuardrail(value)) : -1;
+  if (!Array.isArray(guardrails) || notGuardrail >= 0)
+    throw new CliError(
+      `${file}: 'guardrails' must be an array of defineGuardrail(...) results${notGuardrail >= 0 ? ` (guardrails[${notGuardrail}] is not one)` : ''}`,
+      CliErrorType.ToolsNotLoaded,
+    );
+  return { tools: tools as Tool[], guardrails: guardrails as Guardrail[] };
+}
+
+function isGuardrail(value: unknown): boolean {
+  const guardrail = value as Partial<Guardrail> | null;
+  return (
+    typeof guardrail === 'object' &&
+    guardrail !== null &&
+    typeof guardrail.name === 'string' &&
+    typeof guardrail.check === 'function' &&
+    Array.isArray(guardrail.stages)
+  );
 }
 
 function isTool(value: unknown): boolean {

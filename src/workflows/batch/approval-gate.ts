@@ -14,6 +14,7 @@ import {
 } from '../../runtime';
 import type { LoopContext } from '../loop/loop-context';
 import { waitForDecision } from './decision-wait';
+import { checksAt, screen } from '../loop/guardrail-checks';
 import { emit, type Run } from '../run/run-state';
 import { keepVisible } from '../run/visibility';
 
@@ -53,10 +54,16 @@ export async function approvalGate(
         principal: run.settings.principal ?? undefined,
       }),
     );
-    const positions = verdicts.flatMap((verdict, index) => (verdict.decision === 'approve' ? [index] : []));
-    if (verdicts.every((verdict) => verdict.decision === 'allow')) return { type: 'decided', rejected: [] };
-    // A rule that says approve gates the call whatever its review says; needs_approval leaves it to the review.
-    const forced = positions.map((index) => 'rule' in verdicts[index]!.source);
+    // The tool guardrails check the calls the policy let through (a rewrite changes what runs).
+    const guarded = await screenCalls(loop, calls, verdicts, eventIteration);
+    const positions = verdicts.flatMap((verdict, index) =>
+      (verdict.decision === 'approve' || guarded.asked.has(index)) && !guarded.blocked.has(index) ? [index] : [],
+    );
+    if (verdicts.every((verdict) => verdict.decision === 'allow') && guarded.blocked.size + guarded.asked.size === 0)
+      return { type: 'decided', rejected: [] };
+    // A rule that says approve gates the call whatever its review says (so does a guardrail that asks);
+    // needs_approval leaves it to the review.
+    const forced = positions.map((index) => 'rule' in verdicts[index]!.source || guarded.asked.has(index));
     run.live.approvals =
       positions.length > 0
         ? await approvalRecords(loop, calls, { positions, forced }, eventIteration, requestedAt)
@@ -67,7 +74,25 @@ export async function approvalGate(
     verdicts.forEach((verdict, index) => {
       if (verdict.decision === 'deny') deny(loop, { call: calls[index]!, index, verdict }, eventIteration, requestedAt);
     });
+    // So are calls a guardrail blocked: their verdicts are in the log already.
+    for (const [index, reason] of guarded.blocked)
+      run.live.approvals.push(rejectedRecord(calls[index]!, index, { reason, by: 'guardrail' }, requestedAt));
   }
+  await awaitDecisions(loop, eventIteration, onWait);
+  if (run.live.abort.requested) return { type: 'aborted' };
+  return { type: 'decided', rejected: rejectedResults(run, calls) };
+}
+
+/**
+ * Waits until every record of `run.live.approvals` is decided (the `approve` update, or the timeout
+ * `approval_timeout_seconds`), or an abort: a timer that says so in the Temporal UI, no activity.
+ */
+export async function awaitDecisions(
+  loop: Pick<LoopContext, 'run' | 'agent'>,
+  eventIteration: number,
+  onWait?: ApprovalWaitHook,
+): Promise<void> {
+  const run = loop.run;
   keepVisible(run);
   while (!run.live.abort.requested && undecided(run).length > 0) {
     const waiting = `waiting for approval: ${undecided(run)
@@ -89,8 +114,6 @@ export async function approvalGate(
         decide(run, record, { approved: false, reason: APPROVAL_TIMED_OUT, by: 'timeout' }, eventIteration);
     }
   }
-  if (run.live.abort.requested) return { type: 'aborted' };
-  return { type: 'decided', rejected: rejectedResults(run, calls) };
 }
 
 /**
@@ -105,14 +128,7 @@ function deny(
 ): void {
   const { call, index, verdict } = denied;
   const reason = verdict.reason ?? `denied by ${describeSource(loop.agent, verdict.source)}`;
-  loop.run.live.approvals.push({
-    tool_call_id: call.id,
-    tool_name: call.name,
-    arguments: argumentsForEvents(call.arguments),
-    requested_at: requestedAt,
-    call_index: index,
-    decision: { approved: false, reason, by: 'policy' },
-  });
+  loop.run.live.approvals.push(rejectedRecord(call, index, { reason, by: 'policy' }, requestedAt));
   emit(
     loop.run,
     {
@@ -124,6 +140,49 @@ function deny(
     },
     eventIteration,
   );
+}
+
+/** The record of a call decided without a person: it never runs, and its result says why. */
+function rejectedRecord(
+  call: ToolCallRequest,
+  index: number,
+  decision: { reason: string; by: 'policy' | 'guardrail' },
+  requestedAt: string,
+): ApprovalRecord {
+  return {
+    tool_call_id: call.id,
+    tool_name: call.name,
+    arguments: argumentsForEvents(call.arguments),
+    requested_at: requestedAt,
+    call_index: index,
+    decision: { approved: false, ...decision },
+  };
+}
+
+/**
+ * The agent's tool guardrails on each call the policy did not deny, in order: the calls they block (by
+ * position, with the reason) and those a person must decide (`ask`). A rewrite replaces the call's
+ * arguments in the batch (what runs, and what a carried batch holds); the model's own message keeps
+ * what it asked.
+ */
+async function screenCalls(
+  loop: LoopContext,
+  calls: readonly ToolCallRequest[],
+  verdicts: readonly PolicyVerdict[],
+  eventIteration: number,
+): Promise<{ blocked: Map<number, string>; asked: Set<number> }> {
+  const blocked = new Map<number, string>();
+  const asked = new Set<number>();
+  if (!checksAt(loop.agent, 'tool')) return { blocked, asked };
+  for (const [index, call] of calls.entries()) {
+    if (verdicts[index]!.decision === 'deny') continue;
+    const tool = { name: call.name, call_id: call.id };
+    const screened = await screen(loop, { stage: 'tool', text: call.arguments, tool }, eventIteration);
+    if (screened.decision === 'block') blocked.set(index, `guardrail '${screened.check}': ${screened.reason}`);
+    else if (screened.decision === 'ask') asked.add(index);
+    else if (screened.rewritten) (calls as ToolCallRequest[])[index] = { ...call, arguments: screened.text };
+  }
+  return { blocked, asked };
 }
 
 /** The approval records of the calls at `positions` that their review says wait for a person. */

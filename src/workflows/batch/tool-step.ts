@@ -23,6 +23,7 @@ import {
   type ToolCallRequest,
 } from '../../runtime';
 import { failedBatch } from './failed-batch';
+import { screenedResults } from './result-guardrails';
 import { approvalGate, rejectedResults, type ApprovalWaitHook, type GateOutcome } from './approval-gate';
 import { runFork } from './forks';
 import { runWait } from './durable-waits';
@@ -96,7 +97,9 @@ export async function toolStep(
           options,
         );
   run.live.approvals = [];
-  const batch = { ...raw, mutations: withAbortReason(raw.mutations, run.live.abort.reason) };
+  const skipped = new Set(gate.type === 'decided' ? gate.rejected.map((result) => result.call.id) : []);
+  const screened = gate.type === 'aborted' ? raw : await screenedResults(loop, calls, raw, skipped, eventIteration);
+  const batch = { ...screened, mutations: withAbortReason(screened.mutations, run.live.abort.reason) };
   for (const event of events.batchOutcome(calls, batch, Date.now() - startedAt)) emit(run, event, eventIteration);
   // Intents of finished calls queue in declared order; cancelled calls queue nothing (6.2).
   for (const record of batch.intents) {

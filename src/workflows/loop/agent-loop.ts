@@ -18,6 +18,8 @@ import {
 import { affordable, BATCH_ESTIMATE, budgetFigures, type BudgetStop } from './budget-gate';
 import { keepHandoffOf, settleHandoff, useAgent } from './handoffs';
 import { buildRequest, llmStep } from './llm-step';
+import { admittedMessage, decide } from './guardrail-step';
+import { checksAt } from './guardrail-checks';
 import type { LlmMode, LoopContext, LoopOptions, TurnResult } from './loop-context';
 import { phaseActivities } from './phase-activities';
 import * as events from '../run/run-events';
@@ -111,7 +113,12 @@ export class AgentLoop {
       keepVisible(run);
       const it = run.durable.iteration;
       this.loop.options.beforeRequest?.(it, toolCalls);
-      commit(run, [...run.durable.pending.splice(0), ...this.collectHooks()]);
+      // Queued messages meet the input guardrails first (an agent without them folds them as before).
+      const hooks =
+        this.loop.options.foldInbox && checksAt(this.loop.agent, 'input')
+          ? await this.screenedHooks(it)
+          : this.collectHooks();
+      commit(run, [...run.durable.pending.splice(0), ...hooks]);
       if (!first) emit(run, { event_type: 'react_iteration_start' });
       const llm = await llmStep(this.loop, this.mode(toolCalls), it);
       if (llm.outcome === 'budget_exhausted') return this.budgetExhausted(llm, it);
@@ -258,6 +265,26 @@ export class AgentLoop {
       ? run.durable.inbox.splice(0).map((entry) => userMessageMutation(entry.content))
       : [];
     return [...selfref, ...messages];
+  }
+
+  /**
+   * The hooks of step 1 with each queued message checked by the input guardrails: it joins as they let
+   * it go on; a blocked one is dropped (its verdict is in the log), and the run goes on without it.
+   */
+  private async screenedHooks(eventIteration: number): Promise<Mutation[]> {
+    const run = this.loop.run;
+    const selfref = collectSelfRefMutations(run.durable.selfref_queue);
+    const messages: Mutation[] = [];
+    for (const entry of run.durable.inbox.splice(0)) {
+      const decided = await decide(this.loop, { stage: 'input', text: entry.content }, eventIteration);
+      if (decided.decision === 'allow') messages.push(userMessageMutation(decided.text));
+    }
+    return [...selfref, ...messages];
+  }
+
+  /** The input guardrails on a session's message: its text as it goes on (a block throws `GuardrailBlocked`). */
+  admitted(content: string, eventIteration: number): Promise<string> {
+    return admittedMessage(this.loop, content, eventIteration);
   }
 
   /** The budget stopped the turn before its next step: nothing of that step is committed. */

@@ -2,13 +2,18 @@ import { truncatedReplyMutation, type LlmPhaseInput, type LlmPhaseResult, type R
 import type { LoopContext } from './loop-context';
 import { inPhaseScope } from './phase-scope';
 
+/** What a model call needs of the loop: the run, the agent, its activities and how requests travel. */
+export type CallContext = Pick<LoopContext, 'run' | 'agent' | 'activities'> & {
+  options: Pick<LoopContext['options'], 'transport'>;
+};
+
 /**
  * One model call through the `llmPhase` activity: the request is written here and handed over by
  * digest (the activity pulls the text by query, so history holds only new content). After an abort,
  * a call that hands back nothing (cancelled early, dead worker) still ends as an aborted phase.
  */
 export async function callLlmPhase(
-  loop: LoopContext,
+  loop: CallContext,
   request: { messages: readonly unknown[] } & Record<string, unknown>,
   written: RequestText,
   input: Omit<LlmPhaseInput, 'agent' | 'digest' | 'request'>,

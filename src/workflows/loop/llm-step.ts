@@ -11,6 +11,8 @@ import {
 import { affordable, charge, type BudgetStop } from './budget-gate';
 import { compactContext, contextOverflowIn, proactiveCompaction, reactiveCompaction } from './context-step';
 import { callLlmPhase } from './llm-call';
+import { checkedAnswer } from './guardrail-step';
+import { checksAt } from './guardrail-checks';
 import type { LlmMode, LoopContext } from './loop-context';
 import * as events from '../run/run-events';
 import { emit, transcriptChecked } from '../run/run-state';
@@ -83,6 +85,7 @@ export async function llmStep(
           iteration: eventIteration,
           llm_call: llmCall,
           ...(loop.options.outputCheck ? { output_check: loop.options.outputCheck } : {}),
+          ...answerHeld(loop),
           ...fastToolsOf(loop, mode, eventIteration),
         },
         `llm call ${llmCall}`,
@@ -115,9 +118,17 @@ export async function llmStep(
       run.durable.context.measure = { request_chars: written.text.length, prompt_tokens: result.usage.prompt_tokens };
     run.durable.usage = addUsage(run.durable.usage, result.usage);
     charge(run, result, run.durable.context.tokens);
-    emit(run, events.llmCallEnd(llmCall, result), eventIteration);
-    return result;
+    // An answer is checked before its end event: readers get it as the output guardrails let it go.
+    const checked = await checkedAnswer(loop, result, eventIteration);
+    emit(run, events.llmCallEnd(llmCall, checked.result), eventIteration);
+    if (checked.blocked) throw checked.blocked;
+    return checked.result;
   }
+}
+
+/** An answer's tokens wait for its output checks (docs/guardrails.md#streaming). */
+function answerHeld(loop: LoopContext): Pick<LlmPhaseInput, 'hold_answer'> {
+  return checksAt(loop.agent, 'output') ? { hold_answer: true } : {};
 }
 
 /**

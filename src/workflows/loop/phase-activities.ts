@@ -25,6 +25,8 @@ export interface PhaseActivities {
   /** A batch of fast tools only, as a local activity on this worker (`defineTool({ fast })`). */
   localToolBatch: Activity<'toolBatch'>;
   reviewToolCalls: Activity<'reviewToolCalls'>;
+  /** The agent's code guardrails on one subject (`defineGuardrail`): short, and safe to repeat. */
+  checkGuardrails: Activity<'checkGuardrails'>;
 }
 
 /** The phase activities with the agent's timeouts and retry budgets. */
@@ -89,5 +91,6 @@ export function phaseActivities(agent: AgentSpec): PhaseActivities {
       }).toolBatch(input),
     localToolBatch: (input, summary) => proxyLocalActivities<Activities>({ ...local, summary }).toolBatch(input),
     reviewToolCalls: (input, summary) => proxyActivities<Activities>({ ...review, summary }).reviewToolCalls(input),
+    checkGuardrails: (input, summary) => proxyActivities<Activities>({ ...review, summary }).checkGuardrails(input),
   };
 }

@@ -44,7 +44,7 @@ export async function openRun(
     context?: ContextOverride | undefined;
     budget?: BudgetOverride | undefined;
   },
-  seed: (agent: AgentSpec) => RunSeed,
+  seed: (agent: AgentSpec) => RunSeed | Promise<RunSeed>,
 ): Promise<AgentSpec> {
   decideVisibility(run);
   const resolved = input.state
@@ -73,7 +73,9 @@ export async function openRun(
   run.live.visibility.enabled = agent.search_attributes === true;
   keepVisible(run, true);
   if (!input.state) {
-    const { context, prompt, pending } = seed(agent);
+    // Awaited only when it is a promise (input guardrails): other runs open in the same step as before.
+    const seeded = seed(agent);
+    const { context, prompt, pending } = seeded instanceof Promise ? await seeded : seeded;
     const replace = { type: 'ContextReplaceMutation' as const, messages: context };
     if (pending) run.durable.pending = [replace];
     else commit(run, [replace]);
