@@ -13,6 +13,7 @@ import { failure, FailureType } from '../common/failure-types';
 import {
   FORK_CAPTURE_MEMO,
   forkPoint,
+  forkUnitOf,
   INLINE_PAYLOAD_BUDGET,
   inheritedSettings,
   utf8Bytes,
@@ -187,7 +188,7 @@ function checkFits(code: ForkReplayCode, state: unknown, input: CaptureRunStateI
 
 /** What `at` counts: a session's turns, a run's iterations. */
 function unitOf(input: CaptureRunStateInput): ForkUnit {
-  return input.workflow_type === 'chatSession' ? 'turn' : 'iteration';
+  return forkUnitOf(input.workflow_type ?? 'agentRun');
 }
 
 /** A point the replay never reached, and the ones that run of the chain did reach. */

@@ -52,7 +52,7 @@ import {
   userMessageUpdate,
   type UserMessageAccepted,
 } from '../common';
-import { ForkSource, forkPoint, notifierWorkflowId, type ForkUnit, type ToolRecordings } from '../runtime';
+import { ForkSource, forkPoint, forkUnitOf, notifierWorkflowId, type ForkUnit, type ToolRecordings } from '../runtime';
 
 type ToolRecordingsWire = Omit<ToolRecordings, 'fallthrough'> & { fallthrough?: boolean };
 import { connectionOptions, type PatchloopConfig } from '../config/environment';
@@ -137,7 +137,7 @@ export class PatchloopClient {
     if (session && toolRecordings) throw new ForkRefusedError('a session forks with live tools only');
     const agent = source.agent ?? original.typedSearchAttributes.get(keys.agent) ?? 'fork';
     const forkId = id ?? `fork-${randomUUID()}`;
-    const unit: ForkUnit = session ? 'turn' : 'iteration';
+    const unit = forkUnitOf(original.type);
     const summary = `${agent}: fork of ${workflowId} at ${forkPoint(source.at, unit)}`;
     const input = session
       ? { agent, fork_from: source }

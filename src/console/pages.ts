@@ -3,7 +3,7 @@ import { describeEvent, failedTurnText } from '../client/follow';
 import { actionsLine, type BillableActions } from '../client/billable-actions';
 import { unansweredTask, workerCommandFor, type WorkerWait } from '../client/worker-wait';
 import type { Message } from '../context';
-import { forkPoint, type AgentRunResult, type ForkUnit } from '../runtime';
+import { forkPoint, forkUnitOf, type AgentRunResult, type ForkUnit } from '../runtime';
 import { costOf, isClearedResult, isSummaryMessage, type RunEvent, type RunStatus, type TokenPrices } from '../runtime';
 
 /**
@@ -526,11 +526,6 @@ function preview(text: string, most: number): string {
 
 export function timelineRows(events: RunEvent[], prices: TokenPrices | null, unit: ForkUnit): string {
   return events.map((event) => timelineRow(event, prices, unit)).join('\n');
-}
-
-/** What a fork of a workflow of this type starts at: a session's turn, a run's iteration. */
-export function forkUnitOf(type: string | undefined): ForkUnit {
-  return type === 'chatSession' ? 'turn' : 'iteration';
 }
 
 /**

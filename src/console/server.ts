@@ -13,7 +13,7 @@ import {
   type RunHandle,
 } from '../client/patchloop-client';
 import { askingWorker, workerCommandFor, workerWaitOf, WORKER_WAIT_NOTICE_MS } from '../client/worker-wait';
-import { BudgetExtension, PRINCIPAL_NAME, type RunEvent, type TokenPrices } from '../runtime';
+import { BudgetExtension, forkUnitOf, PRINCIPAL_NAME, type RunEvent, type TokenPrices } from '../runtime';
 import {
   AccessRefused,
   checkAction,
@@ -37,7 +37,6 @@ import {
   stateBadge,
   timelinePanel,
   timelineRows,
-  forkUnitOf,
   transcript,
   childrenPanel,
   extendForm,

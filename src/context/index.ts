@@ -17,7 +17,7 @@ export {
 } from './experiences';
 export type { SplitPrompt } from './experiences';
 export { removeFrameworkBlocks } from './framework-blocks';
-export { cloneJson, isPlainObject, JsonObject, JsonValue } from './json';
+export { canonicalJson, cloneJson, isPlainObject, JsonObject, JsonValue } from './json';
 export type { JsonPrimitive } from './json';
 export { validateToolLinkage } from './linkage';
 export {

@@ -101,6 +101,11 @@ export function forkPoint(at: number, unit: ForkUnit = 'iteration'): string {
 /** What a fork's `at` counts: a run's iterations, a session's turns. */
 export type ForkUnit = 'iteration' | 'turn';
 
+/** What a fork of a workflow of this type counts: a session (`chatSession`) forks at turns, a run at iterations. */
+export function forkUnitOf(workflowType: string | undefined): ForkUnit {
+  return workflowType === 'chatSession' ? 'turn' : 'iteration';
+}
+
 /** The settings of the original's input a fork keeps: the caller's overrides of the agent's for that run. */
 const INHERITED = ['context', 'budget', 'max_tool_calls'] as const;
 type Inherited = (typeof INHERITED)[number];

@@ -270,6 +270,7 @@ export {
   forkedState,
   forkOverrides,
   forkPoint,
+  forkUnitOf,
   inheritedSettings,
   withInherited,
 } from './fork';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { canonicalJson, repairToolArguments } from '../context';
 import { sharedSchema } from '../context/shared-schema';
 
 /**
@@ -69,7 +70,7 @@ export interface PolicyVerdict {
 /** A call as the policy sees it: its tool, its arguments as the model wrote them, who the run is for. */
 export interface PolicyCall {
   tool: string;
-  /** The arguments' JSON text; text that is not a JSON object matches no rule with `args`. */
+  /** The arguments' JSON text (repaired as a batch repairs it); text that is no JSON object matches no rule with `args`. */
   arguments: string;
   principal?: string | undefined;
 }
@@ -82,7 +83,9 @@ export function decideCall(
   agent: { policy?: ToolPolicy | undefined; needs_approval: readonly string[] },
   call: PolicyCall,
 ): PolicyVerdict {
-  const parsed = parseArguments(call.arguments);
+  // Read as the tool will get them: repaired as the batch repairs them.
+  const repaired = repairToolArguments(call.arguments);
+  const parsed = repaired.ok ? repaired.value : undefined;
   const index = (agent.policy ?? []).findIndex((rule) => ruleMatches(rule, call, parsed));
   if (index >= 0) {
     const rule = agent.policy![index]!;
@@ -131,29 +134,7 @@ function conditionHolds(condition: ArgumentCondition, value: unknown): boolean {
 
 /** Two JSON values alike (object keys in any order). */
 function sameJson(left: unknown, right: unknown): boolean {
-  return canonical(left) === canonical(right);
-}
-
-function canonical(value: unknown): string {
-  if (value === undefined) return 'undefined';
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value !== null && typeof value === 'object')
-    return `{${Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
-      .join(',')}}`;
-  return JSON.stringify(value);
-}
-
-function parseArguments(text: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(text === '' ? '{}' : text);
-    return value !== null && typeof value === 'object' && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
+  return canonicalJson(left) === canonicalJson(right);
 }
 
 /** `*` any run of characters, `?` one; everything else as itself. */

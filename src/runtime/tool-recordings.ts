@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { repairToolArguments, type JsonValue, type Message } from '../context';
+import { canonicalJson, repairToolArguments, type Message } from '../context';
 import { sharedSchema } from '../context/shared-schema';
 import type { ToolCallRequest } from './phases';
 
@@ -27,16 +27,6 @@ export const NO_RECORDING = 'no recorded result for this call';
 function callKey(name: string, argumentText: string): string {
   const parsed = repairToolArguments(argumentText);
   return `${name}\u0000${parsed.ok ? canonicalJson(parsed.value) : argumentText}`;
-}
-
-function canonicalJson(value: JsonValue): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object')
-    return `{${Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key] as JsonValue)}`)
-      .join(',')}}`;
-  return JSON.stringify(value);
 }
 
 /** Every tool call of a transcript with its result, in order (what `ToolRecordings.calls` holds). */

@@ -3,13 +3,15 @@ import { Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, inject } from 'vitest';
+import { afterEach, describe, expect, inject, onTestFinished } from 'vitest';
 import { z } from 'zod';
 import { it } from '../support/fixtures';
 import { followRun, type FollowOutput } from '../../src/client/follow';
 import { PatchloopClient, RunFailedError, type RunHandle } from '../../src/client/patchloop-client';
 import { configFromEnvironment } from '../../src/config/environment';
 import { FakeModelServer } from '../../src/fake-model/server';
+import { modelScript } from '../../src/fake-model/script';
+import { ScriptedModel } from '../../src/fake-model/scripted-model';
 import { callTools, reply } from '../../src/fake-model/steps';
 import type { AgentDefinitionInput } from '../../src/runtime';
 import type { StreamEvent } from '../../src/streaming/chunk';
@@ -279,6 +281,49 @@ describe('guardrails', () => {
     expect(result.budget?.spent['max_llm_calls']).toBe(2);
     await replaysTheSame(run, offTopic, passed);
     world.fake.assertDone();
+  });
+
+  it('a judge on the scripted model rewrites an answer: the result, the transcript and the events hold the rewrite', async ({
+    startWorld,
+  }) => {
+    const model = await ScriptedModel.start([
+      modelScript(
+        [
+          {
+            expect: { user: { contains: 'You idiot, restart it.' } },
+            answer: '{"decision": "rewrite", "text": "Please restart it.", "reason": "rude"}',
+          },
+        ],
+        { name: 'tone judge', when: { system: { contains: 'Answers stay polite.' } } },
+      ),
+      modelScript([{ expect: { user: 'The server is down.' }, answer: 'You idiot, restart it.' }], {
+        name: 'helper',
+        when: { system: { contains: 'You help.' } },
+      }),
+    ]);
+    onTestFinished(() => model.close());
+    const world = await startWorld({
+      agents: [
+        {
+          name: 'helper',
+          instructions: 'You help.',
+          guardrails: { output: [{ judge: { rubric: 'Answers stay polite.', name: 'tone' } }] },
+        },
+      ],
+      config: { openaiBaseUrl: model.url },
+    });
+    const run = await world.client.start({ agent: 'helper', input: 'The server is down.' });
+    const result = await run.result();
+    expect(result.answer).toBe('Please restart it.');
+    expect(result.transcript.at(-1)).toEqual({ role: 'assistant', content: 'Please restart it.' });
+    const events = (await run.allEvents()).events;
+    expect(JSON.stringify(events)).not.toContain('idiot');
+    expect(events.find((event) => event.event_type === 'custom_event')).toMatchObject({
+      event_name: 'guardrail_verdict',
+      data: { stage: 'output', check: 'tone', decision: 'rewrite', reason: 'rude' },
+    });
+    model.assertDone();
+    await replaysTheSame(run);
   });
 
   it('ask: a person decides on a tool call and on a session answer; a blocked message fails its turn and stays out of the transcript', async ({

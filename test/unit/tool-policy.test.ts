@@ -33,6 +33,16 @@ describe('tool policy', () => {
     expect(decide('delete', {})).toEqual({ decision: 'allow', source: { default: true } });
   });
 
+  it('reads arguments as the batch repairs them: a broken large transfer is still gated, not let through', () => {
+    // The batch runs the tool with {"cents": 200000} (the brace closed): the policy must see the same.
+    expect(decide('transfer', '{"cents": 200000', 'alice')).toMatchObject({ decision: 'approve', source: { rule: 1 } });
+    expect(decide('transfer', '{{"cents": 200000}}', 'alice')).toMatchObject({
+      decision: 'approve',
+      source: { rule: 1 },
+    });
+    expect(decide('transfer', 'not json', 'alice')).toEqual({ decision: 'allow', source: { rule: 2 } });
+  });
+
   it('conditions: matches, in, gte/lte, ne, eq; a missing or mistyped argument does not meet them', () => {
     expect(decide('email', { to: 'ann@example.com' }).decision).toBe('allow');
     expect(decide('email', { to: 'ann@example.org' }).decision).toBe('approve');

@@ -1,5 +1,5 @@
 import { setCurrentDetails, workflowInfo } from '@temporalio/workflow';
-import { argumentsForEvents } from '../../context';
+import { argumentsForEvents, repairToolArguments } from '../../context';
 import {
   APPROVAL_TIMED_OUT,
   decideCall,
@@ -177,7 +177,9 @@ async function screenCalls(
   for (const [index, call] of calls.entries()) {
     if (verdicts[index]!.decision === 'deny') continue;
     const tool = { name: call.name, call_id: call.id };
-    const screened = await screen(loop, { stage: 'tool', text: call.arguments, tool }, eventIteration);
+    // Read as the tool will get them: repaired as the batch repairs them.
+    const text = repairToolArguments(call.arguments).text;
+    const screened = await screen(loop, { stage: 'tool', text, tool }, eventIteration);
     if (screened.decision === 'block') blocked.set(index, `guardrail '${screened.check}': ${screened.reason}`);
     else if (screened.decision === 'ask') asked.add(index);
     else if (screened.rewritten) (calls as ToolCallRequest[])[index] = { ...call, arguments: screened.text };
