@@ -47,9 +47,11 @@ async function runCheck(
     const options = guardrail.options.parse(check.options ?? {});
     return checkedVerdict(guardrail.name, await guardrail.check(subject, options, context));
   } catch (error) {
+    // Not its message: an error often quotes what it read (JSON.parse does), and the reason is shown to all.
+    Context.current().log.warn(`guardrail '${guardrail.name}' failed`, { error: String(error).slice(0, 2000) });
     return {
       decision: 'block',
-      reason: `guardrail '${guardrail.name}' failed: ${(error instanceof Error ? error.message : String(error)).slice(0, 500)}`,
+      reason: `guardrail '${guardrail.name}' failed (${error instanceof Error ? error.name : typeof error}; the worker's log has the error)`,
     };
   }
 }

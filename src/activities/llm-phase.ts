@@ -209,9 +209,9 @@ async function sendRequest(attempt: PhaseAttempt): Promise<AnsweredRequest> {
   const attemptClient = client.withOptions({ fetch: attempt.observer.fetch, timeout });
   const wire = wireRequest(provider.api, request, text, profile, (full) => worker.reasoning.restore(workflowId, full));
   attempt.sentStreamed = wire.stream;
-  // A summary call that an abort stopped is of no use any more: it ends at once; so is a call the run
+  // A summary or a judge's call that an abort stopped is of no use any more: it ends at once; so is a call the run
   // asked to stream (an abort interrupts it) that the profile sends plain.
-  const plainSignal = input.purpose === 'compaction' || request.stream ? signal : shutdownOnly(context);
+  const plainSignal = input.purpose !== undefined || request.stream ? signal : shutdownOnly(context);
   const reply = await sendWire(attemptClient, wire, { signal, plainSignal }, attempt.stream, attempt.observer);
   if (reply.content === '' && reply.toolCalls.length === 0) throw emptyReply(reply.finishReason);
   return { reply, api: provider.api, requestChars };

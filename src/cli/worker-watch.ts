@@ -99,9 +99,17 @@ export async function appliedByWorker<T>(
   try {
     return await update();
   } finally {
-    watch.stop();
-    if (watch.outstanding) print(resumedLine(watch.outstanding));
+    closeWatch(watch, print);
   }
+}
+
+/**
+ * Stops a watch once the command has what it waited for (the update applied, the run's end): a notice
+ * still open gets its closing line, since a worker has taken the task (between two looks, say).
+ */
+export function closeWatch(watch: WorkerWatch, print: (line: string) => void = note): void {
+  watch.stop();
+  if (watch.outstanding) print(resumedLine(watch.outstanding));
 }
 
 /**

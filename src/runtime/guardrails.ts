@@ -57,6 +57,12 @@ export const GuardrailSettings = sharedSchema('runtime/guardrails#GuardrailSetti
 );
 export type GuardrailSettings = z.infer<typeof GuardrailSettings>;
 
+/** The longest text a rewrite may give (its UTF-8 stays far under Temporal's payload limit). */
+const MAX_REWRITE_CHARS = 256 * 1024;
+
+/** A tool result an abort left unchecked: it goes on as this, not as the tool returned it. */
+export const UNCHECKED_RESULT = '<Tool result withheld: the run was aborted before the guardrails checked it>';
+
 /** The longest reason a verdict keeps (events, results and the model read it). */
 const MAX_REASON_CHARS = 2000;
 const reason = () => z.string().trim().min(1).max(MAX_REASON_CHARS);
@@ -69,7 +75,11 @@ export const GuardrailVerdict = sharedSchema('runtime/guardrails#GuardrailVerdic
   z.discriminatedUnion('decision', [
     z.strictObject({ decision: z.literal('allow'), reason: reason().optional() }),
     z.strictObject({ decision: z.literal('block'), reason: reason() }),
-    z.strictObject({ decision: z.literal('rewrite'), text: z.string(), reason: reason().optional() }),
+    z.strictObject({
+      decision: z.literal('rewrite'),
+      text: z.string().max(MAX_REWRITE_CHARS),
+      reason: reason().optional(),
+    }),
     z.strictObject({ decision: z.literal('ask'), reason: reason() }),
   ]),
 );

@@ -290,6 +290,7 @@ export {
   judgeMessages,
   judgeVerdict,
   rewrittenArguments,
+  UNCHECKED_RESULT,
   stageChecksFor,
   stopsStage,
 } from './guardrails';

@@ -266,7 +266,10 @@ async function serveTurn(session: Session, entry: InboxEntry): Promise<void> {
   emit(run, turnStartedEvent(session.turns + 1));
   run.live.abort = { requested: false, reason: '' };
   session.turnActive = true;
-  const content = await admittedContent(session, entry.content);
+  // Awaited only with input guardrails: other sessions take the same steps as before them.
+  const content = checksAt(session.loop!.agent, 'input')
+    ? await admittedContent(session, entry.content)
+    : entry.content;
   if (typeof content === 'string') run.durable.pending.push(userMessageMutation(content));
   const reply = typeof content === 'string' ? await runTurn(run, session.loop!, checkpoint, content) : content;
   session.turnActive = false;
@@ -284,7 +287,6 @@ async function serveTurn(session: Session, entry: InboxEntry): Promise<void> {
 async function admittedContent(session: Session, content: string): Promise<string | Omit<TurnReply, 'turn'>> {
   const { run } = session;
   const loop = session.loop!;
-  if (!checksAt(loop.agent, 'input')) return content;
   try {
     return await loop.admitted(content, run.durable.iteration);
   } catch (error) {

@@ -52,8 +52,13 @@ describe('guardrails (pure parts)', () => {
       decision: 'block',
       reason: expect.stringContaining("guardrail 'pii' returned no verdict"),
     });
-    expect(checkedVerdict('pii', { decision: 'block' }).decision).toBe('block');
-    expect(checkedVerdict('pii', { decision: 'block', reason: '   ' }).decision).toBe('block');
+    for (const value of [{ decision: 'block' }, { decision: 'block', reason: '   ' }, { decision: 'rewrite' }])
+      expect(checkedVerdict('pii', value)).toMatchObject({
+        decision: 'block',
+        reason: expect.stringContaining("guardrail 'pii' returned no verdict"),
+      });
+    // A rewrite has a size: one too long to carry is no verdict.
+    expect(checkedVerdict('pii', { decision: 'rewrite', text: 'x'.repeat(300_000) }).decision).toBe('block');
   });
 
   it('a rewrite of tool arguments must stay a JSON object', () => {

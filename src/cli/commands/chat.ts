@@ -5,7 +5,7 @@ import { parseCommand } from '../arguments';
 import { describeEvent, failedTurnText, TokenFollower } from '../../client/follow';
 import { askApproval, type Ask } from './approvals';
 import { agentResolved } from '../preflight';
-import { note, waitingLine, watchForWorker } from '../worker-watch';
+import { closeWatch, note, waitingLine, watchForWorker } from '../worker-watch';
 import type { Message } from '../../context';
 import type { TurnReply } from '../../runtime';
 import type { PatchloopClient, SessionHandle } from '../../client/patchloop-client';
@@ -59,7 +59,7 @@ export async function chatCommand(
       : undefined;
     // A turn that no worker takes says so while it waits.
     const watch = watchForWorker(session, client.taskQueue);
-    const { reply, streamed } = await sendFollowing(session, text, print, ask).finally(() => watch.stop());
+    const { reply, streamed } = await sendFollowing(session, text, print, ask).finally(() => closeWatch(watch));
     turnRunning = false;
     // A reply whose tokens were shown live is not printed again.
     if (streamed) write('\n');

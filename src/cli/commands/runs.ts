@@ -30,7 +30,7 @@ import { askingWorker, WORKER_ANSWER_MS } from '../../client/worker-wait';
 import { EXIT, UsageError, WithStatus } from '../errors';
 import { detach, detachOnInterrupt } from '../interrupt';
 import { agentResolved, explainUnavailable, failureOf } from '../preflight';
-import { appliedByWorker, note, unservedLine, waitingLine, watchForWorker } from '../worker-watch';
+import { appliedByWorker, closeWatch, note, unservedLine, waitingLine, watchForWorker } from '../worker-watch';
 import { RUN_SYNTAX, FOLLOW_SYNTAX, ABORT_SYNTAX, POST_SYNTAX, SEND_SYNTAX, SHOW_SYNTAX } from '../syntax';
 
 type Print = (line: string) => void;
@@ -119,7 +119,7 @@ async function follow(run: RunHandle, client: PatchloopClient, json: boolean, pr
     printOutcome(await followRun(run, textOutput(write), onEvent ? { onEvent } : {}), print);
   } finally {
     terminal?.close();
-    watch.stop();
+    closeWatch(watch);
     stopDetaching();
   }
   return undefined;

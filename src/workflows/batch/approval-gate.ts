@@ -55,7 +55,10 @@ export async function approvalGate(
       }),
     );
     // The tool guardrails check the calls the policy let through (a rewrite changes what runs).
-    const guarded = await screenCalls(loop, calls, verdicts, eventIteration);
+    // Awaited only with tool guardrails: other runs take the same steps as before them.
+    const guarded = checksAt(loop.agent, 'tool')
+      ? await screenCalls(loop, calls, verdicts, eventIteration)
+      : { blocked: new Map<number, string>(), asked: new Set<number>() };
     const positions = verdicts.flatMap((verdict, index) =>
       (verdict.decision === 'approve' || guarded.asked.has(index)) && !guarded.blocked.has(index) ? [index] : [],
     );
@@ -173,16 +176,19 @@ async function screenCalls(
 ): Promise<{ blocked: Map<number, string>; asked: Set<number> }> {
   const blocked = new Map<number, string>();
   const asked = new Set<number>();
-  if (!checksAt(loop.agent, 'tool')) return { blocked, asked };
   for (const [index, call] of calls.entries()) {
     if (verdicts[index]!.decision === 'deny') continue;
     const tool = { name: call.name, call_id: call.id };
     // Read as the tool will get them: repaired as the batch repairs them.
     const text = repairToolArguments(call.arguments).text;
     const screened = await screen(loop, { stage: 'tool', text, tool }, eventIteration);
-    if (screened.decision === 'block') blocked.set(index, `guardrail '${screened.check}': ${screened.reason}`);
-    else if (screened.decision === 'ask') asked.add(index);
-    else if (screened.rewritten) (calls as ToolCallRequest[])[index] = { ...call, arguments: screened.text };
+    if (screened.decision === 'block') {
+      blocked.set(index, `guardrail '${screened.check}': ${screened.reason}`);
+      continue;
+    }
+    if (screened.decision === 'ask') asked.add(index);
+    // What a check before an ask rewrote is what the person decides on, and what runs.
+    if (screened.text !== text) (calls as ToolCallRequest[])[index] = { ...call, arguments: screened.text };
   }
   return { blocked, asked };
 }

@@ -1,5 +1,4 @@
-import { blockedContent, type ToolBatchResult, type ToolCallRequest } from '../../runtime';
-import { checksAt } from '../loop/guardrail-checks';
+import { blockedContent, UNCHECKED_RESULT, type ToolBatchResult, type ToolCallRequest } from '../../runtime';
 import { decide } from '../loop/guardrail-step';
 import type { LoopContext } from '../loop/loop-context';
 
@@ -16,27 +15,42 @@ export async function screenedResults(
   skipped: ReadonlySet<string>,
   eventIteration: number,
 ): Promise<ToolBatchResult> {
-  if (!checksAt(loop.agent, 'tool_result')) return batch;
   const names = new Map(calls.map((call) => [call.id, call.name]));
   const changed = new Set<string>();
   const mutations: ToolBatchResult['mutations'] = [];
   for (const mutation of batch.mutations) {
-    if (mutation.type !== 'ToolResultMutation' || skipped.has(mutation.tool_call_id) || loop.run.live.abort.requested) {
+    if (mutation.type !== 'ToolResultMutation' || skipped.has(mutation.tool_call_id)) {
       mutations.push(mutation);
       continue;
     }
-    const tool = { name: names.get(mutation.tool_call_id) ?? '', call_id: mutation.tool_call_id };
-    const decided = await decide(loop, { stage: 'tool_result', text: mutation.content, tool }, eventIteration);
-    const content =
-      decided.decision === 'allow' ? decided.text : blockedContent('tool_result', decided.check, decided.reason);
+    const result = { text: mutation.content, name: names.get(mutation.tool_call_id) ?? '', id: mutation.tool_call_id };
+    const content = await checkedContent(loop, result, eventIteration);
     if (content !== mutation.content) changed.add(mutation.tool_call_id);
     mutations.push(content === mutation.content ? mutation : { ...mutation, content });
   }
-  // A changed result's event shows what the model reads, not the tool's own value.
+  // A changed result's event shows what the model reads, not the tool's own value (nor its error).
   const reports = batch.reports.map((report) => {
     if (!changed.has(report.tool_call_id)) return report;
-    const { result: _result, ...rest } = report;
-    return rest;
+    const { result: _result, error, ...rest } = report;
+    const read = mutations.find(
+      (mutation) => mutation.type === 'ToolResultMutation' && mutation.tool_call_id === report.tool_call_id,
+    );
+    return { ...rest, ...(error !== undefined && read?.type === 'ToolResultMutation' ? { error: read.content } : {}) };
   });
   return { ...batch, mutations, reports };
+}
+
+/** One result as the checks let it go; after an abort, none is checked and none goes on. */
+async function checkedContent(
+  loop: LoopContext,
+  result: { text: string; name: string; id: string },
+  eventIteration: number,
+): Promise<string> {
+  if (loop.run.live.abort.requested) return UNCHECKED_RESULT;
+  const tool = { name: result.name, call_id: result.id };
+  const decided = await decide(loop, { stage: 'tool_result', text: result.text, tool }, eventIteration);
+  if (decided.decision === 'allow') return decided.text;
+  return loop.run.live.abort.requested
+    ? UNCHECKED_RESULT
+    : blockedContent('tool_result', decided.check, decided.reason);
 }

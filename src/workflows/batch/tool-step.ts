@@ -24,6 +24,7 @@ import {
 } from '../../runtime';
 import { failedBatch } from './failed-batch';
 import { screenedResults } from './result-guardrails';
+import { checksAt } from '../loop/guardrail-checks';
 import { approvalGate, rejectedResults, type ApprovalWaitHook, type GateOutcome } from './approval-gate';
 import { runFork } from './forks';
 import { runWait } from './durable-waits';
@@ -98,7 +99,11 @@ export async function toolStep(
         );
   run.live.approvals = [];
   const skipped = new Set(gate.type === 'decided' ? gate.rejected.map((result) => result.call.id) : []);
-  const screened = gate.type === 'aborted' ? raw : await screenedResults(loop, calls, raw, skipped, eventIteration);
+  // Awaited only with result guardrails: other runs take the same steps as before them.
+  const screened =
+    gate.type === 'aborted' || !checksAt(loop.agent, 'tool_result')
+      ? raw
+      : await screenedResults(loop, calls, raw, skipped, eventIteration);
   const batch = { ...screened, mutations: withAbortReason(screened.mutations, run.live.abort.reason) };
   for (const event of events.batchOutcome(calls, batch, Date.now() - startedAt)) emit(run, event, eventIteration);
   // Intents of finished calls queue in declared order; cancelled calls queue nothing (6.2).

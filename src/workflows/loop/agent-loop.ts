@@ -114,10 +114,7 @@ export class AgentLoop {
       const it = run.durable.iteration;
       this.loop.options.beforeRequest?.(it, toolCalls);
       // Queued messages meet the input guardrails first (an agent without them folds them as before).
-      const hooks =
-        this.loop.options.foldInbox && checksAt(this.loop.agent, 'input')
-          ? await this.screenedHooks(it)
-          : this.collectHooks();
+      const hooks = this.screensInbox() ? await this.screenedHooks(it) : this.collectHooks();
       commit(run, [...run.durable.pending.splice(0), ...hooks]);
       if (!first) emit(run, { event_type: 'react_iteration_start' });
       const llm = await llmStep(this.loop, this.mode(toolCalls), it);
@@ -129,10 +126,15 @@ export class AgentLoop {
           return this.finish(llm.mutations, 'aborted', replyContent(llm), it);
         case 'final':
           return { ...this.finish(llm.mutations, 'completed', replyContent(llm), it), ...outputCheckOf(llm) };
-        case 'run_again':
-          // A message that arrived while the model answered is not dropped: the run goes on with it.
-          commit(run, llm.mutations);
+        case 'run_again': {
+          // A message that arrived while the model answered is not dropped: the run goes on with it
+          // (checked first by the input guardrails, if any: with none admitted, the answer is final).
+          // Awaited only with input guardrails: other runs take the same steps as before them.
+          const admitted = this.screensInbox() ? await this.screenedInbox(it) : undefined;
+          commit(run, [...llm.mutations, ...(admitted ?? [])]);
+          if (admitted?.length === 0) return this.finish([], 'completed', replyContent(llm), it);
           continue;
+        }
         case 'limit_reached': {
           const ended = await this.lastCall(it, toolCalls);
           if (ended) return ended;
@@ -272,14 +274,23 @@ export class AgentLoop {
    * it go on; a blocked one is dropped (its verdict is in the log), and the run goes on without it.
    */
   private async screenedHooks(eventIteration: number): Promise<Mutation[]> {
-    const run = this.loop.run;
-    const selfref = collectSelfRefMutations(run.durable.selfref_queue);
+    const selfref = collectSelfRefMutations(this.loop.run.durable.selfref_queue);
+    return [...selfref, ...(await this.screenedInbox(eventIteration))];
+  }
+
+  /** Whether queued messages meet input guardrails before they join (a run folding them, with such checks). */
+  private screensInbox(): boolean {
+    return this.loop.options.foldInbox && checksAt(this.loop.agent, 'input');
+  }
+
+  /** The queued messages as the input guardrails let them join (each checked, the inbox emptied). */
+  private async screenedInbox(eventIteration: number): Promise<Mutation[]> {
     const messages: Mutation[] = [];
-    for (const entry of run.durable.inbox.splice(0)) {
+    for (const entry of this.loop.run.durable.inbox.splice(0)) {
       const decided = await decide(this.loop, { stage: 'input', text: entry.content }, eventIteration);
       if (decided.decision === 'allow') messages.push(userMessageMutation(decided.text));
     }
-    return [...selfref, ...messages];
+    return messages;
   }
 
   /** The input guardrails on a session's message: its text as it goes on (a block throws `GuardrailBlocked`). */

@@ -43,7 +43,8 @@ export async function checkedAnswer(
   if (decided.decision === 'allow' && !decided.rewritten) return { result };
   const content = decided.decision === 'allow' ? decided.text : blockedContent('output', decided.check, decided.reason);
   const mutations = result.mutations.map((mutation) => (mutation === answer ? { ...answer, content } : mutation));
-  if (decided.decision === 'allow') return { result: { ...result, mutations } };
+  // An abort that stopped a check ends the turn aborted (the loop sees it), the answer withheld.
+  if (decided.decision === 'allow' || guard.run.live.abort.requested) return { result: { ...result, mutations } };
   return {
     result: { ...result, mutations },
     blocked: failure(
@@ -73,22 +74,30 @@ const ASK_EXCERPT_CHARS = 16_000;
 async function askPerson(
   guard: CallContext,
   asked: Extract<Screening, { decision: 'ask' }>,
-  subject: Pick<GuardrailSubject, 'stage'>,
+  subject: Pick<GuardrailSubject, 'stage' | 'text'>,
   eventIteration: number,
 ): Promise<Decided> {
   const run = guard.run;
   const record: ApprovalRecord = {
-    tool_call_id: `guardrail-${subject.stage}-${eventIteration}-${run.durable.llm_calls}`,
+    // Unique in the chain: the number of the event that asks.
+    tool_call_id: `guardrail-${subject.stage}-${run.durable.event_seq + 1}`,
     tool_name: `guardrail:${asked.check}`,
     arguments: { stage: subject.stage, reason: asked.reason, text: asked.text.slice(0, ASK_EXCERPT_CHARS) },
     requested_at: new Date(Date.now()).toISOString(),
   };
   run.live.approvals = [record];
-  emit(run, { event_type: 'approval_requested', ...pendingOf(record) }, eventIteration);
+  // The excerpt is for the person asked (`approvals`, the pending query), not for the run's log.
+  const pending = pendingOf(record);
+  emit(
+    run,
+    { event_type: 'approval_requested', ...pending, arguments: { stage: subject.stage, reason: asked.reason } },
+    eventIteration,
+  );
   await awaitDecisions(guard, eventIteration);
   run.live.approvals = [];
   const decision = record.decision;
-  if (decision?.approved && !run.live.abort.requested) return { decision: 'allow', text: asked.text, rewritten: false };
+  if (decision?.approved && !run.live.abort.requested)
+    return { decision: 'allow', text: asked.text, rewritten: asked.text !== subject.text };
   const why = run.live.abort.requested ? 'the run was aborted' : (decision?.reason ?? 'a person rejected it');
   return { decision: 'block', check: asked.check, reason: `${asked.reason} (asked: ${why})` };
 }

@@ -118,8 +118,8 @@ export async function llmStep(
       run.durable.context.measure = { request_chars: written.text.length, prompt_tokens: result.usage.prompt_tokens };
     run.durable.usage = addUsage(run.durable.usage, result.usage);
     charge(run, result, run.durable.context.tokens);
-    // An answer is checked before its end event: readers get it as the output guardrails let it go.
-    const checked = await checkedAnswer(loop, result, eventIteration);
+    // An answer is checked before its end event (awaited only with output guardrails: other runs as before).
+    const checked = checksAt(loop.agent, 'output') ? await checkedAnswer(loop, result, eventIteration) : { result };
     emit(run, events.llmCallEnd(llmCall, checked.result), eventIteration);
     if (checked.blocked) throw checked.blocked;
     return checked.result;

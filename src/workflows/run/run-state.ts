@@ -76,6 +76,8 @@ interface RunSettings {
   principal: string | null;
   /** The active agent's `waits` (null: none); absent until the run has opened with its agent. */
   waits?: WaitSettings | null;
+  /** The active agent checks user messages (input guardrails): they are logged without their text. */
+  screensInput?: boolean;
 }
 
 /** A wait in progress (`sleep`, `wait_for_event`), as `status` reports it. */
@@ -382,7 +384,9 @@ export function enqueueMessage(run: Run, content: string): InboxEntry {
   const entry: InboxEntry = { id: run.durable.next_inbox_id, content };
   run.durable.next_inbox_id += 1;
   run.durable.inbox.push(entry);
-  emit(run, { event_type: 'user_message_received', ...preview(content) });
+  // A message the input guardrails have not checked yet is not shown: only its length.
+  const shown = run.settings.screensInput ? { content: '', content_chars: content.length } : preview(content);
+  emit(run, { event_type: 'user_message_received', ...shown });
   return entry;
 }
 
@@ -402,12 +406,13 @@ export function checkMessage(run: Run, payload: unknown): ReturnType<typeof chec
  * limits, to the messages that come after, and the events its waits take. Messages accepted before
  * (against the defaults) stay accepted: an update may already have confirmed them.
  */
-export function applyAgentLimits(run: Run, agent: Pick<AgentSpec, 'limits' | 'waits'>): void {
+export function applyAgentLimits(run: Run, agent: Pick<AgentSpec, 'limits' | 'waits' | 'guardrails'>): void {
   run.settings.messageLimits = {
     maxMessageBytes: agent.limits.max_user_message_bytes,
     maxQueuedBytes: agent.limits.max_queued_message_bytes,
   };
   run.settings.waits = agent.waits ?? null;
+  run.settings.screensInput = (agent.guardrails?.input.length ?? 0) > 0;
 }
 
 /** A refused signal or update leaves a visible trace: an event and a count in `status`. */
