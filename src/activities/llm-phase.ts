@@ -24,7 +24,7 @@ import {
   type ResolvedProvider,
 } from '../runtime';
 import type { AgentRegistry } from '../agents/registry';
-import type { ChunkTransport } from '../streaming/chunk';
+import type { ChunkTransport, StreamEvent } from '../streaming/chunk';
 import type { StreamTokens } from '../streaming/stream-token';
 import { cancellationError, isUserAbort, startHeartbeat } from './activity-context';
 import { inGenAiSpan } from './gen-ai-spans';
@@ -461,21 +461,29 @@ function chunkPublisher(sink: ChunkSink | undefined, context: Context, input: Ll
   const enabled = sink !== undefined && llmCall > 0;
   // With output guardrails (`hold_answer`): text tokens wait here until the reply shows it is no answer.
   const held: string[] | undefined = input.hold_answer ? [] : undefined;
-  const publishText = (text: string) => {
+  // One numbered entry of this attempt's stream: a text chunk or an argument delta.
+  const publishNumbered = (
+    entry:
+      | { event_type: 'llm_chunk_arrive'; chunk: string }
+      | ({ event_type: 'tool_call_arguments_delta' } & ArgumentsDelta),
+  ) => {
     if (!enabled) return;
+    const { event_type, ...body } = entry;
+    // Keys in the order followers have always read them.
     sink.transport.publish({
-      event_type: 'llm_chunk_arrive',
+      event_type,
       protocol_version: PROTOCOL_VERSION,
       run_id: runId,
       iteration: input.iteration,
       llm_call: llmCall,
       attempt,
       chunk_index: index,
-      chunk: text,
+      ...body,
       timestamp: new Date().toISOString(),
-    });
+    } as StreamEvent);
     index += 1;
   };
+  const publishText = (text: string) => publishNumbered({ event_type: 'llm_chunk_arrive', chunk: text });
   return {
     announcement: enabled
       ? { stream_url: sink.url, stream_token: sink.tokens.tokenFor(runId), llm_call: llmCall, attempt }
@@ -490,19 +498,7 @@ function chunkPublisher(sink: ChunkSink | undefined, context: Context, input: Ll
       for (const text of held?.splice(0) ?? []) publishText(text);
     },
     argumentsDelta(delta: ArgumentsDelta) {
-      if (!enabled) return;
-      sink.transport.publish({
-        event_type: 'tool_call_arguments_delta',
-        protocol_version: PROTOCOL_VERSION,
-        run_id: runId,
-        iteration: input.iteration,
-        llm_call: llmCall,
-        attempt,
-        chunk_index: index,
-        ...delta,
-        timestamp: new Date().toISOString(),
-      });
-      index += 1;
+      publishNumbered({ event_type: 'tool_call_arguments_delta', ...delta });
     },
     /**
      * `failed`: this attempt's chunks are superseded; unless the failure is final (`retrying: false`),

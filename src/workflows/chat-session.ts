@@ -292,9 +292,14 @@ async function admittedContent(session: Session, content: string): Promise<strin
   } catch (error) {
     const failure = turnFailure(error);
     if (!failure) throw error;
-    emit(run, { event_type: 'turn_failed', error_type: failure.type, message: failure.message });
-    return { status: 'failed', reply: null, error: failure };
+    return failedTurn(run, failure);
   }
+}
+
+/** A failed turn's reply, logged (`turn_failed`). */
+function failedTurn(run: Run, failure: { type: string; message: string }): Omit<TurnReply, 'turn'> {
+  emit(run, { event_type: 'turn_failed', error_type: failure.type, message: failure.message });
+  return { status: 'failed', reply: null, error: failure };
 }
 
 /** The context state a failed turn rolls back to, and the active agent (a handoff is rolled back with it). */
@@ -337,8 +342,7 @@ async function runTurn(
     run.live.request = null;
     // Sessions recorded before the message stayed replay without it.
     if (patched('session-failed-turn-keeps-message')) keepMessage(run, content);
-    emit(run, { event_type: 'turn_failed', error_type: failure.type, message: failure.message });
-    return { status: 'failed', reply: null, error: failure };
+    return failedTurn(run, failure);
   }
 }
 

@@ -182,6 +182,9 @@ describe('guardrails', () => {
     const details = await (await fetch(`${console.url}/runs/${run.workflowId}/details`)).text();
     for (const seen of [sse.text(), JSON.stringify(fromRedis), JSON.stringify(events), failure.message, page, details])
       expect(seen).not.toMatch(/sk-live|abc123|4111|ada@example/);
+    // The console's timeline says each verdict.
+    expect(details).toContain('guardrail refund_limit (tool of refund): block');
+    expect(details).toContain('guardrail no_secrets (output): block: the answer holds an API key');
     const end = events.filter((event) => event.event_type === 'llm_call_end').at(-1);
     expect(end).toMatchObject({
       content: "<Text withheld by guardrail 'no_secrets'. Reason: the answer holds an API key>",
