@@ -16,6 +16,7 @@ import {
 import { affordable, charge } from './budget-gate';
 import { callLlmPhase, type CallContext } from './llm-call';
 import { emit, type Run } from '../run/run-state';
+import { payloadFits } from '../run/payload-budget';
 
 /**
  * What a stage of guardrails decided: the text goes on (as the checks left it), is blocked, or waits for
@@ -87,15 +88,25 @@ async function codeVerdicts(
   group: ReadonlyArray<Extract<GuardrailCheck, { guardrail: string }>>,
   subject: GuardrailSubject,
 ): Promise<GuardrailVerdict[]> {
+  const input = {
+    agent: guard.agent.name,
+    subject,
+    checks: group.map((check) => ({
+      guardrail: check.guardrail,
+      ...(check.options ? { options: check.options } : {}),
+    })),
+  };
+  // A text the activity's input could not carry blocks: scheduling it would fail the workflow task forever.
+  const { fits, bytes } = payloadFits(guard.agent, input);
+  if (!fits)
+    return [
+      {
+        decision: 'block',
+        reason: `the text is ${bytes} bytes, over what a check's input carries inline (PATCHLOOP_PAYLOAD_STORAGE sends it by reference)`,
+      },
+    ];
   const result = await guard.activities.checkGuardrails(
-    {
-      agent: guard.agent.name,
-      subject,
-      checks: group.map((check) => ({
-        guardrail: check.guardrail,
-        ...(check.options ? { options: check.options } : {}),
-      })),
-    },
+    input,
     `guardrails (${subject.stage}): ${group.map(checkName).join(', ')}`,
   );
   return result.verdicts;
