@@ -334,6 +334,11 @@ describe('AG-UI on the gateway', () => {
     const threadId = `thread-${randomUUID()}`;
     world.fake.enqueue(reply(['slow ', 'words ', 'that ', 'never ', 'end '], { chunkDelayMs: 5000 }), reply('Next.'));
     const streaming = postRun(gateway.url, alice, userInput(threadId, 'Talk.')).then((answer) => readStream(answer));
+    // Cancelled while the model streams: a cancel before the request reaches the model would leave its reply queued.
+    await eventually(() => {
+      const talk = world.fake.requests.find((request) => request.body.messages.at(-1)?.content === 'Talk.');
+      return (talk?.chunksWritten ?? 0) >= 1 ? true : undefined;
+    });
     const cancelled = await eventuallyCancelled(gateway.url, threadId);
     expect(cancelled).toEqual({ cancelled: true });
     const events = await streaming;
