@@ -4,8 +4,9 @@
  * queue (`--workers 1,2,4`): R concurrent runs (`--runs`, default 2,000) of 5 iterations (4 with a tool
  * call, then the answer) against a fake model that answers after 300 ms (`--model-ms`). Printed per
  * row: runs per second (from the first start to the last end), the overhead per iteration (a run's time
- * less its 5 model calls, over 5: p50 / p95), each worker's peak RSS. Then the largest count again, one
- * worker killed (-9) once half of the model calls are made: its runs finish on the others. Every run
+ * less its 5 model calls, over 5: p50 / p95), each worker's peak RSS. Then the largest count again (or
+ * `--kill-workers N`; 0: no such pass), one worker killed (-9) once half of the model calls are made:
+ * its runs finish on the others. Every run
  * is checked (completed; its 4 tool results, in order; its answer) and the tool's side effects are
  * counted outside the workers: none lost, no finished call run twice (but within the checkpoint window
  * of the kill, the documented case).
@@ -32,11 +33,14 @@ const { values: flags } = parseArgs({
     runs: { type: 'string', default: '2000' },
     workers: { type: 'string', default: '1,2,4' },
     'model-ms': { type: 'string', default: '300' },
+    /** How many workers the kill pass runs with: the most of `--workers` unless given; 0 skips it. */
+    'kill-workers': { type: 'string' },
   },
 });
 const RUNS = Number(flags.runs);
 const WORKER_COUNTS = flags.workers.split(',').map(Number);
 const MODEL_MS = Number(flags['model-ms']);
+const KILL_WORKERS = flags['kill-workers'] === undefined ? Math.max(...WORKER_COUNTS) : Number(flags['kill-workers']);
 const TOOL_CALLS = 4;
 const ITERATIONS = TOOL_CALLS + 1;
 /** Start calls sent together, every 5 ms: all the runs start within a fraction of a second. */
@@ -212,10 +216,9 @@ async function main() {
       rows.push(await pass({ cluster, bundle, workers: count, kill: false, log }));
       log(JSON.stringify(rows.at(-1)));
     }
-    const most = Math.max(...WORKER_COUNTS);
-    if (most >= 2) {
-      log(`${most} workers, ${RUNS} runs, one killed mid-way`);
-      rows.push(await pass({ cluster, bundle, workers: most, kill: true, log }));
+    if (KILL_WORKERS >= 2) {
+      log(`${KILL_WORKERS} workers, ${RUNS} runs, one killed mid-way`);
+      rows.push(await pass({ cluster, bundle, workers: KILL_WORKERS, kill: true, log }));
       log(JSON.stringify(rows.at(-1)));
     }
   } finally {
