@@ -74,7 +74,16 @@ const cluster = [...clusterOnly, 'test/e2e/subagents.test.ts', 'test/e2e/console
 /** The cluster subset's latency-bound file, run after it on a cluster of its own, alone. */
 const clusterAlone = ['test/e2e/approvals.test.ts'];
 
+/**
+ * Test files share their worker process's modules (`isolate: false`): each file imported the SDK, the
+ * sources and their schemas again, seconds of CPU per file on a machine the suite keeps busy. What a
+ * file changes for the process it puts back (test/support/capture.ts: the environment; fixtures.ts:
+ * `testWithWorld` instead of an override of the shared `test`).
+ */
+const shared = { isolate: false };
+
 const e2e = {
+  ...shared,
   globalSetup: ['test/e2e/global-setup.ts'],
   setupFiles: ['test/support/capture.ts'],
   testTimeout: timeouts.e2e,
@@ -90,6 +99,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          ...shared,
           setupFiles: ['test/support/capture.ts'],
           testTimeout: timeouts.unit,
           hookTimeout: timeouts.unit,

@@ -2,7 +2,7 @@ import { expect } from 'vitest';
 import { failWith, reply, callTools, toolCall } from '../../src/fake-model/steps';
 import { addTool } from '../../src/tools/examples';
 import { scriptsByAgent } from '../../support/agent-scripts';
-import { test } from '../support/fixtures';
+import { testWithWorld } from '../support/fixtures';
 import { runCli } from '../support/cli';
 import type { TestWorld } from '../support/temporal';
 import { awaitingApproval, eventually } from '../support/wait';
@@ -20,7 +20,7 @@ const scripts = scriptsByAgent({
   },
   broken: { instructions: 'You fail.', steps: [failWith(400, { message: 'bad request: no such model' })] },
 });
-const it = test.override('worldOptions', {
+const it = testWithWorld({
   agents: [
     { name: 'filer', instructions: 'You file.' },
     { name: 'gate', instructions: 'You add, with leave.', tools: ['add'], needs_approval: ['add'] },

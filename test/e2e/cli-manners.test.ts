@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { afterAll, describe, expect } from 'vitest';
-import { test } from '../support/fixtures';
+import { testWithWorld } from '../support/fixtures';
 import { assistantAgent, carefulAssistantAgent } from '../../src/agents/assistant';
 import { demoModel } from '../../src/fake-model/demo-model';
 import { freePort } from '../../src/worker/free-port';
@@ -26,7 +26,7 @@ import { spawnWorker, type WorkerProcess } from '../../support/worker-process';
  * shows. One in-process worker on the demo model serves the file; cases that need a worker process (or
  * a server of their own) start it.
  */
-const it = test.override('worldOptions', {
+const it = testWithWorld({
   fake: { responder: demoModel },
   agents: [assistantAgent, carefulAssistantAgent],
 });

@@ -3,7 +3,7 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, describe, expect } from 'vitest';
-import { test } from '../support/fixtures';
+import { testWithWorld } from '../support/fixtures';
 import { validateToolLinkage } from '../../src/context';
 import { startConsole, type ConsoleServer } from '../../src/console/server';
 import { callTools, failWith, reply, toolCall as call } from '../../src/fake-model/steps';
@@ -80,7 +80,7 @@ const scripts = scriptsByAgent({
   },
 });
 
-const it = test.override('worldOptions', {
+const it = testWithWorld({
   agents,
   tools: [addTool, waitTool],
   fake: { responder: scripts.responder },

@@ -2,7 +2,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
-import { test } from '../support/fixtures';
+import { testWithWorld } from '../support/fixtures';
 import { z } from 'zod';
 import { followRun } from '../../src/client/follow';
 import { readChunks } from '../../src/streaming/chunk-client';
@@ -87,7 +87,7 @@ const responder: Responder = (body, index) => {
     : scripts.responder(body, index);
 };
 
-const it = test.override('worldOptions', {
+const it = testWithWorld({
   agents,
   tools: [addTool, waitTool, explode, ...pageTools],
   fake: { responder, windowTokens: 12_000 },

@@ -14,7 +14,7 @@ import { createPatchloopGateway, listen } from '../../src/gateway/gateway';
 import type { AgentDefinitionInput, A2aPushWatcherResult } from '../../src/runtime';
 import { defineTool } from '../../src/tools/define-tool';
 import { a2aClient, sendRequest, taskLine, userMessage } from '../support/a2a';
-import { test } from '../support/fixtures';
+import { testWithWorld } from '../support/fixtures';
 import { gatewayKeys } from '../support/gateway-keys';
 import { runProcess } from '../../support/gateway-world';
 import { clientOn, temporalAddress } from '../support/temporal';
@@ -121,7 +121,7 @@ const tools = [
 const agents: AgentDefinitionInput[] = [
   { name: 'payer', instructions: 'You pay people.', tools: ['transfer'], needs_approval: ['transfer'] },
 ];
-const it = test.override('worldOptions', { agents, tools });
+const it = testWithWorld({ agents, tools });
 
 const { folder, keysFile, alice, bob } = gatewayKeys(agents);
 

@@ -14,7 +14,7 @@ import { startCliProcess } from '../support/cli';
 import { clientOn, temporalAddress } from '../support/temporal';
 import { spawnWorker, type WorkerProcess } from '../../support/worker-process';
 import { FakeModelServer } from '../../src/fake-model/server';
-import { test } from '../support/fixtures';
+import { testWithWorld } from '../support/fixtures';
 import { citiesWorld, runProcess } from '../../support/gateway-world';
 import { eventually } from '../support/wait';
 import { repositoryRoot, venvPython } from '../../support/repository';
@@ -31,7 +31,7 @@ const listAll = (): ListTasksRequest => ({
   statusTimestampAfter: undefined,
 });
 
-const it = test.override('worldOptions', { agents, tools });
+const it = testWithWorld({ agents, tools });
 
 const folder = mkdtempSync(join(tmpdir(), 'a2a-gateway-'));
 const keysFile = join(folder, 'keys.json');

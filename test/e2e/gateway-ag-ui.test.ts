@@ -9,7 +9,7 @@ import { callTools, reply, toolCall } from '../../src/fake-model/steps';
 import { answerApproval, ask, startChatPage } from '../../support/ag-ui-chat';
 import { launchBrowser } from '../../support/browser';
 import { startGatewayProcess } from '../support/cli';
-import { test } from '../support/fixtures';
+import { testWithWorld } from '../support/fixtures';
 import { documentedBlocks, gatewayKeys } from '../support/gateway-keys';
 import { citiesWorld, runProcess } from '../../support/gateway-world';
 import { repositoryRoot } from '../../support/repository';
@@ -18,7 +18,7 @@ import { eventually } from '../support/wait';
 import { threadSessionId } from '../../src/gateway/ag-ui/thread-input';
 
 const { transfers, tools, agents } = citiesWorld();
-const it = test.override('worldOptions', { agents, tools });
+const it = testWithWorld({ agents, tools });
 
 const { folder, keysFile, tag, alice, bob, gatewayOf } = gatewayKeys(agents);
 

@@ -20,7 +20,7 @@ import { z } from 'zod';
 import { callTools, reply, toolCall } from '../../src/fake-model/steps';
 import { createPatchloopGateway, listen } from '../../src/gateway/gateway';
 import type { AgentDefinitionInput } from '../../src/runtime';
-import { test } from '../support/fixtures';
+import { testWithWorld } from '../support/fixtures';
 import { documentedBlocks, gatewayKeys } from '../support/gateway-keys';
 import { citiesWorld, runProcess } from '../../support/gateway-world';
 import { eventually, replyReceived } from '../support/wait';
@@ -32,7 +32,7 @@ import { cliEntry } from '../../support/compiled';
 import { repositoryRoot, venvPython } from '../../support/repository';
 
 const { transfers, tools, agents } = citiesWorld();
-const it = test.override('worldOptions', { agents, tools });
+const it = testWithWorld({ agents, tools });
 
 const { folder, keysFile, tag, alice, bob, gatewayOf } = gatewayKeys(agents);
 

@@ -18,6 +18,14 @@ afterEach(({ task }) => {
     console.error(`worker logs of the failed test "${task.name}":\n${logs.join('\n')}`);
 });
 
+// Each file ends with the environment it started with: e2e files share their process (Vitest does not
+// isolate them), and what one sets for its workers and CLI processes must not reach the next file's.
+const environment = { ...process.env };
+afterAll(() => {
+  for (const name of Object.keys(process.env)) if (!(name in environment)) delete process.env[name];
+  Object.assign(process.env, environment);
+});
+
 // The CPU time of each file (its process and the processes it started), which `npm test` lists.
 let cpuAtStart = 0;
 beforeAll(() => void (cpuAtStart = cpuSeconds()));

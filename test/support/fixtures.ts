@@ -12,9 +12,9 @@ export type StartWorld = (options?: WorldOptions) => Promise<TestWorld>;
  *   test ends, passed or failed.
  * - `world`: one world for the whole file, started with `worldOptions` when a test first names it, closed
  *   after the file's last test. Its tests share its task queue and its fake model (the requests it
- *   recorded too). A file sets the options once: `const it = test.override('worldOptions', {...})`.
+ *   recorded too). A file sets the options once: `const it = testWithWorld({...})`.
  */
-export const test = base
+const test = base
   .extend('startWorld', async ({}, { onCleanup }): Promise<StartWorld> => {
     const started: TestWorld[] = [];
     onCleanup(async () => {
@@ -32,6 +32,14 @@ export const test = base
     onCleanup(() => world.close());
     return world;
   });
+
+/**
+ * `test` whose file-wide `world` starts with `options`: a new test API. (`test.override` would change
+ * `test` itself, and the e2e files share modules: the next file in the process would get the options.)
+ */
+export function testWithWorld(options: WorldOptions) {
+  return test.extend('worldOptions', { scope: 'file' }, options);
+}
 
 /** `test` under the name most files use. */
 export const it = test;
