@@ -188,7 +188,7 @@ function checkFits(code: ForkReplayCode, state: unknown, input: CaptureRunStateI
 
 /** What `at` counts: a session's turns, a run's iterations. */
 function unitOf(input: CaptureRunStateInput): ForkUnit {
-  return forkUnitOf(input.workflow_type ?? 'agentRun');
+  return forkUnitOf(input.workflow_type);
 }
 
 /** A point the replay never reached, and the ones that run of the chain did reach. */

@@ -16,7 +16,8 @@ export async function screenedResults(
   eventIteration: number,
 ): Promise<ToolBatchResult> {
   const names = new Map(calls.map((call) => [call.id, call.name]));
-  const changed = new Set<string>();
+  // Each changed result's call id and the text the model reads instead.
+  const changed = new Map<string, string>();
   const mutations: ToolBatchResult['mutations'] = [];
   for (const mutation of batch.mutations) {
     if (mutation.type !== 'ToolResultMutation' || skipped.has(mutation.tool_call_id)) {
@@ -25,17 +26,15 @@ export async function screenedResults(
     }
     const result = { text: mutation.content, name: names.get(mutation.tool_call_id) ?? '', id: mutation.tool_call_id };
     const content = await checkedContent(loop, result, eventIteration);
-    if (content !== mutation.content) changed.add(mutation.tool_call_id);
+    if (content !== mutation.content) changed.set(mutation.tool_call_id, content);
     mutations.push(content === mutation.content ? mutation : { ...mutation, content });
   }
   // A changed result's event shows what the model reads, not the tool's own value (nor its error).
   const reports = batch.reports.map((report) => {
-    if (!changed.has(report.tool_call_id)) return report;
+    const read = changed.get(report.tool_call_id);
+    if (read === undefined) return report;
     const { result: _result, error, ...rest } = report;
-    const read = mutations.find(
-      (mutation) => mutation.type === 'ToolResultMutation' && mutation.tool_call_id === report.tool_call_id,
-    );
-    return { ...rest, ...(error !== undefined && read?.type === 'ToolResultMutation' ? { error: read.content } : {}) };
+    return { ...rest, ...(error !== undefined ? { error: read } : {}) };
   });
   return { ...batch, mutations, reports };
 }

@@ -29,7 +29,7 @@ export type Screening =
 
 /** Whether the agent checks anything at this stage. */
 export function checksAt(agent: Pick<AgentSpec, 'guardrails'>, stage: GuardrailStage): boolean {
-  return (agent.guardrails?.[stage].length ?? 0) > 0;
+  return stageChecksFor(agent.guardrails, stage).length > 0;
 }
 
 /**

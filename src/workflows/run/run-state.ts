@@ -26,6 +26,7 @@ import {
   isUndecided,
   type AgentSpec,
   type WaitSettings,
+  stageChecksFor,
 } from '../../runtime';
 
 /** A message waiting for its turn; `id` lets a `send` update wait for the reply to exactly its message. */
@@ -412,7 +413,7 @@ export function applyAgentLimits(run: Run, agent: Pick<AgentSpec, 'limits' | 'wa
     maxQueuedBytes: agent.limits.max_queued_message_bytes,
   };
   run.settings.waits = agent.waits ?? null;
-  run.settings.screensInput = (agent.guardrails?.input.length ?? 0) > 0;
+  run.settings.screensInput = stageChecksFor(agent.guardrails, 'input').length > 0;
 }
 
 /** A refused signal or update leaves a visible trace: an event and a count in `status`. */
